@@ -1,0 +1,49 @@
+"""NormLab entry point: page config, language, navigation. Run with ``streamlit run app.py``."""
+
+from pathlib import Path
+
+import streamlit as st
+
+from ui.i18n import LANGUAGES, language_from_locale, t
+from ui.params import ChoiceParam, apply_link_params
+
+HERE = Path(__file__).resolve().parent
+
+st.set_page_config(
+    page_title="NormLab",
+    page_icon=str(HERE / "assets" / "icon.png"),
+    layout="wide",
+    initial_sidebar_state="expanded",
+)
+
+# The browser's locale picks the first language; ``?lang=`` overrides it and the link keeps it.
+browser_lang = language_from_locale(st.context.locale)
+LANG = ChoiceParam("lang", browser_lang, tuple(LANGUAGES))
+apply_link_params([LANG], browser_lang)
+with st.sidebar:
+    lang = st.selectbox(
+        t("common.language", browser_lang),
+        options=list(LANGUAGES),
+        index=list(LANGUAGES).index(browser_lang),
+        format_func=LANGUAGES.__getitem__,
+        key="lang",
+        bind="query-params",
+    )
+
+# (file, url path, title key, icon, section); the first page is the landing page.
+PAGES = [
+    ("explorer.py", "explorer", "explorer.nav", ":material/tune:", "section_explore"),
+]
+
+sections: dict[str, list[st.Page]] = {}
+for index, (file, url_path, title_key, icon, section) in enumerate(PAGES):
+    page = st.Page(
+        HERE / "pages" / file,
+        title=t(title_key, lang),
+        icon=icon,
+        url_path=url_path,
+        default=index == 0,
+    )
+    sections.setdefault(t(f"common.{section}", lang), []).append(page)
+
+st.navigation(sections).run()

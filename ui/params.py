@@ -1,0 +1,212 @@
+"""Link parameters: the URL is the state a teacher shares, so every value in it is checked.
+
+A page declares its controls as a tuple of ``Param`` objects whose ``key`` is both the widget key
+and the query-parameter name (widgets use ``bind="query-params"``). Before the widgets are drawn,
+``apply_link_params`` reads the raw URL, and for every value that is malformed, out of range or
+unknown it drops the raw value, puts a valid one into ``st.session_state`` and returns a notice
+naming the parameter. Streamlit on its own would silently ignore such values; a teacher who typed
+``d=10000`` deserves to be told that the width was clamped to 8192.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from ui.i18n import t
+
+# Longest raw value echoed back in a notice; a hostile link can be megabytes long.
+ECHO_LIMIT = 40
+
+
+def fmt_number(value: float) -> str:
+    """Short, round-trippable text for a number: ``1e-5``, ``0.25``, ``-3``, ``0``."""
+    if value == 0:
+        return "0"
+    text = f"{value:.6g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text
+
+
+def echo(raw: str) -> str:
+    """A visitor's raw text made safe to show inside Markdown: a code span, cut short."""
+    flat = " ".join(raw.split()).replace("`", "'")
+    if len(flat) > ECHO_LIMIT:
+        flat = flat[: ECHO_LIMIT - 1] + "…"
+    return f"`{flat}`" if flat else "`(empty)`"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What was wrong with a raw value: a text key plus the fields it needs."""
+
+    code: str
+    fields: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Param(ABC):
+    """One link parameter. Subclasses define how a raw string becomes a valid value."""
+
+    key: str
+    default: object
+
+    @abstractmethod
+    def parse(self, raw: str) -> tuple[object, Problem | None]:
+        """The value to use for ``raw`` and, if it had to change, what was wrong."""
+
+    def serialise(self, value: object) -> str:
+        return str(value)
+
+
+def _parse_finite(raw: str) -> float | None:
+    try:
+        value = float(raw.strip())
+    except (ValueError, OverflowError):
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class FloatParam(Param):
+    lo: float = -math.inf
+    hi: float = math.inf
+
+    def parse(self, raw: str) -> tuple[object, Problem | None]:
+        value = _parse_finite(raw)
+        if value is None:
+            return self.default, Problem("not_number", {"value": fmt_number(self.default)})
+        if not math.isfinite(value):
+            return self.default, Problem("not_finite", {"value": fmt_number(self.default)})
+        if value > self.hi:
+            return self.hi, Problem("above", {"limit": fmt_number(self.hi)})
+        if value < self.lo:
+            return self.lo, Problem("below", {"limit": fmt_number(self.lo)})
+        return value, None
+
+    def serialise(self, value: object) -> str:
+        return fmt_number(float(value))
+
+
+@dataclass(frozen=True)
+class IntParam(Param):
+    lo: int = 0
+    hi: int = 2**31 - 1
+
+    def parse(self, raw: str) -> tuple[object, Problem | None]:
+        text = raw.strip()
+        try:
+            value = int(text)
+        except ValueError:
+            number = _parse_finite(text)
+            if number is None or not math.isfinite(number):
+                return self.default, Problem("not_number", {"value": str(self.default)})
+            if number != int(number):
+                value = round(number)
+                clamped = min(max(value, self.lo), self.hi)
+                return clamped, Problem("not_integer", {"value": str(clamped)})
+            value = int(number)
+        if value > self.hi:
+            return self.hi, Problem("above", {"limit": str(self.hi)})
+        if value < self.lo:
+            return self.lo, Problem("below", {"limit": str(self.lo)})
+        return value, None
+
+
+@dataclass(frozen=True)
+class ChoiceParam(Param):
+    choices: tuple[str, ...] = ()
+
+    def parse(self, raw: str) -> tuple[object, Problem | None]:
+        value = raw.strip()
+        if value in self.choices:
+            return value, None
+        lowered = value.lower()
+        if lowered in self.choices:
+            return lowered, None
+        return self.default, Problem(
+            "unknown_choice", {"allowed": ", ".join(self.choices), "value": str(self.default)}
+        )
+
+
+@dataclass(frozen=True)
+class LadderParam(Param):
+    """A number chosen from a fixed ladder of values (a log-scale select slider)."""
+
+    options: tuple[float, ...] = ()
+
+    def parse(self, raw: str) -> tuple[object, Problem | None]:
+        value = _parse_finite(raw)
+        if value is None or not math.isfinite(value):
+            code = "not_number" if value is None else "not_finite"
+            return self.default, Problem(code, {"value": fmt_number(self.default)})
+        for option in self.options:
+            if math.isclose(value, option, rel_tol=1e-9, abs_tol=0.0):
+                return option, None
+        nearest = self.nearest(value)
+        return nearest, Problem("snapped", {"value": fmt_number(nearest)})
+
+    def nearest(self, value: float) -> float:
+        positive = [o for o in self.options if o > 0]
+        if value <= 0 or not positive:
+            return min(self.options, key=lambda o: abs(o - value))
+        return min(positive, key=lambda o: abs(math.log10(o) - math.log10(value)))
+
+    def serialise(self, value: object) -> str:
+        return fmt_number(float(value))
+
+
+@dataclass(frozen=True)
+class TextParam(Param):
+    max_len: int = 200_000
+
+    def parse(self, raw: str) -> tuple[object, Problem | None]:
+        if len(raw) > self.max_len:
+            return raw[: self.max_len], Problem("too_long", {"limit": str(self.max_len)})
+        return raw, None
+
+
+def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
+    """Validate the raw query parameters for ``params``; fix bad ones; return notices.
+
+    Must run before the widgets with these keys are created. A value that needs no change is
+    left for Streamlit's own binding to apply.
+    """
+    notices: list[str] = []
+    query = st.query_params
+    for param in params:
+        if param.key not in query:
+            continue
+        raws = query.get_all(param.key)
+        raw = raws[-1] if raws else ""
+        value, problem = param.parse(raw)
+        if len(raws) > 1 and problem is None:
+            problem = Problem("repeated", {"count": str(len(raws))})
+        if problem is None:
+            continue
+        del query[param.key]
+        st.session_state[param.key] = value
+        notices.append(
+            t(f"common.param_{problem.code}", lang, key=param.key, raw=echo(raw), **problem.fields)
+        )
+    return notices
+
+
+def share_query(params: Iterable[Param], lang: str, extra: dict[str, str] | None = None) -> str:
+    """The query string that reproduces the current view: every value that differs from its
+    default, plus the language (always, since the default depends on the viewer's browser)."""
+    pairs: dict[str, str] = {}
+    for param in params:
+        value = st.session_state.get(param.key, param.default)
+        if value != param.default:
+            pairs[param.key] = param.serialise(value)
+    pairs.update(extra or {})
+    pairs["lang"] = lang
+    return urlencode(pairs)

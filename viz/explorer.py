@@ -1,0 +1,253 @@
+"""Figures for the explorer: coordinates side by side, the (1, x_perp) plane, the d = 3 view."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import style
+
+# Above this width individual markers stop being readable and SVG slows the tab: draw with
+# WebGL and without per-point markers.
+WEBGL_WIDTH = 512
+# Above this width lines between neighbouring coordinates are noise; show points only.
+LINE_WIDTH = 128
+# The input arrow is drawn at most this many times the output radius, so that a huge x does not
+# shrink the circle to a dot; the true length is given in the label.
+ARROW_LIMIT = 2.5
+
+
+def _series(
+    index: np.ndarray, values: np.ndarray, *, name: str, color: str, kind: str, d: int
+) -> go.Scatter | go.Scattergl:
+    trace = go.Scattergl if d > WEBGL_WIDTH else go.Scatter
+    mode = "lines+markers" if d <= LINE_WIDTH else "markers"
+    marker = {"color": color, "symbol": style.SYMBOLS[kind], "size": 8 if d <= LINE_WIDTH else 4}
+    return trace(
+        x=index,
+        y=values,
+        name=name,
+        mode=mode,
+        marker=marker,
+        line={"color": color, "dash": style.DASHES[kind], "width": 2},
+        hovertemplate="i = %{x}<br>%{y:.5g}<extra>" + name + "</extra>",
+    )
+
+
+def coordinates_figure(
+    x: np.ndarray, y_rms: np.ndarray, y_layer: np.ndarray, labels: Mapping[str, str]
+) -> go.Figure:
+    """x on top; RMSNorm(x) and LayerNorm(x) below on one shared y axis; shared coordinate axis.
+
+    x keeps its own vertical scale because it can be orders of magnitude larger than the
+    outputs; the two outputs share one so their difference (the offset that survives RMSNorm)
+    is read directly. Dashed lines mark each output's mean.
+    """
+    d = x.shape[-1]
+    index = np.arange(d)
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        row_heights=[0.4, 0.6],
+        subplot_titles=(labels["input"], labels["outputs"]),
+    )
+    fig.add_trace(
+        _series(index, x, name=labels["x"], color=style.INPUT, kind="input", d=d), row=1, col=1
+    )
+    for values, key, color in ((y_rms, "rms", style.RMS), (y_layer, "layer", style.LAYER)):
+        fig.add_trace(
+            _series(index, values, name=labels[key], color=color, kind=key, d=d), row=2, col=1
+        )
+        fig.add_hline(
+            y=float(np.mean(values)),
+            line={"color": color, "dash": "dash", "width": 1.5},
+            row=2,
+            col=1,
+        )
+    fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=2, col=1)
+    fig.update_xaxes(title_text=labels["coordinate"], row=2, col=1)
+    fig.update_yaxes(title_text=labels["value"], row=1, col=1)
+    fig.update_yaxes(title_text=labels["value"], row=2, col=1)
+    style.base_layout(fig, height=560)
+    fig.update_layout(margin={"t": 90})
+    return fig
+
+
+def plane_figure(
+    x_ab: tuple[float, float],
+    rms_ab: tuple[float, float],
+    layer_ab: tuple[float, float],
+    radius: float,
+    labels: Mapping[str, str],
+) -> go.Figure:
+    """The plane spanned by u = 1/sqrt(d) (horizontal) and the part of x orthogonal to it.
+
+    Every point is (a, b): a = <v, u>, b = |v - a u|. RMSNorm slides x along its own ray onto
+    the circle of radius sqrt(d)|g|; LayerNorm first drops a, landing on the vertical axis.
+    """
+    fig = go.Figure()
+    theta = np.linspace(0.0, np.pi, 181)
+    fig.add_trace(
+        go.Scatter(
+            x=radius * np.cos(theta),
+            y=radius * np.sin(theta),
+            mode="lines",
+            name=labels["circle"],
+            line={"color": style.MUTED, "dash": "dot", "width": 2},
+            hoverinfo="skip",
+        )
+    )
+    length = float(np.hypot(*x_ab))
+    shown = 1.0
+    if radius > 0 and length > ARROW_LIMIT * radius:
+        shown = ARROW_LIMIT * radius / length
+    tip = (x_ab[0] * shown, x_ab[1] * shown)
+    reach = max(radius, length * shown) * 1.15 or 1.0
+    if length > 0:
+        ray = reach / length
+        fig.add_trace(
+            go.Scatter(
+                x=[0, x_ab[0] * ray],
+                y=[0, x_ab[1] * ray],
+                mode="lines",
+                name=labels["ray"],
+                line={"color": style.INPUT, "dash": "dot", "width": 1},
+                hoverinfo="skip",
+            )
+        )
+    fig.add_annotation(
+        x=tip[0],
+        y=tip[1],
+        ax=0,
+        ay=0,
+        xref="x",
+        yref="y",
+        axref="x",
+        ayref="y",
+        showarrow=True,
+        arrowhead=3,
+        arrowwidth=2.5,
+        arrowcolor=style.INPUT,
+        text="",
+    )
+    points = (
+        (tip, labels["x"] if shown == 1.0 else labels["x_short"], style.INPUT, "input"),
+        (rms_ab, labels["rms"], style.RMS, "rms"),
+        (layer_ab, labels["layer"], style.LAYER, "layer"),
+    )
+    for (a, b), name, color, kind in points:
+        fig.add_trace(
+            go.Scatter(
+                x=[a],
+                y=[b],
+                mode="markers",
+                name=name,
+                marker={
+                    "color": color,
+                    "size": 15,
+                    "symbol": style.SYMBOLS[kind],
+                    "line": {"color": "white", "width": 1.5},
+                },
+                hovertemplate=f"{name}<br>a = %{{x:.4g}}<br>b = %{{y:.4g}}<extra></extra>",
+            )
+        )
+    fig.add_vline(x=0, line={"color": style.ACCENT, "width": 1})
+    fig.update_xaxes(
+        title_text=labels["axis_a"],
+        range=[-reach, reach],
+        zeroline=False,
+        scaleanchor="y",
+        scaleratio=1,
+    )
+    fig.update_yaxes(title_text=labels["axis_b"], range=[-0.05 * reach, reach], zeroline=True)
+    return style.base_layout(fig, height=460)
+
+
+def sphere_figure(
+    plane: tuple[np.ndarray, np.ndarray, np.ndarray],
+    circle: np.ndarray,
+    sphere: tuple[np.ndarray, np.ndarray, np.ndarray],
+    points: tuple[np.ndarray, np.ndarray, np.ndarray],
+    labels: Mapping[str, str],
+) -> go.Figure:
+    """d = 3: RMSNorm's output sphere, the plane perpendicular to 1, LayerNorm's circle on it.
+
+    ``plane`` and ``sphere`` are (X, Y, Z) mesh grids, ``circle`` is (n, 3), ``points`` is
+    (x, RMSNorm(x), LayerNorm(x)), each (3,): the arrays of ``core.geometry.sphere_3d``.
+    """
+    x, y_rms, y_layer = points
+    extent = max(float(np.max(np.abs(plane[0]))), float(np.linalg.norm(x)), 1e-9) * 1.05
+    fig = go.Figure()
+    for (gx, gy, gz), name, color, opacity in (
+        (sphere, labels["sphere"], style.RMS, 0.18),
+        (plane, labels["plane"], style.LAYER, 0.15),
+    ):
+        fig.add_trace(
+            go.Surface(
+                x=gx,
+                y=gy,
+                z=gz,
+                opacity=opacity,
+                showscale=False,
+                colorscale=[[0, color], [1, color]],
+                name=name,
+                showlegend=True,
+                hoverinfo="skip",
+            )
+        )
+    fig.add_trace(
+        go.Scatter3d(
+            x=circle[:, 0],
+            y=circle[:, 1],
+            z=circle[:, 2],
+            mode="lines",
+            name=labels["circle3d"],
+            line={"color": style.LAYER, "width": 5},
+            hoverinfo="skip",
+        )
+    )
+    ones = np.outer(np.ones(3) / np.sqrt(3.0), [-extent, extent])
+    fig.add_trace(
+        go.Scatter3d(
+            x=ones[0],
+            y=ones[1],
+            z=ones[2],
+            mode="lines",
+            name=labels["ones"],
+            line={"color": style.ACCENT, "width": 4, "dash": "dash"},
+            hoverinfo="skip",
+        )
+    )
+    for point, name, color, kind in (
+        (x, labels["x"], style.INPUT, "input"),
+        (y_rms, labels["rms"], style.RMS, "rms"),
+        (y_layer, labels["layer"], style.LAYER, "layer"),
+    ):
+        fig.add_trace(
+            go.Scatter3d(
+                x=[0, point[0]],
+                y=[0, point[1]],
+                z=[0, point[2]],
+                mode="lines+markers",
+                name=name,
+                marker={"size": [0, 7], "color": color, "symbol": style.SYMBOLS_3D[kind]},
+                line={"color": color, "width": 5},
+                hovertemplate=name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
+            )
+        )
+    axis = {"range": [-extent, extent]}
+    fig.update_layout(
+        scene={
+            "xaxis": {**axis, "title": "x₁"},
+            "yaxis": {**axis, "title": "x₂"},
+            "zaxis": {**axis, "title": "x₃"},
+            "aspectmode": "cube",
+        },
+        scene_camera={"eye": {"x": 1.5, "y": 1.3, "z": 0.9}},
+    )
+    return style.base_layout(fig, height=520)

@@ -1,0 +1,35 @@
+"""Colours and layout shared by every figure.
+
+The palette is Okabe & Ito's (2008), chosen so that the three series stay distinguishable with
+any common colour-vision deficiency; the series also differ in marker shape and dash.
+"""
+
+import plotly.graph_objects as go
+
+INPUT = "#555555"  # grey: the raw vector
+RMS = "#D55E00"  # vermillion: RMSNorm
+LAYER = "#0072B2"  # blue: LayerNorm
+ACCENT = "#009E73"  # bluish green: reference lines and the all-ones direction
+MUTED = "#999999"
+EXTRA = ("#E69F00", "#56B4E9", "#CC79A7", "#F0E442")
+
+SYMBOLS = {"input": "circle", "rms": "diamond", "layer": "square"}
+# Scatter3d knows fewer marker symbols than Scatter.
+SYMBOLS_3D = {"input": "circle", "rms": "diamond", "layer": "square"}
+DASHES = {"input": "dot", "rms": "solid", "layer": "dash"}
+
+FONT_SIZE = 16
+
+
+def base_layout(fig: go.Figure, *, title: str = "", height: int = 420) -> go.Figure:
+    """Large type, a white background and a legend above the plot."""
+    fig.update_layout(
+        title={"text": title, "font": {"size": FONT_SIZE + 3}},
+        height=height,
+        font={"size": FONT_SIZE},
+        template="plotly_white",
+        margin={"l": 60, "r": 20, "t": 70 if title else 30, "b": 50},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        hoverlabel={"font_size": FONT_SIZE},
+    )
+    return fig
