@@ -1,0 +1,248 @@
+"""Where the two norms send a vector, seen in the plane and in 3-D.
+
+Every x in R^d splits into a part along the all-ones direction and a part orthogonal to it.
+LayerNorm deletes the first part and rescales the second; RMSNorm rescales both together. The
+functions here turn that into coordinates a figure can draw, always by calling ``core.norms``, so
+a picture and the numbers printed beside it come from the same computation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Real
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from core.norms import layer_norm, rms_norm
+from core.stats import _as_float_array
+
+__all__ = [
+    "PlaneImages",
+    "Sphere3D",
+    "decompose",
+    "ones_direction",
+    "plane_coords",
+    "plane_images",
+    "sphere_3d",
+]
+
+# The patch of the plane and the circle on it must both be visible: a 20% border around the
+# larger of the two keeps the circle off the patch's edge at every zoom level.
+PATCH_MARGIN = 1.2
+
+# Below 4 steps a sphere mesh is a tetrahedron-like blob; above 400 a surface has 160k vertices,
+# more than a browser redraws smoothly while a slider moves.
+MIN_RESOLUTION = 4
+MAX_RESOLUTION = 400
+
+
+def _check_scalar(value: object, *, name: str, nonnegative: bool = False) -> float:
+    """Return ``value`` as a finite float, or raise ``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number; got {value!r}")
+    if nonnegative and value < 0:
+        raise ValueError(f"{name} must be >= 0; got {value!r}")
+    return float(value)
+
+
+def ones_direction(d: int) -> np.ndarray:
+    r"""The unit vector along the all-ones direction, :math:`u = \mathbf{1} / \sqrt{d}`.
+
+    This is the one direction LayerNorm removes: adding :math:`c\,\mathbf{1}` to x moves it along
+    u and nowhere else. Shape ``(d,)``.
+    """
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+        raise ValueError(f"d must be a positive integer; got {d!r}")
+    return np.full(int(d), 1.0 / math.sqrt(d))
+
+
+def decompose(x: ArrayLike) -> tuple[float | np.ndarray, np.ndarray]:
+    """Split x into its coordinate along u = 1/sqrt(d) and the part orthogonal to u.
+
+    Returns ``(along, perp)`` with ``along = <x, u>`` (signed) and ``perp = x - along * u``, so
+    ``x = along * u + perp`` and ``<perp, u> = 0``. ``perp`` is x minus its mean: exactly the
+    vector LayerNorm goes on to rescale. Shapes: ``(..., d) -> (...), (..., d)``; for a single
+    vector ``along`` is a float.
+    """
+    x = _as_float_array(x, name="x")
+    u = ones_direction(x.shape[-1])
+    along = x @ u  # (..., d) -> (...)
+    perp = x - along[..., None] * u
+    return (float(along) if x.ndim == 1 else along), perp
+
+
+def plane_coords(x: ArrayLike) -> tuple[float | np.ndarray, float | np.ndarray]:
+    """Coordinates ``(a, b)`` of x in the plane spanned by u = 1/sqrt(d) and x's own perp part.
+
+    ``a = <x, u>`` is the signed distance along the ones direction and ``b = ||perp|| >= 0`` the
+    distance from that axis. Any x in R^d, whatever d, is one point of this half-plane, which
+    is why a 2-D picture can show what the norms do in any width. Shapes: ``(..., d) -> (...)``.
+    """
+    along, perp = decompose(x)
+    b = np.linalg.norm(perp, axis=-1)  # (..., d) -> (...)
+    return along, (float(b) if perp.ndim == 1 else b)
+
+
+@dataclass(frozen=True)
+class PlaneImages:
+    """Plane coordinates ``(a, b)`` of an input and of its two normalised images.
+
+    Fields: ``point``, ``layer`` and ``rms`` are ``(a, b)`` pairs for x, LayerNorm(x) and
+    RMSNorm(x); ``radius`` is sqrt(d) * |gain|, the circle both images lie on when eps = 0;
+    ``d``, ``gain``, ``eps_rms`` and ``eps_layer`` record the inputs.
+    """
+
+    point: tuple[float, float]
+    layer: tuple[float, float]
+    rms: tuple[float, float]
+    radius: float
+    d: int
+    gain: float
+    eps_rms: float
+    eps_layer: float
+
+
+def plane_images(
+    x: ArrayLike, *, eps_rms: float, eps_layer: float, gain: float = 1.0
+) -> PlaneImages:
+    """Project x, LayerNorm(x) and RMSNorm(x) onto the plane of u = 1/sqrt(d) and x's perp part.
+
+    RMSNorm moves x along the ray through the origin until it meets the circle of radius
+    sqrt(d)|gain|; LayerNorm first drops x onto the b-axis (a = 0) and then scales it to the
+    same circle. A positive eps pulls both points slightly inside the circle. The outputs come
+    from ``core.norms`` with the constant weight ``gain`` and are projected onto x's own basis,
+    so ``b`` is signed: a negative gain shows up as a reflection through the origin.
+    """
+    x = _as_float_array(x, name="x", ndim=1)
+    eps_rms = _check_scalar(eps_rms, name="eps_rms", nonnegative=True)
+    eps_layer = _check_scalar(eps_layer, name="eps_layer", nonnegative=True)
+    gain = _check_scalar(gain, name="gain")
+    d = x.shape[-1]
+    weight = np.full(d, gain)
+    u = ones_direction(d)
+    along, perp = decompose(x)
+    perp_norm = float(np.linalg.norm(perp))
+    # When x lies on the ones axis its perp part is zero and every image lies on the axis too;
+    # a zero second basis vector then gives b = 0 for all three points.
+    e2 = perp / perp_norm if perp_norm > 0.0 else np.zeros(d)
+
+    def project(y: np.ndarray) -> tuple[float, float]:
+        return float(y @ u), float(y @ e2)
+
+    return PlaneImages(
+        point=(along, perp_norm),
+        layer=project(layer_norm(x, weight, eps=eps_layer)),
+        rms=project(rms_norm(x, weight, eps=eps_rms)),
+        radius=math.sqrt(d) * abs(gain),
+        d=d,
+        gain=gain,
+        eps_rms=eps_rms,
+        eps_layer=eps_layer,
+    )
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    """Freeze an array so a cached ``Sphere3D`` cannot be edited in place by a caller."""
+    a.flags.writeable = False
+    return a
+
+
+@dataclass(frozen=True)
+class Sphere3D:
+    """Mesh data for the d = 3 picture; every array is read-only.
+
+    Fields:
+        plane: ``(X, Y, Z)`` grids of shape ``(resolution, resolution)``, a square patch of the
+            plane through the origin perpendicular to 1 (where LayerNorm's outputs live).
+        circle: ``(resolution + 1, 3)`` points of LayerNorm's output circle, radius sqrt(3)|gain|,
+            in that plane; the last point repeats the first so a line trace closes.
+        sphere: ``(X, Y, Z)`` grids of shape ``(resolution, resolution)``, RMSNorm's output
+            sphere of the same radius.
+        point, layer, rms: ``(3,)`` input and its LayerNorm and RMSNorm images (with eps).
+        radius, gain, eps_rms, eps_layer: the numbers the picture was drawn with.
+    """
+
+    plane: tuple[np.ndarray, np.ndarray, np.ndarray]
+    circle: np.ndarray
+    sphere: tuple[np.ndarray, np.ndarray, np.ndarray]
+    point: np.ndarray
+    layer: np.ndarray
+    rms: np.ndarray
+    radius: float
+    gain: float
+    eps_rms: float
+    eps_layer: float
+
+
+def sphere_3d(
+    x: ArrayLike,
+    *,
+    eps_rms: float,
+    eps_layer: float,
+    gain: float = 1.0,
+    resolution: int = 40,
+) -> Sphere3D:
+    """The d = 3 picture: RMSNorm lands on a sphere, LayerNorm on a circle inside a plane.
+
+    With eps = 0 RMSNorm keeps only the direction of x, so its outputs fill the whole sphere of
+    radius sqrt(3)|gain|. LayerNorm also removes the ones component, so its outputs are the
+    great circle where that sphere meets the plane perpendicular to 1. With eps > 0 both images
+    of the given x sit visibly inside those surfaces when x is small.
+    """
+    x = _as_float_array(x, name="x", ndim=1)
+    if x.shape[-1] != 3:
+        raise ValueError(f"x must have d = 3 for the 3-D picture; got d = {x.shape[-1]}")
+    if (
+        isinstance(resolution, bool)
+        or not isinstance(resolution, int | np.integer)
+        or not MIN_RESOLUTION <= resolution <= MAX_RESOLUTION
+    ):
+        raise ValueError(
+            f"resolution must be an integer in [{MIN_RESOLUTION}, {MAX_RESOLUTION}]; "
+            f"got {resolution!r}"
+        )
+    eps_rms = _check_scalar(eps_rms, name="eps_rms", nonnegative=True)
+    eps_layer = _check_scalar(eps_layer, name="eps_layer", nonnegative=True)
+    gain = _check_scalar(gain, name="gain")
+    weight = np.full(3, gain)
+    radius = math.sqrt(3) * abs(gain)
+
+    # An orthonormal basis of the plane perpendicular to 1, ordered so e1 x e2 = u.
+    e1 = np.array([1.0, -1.0, 0.0]) / math.sqrt(2)
+    e2 = np.array([1.0, 1.0, -2.0]) / math.sqrt(6)
+
+    _, perp = decompose(x)
+    half = PATCH_MARGIN * max(radius, float(np.linalg.norm(perp)))
+    if half == 0.0:
+        # Zero gain and x on the ones axis: nothing has extent, but the plane is still the
+        # subject of the picture, so give it unit size.
+        half = PATCH_MARGIN
+    s, t = np.meshgrid(np.linspace(-half, half, resolution), np.linspace(-half, half, resolution))
+    plane = s[..., None] * e1 + t[..., None] * e2  # (res, res, 3)
+
+    angle = np.linspace(0.0, 2.0 * math.pi, resolution + 1)
+    circle = radius * (np.cos(angle)[:, None] * e1 + np.sin(angle)[:, None] * e2)
+
+    polar, azimuth = np.meshgrid(
+        np.linspace(0.0, math.pi, resolution), np.linspace(0.0, 2.0 * math.pi, resolution)
+    )
+    sphere = (
+        radius * np.sin(polar) * np.cos(azimuth),
+        radius * np.sin(polar) * np.sin(azimuth),
+        radius * np.cos(polar),
+    )
+
+    return Sphere3D(
+        plane=tuple(_readonly(np.ascontiguousarray(plane[..., k])) for k in range(3)),
+        circle=_readonly(circle),
+        sphere=tuple(_readonly(c) for c in sphere),
+        point=_readonly(x.copy()),
+        layer=_readonly(np.asarray(layer_norm(x, weight, eps=eps_layer), dtype=np.float64)),
+        rms=_readonly(np.asarray(rms_norm(x, weight, eps=eps_rms), dtype=np.float64)),
+        radius=radius,
+        gain=gain,
+        eps_rms=eps_rms,
+        eps_layer=eps_layer,
+    )
