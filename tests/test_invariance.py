@@ -1,0 +1,198 @@
+"""Tests for core.invariance: Table 1 of Zhang & Sennrich (2019), computed."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from core.invariance import (
+    TRANSFORMS,
+    InvarianceRow,
+    Transform,
+    invariance_residual,
+    invariance_table,
+    make_setup,
+    shift_sweep,
+)
+from core.stats import vector_stats
+
+# Table 1 of "Root Mean Square Layer Normalization" (LayerNorm and RMSNorm rows), plus the extra
+# shift along 1 that the paper does not list: (LayerNorm invariant, RMSNorm invariant).
+PAPER = {
+    "weight_matrix_rescale": (True, True),
+    "weight_matrix_recenter": (True, False),
+    "weight_vector_rescale": (False, False),
+    "dataset_rescale": (True, True),
+    "dataset_recenter": (False, False),
+    "single_case_rescale": (True, True),
+}
+EXPECTED = {**PAPER, "shift_ones": (True, False)}
+
+# Rounding leaves about 1e-15 on an invariant pair; a genuine change at these sizes leaves more
+# than 1e-2. Both bounds are orders of magnitude from the data, so neither can flake.
+ROUNDING_BOUND = 1e-12
+CHANGE_BOUND = 1e-2
+
+
+def test_registry_ids_and_paper_claims():
+    assert list(TRANSFORMS) == list(EXPECTED)
+    for tid, t in TRANSFORMS.items():
+        assert isinstance(t, Transform) and t.id == tid and t.title and t.description
+        if tid in PAPER:
+            assert t.in_paper and (t.paper_layer, t.paper_rms) == PAPER[tid]
+        else:
+            assert not t.in_paper and t.paper_layer is None and t.paper_rms is None
+
+
+@pytest.mark.parametrize("seed, size", [(0, 2.0), (1, 0.5), (2, 3.0)])
+def test_table_reproduces_the_paper(seed, size):
+    rows = invariance_table(size=size, seed=seed)
+    assert [r.id for r in rows] == list(EXPECTED)
+    for row in rows:
+        assert isinstance(row, InvarianceRow)
+        assert (row.layer_invariant, row.rms_invariant) == EXPECTED[row.id], row
+        assert row.matches_paper is (True if row.id in PAPER else None)
+        for residual, invariant in (
+            (row.layer_residual, row.layer_invariant),
+            (row.rms_residual, row.rms_invariant),
+        ):
+            assert (residual < ROUNDING_BOUND) if invariant else (residual > CHANGE_BOUND)
+
+
+def test_residual_matches_table_and_accepts_transform_objects():
+    rows = {r.id: r for r in invariance_table(size=1.5, seed=4, d=5, n=6, m=3)}
+    for tid, t in TRANSFORMS.items():
+        kwargs = dict(size=1.5, seed=4, d=5, n=6, m=3)
+        assert invariance_residual("layer", tid, **kwargs) == rows[tid].layer_residual
+        assert invariance_residual("rms", t, **kwargs) == rows[tid].rms_residual
+
+
+def test_residual_is_scale_free():
+    # A sign flip of every output row moves each by 2 sqrt(d); the residual reads 2.
+    flip = Transform("flip", "flip", "x' = -x", None, None, lambda s, size, rng: replace(s, x=-s.x))
+    np.testing.assert_allclose(invariance_residual("rms", flip, d=6), 2.0, rtol=1e-12)
+
+
+def test_positive_eps_breaks_rescale_invariance_only_slightly():
+    exact = invariance_residual("layer", "dataset_rescale", size=3.0, eps=0.0)
+    with_eps = invariance_residual("layer", "dataset_rescale", size=3.0, eps=1e-6)
+    assert exact < ROUNDING_BOUND
+    # Pre-activations have variance about m = 8, so eps moves the output by about eps / 8.
+    assert 1e-9 < with_eps < 1e-5
+
+
+def test_transforms_change_what_they_say():
+    rng_seed, size = 3, 2.5
+    before = make_setup(n=5, m=4, d=6, seed=rng_seed)
+    a = before.preactivations()
+    assert a.shape == (5, 6)
+    np.testing.assert_array_equal(before.bias, np.zeros(6))
+
+    def delta(tid):
+        after = TRANSFORMS[tid].apply(before, size, np.random.default_rng(rng_seed))
+        return after.preactivations() - a
+
+    # Weight-matrix recentering moves each case by one amount on every unit: a shift along 1.
+    d_wr = delta("weight_matrix_recenter")
+    np.testing.assert_allclose(np.std(d_wr, axis=1), 0.0, atol=1e-12)
+    assert np.std(d_wr[:, 0]) > 0.1
+    # Dataset recentering moves every case by the same vector, which is not along 1.
+    d_dr = delta("dataset_recenter")
+    np.testing.assert_allclose(np.std(d_dr, axis=0), 0.0, atol=1e-12)
+    assert np.std(d_dr[0]) > 0.1
+    # Weight-vector rescaling changes exactly one unit's column, by the factor size.
+    d_wv = delta("weight_vector_rescale")
+    changed = np.flatnonzero(np.any(d_wv != 0, axis=0))
+    assert changed.size == 1
+    np.testing.assert_allclose(d_wv[:, changed[0]], (size - 1) * a[:, changed[0]], rtol=1e-12)
+    # Single-case rescaling changes exactly one case's row, by the factor size.
+    d_sc = delta("single_case_rescale")
+    changed = np.flatnonzero(np.any(d_sc != 0, axis=1))
+    assert changed.size == 1
+    np.testing.assert_allclose(d_sc[changed[0]], (size - 1) * a[changed[0]], rtol=1e-12)
+    np.testing.assert_allclose(delta("weight_matrix_rescale"), (size - 1) * a, rtol=1e-12)
+    np.testing.assert_allclose(delta("dataset_rescale"), (size - 1) * a, rtol=1e-12)
+    np.testing.assert_allclose(delta("shift_ones"), size, rtol=1e-12)
+    # The original setup is untouched by every transform.
+    np.testing.assert_array_equal(before.preactivations(), a)
+
+
+def test_make_setup_is_seeded():
+    one, two = make_setup(seed=7), make_setup(seed=7)
+    np.testing.assert_array_equal(one.x, two.x)
+    np.testing.assert_array_equal(one.weight, two.weight)
+    assert one.x.shape == (16, 8) and one.weight.shape == (8, 8)
+    assert not np.array_equal(make_setup(seed=8).x, one.x)
+
+
+def test_shift_sweep_layer_flat_rms_collapses():
+    x = np.random.default_rng(5).normal(0.4, 1.0, size=8)
+    offsets = np.array([-1e8, -30.0, -1.0, 0.0, 1.0, 30.0, 1e8])
+    out = shift_sweep(x, offsets, eps=1e-6)
+    assert set(out) == {"offsets", "rms_cosine", "layer_cosine", "rms_energy_along_ones"}
+    for value in out.values():
+        assert value.shape == offsets.shape
+    np.testing.assert_array_equal(out["offsets"], offsets)
+    # LayerNorm deletes the shift; at |c| = 1e8 float64 keeps x to about 1e-8 relative.
+    np.testing.assert_allclose(out["layer_cosine"], 1.0, atol=1e-6)
+    np.testing.assert_allclose(out["rms_cosine"][3], 1.0, rtol=1e-12)
+    # At c = 0 the energy along 1 is cos^2 of x with 1; at huge |c| the output is +-1-ish, so
+    # its cosine with RMSNorm(x) is +-cos(x, 1) and all its energy is along 1.
+    cos_ones = vector_stats(x).cos_ones
+    np.testing.assert_allclose(out["rms_energy_along_ones"][3], cos_ones**2, rtol=1e-10)
+    np.testing.assert_allclose(out["rms_cosine"][[0, -1]], [-cos_ones, cos_ones], atol=1e-7)
+    np.testing.assert_allclose(out["rms_energy_along_ones"][[0, -1]], 1.0, atol=1e-12)
+    # Energy along 1 grows with |c| on both sides.
+    energy = out["rms_energy_along_ones"]
+    assert energy[4] < energy[5] < energy[6] and energy[2] < energy[1] < energy[0]
+
+
+def test_shift_sweep_matches_one_offset_at_a_time_and_ignores_gain_sign():
+    x = np.random.default_rng(6).normal(size=5)
+    offsets = np.linspace(-4.0, 4.0, 9)
+    batch = shift_sweep(x, offsets, eps=1e-3, gain=-2.0)
+    plain = shift_sweep(x, offsets, eps=1e-3)
+    for key in batch:
+        np.testing.assert_allclose(batch[key], plain[key], rtol=1e-12)
+    for i, c in enumerate(offsets):
+        single = shift_sweep(x, [c], eps=1e-3)
+        for key in batch:
+            np.testing.assert_allclose(single[key][0], batch[key][i], rtol=1e-12)
+
+
+def test_shift_sweep_zero_output_counts_as_no_direction():
+    # x = -1 * 1 shifted by c = 1 is the zero vector: RMSNorm gives 0 (eps > 0), cosine 0.
+    out = shift_sweep(np.full(4, -1.0), [1.0], eps=1e-6)
+    assert out["rms_cosine"][0] == 0.0
+    assert out["rms_energy_along_ones"][0] == 0.0
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: invariance_residual("batch", "dataset_rescale"), "norm must be one of layer, rms"),
+        (lambda: invariance_residual("rms", "flip"), "transform must be one of weight_matrix"),
+        (lambda: invariance_residual("rms", "dataset_rescale", size=0.0), "size must be"),
+        (lambda: invariance_residual("rms", "dataset_rescale", size=-2.0), "size must be"),
+        (lambda: invariance_residual("rms", "dataset_rescale", size=math.nan), "size must be"),
+        (lambda: invariance_residual("rms", "dataset_rescale", eps=-1.0), "eps must be"),
+        (lambda: invariance_residual("rms", "dataset_rescale", n=0), "n must be an integer"),
+        (lambda: invariance_residual("rms", "dataset_rescale", m=1.5), "m must be an integer"),
+        (lambda: invariance_residual("rms", "dataset_rescale", d=1), "d must be an integer >= 2"),
+        (lambda: invariance_table(tol=0.0), "tol must be a finite number > 0"),
+        (lambda: make_setup(d=True), "d must be an integer"),
+        (lambda: shift_sweep([[1.0, 2.0]], [0.0]), "x must be 1-D"),
+        (lambda: shift_sweep([1.0, 2.0], [[0.0]]), "offsets must be 1-D"),
+        (lambda: shift_sweep([1.0, 2.0], []), "offsets must have at least one element"),
+        (lambda: shift_sweep([1.0, 2.0], [math.inf]), "offsets must contain only finite"),
+        (lambda: shift_sweep([1.0, 2.0], [0.0], gain=0.0), "gain must be None or a finite"),
+        (lambda: shift_sweep([1.0, 2.0], [0.0], gain="2"), "gain must be None or a finite"),
+        (lambda: shift_sweep([1.0, 2.0], [0.0], eps=math.inf), "eps must be"),
+    ],
+)
+def test_bad_inputs_raise_naming_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
