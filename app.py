@@ -21,13 +21,14 @@ browser_lang = language_from_locale(st.context.locale)
 LANG = ChoiceParam("lang", browser_lang, tuple(LANGUAGES))
 apply_link_params([LANG], browser_lang)
 with st.sidebar:
-    lang = st.selectbox(
-        t("common.language", browser_lang),
+    # The option labels are the link's values (a bound widget writes its label to the URL).
+    lang = st.segmented_control(
+        "Language · Bahasa",
         options=list(LANGUAGES),
-        index=list(LANGUAGES).index(browser_lang),
-        format_func=LANGUAGES.__getitem__,
+        default=browser_lang,
         key="lang",
         bind="query-params",
+        required=True,
     )
 
 # (file, url path, title key, icon, section); the first page is the landing page.

@@ -181,14 +181,16 @@ def controls(lang: str) -> dict:
             help=t("explorer.d_help", lang),
             disabled=typed,
         )
-        st.selectbox(
+        # Option labels are the link's values (a bound widget writes its label to the URL), so
+        # they read the same in every language; the caption says what the chosen one means.
+        dist = st.selectbox(
             t("explorer.dist_label", lang),
             DISTRIBUTIONS,
             key="dist",
             bind="query-params",
-            format_func=lambda v: t(f"explorer.dist_{v}", lang),
             disabled=typed,
         )
+        st.caption(t(f"explorer.dist_{dist}", lang))
         st.number_input(
             t("explorer.seed_label", lang),
             0,
@@ -234,13 +236,13 @@ def controls(lang: str) -> dict:
             key="gain",
             bind="query-params",
         )
-        st.selectbox(
+        pattern = st.selectbox(
             t("explorer.gain_pattern_label", lang),
             GAIN_PATTERNS,
             key="gain_pattern",
             bind="query-params",
-            format_func=lambda v: t(f"explorer.gain_{v}", lang),
         )
+        st.caption(t(f"explorer.gain_{pattern}", lang))
         st.slider(
             t("explorer.bias_label", lang),
             -GAIN_LIMIT,

@@ -190,6 +190,10 @@ def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
         if len(raws) > 1 and problem is None:
             problem = Problem("repeated", {"count": str(len(raws))})
         if problem is None:
+            if param.serialise(value) != raw and isinstance(param, ChoiceParam):
+                # A harmless spelling (``EN``, `` en``): fix it without a notice.
+                del query[param.key]
+                st.session_state[param.key] = value
             continue
         del query[param.key]
         st.session_state[param.key] = value
