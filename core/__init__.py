@@ -1,0 +1,88 @@
+"""NormLab's numerics: RMSNorm and LayerNorm, their presets and devices (numpy; torch lazily)."""
+
+from core.device import available_devices, resolve_device, torch_available
+from core.geometry import (
+    PlaneImages,
+    Sphere3D,
+    decompose,
+    ones_direction,
+    plane_coords,
+    plane_images,
+    sphere_3d,
+)
+from core.invariance import (
+    TRANSFORMS,
+    InvarianceRow,
+    Transform,
+    invariance_residual,
+    invariance_table,
+    shift_sweep,
+)
+from core.jacobian import (
+    LAYER_JACOBIAN_FORMULA,
+    RMS_JACOBIAN_FORMULA,
+    jacobian_spectrum,
+    layer_norm_jacobian,
+    rms_norm_jacobian,
+)
+from core.norms import (
+    LAYER_FORMULA,
+    RMS_FORMULA,
+    NormReport,
+    NormWarning,
+    layer_norm,
+    layer_norm_report,
+    rms_norm,
+    rms_norm_report,
+)
+from core.presets import PRESETS, Preset, get_preset, preset_names
+from core.stats import (
+    IDENTITY_FORMULA,
+    STAT_NAMES,
+    VectorStats,
+    batch_vector_stats,
+    second_moment_identity,
+    vector_stats,
+)
+
+__all__ = [
+    "IDENTITY_FORMULA",
+    "InvarianceRow",
+    "LAYER_FORMULA",
+    "LAYER_JACOBIAN_FORMULA",
+    "NormReport",
+    "NormWarning",
+    "PRESETS",
+    "PlaneImages",
+    "Preset",
+    "RMS_FORMULA",
+    "RMS_JACOBIAN_FORMULA",
+    "STAT_NAMES",
+    "Sphere3D",
+    "TRANSFORMS",
+    "Transform",
+    "VectorStats",
+    "available_devices",
+    "batch_vector_stats",
+    "decompose",
+    "get_preset",
+    "invariance_residual",
+    "invariance_table",
+    "jacobian_spectrum",
+    "layer_norm",
+    "layer_norm_jacobian",
+    "layer_norm_report",
+    "ones_direction",
+    "plane_coords",
+    "plane_images",
+    "preset_names",
+    "resolve_device",
+    "rms_norm",
+    "rms_norm_jacobian",
+    "rms_norm_report",
+    "second_moment_identity",
+    "shift_sweep",
+    "sphere_3d",
+    "torch_available",
+    "vector_stats",
+]
