@@ -245,7 +245,7 @@ def _as_numpy(x: Any, name: str, dtype: Any = None) -> np.ndarray:
 
 
 def _run(*args: Any, report: bool) -> _Result:
-    # 0 * inf and x / 0 are handled by the zero convention below and overflow is reported as a
+    # 0 * inf and x / 0 are handled by _zero_convention and overflow is reported as a
     # NormWarning, so numpy's own RuntimeWarnings would only repeat them less clearly.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return _compute(*args, report=report)
@@ -325,7 +325,7 @@ def _compute(
         if x_np is not None:
             target = device or next((a.device for a in (weight, bias) if _backend.is_torch(a)),
                                     "cpu")
-            xt = torch.from_numpy(x_np).to(target)
+            xt = torch.from_numpy(np.ascontiguousarray(x_np)).to(target)
         else:
             xt = x.to(device) if device is not None else x
         dev = xt.device
@@ -476,26 +476,19 @@ def _param(value: Any, name: str, d: int, in_dtype: str, ops: Any, dev: Any) -> 
     """weight / bias on the compute backend, shape () or (d,), keeping a stored dtype."""
     if value is None:
         return None
-    has_dtype = _backend.is_torch(value) or isinstance(value, np.ndarray | np.generic)
     if _backend.is_torch(value):
-        arr = value
-        if not arr.is_floating_point():
-            arr = arr.to(ops.dtype(in_dtype)) if ops.name == "torch" else arr.double()
-        shape = tuple(arr.shape)
+        arr = value if value.is_floating_point() else value.to(ops.dtype(in_dtype))
     else:
-        # A list or number has no dtype of its own: it takes the input's.
         arr = _as_numpy(value, name)
-        if not has_dtype and in_dtype != "bfloat16":
-            arr = arr.astype(in_dtype)
-        shape = arr.shape
+        if ops.name == "torch":
+            arr = ops.torch.from_numpy(np.ascontiguousarray(arr))
+        if not isinstance(value, np.ndarray | np.generic):
+            # A list or number has no dtype of its own: it takes the input's.
+            arr = ops.cast(arr, in_dtype)
+    shape = tuple(arr.shape)
     if shape not in ((), (1,), (d,)):
         raise ValueError(f"{name} must have shape (d,) = ({d},) or be a scalar (got {shape})")
     if ops.name == "torch":
-        torch = ops.torch
-        if not _backend.is_torch(arr):
-            arr = torch.from_numpy(np.ascontiguousarray(arr))
-            if not has_dtype:
-                arr = arr.to(ops.dtype(in_dtype))
         arr = arr.to(dev)
     if not ops.all_finite(arr):
         raise ValueError(f"{name} must be finite (found NaN or Inf)")

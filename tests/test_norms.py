@@ -315,3 +315,16 @@ def test_zero_vector_property(d, placement):
     with pytest.warns(NormWarning):
         out = layer_norm(np.zeros((2, d)), eps=0.0, eps_placement=placement)
     np.testing.assert_array_equal(out, np.zeros((2, d)))
+
+
+def test_weight_dtype_rules_and_strided_input():
+    x, _, _ = _data((2, 4))
+    x32 = x.astype(np.float32)
+    # A list weight takes x's dtype, so cast="before" keeps float32; a float64 array promotes.
+    assert rms_norm(x32, [1.0, 2.0, 3.0, 4.0], cast="before").dtype == np.float32
+    assert rms_norm(x32, np.ones(4), cast="before").dtype == np.float64
+    assert rms_norm(torch.tensor(x32), torch.arange(4), cast="before").dtype == torch.float32
+    strided = x[:, ::-1]
+    np.testing.assert_allclose(rms_norm(strided, reduction_dtype="bfloat16"),
+                               rms_norm(np.ascontiguousarray(strided), reduction_dtype="bfloat16"),
+                               rtol=0)
