@@ -125,10 +125,12 @@ def compute(
         # The explanations speak of the normalised vectors before gain and bias, in float64.
         unit_rms = rms_norm(x, eps=eps)
         unit_layer = layer_norm(x, eps=eps)
+        plane_gain = gain if gain_pattern == "constant" else 1.0
+        plane = plane_images(x, eps_rms=eps, eps_layer=eps, gain=plane_gain)
+        sphere = sphere_3d(x, eps_rms=eps, eps_layer=eps, gain=plane_gain) if d == 3 else None
     alerts = list(dict.fromkeys(str(w.message) for w in caught if w.category is NormWarning))
     notes = list(dict.fromkeys(rep_rms.notes + rep_layer.notes))
     y_rms, y_layer = _to_numpy(rep_rms.output), _to_numpy(rep_layer.output)
-    plane_gain = gain if gain_pattern == "constant" else 1.0
     result = {
         "x": x_used,
         "y_rms": y_rms,
@@ -142,8 +144,8 @@ def compute(
         "identity": second_moment_identity(x),
         "rms_stat": float(rep_rms.stat.ravel()[0]),
         "layer_stat": float(rep_layer.stat.ravel()[0]),
-        "plane": plane_images(x, eps_rms=eps, eps_layer=eps, gain=plane_gain),
-        "sphere": sphere_3d(x, eps_rms=eps, eps_layer=eps, gain=plane_gain) if d == 3 else None,
+        "plane": plane,
+        "sphere": sphere,
         "alerts": alerts,
         "notes": [n for n in notes if n not in alerts],
     }

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit.runtime.state import get_session_state
 
 from ui.i18n import t
 
@@ -173,6 +174,20 @@ class TextParam(Param):
         return raw, None
 
 
+def _drop_raw(key: str) -> None:
+    """Remove ``key`` from the URL and from the snapshot Streamlit seeds bound widgets from.
+
+    Deleting through ``st.query_params`` alone leaves the page-load snapshot in place, and a
+    bound widget would still take a value Streamlit can read (``d=7.5`` as 7) over the one set
+    in ``st.session_state``. The pinned Streamlit exposes the refresh used after page switches.
+    """
+    with get_session_state().query_params() as qp:
+        del qp[key]
+        refresh = getattr(qp, "set_initial_query_params_from_current", None)
+        if refresh is not None:
+            refresh()
+
+
 def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
     """Validate the raw query parameters for ``params``; fix bad ones; return notices.
 
@@ -190,12 +205,13 @@ def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
         if len(raws) > 1 and problem is None:
             problem = Problem("repeated", {"count": str(len(raws))})
         if problem is None:
-            if param.serialise(value) != raw and isinstance(param, ChoiceParam):
-                # A harmless spelling (``EN``, `` en``): fix it without a notice.
-                del query[param.key]
+            if not isinstance(param, TextParam) and param.serialise(value) != raw:
+                # Another spelling of a valid value (``EN``, ``1e-3`` for ``0.001``): Streamlit
+                # would reject it, so set it here, without a notice.
+                _drop_raw(param.key)
                 st.session_state[param.key] = value
             continue
-        del query[param.key]
+        _drop_raw(param.key)
         st.session_state[param.key] = value
         notices.append(
             t(f"common.param_{problem.code}", lang, key=param.key, raw=echo(raw), **problem.fields)

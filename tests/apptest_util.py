@@ -1,0 +1,51 @@
+"""Helpers for AppTest-based page tests: open a page with a link, read figures back."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+TIMEOUT = 120
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def open_app(page: str | None = None, **query: str) -> AppTest:
+    """Run app.py (optionally switched to ``pages/<page>.py``) with ``query`` in the link."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    if page is not None:
+        at.switch_page(f"pages/{page}.py")
+        at.run()
+    return at
+
+
+def figures(at: AppTest) -> dict[str, dict]:
+    """Every Plotly chart on the page, by its widget key, as the JSON the browser receives."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        out[chart.proto.id.rsplit("-", 1)[-1] if not chart.key else chart.key] = spec
+    return out
+
+
+def decode(values: object) -> np.ndarray:
+    """Plotly's JSON arrays: a list, or ``{"dtype": ..., "bdata": base64}`` typed arrays."""
+    if isinstance(values, dict) and "bdata" in values:
+        raw = np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
+        return raw.reshape(values["shape"]) if "shape" in values else raw
+    return np.asarray(values, dtype=float)
+
+
+def trace(spec: dict, name: str, axis: str = "y") -> np.ndarray:
+    """The ``axis`` data of the trace called ``name``."""
+    for tr in spec["data"]:
+        if tr.get("name") == name:
+            return decode(tr[axis])
+    raise KeyError(f"no trace named {name!r}: {[tr.get('name') for tr in spec['data']]}")

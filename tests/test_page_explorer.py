@@ -1,0 +1,209 @@
+"""The explorer, driven as a person would: links, widgets by key, and what the math says."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from apptest_util import figures, open_app, trace
+
+from core import layer_norm, rms_norm
+from core.inputs import gain_vector, make_input
+
+
+def outputs(at) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    spec = figures(at)["coords"]
+    return trace(spec, "x"), trace(spec, "RMSNorm(x)"), trace(spec, "LayerNorm(x)")
+
+
+def notices(at) -> str:
+    return " ".join(w.value for w in at.warning)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_renders_in_both_languages_without_exception(lang: str) -> None:
+    at = open_app(lang=lang)
+    assert not at.exception
+    expected = {"en": "RMSNorm and LayerNorm, side by side",
+                "id": "RMSNorm dan LayerNorm, berdampingan"}[lang]
+    assert at.title[0].value == expected
+    assert {"coords", "plane"} <= set(figures(at))
+
+
+def test_shows_what_the_core_computes() -> None:
+    at = open_app(d="32", seed="7", offset="1.5", scale="2", eps="0.01", gain="1.5",
+                  gain_pattern="ramp", bias="0.5", dist="laplace")
+    x, y_rms, y_layer = outputs(at)
+    expected_x = make_input(32, dist="laplace", seed=7, offset=1.5, scale=2.0)
+    g = gain_vector(32, pattern="ramp", value=1.5, seed=7)
+    np.testing.assert_allclose(x, expected_x, rtol=0, atol=0)
+    np.testing.assert_allclose(y_rms, rms_norm(expected_x, g, eps=0.01), rtol=1e-15, atol=0)
+    np.testing.assert_allclose(
+        y_layer, layer_norm(expected_x, g, np.full(32, 0.5), eps=0.01), rtol=1e-15, atol=0
+    )
+
+
+def test_raising_offset_moves_rmsnorm_and_leaves_layernorm() -> None:
+    at = open_app(d="64", eps="0")
+    _, rms_before, layer_before = outputs(at)
+    at.slider(key="offset").set_value(5.0).run()
+    assert not at.exception
+    _, rms_after, layer_after = outputs(at)
+    # LayerNorm subtracts the mean first, so a common offset cancels (to rounding).
+    np.testing.assert_allclose(layer_after, layer_before, rtol=0, atol=1e-12)
+    # RMSNorm carries it: the output's mean moves towards the offset's sign.
+    assert np.max(np.abs(rms_after - rms_before)) > 0.5
+    assert np.mean(rms_after) > np.mean(rms_before) + 0.5
+
+
+@pytest.mark.parametrize("gain", [1.0, -2.5, 0.35])
+def test_eps_zero_gives_output_norm_sqrt_d_times_gain(gain: float) -> None:
+    d = 50
+    at = open_app(d=str(d), eps="0", gain=str(gain), offset="0.7")
+    _, y_rms, y_layer = outputs(at)
+    expected = math.sqrt(d) * abs(gain)
+    np.testing.assert_allclose(np.linalg.norm(y_rms), expected, rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(y_layer), expected, rtol=1e-12)
+    # The plane view's circle has that radius too.
+    plane = figures(at)["plane"]
+    circle = plane["data"][0]
+    from apptest_util import decode
+
+    radius = np.hypot(decode(circle["x"]), decode(circle["y"]))
+    np.testing.assert_allclose(radius, expected, rtol=1e-12)
+
+
+def test_eps_pulls_outputs_inside_the_circle() -> None:
+    at = open_app(d="8", scale="0.1", eps="0.01")
+    _, y_rms, y_layer = outputs(at)
+    assert np.linalg.norm(y_rms) < math.sqrt(8) * 0.99
+    assert np.linalg.norm(y_layer) < math.sqrt(8) * 0.99
+
+
+FULL_LINK = {
+    "d": "300", "dist": "uniform", "seed": "42", "offset": "-2.5", "scale": "3", "eps": "1e-3",
+    "gain": "0.5", "gain_pattern": "alternating", "bias": "-1.25", "backend": "torch",
+    "device": "cpu", "dtype": "float32", "lang": "id",
+}
+
+
+def test_a_link_with_every_parameter_restores_every_control() -> None:
+    at = open_app(**FULL_LINK)
+    assert not at.exception
+    assert not at.warning
+    assert at.number_input(key="d").value == 300
+    assert at.selectbox(key="dist").value == "uniform"
+    assert at.number_input(key="seed").value == 42
+    assert at.slider(key="offset").value == -2.5
+    assert at.select_slider(key="scale").value == 3.0
+    assert at.select_slider(key="eps").value == 1e-3
+    assert at.slider(key="gain").value == 0.5
+    assert at.selectbox(key="gain_pattern").value == "alternating"
+    assert at.slider(key="bias").value == -1.25
+    assert at.session_state["backend"] == "torch"
+    assert at.selectbox(key="device").value == "cpu"
+    assert at.selectbox(key="dtype").value == "float32"
+    assert at.session_state["lang"] == "id"
+    x, _, _ = outputs(at)
+    expected = make_input(300, dist="uniform", seed=42, offset=-2.5, scale=3.0)
+    # Computed in float32 by torch, shown in float64.
+    np.testing.assert_allclose(x, expected.astype(np.float32), rtol=0, atol=0)
+
+
+def test_the_share_link_reproduces_the_view() -> None:
+    at = open_app(**FULL_LINK)
+    link = at.code[-1].value
+    query = dict(pair.split("=", 1) for pair in link.split("?", 1)[1].split("&"))
+    again = open_app(**query)
+    np.testing.assert_array_equal(outputs(again)[1], outputs(at)[1])
+    assert query["lang"] == "id"
+
+
+def test_a_typed_vector_overrides_width_and_distribution() -> None:
+    at = open_app(x="1, 2, 3, 10", d="99")
+    x, y_rms, y_layer = outputs(at)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0, 10.0])
+    np.testing.assert_allclose(y_rms, rms_norm(x, np.ones(4), eps=1e-5), rtol=1e-15)
+    assert at.number_input(key="d").disabled
+
+
+@pytest.mark.parametrize(
+    ("typed", "fragment"),
+    [("1, 2, abc, 4", "value 3"), ("1, inf", "value 2"), ("5", "at least 2"),
+     ("1," * 9000, "at most 8192")],
+)
+def test_a_bad_typed_vector_names_the_problem_and_keeps_the_text(typed: str, fragment: str):
+    at = open_app(x=typed)
+    assert not at.exception
+    message = " ".join(e.value for e in at.error)
+    assert "`x`" in message and fragment in message
+    assert at.text_input(key="x").value == typed
+    # The page still shows a computed view (the generated vector).
+    assert len(outputs(at)[0]) == 16
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "widget", "expected"),
+    [
+        ("d", "99999", "number_input", 8192),
+        ("d", "1", "number_input", 2),
+        ("d", "abc", "number_input", 16),
+        ("d", "7.5", "number_input", 8),
+        ("d", "1" * 60, "number_input", 8192),
+        ("offset", "nan", "slider", 0.0),
+        ("offset", "-1e308", "slider", -20.0),
+        ("offset", "inf", "slider", 0.0),
+        ("eps", "0.00002", "select_slider", 1e-5),
+        ("eps", "-1", "select_slider", 0.0),
+        ("scale", "", "select_slider", 1.0),
+        ("dist", "<script>alert(1)</script>", "selectbox", "normal"),
+        ("gain_pattern", "zigzag", "selectbox", "constant"),
+    ],
+)
+def test_bad_link_values_are_corrected_with_a_notice(key, raw, widget, expected) -> None:
+    at = open_app(**{key: raw})
+    assert not at.exception
+    assert getattr(at, widget)(key=key).value == expected
+    text = notices(at)
+    assert f"`{key}`" in text
+    assert "<script>" not in text.replace("`<script>alert(1)</script>`", "")
+
+
+def test_values_equal_to_an_offered_value_need_no_notice() -> None:
+    at = open_app(eps="0.00001", scale="1.0", lang="EN")
+    assert not at.warning
+    assert at.select_slider(key="eps").value == 1e-5
+    assert at.session_state["lang"] == "en"
+
+
+def test_zero_vector_with_eps_zero_is_defined_and_explained() -> None:
+    at = open_app(scale="0", eps="0")
+    assert not at.exception
+    _, y_rms, y_layer = outputs(at)
+    assert np.all(y_rms == 0) and np.all(y_layer == 0)
+    assert "0/0" in notices(at)
+
+
+def test_float16_overflow_is_reported() -> None:
+    at = open_app(backend="torch", dtype="float16", scale="1000", d="256")
+    assert not at.exception
+    assert "overflow" in notices(at)
+
+
+def test_three_dimensional_view_appears_for_d_equal_three() -> None:
+    assert "sphere" not in figures(open_app(d="4"))
+    at = open_app(d="3", eps="0")
+    spec = figures(at)["sphere"]
+    rms_point = [tr for tr in spec["data"] if tr.get("name") == "RMSNorm(x)"][0]
+    from apptest_util import decode
+
+    tip = np.array([decode(rms_point[a])[-1] for a in ("x", "y", "z")])
+    np.testing.assert_allclose(np.linalg.norm(tip), math.sqrt(3), rtol=1e-12)
+
+
+def test_wide_vectors_use_webgl() -> None:
+    at = open_app(d="8192")
+    assert not at.exception
+    types = {tr["type"] for tr in figures(at)["coords"]["data"]}
+    assert types == {"scattergl"}

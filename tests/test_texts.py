@@ -1,0 +1,64 @@
+"""Every text exists in English and Bahasa Indonesia, and every key the code asks for exists."""
+
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from ui.i18n import LANGUAGES, TEXT_DIR, catalogue, language_from_locale, t
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = sorted(catalogue())
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_key_has_both_languages(key: str) -> None:
+    texts = catalogue()[key]
+    assert set(texts) == set(LANGUAGES), f"{key} has {sorted(texts)}"
+    for lang, text in texts.items():
+        assert isinstance(text, str) and text.strip(), f"{key} is empty in {lang}"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_both_languages_use_the_same_fields(key: str) -> None:
+    fields = {
+        lang: {name for _, name, _, _ in string.Formatter().parse(text) if name}
+        for lang, text in catalogue()[key].items()
+    }
+    assert fields["en"] == fields["id"], f"{key}: {fields}"
+
+
+def test_every_literal_key_in_the_code_exists() -> None:
+    sources = [p for d in ("app.py", "pages", "ui") for p in
+               ([ROOT / d] if d.endswith(".py") else sorted((ROOT / d).glob("*.py")))]
+    pattern = re.compile(r"""\bt\(\s*["']([a-z_]+\.[a-z0-9_]+)["']""")
+    missing = {
+        (path.name, key)
+        for path in sources
+        for key in pattern.findall(path.read_text())
+        if key not in catalogue()
+    }
+    assert not missing
+
+
+def test_every_page_file_has_a_text_file_with_title_intro_and_nav() -> None:
+    for page in sorted((ROOT / "pages").glob("*.py")):
+        topic = page.stem
+        assert (TEXT_DIR / f"{topic}.toml").exists(), topic
+        for name in ("nav", "title", "intro"):
+            assert f"{topic}.{name}" in catalogue(), f"{topic}.{name}"
+
+
+def test_lookup_substitutes_fields_and_falls_back_to_english() -> None:
+    assert t("common.param_above", "id", key="d", raw="`9`", limit="8") == (
+        "Parameter tautan `d`: `9` melebihi batas atas; memakai batas atas, 8."
+    )
+
+
+@pytest.mark.parametrize(
+    ("locale", "lang"),
+    [("id-ID", "id"), ("in_ID", "id"), ("en-GB", "en"), ("fr-FR", "en"), (None, "en"), ("", "en")],
+)
+def test_language_from_browser_locale(locale: str | None, lang: str) -> None:
+    assert language_from_locale(locale) == lang
