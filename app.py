@@ -34,6 +34,7 @@ with st.sidebar:
 # (file, url path, title key, icon, section); the first page is the landing page.
 PAGES = [
     ("explorer.py", "explorer", "explorer.nav", ":material/tune:", "section_explore"),
+    ("lesson.py", "lesson", "lesson.nav", ":material/school:", "section_explore"),
 ]
 
 sections: dict[str, list[st.Page]] = {}

@@ -1,0 +1,126 @@
+"""The guided lesson, driven as a visitor would: links, predictions, reveals, navigation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.lesson import OPTIONS, STEP_IDS, lesson_step
+from ui.i18n import t
+from ui.params import echo
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+N = len(STEP_IDS)
+
+
+def open_lesson(**query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page("pages/lesson.py")
+    at.run()
+    assert not at.exception
+    return at
+
+
+def heading(at: AppTest) -> str:
+    return at.subheader[0].value
+
+
+def predict_and_reveal(at: AppTest, step_id: str, answer: str) -> None:
+    at.radio(key=f"pick_{step_id}").set_value(answer).run()
+    assert not at.exception
+    at.button(key=f"reveal_{step_id}").click().run()
+    assert not at.exception
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_every_step_renders_and_reveals_in_both_languages(lang: str) -> None:
+    at = open_lesson(lang=lang)
+    for k, step_id in enumerate(STEP_IDS, start=1):
+        at.slider(key="step").set_value(k).run()
+        assert not at.exception, step_id
+        assert heading(at) == f"{k}. {t(f'lesson.{step_id}_title', lang)}"
+        assert at.button(key=f"reveal_{step_id}").disabled  # no prediction yet
+        predict_and_reveal(at, step_id, OPTIONS[step_id][0])
+        assert len(at.get("plotly_chart")) == 1, step_id
+        verdicts = [e.value for e in at.success] + [e.value for e in at.error]
+        assert len(verdicts) == 1, step_id
+        # Every text on the page came out of the catalogue with its fields filled in.
+        texts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+        assert not any(re.search(r"(?<![A-Za-z])\{[a-z_]+\}", s) for s in texts), step_id
+
+
+@pytest.mark.parametrize("k", [1, 4, 7, N])
+def test_link_opens_the_step_it_names(k: int) -> None:
+    at = open_lesson(step=str(k))
+    assert at.slider(key="step").value == k
+    assert heading(at) == f"{k}. {t(f'lesson.{STEP_IDS[k - 1]}_title', 'en')}"
+    assert not at.warning
+
+
+@pytest.mark.parametrize(
+    ("raw", "opened", "code"),
+    [("42", N, "param_above"), ("0", 1, "param_below"), ("abc", 1, "param_not_number")],
+)
+def test_bad_step_in_link_gives_a_notice_and_a_valid_step(raw: str, opened: int, code: str) -> None:
+    at = open_lesson(step=raw)
+    assert at.slider(key="step").value == opened
+    assert heading(at).startswith(f"{opened}. ")
+    notice = " ".join(w.value for w in at.warning)
+    assert "`step`" in notice
+    assert t("common.notices_heading", "en") in notice
+    expected = t(f"common.{code}", "en", key="step", raw=echo(raw), value=opened, limit=opened)
+    assert expected in notice
+
+
+def test_numbers_in_the_explanation_are_the_core_numbers() -> None:
+    r = lesson_step("shift")
+    at = open_lesson(step=str(STEP_IDS.index("shift") + 1))
+    predict_and_reveal(at, "shift", r.correct)
+    explanation = next(m.value for m in at.markdown if m.value.startswith("LayerNorm subtracts"))
+    assert f"{r.numbers['change_rms']:.4g}" in explanation
+    assert f"{r.numbers['change_layer']:.4g}" in explanation
+
+
+def test_buttons_move_the_bound_step_and_answers_survive_navigation() -> None:
+    at = open_lesson()
+    assert at.button(key="previous").disabled
+    predict_and_reveal(at, "centre", "C")
+    at.button(key="next").click().run()
+    assert at.slider(key="step").value == 2
+    assert at.query_params["step"] == "2"
+    assert heading(at).startswith("2. ")
+    at.button(key="previous").click().run()
+    assert at.slider(key="step").value == 1
+    # The prediction and the reveal are still there, and the prediction is now locked.
+    radio = at.radio(key="pick_centre")
+    assert radio.value == "C" and radio.disabled
+    assert len(at.error) == 1  # C is wrong: the numbers give RMSNorm's output the sign of mu
+    score = t("lesson.score", "en", right=0, revealed=1, n=N)
+    assert score in [c.value for c in at.caption]
+
+
+def test_verdicts_follow_the_core_numbers_and_the_score_counts_them() -> None:
+    at = open_lesson(step=str(N))
+    assert at.button(key="next").disabled
+    right = 0
+    for k, step_id in enumerate(STEP_IDS, start=1):
+        at.slider(key="step").set_value(k).run()
+        correct = lesson_step(step_id).correct
+        # Right on even steps, wrong on odd ones: the score must count exactly the even ones.
+        answer = correct if k % 2 == 0 else next(o for o in OPTIONS[step_id] if o != correct)
+        right += answer == correct
+        predict_and_reveal(at, step_id, answer)
+        if answer == correct:
+            assert len(at.success) == 1 and not at.error, step_id
+            assert f"**{correct}**" in at.success[0].value
+        else:
+            assert len(at.error) == 1 and not at.success, step_id
+            assert f"**{answer}**" in at.error[0].value and f"**{correct}**" in at.error[0].value
+    assert right == N // 2
+    assert at.info[0].value == t("lesson.finished", "en", right=right, n=N)
