@@ -30,10 +30,11 @@ from core.device import resolve_device, torch_available
 from core.presets import Preset, get_preset
 
 RMS_FORMULA = r"y_i = g_i \, \frac{x_i}{\sqrt{\frac{1}{d}\sum_{j=1}^{d} x_j^{2} + \epsilon}}"
+# Two lines, so that it fits beside another figure on a page.
 LAYER_FORMULA = (
-    r"y_i = g_i \, \frac{x_i - \mu}{\sqrt{\sigma^{2} + \epsilon}} + b_i, \quad "
+    r"\begin{gathered} y_i = g_i \, \frac{x_i - \mu}{\sqrt{\sigma^{2} + \epsilon}} + b_i, \\ "
     r"\mu = \frac{1}{d}\sum_{j=1}^{d} x_j, \quad "
-    r"\sigma^{2} = \frac{1}{d}\sum_{j=1}^{d} (x_j - \mu)^{2}"
+    r"\sigma^{2} = \frac{1}{d}\sum_{j=1}^{d} (x_j - \mu)^{2} \end{gathered}"
 )
 
 # rms_norm_eps in the Llama and T5 configs (and LlamaRMSNorm's default): the usual RMSNorm eps.
@@ -131,7 +132,7 @@ def layer_norm(
 ) -> Any:
     r"""LayerNorm over the last axis of ``x``: shape (..., d) -> (..., d).
 
-    .. math:: y_i = g_i \, \frac{x_i - \mu}{\sqrt{\sigma^{2} + \epsilon}} + b_i, \quad \mu = \frac{1}{d}\sum_{j=1}^{d} x_j, \quad \sigma^{2} = \frac{1}{d}\sum_{j=1}^{d} (x_j - \mu)^{2}
+    .. math:: \begin{gathered} y_i = g_i \, \frac{x_i - \mu}{\sqrt{\sigma^{2} + \epsilon}} + b_i, \\ \mu = \frac{1}{d}\sum_{j=1}^{d} x_j, \quad \sigma^{2} = \frac{1}{d}\sum_{j=1}^{d} (x_j - \mu)^{2} \end{gathered}
 
     Arguments as in :func:`rms_norm` (no ``partial``); ``eps`` defaults to the preset's, else
     ``DEFAULT_LAYER_EPS``. With ``eps_placement`` "outside" or "clamp" the standard deviation

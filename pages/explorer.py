@@ -152,8 +152,14 @@ def compute(
     return result
 
 
+# Below this size a statistic of an O(1) vector is float64 rounding, not a value.
+ROUNDING_FLOOR = 1e-12
+
+
 def fmt(value: float) -> str:
-    """Four significant digits, for prose and tables."""
+    """Four significant digits, for prose and tables; rounding residue reads as ≈ 0."""
+    if value != 0 and abs(value) < ROUNDING_FLOOR:
+        return "≈ 0"
     return f"{value:.4g}"
 
 

@@ -248,6 +248,8 @@ def sphere_figure(
             "zaxis": {**axis, "title": "x₃"},
             "aspectmode": "cube",
         },
-        scene_camera={"eye": {"x": 1.5, "y": 1.3, "z": 0.9}},
+        # Looking across the all-ones axis, not along it, so that the plane perpendicular
+        # to 1 and LayerNorm's circle are seen at an angle rather than face-on.
+        scene_camera={"eye": {"x": 1.45, "y": -1.1, "z": 0.55}},
     )
     return style.base_layout(fig, height=520)
