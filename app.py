@@ -35,6 +35,8 @@ with st.sidebar:
 PAGES = [
     ("explorer.py", "explorer", "explorer.nav", ":material/tune:", "section_explore"),
     ("lesson.py", "lesson", "lesson.nav", ":material/school:", "section_explore"),
+    ("backward.py", "backward", "backward.nav", ":material/undo:", "section_lessons"),
+    ("speed.py", "speed", "speed.nav", ":material/speed:", "section_lab"),
 ]
 
 sections: dict[str, list[st.Page]] = {}

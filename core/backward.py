@@ -54,6 +54,8 @@ class BackwardLesson:
     """Everything the backward-pass page shows for one x, eps and upstream gradient."""
 
     x: np.ndarray  # (d,)
+    rms_stat: float  # r = sqrt(mean(x^2) + eps)
+    layer_stat: float  # sigma = sqrt(mean((x - mu)^2) + eps)
     upstream: np.ndarray  # (d,), unit length
     jacobian_rms: np.ndarray  # (d, d)
     jacobian_layer: np.ndarray  # (d, d)
@@ -120,6 +122,8 @@ def backward_lesson(
     grad_rms, grad_layer = j_rms.T @ g, j_layer.T @ g
     return BackwardLesson(
         x=x,
+        rms_stat=float(np.sqrt(np.mean(x**2) + eps)),  # (d,) -> ()
+        layer_stat=float(np.sqrt(np.mean((x - np.mean(x)) ** 2) + eps)),  # (d,) -> ()
         upstream=g,
         jacobian_rms=j_rms,
         jacobian_layer=j_layer,

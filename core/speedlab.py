@@ -4,8 +4,8 @@ A norm reads every element of x and writes every element of y, the same traffic 
 copy of the same tensor is the floor and each norm's time is reported as a multiple of it. What
 decides the multiple is how the norm is implemented, not how many arithmetic operations it has:
 ``F.layer_norm`` is one fused kernel on CPU and CUDA, ``F.rms_norm`` on CPU is a composite of
-several full-tensor kernels, ``core.fast.rms_norm_fast`` reads each cached block twice, and the
-numpy versions make one full pass (and one temporary) per operation.
+several full-tensor kernels, ``core.fast.rms_norm_fast`` makes two passes with one fresh output,
+and the numpy versions make one full pass (and one temporary) per operation.
 
 The measurement runs inside a public demo, so it is bounded: widths up to ``MAX_WIDTH``, batches
 up to ``MAX_BATCH``, at most ``MAX_TENSOR_BYTES`` per tensor, a total time cap checked before
@@ -165,7 +165,7 @@ def saving(rms_s: float, layer_s: float) -> float:
 
 
 def kernels_for(implementation: str, device: str) -> tuple[str, ...]:
-    """The kernels a run times: the blocked fast RMSNorm only where it differs (torch on CPU)."""
+    """The kernels a run times: the two-pass RMSNorm only where it differs (torch on CPU)."""
     if implementation == "torch" and device == "cpu":
         return KERNELS
     return KERNELS[:3]

@@ -108,3 +108,10 @@ def test_components_and_upstream():
         upstream_gradient(np.zeros(3), "x")
     with pytest.raises(ValueError, match="at most"):
         backward_lesson(np.ones(MAX_JACOBIAN_WIDTH + 1), eps=1e-5)
+
+
+def test_statistics_reported():
+    x = make_input(10, seed=6, offset=0.3)
+    lesson = backward_lesson(x, eps=1e-3)
+    np.testing.assert_allclose(lesson.rms_stat, np.sqrt(np.mean(x**2) + 1e-3), rtol=1e-14)
+    np.testing.assert_allclose(lesson.layer_stat, np.sqrt(np.var(x) + 1e-3), rtol=1e-14)

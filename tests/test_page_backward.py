@@ -1,0 +1,104 @@
+"""The backward-pass page: runs in both languages, restores links, shows the true Jacobian."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from streamlit.testing.v1 import AppTest
+
+from core.inputs import make_input
+from tests.apptest_util import APP, TIMEOUT, decode, figures
+
+PAGE_FILE = str(Path(APP).parent / "pages" / "backward.py")
+LINK = {"d": "6", "offset": "-1.5", "eps": "0.01", "seed": "7", "grad": "ones"}
+
+
+def open_page(query: dict[str, str]) -> AppTest:
+    """Run the page script as a visitor following a link to it would.
+
+    Through ``app.py`` AppTest always starts on the landing page, which shares keys such as
+    ``d`` and ``eps`` and would consume the link first; the page script on its own sees the link
+    as the browser's first run of this page does.
+    """
+    at = AppTest.from_file(PAGE_FILE, default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    return at
+
+
+def heatmap_values(z: object, d: int) -> np.ndarray:
+    """A heatmap's z as sent to the browser: nested lists or a typed array (shape as text)."""
+    if isinstance(z, dict):
+        z = {key: value for key, value in z.items() if key != "shape"}
+    return decode(z).reshape(d, d)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_runs_through_the_router_in_both_languages(lang):
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["lang"] = lang
+    at.run()
+    at.switch_page("pages/backward.py")
+    at.run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) == 4
+    assert at.title[0].value.startswith("The backward" if lang == "en" else "Lintasan mundur")
+
+
+def test_link_restores_every_control():
+    at = open_page(LINK)
+    assert at.number_input(key="d").value == 6
+    assert at.slider(key="offset").value == -1.5
+    assert at.select_slider(key="eps").value == 0.01
+    assert at.number_input(key="seed").value == 7
+    assert at.selectbox(key="grad").value == "ones"
+    assert not at.warning
+
+
+def test_bad_link_values_give_notices():
+    at = open_page({"d": "500", "eps": "abc", "grad": "sideways"})
+    notices = at.warning[0].value
+    for key in ("`d`", "`eps`", "`grad`"):
+        assert key in notices
+    assert at.number_input(key="d").value == 64
+
+
+def test_displayed_jacobians_match_autograd():
+    at = open_page(LINK)
+    spec = figures(at)["jacobians"]
+    heatmaps = [trace for trace in spec["data"] if trace["type"] == "heatmap"]
+    x = torch.tensor(make_input(6, seed=7, offset=-1.5), dtype=torch.float64)
+    expected = [
+        torch.autograd.functional.jacobian(lambda v: F.rms_norm(v, (6,), eps=0.01), x),
+        torch.autograd.functional.jacobian(lambda v: F.layer_norm(v, (6,), eps=0.01), x),
+    ]
+    assert len(heatmaps) == 2
+    for trace, reference in zip(heatmaps, expected, strict=True):
+        # The figure carries float64 values through JSON: round-trip exact to ~1e-15.
+        np.testing.assert_allclose(
+            heatmap_values(trace["z"], 6), reference.numpy(), rtol=1e-12, atol=1e-14
+        )
+
+
+def test_ones_gradient_is_removed_by_layernorm_only():
+    at = open_page(LINK)
+    table = at.table[0].value
+    # Rows: g, through RMSNorm, through LayerNorm; columns: along 1, along x, length.
+    rms_ones, layer_ones = float(table.iloc[1, 0]), float(table.iloc[2, 0])
+    layer_length = float(table.iloc[2, 2])
+    assert abs(layer_ones) < 1e-12 and layer_length < 1e-12
+    x = make_input(6, seed=7, offset=-1.5)
+    r = np.sqrt(np.mean(x**2) + 0.01)
+    along = np.sum(x) / np.sqrt(6)
+    np.testing.assert_allclose(rms_ones, (1 - along**2 / (6 * r**2)) / r, rtol=1e-3)
+
+
+def test_eps_zero_shows_exact_zeros():
+    at = open_page({"eps": "0", "grad": "x", "d": "5"})
+    table = at.table[0].value
+    for row in (1, 2):
+        assert abs(float(table.iloc[row, 1])) < 1e-12

@@ -1,0 +1,148 @@
+"""Figures for the backward pass: both Jacobians as heatmaps, their spectra, gradients."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import style
+
+# Red for positive, blue for negative, white for zero: a diverging scale that stays readable
+# with red-green colour blindness (it runs red to blue, never through green).
+HEATMAP_SCALE = "RdBu_r"
+
+
+def jacobian_figure(j_rms: np.ndarray, j_layer: np.ndarray, labels: Mapping[str, str]) -> go.Figure:
+    """The two (d, d) Jacobians side by side on one colour scale centred at zero.
+
+    Row i, column j is dy_i/dx_j. One shared range lets the reader compare magnitudes across
+    the two panels; the diagonal is the 1/r or 1/sigma each coordinate passes on to itself.
+    """
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=(labels["rms"], labels["layer"]),
+        horizontal_spacing=0.1,
+    )
+    reach = float(max(np.max(np.abs(j_rms)), np.max(np.abs(j_layer)))) or 1.0
+    for col, matrix in ((1, j_rms), (2, j_layer)):
+        fig.add_trace(
+            go.Heatmap(
+                z=matrix,
+                zmin=-reach,
+                zmax=reach,
+                zmid=0.0,
+                colorscale=HEATMAP_SCALE,
+                showscale=col == 2,
+                colorbar={"title": {"text": labels["colorbar"]}},
+                hovertemplate=(
+                    f"{labels['row']} %{{y}}<br>{labels['col']} %{{x}}<br>%{{z:.4g}}<extra></extra>"
+                ),
+            ),
+            row=1,
+            col=col,
+        )
+        fig.update_yaxes(autorange="reversed", scaleanchor=f"x{col}", row=1, col=col)
+        fig.update_xaxes(title_text=labels["col"], row=1, col=col)
+    fig.update_yaxes(title_text=labels["row"], row=1, col=1)
+    style.base_layout(fig, height=480)
+    fig.update_layout(margin={"t": 60})
+    return fig
+
+
+def spectrum_figure(
+    eig_rms: np.ndarray, eig_layer: np.ndarray, labels: Mapping[str, str]
+) -> go.Figure:
+    """Eigenvalues of both Jacobians in ascending order; the zeros are the flattened directions."""
+    fig = go.Figure()
+    for values, key, color in ((eig_rms, "rms", style.RMS), (eig_layer, "layer", style.LAYER)):
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(1, values.shape[-1] + 1),
+                y=values,
+                mode="markers+lines",
+                name=labels[key],
+                marker={"color": color, "symbol": style.SYMBOLS[key], "size": 10},
+                line={"color": color, "dash": style.DASHES[key], "width": 1.5},
+                hovertemplate="k = %{x}<br>λ = %{y:.4g}<extra>" + labels[key] + "</extra>",
+            )
+        )
+    fig.add_hline(y=0, line={"color": style.MUTED, "width": 1})
+    fig.update_xaxes(title_text=labels["index"])
+    fig.update_yaxes(title_text=labels["eigenvalue"], rangemode="tozero")
+    return style.base_layout(fig, height=420)
+
+
+def gradient_figure(
+    upstream: np.ndarray, grad_rms: np.ndarray, grad_layer: np.ndarray, labels: Mapping[str, str]
+) -> go.Figure:
+    """The upstream gradient on top; the two input gradients J^T g below, on a shared axis."""
+    d = upstream.shape[-1]
+    index = np.arange(d)
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.1,
+        subplot_titles=(labels["upstream_title"], labels["input_grads"]),
+    )
+    series = (
+        (upstream, "upstream", style.INPUT, "input", 1),
+        (grad_rms, "rms", style.RMS, "rms", 2),
+        (grad_layer, "layer", style.LAYER, "layer", 2),
+    )
+    for values, key, color, kind, row in series:
+        fig.add_trace(
+            go.Scatter(
+                x=index,
+                y=values,
+                mode="lines+markers",
+                name=labels[key],
+                marker={"color": color, "symbol": style.SYMBOLS[kind], "size": 8},
+                line={"color": color, "dash": style.DASHES[kind], "width": 2},
+                hovertemplate="i = %{x}<br>%{y:.4g}<extra>" + labels[key] + "</extra>",
+            ),
+            row=row,
+            col=1,
+        )
+    for row in (1, 2):
+        fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=row, col=1)
+        fig.update_yaxes(title_text=labels["value"], row=row, col=1)
+    fig.update_xaxes(title_text=labels["coordinate"], row=2, col=1)
+    style.base_layout(fig, height=520)
+    fig.update_layout(margin={"t": 90})
+    return fig
+
+
+def components_figure(
+    parts: Mapping[str, tuple[float, float]], labels: Mapping[str, str]
+) -> go.Figure:
+    """Grouped bars: each vector's component along the ones direction and along x.
+
+    ``parts`` maps "upstream", "rms" and "layer" to (along ones, along x).
+    """
+    fig = go.Figure()
+    groups = [labels["along_ones"], labels["along_x"]]
+    colors = {"upstream": style.INPUT, "rms": style.RMS, "layer": style.LAYER}
+    patterns = {"upstream": "", "rms": "/", "layer": "."}
+    for key in ("upstream", "rms", "layer"):
+        values = list(parts[key])
+        fig.add_trace(
+            go.Bar(
+                x=groups,
+                y=values,
+                name=labels[key],
+                marker={"color": colors[key], "pattern": {"shape": patterns[key]}},
+                text=[f"{v:.3g}" for v in values],
+                textposition="outside",
+                hovertemplate="%{x}<br>%{y:.4g}<extra>" + labels[key] + "</extra>",
+            )
+        )
+    fig.add_hline(y=0, line={"color": style.MUTED, "width": 1})
+    fig.update_yaxes(title_text=labels["component"])
+    style.base_layout(fig, height=420)
+    fig.update_layout(barmode="group")
+    return fig
