@@ -100,11 +100,11 @@ def main() -> None:
     lesson = r["lesson"]
 
     st.subheader(t("backward.formulas_heading", lang))
-    left, right = st.columns(2, gap="large")
-    left.markdown(f"**{t('common.rms_norm', lang)}**")
-    left.latex(RMS_JACOBIAN_FORMULA)
-    right.markdown(f"**{t('common.layer_norm', lang)}**")
-    right.latex(LAYER_JACOBIAN_FORMULA)
+    # Stacked, not side by side: each formula is too wide for half the page.
+    st.markdown(f"**{t('common.rms_norm', lang)}**")
+    st.latex(RMS_JACOBIAN_FORMULA)
+    st.markdown(f"**{t('common.layer_norm', lang)}**")
+    st.latex(LAYER_JACOBIAN_FORMULA)
 
     if lesson is None:
         st.error(t("backward.undefined", lang, reason=r["reason"]))
@@ -189,7 +189,7 @@ def main() -> None:
         "upstream_title": labels["upstream"],
     }
     lengths = {k: lesson.parts[k].norm for k in ("upstream", "rms", "layer")}
-    left, right = st.columns([3, 2], gap="large")
+    left, right = st.columns(2, gap="large")
     with left:
         st.plotly_chart(
             gradient_figure(lesson.upstream, lesson.grad_rms, lesson.grad_layer, grad_labels),

@@ -112,8 +112,9 @@ def gradient_figure(
         fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=row, col=1)
         fig.update_yaxes(title_text=labels["value"], row=row, col=1)
     fig.update_xaxes(title_text=labels["coordinate"], row=2, col=1)
-    style.base_layout(fig, height=520)
-    fig.update_layout(margin={"t": 90})
+    style.base_layout(fig, height=560)
+    # The legend sits above the first subplot title, clear of it.
+    fig.update_layout(margin={"t": 130}, legend={"y": 1.12})
     return fig
 
 
