@@ -4,20 +4,23 @@ from pathlib import Path
 
 import streamlit as st
 
+from ui.frame import apply_view_mode, read_view_mode
 from ui.i18n import LANGUAGES, language_from_locale, t
 from ui.params import ChoiceParam, apply_link_params
 
 HERE = Path(__file__).resolve().parent
 
+# The browser's locale picks the first language; ``?lang=`` overrides it and the link keeps it.
+browser_lang = language_from_locale(st.context.locale)
+view = read_view_mode(browser_lang)
 st.set_page_config(
     page_title="NormLab",
     page_icon=str(HERE / "assets" / "icon.png"),
     layout="wide",
-    initial_sidebar_state="expanded",
+    initial_sidebar_state="collapsed" if view.hide_controls else "expanded",
 )
+apply_view_mode(view)
 
-# The browser's locale picks the first language; ``?lang=`` overrides it and the link keeps it.
-browser_lang = language_from_locale(st.context.locale)
 LANG = ChoiceParam("lang", browser_lang, tuple(LANGUAGES))
 apply_link_params([LANG], browser_lang)
 with st.sidebar:
@@ -36,6 +39,10 @@ PAGES = [
     ("explorer.py", "explorer", "explorer.nav", ":material/tune:", "section_explore"),
     ("lesson.py", "lesson", "lesson.nav", ":material/school:", "section_explore"),
     ("backward.py", "backward", "backward.nav", ":material/undo:", "section_lessons"),
+    ("precision.py", "precision", "precision.nav", ":material/straighten:", "section_lessons"),
+    ("contracts.py", "contracts", "contracts.nav", ":material/handshake:", "section_lessons"),
+    ("invariance.py", "invariance", "invariance.nav", ":material/balance:", "section_lessons"),
+    ("residual.py", "residual", "residual.nav", ":material/stacked_line_chart:", "section_lessons"),
     ("speed.py", "speed", "speed.nav", ":material/speed:", "section_lab"),
 ]
 
@@ -50,4 +57,4 @@ for index, (file, url_path, title_key, icon, section) in enumerate(PAGES):
     )
     sections.setdefault(t(f"common.{section}", lang), []).append(page)
 
-st.navigation(sections).run()
+st.navigation(sections, position="hidden" if view.hide_controls else "sidebar").run()

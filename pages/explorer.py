@@ -31,7 +31,8 @@ from core.inputs import (
     parse_vector,
 )
 from core.stats import IDENTITY_FORMULA, STAT_NAMES, cosine, second_moment_identity, vector_stats
-from ui.frame import begin_page, share_box
+from ui.export import coordinates_csv, statistics_csv, view_json
+from ui.frame import begin_page, save_box, share_box
 from ui.i18n import t
 from ui.params import (
     ChoiceParam,
@@ -41,6 +42,7 @@ from ui.params import (
     TextParam,
     fmt_number,
 )
+from viz import style
 from viz.explorer import coordinates_figure, plane_figure, sphere_figure
 
 EPS_LADDER = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -133,6 +135,7 @@ def compute(
     y_rms, y_layer = _to_numpy(rep_rms.output), _to_numpy(rep_layer.output)
     result = {
         "x": x_used,
+        "gain": g,
         "y_rms": y_rms,
         "y_layer": y_layer,
         "stats": {
@@ -338,7 +341,8 @@ def main() -> None:
     for col, key, value in zip(
         cols,
         ("metric_rms", "metric_std", "metric_mean", "metric_norm_rms", "metric_norm_layer"),
-        (sx.rms, np.sqrt(sx.variance), sx.mean, s_rms.l2, s_layer.l2), strict=False,
+        (sx.rms, np.sqrt(sx.variance), sx.mean, s_rms.l2, s_layer.l2),
+        strict=False,
     ):
         col.metric(t(f"explorer.{key}", lang), fmt(value))
 
@@ -363,6 +367,7 @@ def main() -> None:
     st.plotly_chart(
         coordinates_figure(r["x"], r["y_rms"], r["y_layer"], labels),
         key="coords",
+        config=style.chart_config("normlab-coordinates"),
         alt=t("explorer.coords_alt", lang, **numbers),
     )
     st.caption(t("explorer.coords_caption", lang, **numbers))
@@ -420,6 +425,7 @@ def main() -> None:
         st.plotly_chart(
             plane_figure(plane.point, plane.rms, plane.layer, plane.radius, geo_labels),
             key="plane",
+            config=style.chart_config("normlab-plane"),
             alt=t(
                 "explorer.plane_alt",
                 lang,
@@ -461,6 +467,7 @@ def main() -> None:
                     geo_labels,
                 ),
                 key="sphere",
+                config=style.chart_config("normlab-sphere"),
                 alt=t("explorer.sphere_alt", lang),
             )
             st.caption(
@@ -511,6 +518,39 @@ def main() -> None:
         with st.expander(t("explorer.notes_heading", lang)):
             st.markdown("\n".join(f"- {note}" for note in r["notes"]))
 
+    arrays = {"x": r["x"], "gain": r["gain"], "rmsnorm": r["y_rms"], "layernorm": r["y_layer"]}
+    stats = {
+        name: {k: v for k, v in r["stats"][key].as_dict().items() if k != "d"}
+        for name, key in (("x", "x"), ("rmsnorm", "rms"), ("layernorm", "layer"))
+    }
+    save_box(
+        "explorer",
+        PARAMS,
+        lang,
+        [
+            (
+                "common.save_coordinates",
+                coordinates_csv(arrays),
+                "normlab-coordinates.csv",
+                "text/csv",
+            ),
+            ("common.save_statistics", statistics_csv(stats), "normlab-statistics.csv", "text/csv"),
+            (
+                "common.save_json",
+                view_json("explorer", state, arrays, stats),
+                "normlab-view.json",
+                "application/json",
+            ),
+            (
+                "common.save_figure",
+                lambda: coordinates_figure(r["x"], r["y_rms"], r["y_layer"], labels).to_html(
+                    include_plotlyjs=True, full_html=True
+                ),
+                "normlab-coordinates.html",
+                "text/html",
+            ),
+        ],
+    )
     share_box(PARAMS, lang)
 
 

@@ -3,11 +3,60 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import streamlit as st
 
+from ui.export import ViewFileError, restore_state
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
-from ui.params import Param, apply_link_params, share_query
+from ui.params import ChoiceParam, Param, apply_link_params, notice, share_query
+
+# Link options that change how the app is shown, not what it computes. They are not widgets, so
+# they stay in the URL as typed and are read on every run.
+CONTROLS = ChoiceParam("controls", "shown", ("shown", "hidden"))
+TEXT_SIZE = ChoiceParam("text", "normal", ("normal", "large"))
+EMBED_KEYS = ("embed", "embed_options")
+
+_HIDE_CONTROLS_CSS = """<style>
+section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
+[data-testid="stExpandSidebarButton"] { display: none !important; }
+</style>"""
+# Streamlit sizes its text in rem, so the root size scales every label and paragraph.
+_LARGE_TEXT_CSS = """<style>
+html { font-size: 22px; }
+</style>"""
+
+
+@dataclass(frozen=True)
+class ViewMode:
+    hide_controls: bool
+    large_text: bool
+
+
+def read_view_mode(lang: str) -> ViewMode:
+    """``?controls=hidden`` (figures only, for projecting) and ``?text=large``.
+
+    An unknown value is dropped from the URL with a notice, like any other link parameter.
+    """
+    values = {}
+    for param in (CONTROLS, TEXT_SIZE):
+        raw = st.query_params.get(param.key)
+        value, problem = (param.default, None) if raw is None else param.parse(raw)
+        if problem is not None:
+            del st.query_params[param.key]
+            st.session_state.setdefault("_notices_app", []).append(
+                notice(param.key, raw, problem, lang)
+            )
+        values[param.key] = value
+    return ViewMode(values["controls"] == "hidden", values["text"] == "large")
+
+
+def apply_view_mode(mode: ViewMode) -> None:
+    """Hide the sidebar and enlarge the type as the link asks (our own CSS, no visitor text)."""
+    if mode.hide_controls:
+        st.html(_HIDE_CONTROLS_CSS)
+    if mode.large_text:
+        st.html(_LARGE_TEXT_CSS)
 
 
 def current_lang() -> str:
@@ -29,19 +78,93 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
         st.session_state[f"_notices_{topic}"] = notices
     st.title(t(f"{topic}.title", lang))
     st.markdown(t(f"{topic}.intro", lang))
-    kept = st.session_state.get(f"_notices_{topic}", [])
+    kept = st.session_state.get("_notices_app", []) + st.session_state.get(f"_notices_{topic}", [])
     if kept:
-        st.warning("**" + t("common.notices_heading", lang) + "**\n\n" + "\n".join(
-            f"- {notice}" for notice in kept))
+        st.warning(
+            "**"
+            + t("common.notices_heading", lang)
+            + "**\n\n"
+            + "\n".join(f"- {notice}" for notice in kept)
+        )
     return lang
 
 
 def share_box(params: Sequence[Param], lang: str, extra: dict[str, str] | None = None) -> str:
-    """Show a copyable link that reproduces the current view; return it."""
+    """Show a copyable link that reproduces the current view, and a presenter-link builder.
+
+    Returns the plain link.
+    """
     query = share_query(params, lang, extra)
     base = st.context.url or ""
     link = f"{base}?{query}"
     st.subheader(t("common.share_heading", lang))
     st.caption(t("common.share_help", lang))
     st.code(link, language=None, wrap_lines=True)
+    with st.expander(t("common.present_heading", lang)):
+        st.caption(t("common.present_help", lang))
+        cols = st.columns(3)
+        hide = cols[0].checkbox(t("common.present_hide", lang), value=True, key="_present_hide")
+        large = cols[1].checkbox(t("common.present_large", lang), value=True, key="_present_large")
+        embed = cols[2].checkbox(t("common.present_embed", lang), key="_present_embed")
+        options = [("controls", "hidden")] * hide + [("text", "large")] * large
+        options += [("embed", "true")] * embed
+        present = link + "".join(f"&{k}={v}" for k, v in options)
+        st.code(present, language=None, wrap_lines=True)
+        if embed:
+            st.caption(t("common.present_iframe", lang))
+            st.code(
+                f'<iframe src="{present}" width="100%" height="900" style="border:0"></iframe>',
+                language="html",
+                wrap_lines=True,
+            )
     return link
+
+
+def _restore_view(page: str, params: Sequence[Param], lang: str) -> None:
+    """``on_change`` of the uploader: runs before the rerun, so widget values may be set."""
+    upload = st.session_state.get(f"_restore_{page}")
+    if upload is None:
+        return
+    try:
+        values, problems = restore_state(upload.getvalue(), page, params)
+    except ViewFileError as err:
+        st.session_state[f"_restore_msg_{page}"] = ("error", f"common.restore_{err.code}")
+        return
+    for key, value in values.items():
+        st.session_state[key] = value
+    st.session_state[f"_notices_{page}"] = [notice(k, raw, p, lang) for k, raw, p in problems]
+    st.session_state[f"_restore_msg_{page}"] = ("success", "common.restore_done")
+
+
+def save_box(
+    page: str,
+    params: Sequence[Param],
+    lang: str,
+    files: Sequence[tuple[str, object, str, str]],
+) -> None:
+    """Download buttons for ``files`` (text key, data or a callable, file name, MIME type) and
+    an uploader that restores a view saved as JSON by this page."""
+    st.subheader(t("common.save_heading", lang))
+    cols = st.columns(len(files))
+    for col, (label_key, data, file_name, mime) in zip(cols, files, strict=False):
+        col.download_button(
+            t(label_key, lang),
+            data,
+            file_name=file_name,
+            mime=mime,
+            on_click="ignore",
+            key=f"_save_{file_name}",
+            icon=":material/download:",
+        )
+    st.caption(t("common.save_png_hint", lang))
+    st.file_uploader(
+        t("common.restore_label", lang),
+        type=["json"],
+        key=f"_restore_{page}",
+        on_change=_restore_view,
+        args=(page, params, lang),
+    )
+    message = st.session_state.pop(f"_restore_msg_{page}", None)
+    if message is not None:
+        kind, key = message
+        getattr(st, kind)(t(key, lang))

@@ -213,10 +213,13 @@ def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
             continue
         _drop_raw(param.key)
         st.session_state[param.key] = value
-        notices.append(
-            t(f"common.param_{problem.code}", lang, key=param.key, raw=echo(raw), **problem.fields)
-        )
+        notices.append(notice(param.key, raw, problem, lang))
     return notices
+
+
+def notice(key: str, raw: str, problem: Problem, lang: str) -> str:
+    """The sentence that tells a visitor which parameter changed and why."""
+    return t(f"common.param_{problem.code}", lang, key=key, raw=echo(raw), **problem.fields)
 
 
 def share_query(params: Iterable[Param], lang: str, extra: dict[str, str] | None = None) -> str:

@@ -33,3 +33,11 @@ def base_layout(fig: go.Figure, *, title: str = "", height: int = 420) -> go.Fig
         hoverlabel={"font_size": FONT_SIZE},
     )
     return fig
+
+
+def chart_config(file_name: str) -> dict:
+    """Plotly's toolbar: PNG download at twice the screen resolution, no vendor logo."""
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": "png", "filename": file_name, "scale": 2},
+    }
