@@ -1,0 +1,66 @@
+"""Figures for the contracts lesson: two presets' outputs and their per-coordinate difference."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import style
+
+# Above this width per-point markers are unreadable: draw lines only.
+MARKER_WIDTH = 128
+
+
+def contract_figure(
+    y_a: np.ndarray, y_b: np.ndarray, delta: np.ndarray, labels: Mapping[str, str]
+) -> go.Figure:
+    """Top: both outputs per coordinate on one axis. Bottom: Δ = y_B − y_A on its own axis,
+    since a contract difference can be a million times smaller than the outputs."""
+    d = y_a.shape[-1]
+    index = np.arange(d)
+    mode = "lines+markers" if d <= MARKER_WIDTH else "lines"
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.1,
+        row_heights=[0.55, 0.45],
+        subplot_titles=(labels["outputs"], labels["delta_title"]),
+    )
+    for values, key, colour, kind in (
+        (y_a, "a", style.LAYER, "layer"),
+        (y_b, "b", style.RMS, "rms"),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=index,
+                y=values,
+                name=labels[key],
+                mode=mode,
+                marker={"color": colour, "symbol": style.SYMBOLS[kind], "size": 7},
+                line={"color": colour, "dash": style.DASHES[kind], "width": 2},
+                hovertemplate="i = %{x}<br>%{y:.6g}<extra>" + labels[key] + "</extra>",
+            ),
+            row=1,
+            col=1,
+        )
+    fig.add_trace(
+        go.Bar(
+            x=index,
+            y=delta,
+            name=labels["delta"],
+            marker={"color": style.ACCENT},
+            hovertemplate="i = %{x}<br>Δ = %{y:.3g}<extra></extra>",
+        ),
+        row=2,
+        col=1,
+    )
+    fig.update_xaxes(title_text=labels["coordinate"], row=2, col=1)
+    fig.update_yaxes(title_text=labels["value"], row=1, col=1)
+    fig.update_yaxes(title_text="Δ", exponentformat="power", row=2, col=1)
+    style.base_layout(fig, height=600)
+    fig.update_layout(margin={"t": 90}, bargap=0.1)
+    return fig
