@@ -44,8 +44,8 @@ def test_explorer_responds_to_a_control(app_url: str, browser) -> None:
     after = page.evaluate(READ_OUTPUTS)
 
     # RMSNorm moved with the offset; LayerNorm cancelled it.
-    assert max(abs(a - b) for a, b in zip(after["rms"], before["rms"])) > 0.1
-    assert max(abs(a - b) for a, b in zip(after["layer"], before["layer"])) < 1e-9
+    assert max(abs(a - b) for a, b in zip(after["rms"], before["rms"], strict=False)) > 0.1
+    assert max(abs(a - b) for a, b in zip(after["layer"], before["layer"], strict=False)) < 1e-9
     assert "offset=2" in page.url
 
     assert page.locator("[data-testid='stException']").count() == 0
@@ -69,4 +69,28 @@ def test_link_opens_in_indonesian_with_the_3d_view(app_url: str, browser) -> Non
     assert outside == []
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "explorer-id-3d.png"), full_page=True)
+    page.close()
+
+
+def test_saved_view_downloads_and_restores(app_url: str, browser, tmp_path) -> None:
+    page, outside = open_page(browser, f"{app_url}/?d=7&offset=1.5&seed=9", height=1400)
+    saved = wait_for_charts(page)
+    with page.expect_download(timeout=90_000) as info:
+        page.get_by_role("button", name="Whole view (JSON)").click()
+    path = tmp_path / "view.json"
+    info.value.save_as(path)
+    page.close()
+
+    page, outside_again = open_page(browser, f"{app_url}/", height=1400)
+    assert len(wait_for_charts(page)["rms"]) == 16
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
+    page.wait_for_function(
+        f"(() => {{ const o = ({READ_OUTPUTS})(); return o && o.rms.length === 7; }})()",
+        timeout=90_000,
+    )
+    page.wait_for_selector(READY, timeout=90_000)
+    restored = page.evaluate(READ_OUTPUTS)
+    assert restored["rms"] == saved["rms"]
+    assert page.get_by_text("The saved view was restored.").count() == 1
+    assert outside == [] and outside_again == []
     page.close()

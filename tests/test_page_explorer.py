@@ -207,3 +207,42 @@ def test_wide_vectors_use_webgl() -> None:
     assert not at.exception
     types = {tr["type"] for tr in figures(at)["coords"]["data"]}
     assert types == {"scattergl"}
+
+
+def _styles(at) -> str:
+    return " ".join(el.proto.body for el in at.get("html"))
+
+
+def test_presenter_link_hides_controls_and_enlarges_text() -> None:
+    plain = open_app()
+    assert "stSidebar" not in _styles(plain)
+    at = open_app(controls="hidden", text="large", d="8")
+    assert not at.exception and not at.warning
+    styles = _styles(at)
+    assert 'section[data-testid="stSidebar"]' in styles and "font-size: 22px" in styles
+    # The figures still follow the link.
+    assert len(outputs(at)[0]) == 8
+
+
+def test_presenter_builder_makes_the_link() -> None:
+    at = open_app(d="8")
+    present = at.code[-1].value
+    assert "d=8" in present and "controls=hidden" in present and "text=large" in present
+    at.checkbox(key="_present_large").uncheck().run()
+    at.checkbox(key="_present_embed").check().run()
+    present = [c.value for c in at.code if "controls=hidden" in c.value][0]
+    assert "text=large" not in present and "embed=true" in present
+    assert any("<iframe" in c.value for c in at.code)
+
+
+def test_an_unknown_view_option_gets_a_notice() -> None:
+    at = open_app(controls="<i>x</i>")
+    assert "`controls`" in notices(at)
+    assert "stSidebar" not in _styles(at)
+
+
+def test_downloads_are_offered() -> None:
+    at = open_app(d="5")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels == ["Coordinates (CSV)", "Statistics (CSV)", "Whole view (JSON)",
+                      "Figure (HTML, works offline)"]
