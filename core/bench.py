@@ -1,4 +1,5 @@
-"""Speed benchmark: the core's fast norms against torch.nn.functional and a plain copy.
+"""Speed benchmark: the core's public rms_norm and layer_norm (which dispatch plain calls to
+core.fast) against torch.nn.functional and a plain copy.
 
 Run ``python -m core.bench [--rows R] [--cols C] [--repeats N] [--device cpu|cuda] [--dtype ...]``.
 
@@ -20,7 +21,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from core.fast import LAYER_NORM_EPS, RMS_NORM_EPS, layer_norm_fast, rms_norm_fast
+from core.fast import LAYER_NORM_EPS, RMS_NORM_EPS
+from core.norms import layer_norm, rms_norm
 
 DEFAULT_ROWS = 4096
 DEFAULT_COLS = 4096
@@ -86,7 +88,7 @@ def run_benchmark(
     dtype: torch.dtype = torch.float32,
     seed: int = 0,
 ) -> BenchResult:
-    """Time the fast norms, ``F.rms_norm``, ``F.layer_norm`` and copies of a (rows, cols) tensor.
+    """Time the core's norms, ``F.rms_norm``, ``F.layer_norm`` and copies of a (rows, cols) tensor.
 
     Every norm gets a weight, and LayerNorm a bias, as inside a model layer.
     """
@@ -101,17 +103,21 @@ def run_benchmark(
     cases: list[tuple[str, str, Callable[[], torch.Tensor]]] = [
         ("copy", "x.clone()", lambda: x.clone()),
         ("copy", "buffer.copy_(x), no allocation", lambda: buffer.copy_(x)),
-        ("core", "rms_norm_fast", lambda: rms_norm_fast(x, weight, RMS_NORM_EPS)),
+        ("core", "core.rms_norm", lambda: rms_norm(x, weight, eps=RMS_NORM_EPS)),
         ("torch", "F.rms_norm", lambda: F.rms_norm(x, shape, weight, RMS_NORM_EPS)),
-        ("core", "layer_norm_fast", lambda: layer_norm_fast(x, weight, bias, LAYER_NORM_EPS)),
+        (
+            "core",
+            "core.layer_norm",
+            lambda: layer_norm(x, weight, bias, eps=LAYER_NORM_EPS),
+        ),
         ("torch", "F.layer_norm", lambda: F.layer_norm(x, shape, weight, bias, LAYER_NORM_EPS)),
     ]
 
     with torch.no_grad():
         # The warm-up outputs double as the agreement check printed under the table.
         warm = {label: fn() for _, label, fn in cases}
-        rms_diff = (warm["rms_norm_fast"] - warm["F.rms_norm"]).abs().max().item()
-        ln_diff = (warm["layer_norm_fast"] - warm["F.layer_norm"]).abs().max().item()
+        rms_diff = (warm["core.rms_norm"] - warm["F.rms_norm"]).abs().max().item()
+        ln_diff = (warm["core.layer_norm"] - warm["F.layer_norm"]).abs().max().item()
         del warm
 
         samples: dict[str, list[float]] = {label: [] for _, label, _ in cases}
@@ -141,8 +147,8 @@ def run_benchmark(
         threads=torch.get_num_threads(),
         repeats=repeats,
         timings=timings,
-        rms_speedup=medians["F.rms_norm"] / medians["rms_norm_fast"],
-        layer_norm_speedup=medians["F.layer_norm"] / medians["layer_norm_fast"],
+        rms_speedup=medians["F.rms_norm"] / medians["core.rms_norm"],
+        layer_norm_speedup=medians["F.layer_norm"] / medians["core.layer_norm"],
         rms_max_abs_diff=rms_diff,
         layer_norm_max_abs_diff=ln_diff,
     )

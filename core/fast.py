@@ -77,16 +77,50 @@ def rms_norm_fast(
         raise ValueError(f"weight must have shape ({d},), got {tuple(weight.shape)}")
     if not _takes_fast_path(x, weight):
         return F.rms_norm(x, (d,), weight, eps)
+    return _rms_two_pass(x, weight, eps)[0]
 
+
+def _rms_two_pass(
+    x: torch.Tensor, weight: torch.Tensor | None, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fast path itself; also returns the per-row scale 1/RMS, shape (..., 1), so a caller
+    can tell a finite result from one that met inf or nan without another pass over x."""
     # The norm, squared, is the sum of squares without a squared temporary; dividing it by d
     # gives the mean square that F.rms_norm uses, so results agree to rounding.
     norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)  # (..., d) -> (..., 1)
-    scale = norm.square_().div_(d).add_(eps).rsqrt_()
+    scale = norm.square_().div_(x.shape[-1]).add_(eps).rsqrt_()
     y = x * scale
     if weight is not None:
         # Same order as F.rms_norm, (x * scale) * weight, and in place: no second output.
         y.mul_(weight)
-    return y
+    return y, scale
+
+
+def plain_rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor | None:
+    """``rms_norm_fast`` for ``core.norms``: None when the fast path does not apply or when a
+    row's statistic is not a positive finite number (nan or inf in x, or an overflow), so the
+    general path can raise or report exactly what happened."""
+    if eps <= 0 or x.dim() == 0 or x.shape[-1] == 0 or not _takes_fast_path(x, weight):
+        return None
+    y, scale = _rms_two_pass(x, weight, eps)
+    # With eps > 0 the scale is at most 1/sqrt(eps); it is 0 only if the sum of squares is
+    # inf and nan only if x holds a nan.
+    return y if bool(torch.isfinite(scale).all()) and bool((scale > 0).all()) else None
+
+
+def plain_layer_norm(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
+) -> torch.Tensor | None:
+    """PyTorch's fused LayerNorm for ``core.norms``, None when it does not apply or when a row's
+    mean or 1/std is not finite and positive (the general path then says why)."""
+    if eps <= 0 or x.dim() == 0 or x.shape[-1] == 0 or x.dtype not in _FAST_DTYPES:
+        return None
+    if any(p is not None and (p.dtype != x.dtype or p.device != x.device) for p in (weight, bias)):
+        return None
+    # native_layer_norm is the kernel behind F.layer_norm; it also returns the row statistics.
+    y, mean, rstd = torch.native_layer_norm(x, (x.shape[-1],), weight, bias, eps)
+    ok = bool(torch.isfinite(mean).all()) and bool((rstd > 0).all() & torch.isfinite(rstd).all())
+    return y if ok else None
 
 
 def layer_norm_fast(

@@ -111,8 +111,25 @@ def rms_norm(
         The same kind as ``x`` (lists give numpy), in the input dtype, except where
         ``cast="before"`` or the t5 preset let type promotion with the weight decide.
     """
-    result = _run("rms", x, weight, bias, eps, preset, eps_placement, reduction_dtype,
-                  gain_mode, cast, partial, device, report=False)
+    if _is_plain(x, bias, preset, eps_placement, reduction_dtype, gain_mode, partial, device):
+        fast = _plain_fast("rms", x, weight, None, eps)
+        if fast is not None:
+            return fast
+    result = _run(
+        "rms",
+        x,
+        weight,
+        bias,
+        eps,
+        preset,
+        eps_placement,
+        reduction_dtype,
+        gain_mode,
+        cast,
+        partial,
+        device,
+        report=False,
+    )
     _emit(result.warnings)
     return result.output
 
@@ -138,8 +155,26 @@ def layer_norm(
     ``DEFAULT_LAYER_EPS``. With ``eps_placement`` "outside" or "clamp" the standard deviation
     takes the place of the RMS.
     """  # noqa: E501
-    result = _run("layer", x, weight, bias, eps, preset, eps_placement, reduction_dtype,
-                  gain_mode, cast, 1.0, device, report=False)
+    if _is_plain(x, None, preset, eps_placement, reduction_dtype, gain_mode, 1.0, device):
+        # LayerNorm's bias is part of the fused kernel, so it does not rule the fast path out.
+        fast = _plain_fast("layer", x, weight, bias, eps)
+        if fast is not None:
+            return fast
+    result = _run(
+        "layer",
+        x,
+        weight,
+        bias,
+        eps,
+        preset,
+        eps_placement,
+        reduction_dtype,
+        gain_mode,
+        cast,
+        1.0,
+        device,
+        report=False,
+    )
     _emit(result.warnings)
     return result.output
 
@@ -159,8 +194,21 @@ def rms_norm_report(
     device: str | None = None,
 ) -> NormReport:
     """:func:`rms_norm` plus the statistics, resolved settings and notes behind it."""
-    result = _run("rms", x, weight, bias, eps, preset, eps_placement, reduction_dtype,
-                  gain_mode, cast, partial, device, report=True)
+    result = _run(
+        "rms",
+        x,
+        weight,
+        bias,
+        eps,
+        preset,
+        eps_placement,
+        reduction_dtype,
+        gain_mode,
+        cast,
+        partial,
+        device,
+        report=True,
+    )
     _emit(result.warnings)
     return result.report
 
@@ -179,10 +227,69 @@ def layer_norm_report(
     device: str | None = None,
 ) -> NormReport:
     """:func:`layer_norm` plus the statistics, resolved settings and notes behind it."""
-    result = _run("layer", x, weight, bias, eps, preset, eps_placement, reduction_dtype,
-                  gain_mode, cast, 1.0, device, report=True)
+    result = _run(
+        "layer",
+        x,
+        weight,
+        bias,
+        eps,
+        preset,
+        eps_placement,
+        reduction_dtype,
+        gain_mode,
+        cast,
+        1.0,
+        device,
+        report=True,
+    )
     _emit(result.warnings)
     return result.report
+
+
+def _is_plain(
+    x: Any,
+    bias: Any,
+    preset: Any,
+    eps_placement: Any,
+    reduction_dtype: Any,
+    gain_mode: Any,
+    partial: Any,
+    device: Any,
+) -> bool:
+    """Whether a call asks for the textbook norm on a torch tensor, with every knob at its
+    default: then the fused or two-pass kernels of ``core.fast`` give the same numbers faster."""
+    return (
+        _backend.is_torch(x)
+        and bias is None
+        and preset is None
+        and eps_placement in (None, "inside")
+        and reduction_dtype in (None, str(x.dtype).removeprefix("torch."))
+        and gain_mode in (None, "direct")
+        and partial == 1.0
+        and device is None
+    )
+
+
+def _plain_fast(kind: str, x: Any, weight: Any, bias: Any, eps: Any) -> Any:
+    """The fast kernel's output, or None to take the general path (which validates and reports).
+
+    Weights that are not tensors of x's dtype and device, eps = 0, nan or inf all go the
+    general way, so errors and notes are the same whichever path a call would have taken.
+    """
+    if any(p is not None and not _backend.is_torch(p) for p in (weight, bias)):
+        return None
+    value = (DEFAULT_RMS_EPS if kind == "rms" else DEFAULT_LAYER_EPS) if eps is None else eps
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    if weight is not None and tuple(weight.shape) != (x.shape[-1],):
+        return None
+    if bias is not None and tuple(bias.shape) != (x.shape[-1],):
+        return None
+    from core import fast
+
+    if kind == "rms":
+        return fast.plain_rms_norm(x, weight, float(value))
+    return fast.plain_layer_norm(x, weight, bias, float(value))
 
 
 @dataclass
@@ -273,10 +380,16 @@ def _compute(
 
     # --- knobs: explicit keyword > preset > module default -------------------------------------
     p = _resolve_preset(kind, preset)
-    placement = _choice("eps_placement", eps_placement, EPS_PLACEMENTS) if eps_placement \
-        is not None else (p.eps_placement if p else "inside")
-    gain = _choice("gain_mode", gain_mode, GAIN_MODES) if gain_mode is not None \
+    placement = (
+        _choice("eps_placement", eps_placement, EPS_PLACEMENTS)
+        if eps_placement is not None
+        else (p.eps_placement if p else "inside")
+    )
+    gain = (
+        _choice("gain_mode", gain_mode, GAIN_MODES)
+        if gain_mode is not None
         else (p.gain_mode if p else "direct")
+    )
     cast_mode = _choice("cast", cast, CASTS) if cast is not None else (p.cast if p else "after")
     if reduction_dtype is not None:
         red_rule = _choice("reduction_dtype", reduction_dtype, REDUCTION_DTYPES)
@@ -324,8 +437,9 @@ def _compute(
         ops = _backend.TorchOps()
         torch = ops.torch
         if x_np is not None:
-            target = device or next((a.device for a in (weight, bias) if _backend.is_torch(a)),
-                                    "cpu")
+            target = device or next(
+                (a.device for a in (weight, bias) if _backend.is_torch(a)), "cpu"
+            )
             xt = torch.from_numpy(np.ascontiguousarray(x_np)).to(target)
         else:
             xt = x.to(device) if device is not None else x
@@ -356,8 +470,11 @@ def _compute(
         )
     else:
         eps_value = DEFAULT_RMS_EPS if kind == "rms" else DEFAULT_LAYER_EPS
-        why = "rms_norm_eps of the Llama and T5 configs" if kind == "rms" \
+        why = (
+            "rms_norm_eps of the Llama and T5 configs"
+            if kind == "rms"
             else "torch.nn.LayerNorm's default"
+        )
         notes.append(f"eps = {eps_value:g}, the default ({why}).")
 
     k = d
@@ -408,8 +525,11 @@ def _compute(
         stat = ops.sqrt(shifted) if report else None
     else:
         root = ops.sqrt(second)
-        stat = root + eps_value if placement == "outside" \
+        stat = (
+            root + eps_value
+            if placement == "outside"
             else ops.maximum(root, eps_value / math.sqrt(k))
+        )
         xhat = centred / stat
 
     if eps_value == 0.0:
@@ -462,9 +582,11 @@ def _compute(
         output=y,
         stat=ops.to_float64_numpy(stat),
         mean=ops.to_float64_numpy(mu) if mu is not None else mean64,
-        mean_square=ops.to_float64_numpy(mean_sq) if mean_sq is not None
+        mean_square=ops.to_float64_numpy(mean_sq)
+        if mean_sq is not None
         else np.square(x64).mean(axis=-1, keepdims=True),  # (..., d) -> (..., 1)
-        variance=ops.to_float64_numpy(second) if kind == "layer"
+        variance=ops.to_float64_numpy(second)
+        if kind == "layer"
         else np.square(x64 - mean64).mean(axis=-1, keepdims=True),  # (..., d) -> (..., 1)
         eps=eps_value,
         settings=settings,
@@ -508,7 +630,12 @@ def _gain(h: Any, w: Any, gain_mode: str, dtype: str | None, ops: Any) -> Any:
 
 
 def _zero_convention(
-    kind: str, ops: Any, second: Any, centred: Any, xhat: Any, warns: list[str],
+    kind: str,
+    ops: Any,
+    second: Any,
+    centred: Any,
+    xhat: Any,
+    warns: list[str],
     notes: list[str],
 ) -> Any:
     """With eps = 0 a zero statistic gives 0/0: define it as 0 (the limit), and say so."""

@@ -61,11 +61,32 @@ def test_layer_norm_matches_torch(shape, dtype, tol):
     np.testing.assert_allclose(out_np, ref.numpy(), rtol=tol, atol=tol)
 
 
-def test_rms_norm_plain_float32_torch_is_bit_exact():
-    # The plain path is x * rsqrt(mean(x^2) + eps) * w, the same ops as torch's kernel.
+def test_rms_norm_plain_float32_torch_takes_the_fast_path():
+    # A plain call on a float32 tensor goes to core.fast's two-pass kernel: the same numbers as
+    # torch's kernel to float32 rounding (it sums squares through vector_norm), while the
+    # "torch" preset reproduces torch's operation order bit for bit.
     x, w, _ = _data((4, 64))
     xt, wt = torch.tensor(x, dtype=torch.float32), torch.tensor(w, dtype=torch.float32)
-    assert torch.equal(rms_norm(xt, wt, eps=1e-6), F.rms_norm(xt, (64,), wt, eps=1e-6))
+    ref = F.rms_norm(xt, (64,), wt, eps=1e-6)
+    np.testing.assert_allclose(rms_norm(xt, wt, eps=1e-6).numpy(), ref.numpy(), rtol=2e-6,
+                               atol=2e-6)
+    assert torch.equal(rms_norm(xt, wt, eps=1e-6, preset="torch"), ref)
+
+
+def test_plain_fast_paths_still_refuse_nan_and_inf():
+    for bad in (float("nan"), float("inf")):
+        x = torch.ones(3, 8)
+        x[1, 2] = bad
+        with pytest.raises(ValueError, match="x"):
+            rms_norm(x)
+        with pytest.raises(ValueError, match="x"):
+            layer_norm(x)
+
+
+def test_plain_layer_norm_equals_torch_kernel_exactly():
+    x, w, b = _data((5, 33))
+    xt, wt, bt = (torch.tensor(a, dtype=torch.float32) for a in (x, w, b))
+    assert torch.equal(layer_norm(xt, wt, bt), F.layer_norm(xt, (33,), wt, bt, eps=1e-5))
 
 
 def test_defaults_and_explicit_eps():
