@@ -143,7 +143,7 @@ def test_bench_cli_prints_the_table():
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "(64, 256) float32 on cpu" in out
-    for label in ["x.clone()", "rms_norm_fast", "F.rms_norm", "layer_norm_fast", "F.layer_norm"]:
+    for label in ["x.clone()", "core.rms_norm", "F.rms_norm", "core.layer_norm", "F.layer_norm"]:
         assert label in out
     assert "vs copy" in out and "core vs F" in out
     # The copy is the unit of the ratio column.
