@@ -96,7 +96,11 @@ def active_mistake(state: dict) -> str | None:
 def side_controls(side: str, lang: str, state: dict) -> None:
     st.subheader(t(f"contracts.side_{side}", lang))
     name = state[side] = st.selectbox(
-        t("contracts.preset_label", lang), PRESET_NAMES, key=side, bind="query-params"
+        t("contracts.preset_label", lang),
+        PRESET_NAMES,
+        index=PRESET_NAMES.index(DEFAULTS[side]),
+        key=side,
+        bind="query-params",
     )
     st.caption(get_preset(name, "rms").title)
     state[f"eps_{side}"] = st.selectbox(
@@ -127,7 +131,11 @@ def controls(lang: str) -> dict:
         )
         st.caption(t(f"contracts.checkpoint_{writer}", lang))
         state["dtype"] = st.selectbox(
-            t("contracts.dtype_label", lang), DTYPES, key="dtype", bind="query-params"
+            t("contracts.dtype_label", lang),
+            DTYPES,
+            index=DTYPES.index(DEFAULTS["dtype"]),
+            key="dtype",
+            bind="query-params",
         )
         if not HAS_TORCH:
             st.info(t("common.torch_missing", lang, options="float16, bfloat16"))
@@ -236,11 +244,10 @@ def main() -> None:
         st.warning(alert)
 
     st.subheader(t("contracts.formulas_heading", lang))
-    left, right = st.columns(2, gap="large")
-    for col, side, preset in ((left, "a", a), (right, "b", b)):
-        with col:
-            st.markdown(f"**{t(f'contracts.side_{side}', lang)}: {preset.title}**")
-            st.latex(preset.formula)
+    # One above the other: the upstream formulas are too wide to share a row.
+    for side, preset in (("a", a), ("b", b)):
+        st.markdown(f"**{t(f'contracts.side_{side}', lang)}: {preset.title}**")
+        st.latex(preset.formula)
     st.table(contract_table(c, state, lang))
 
     share_box(PARAMS, lang)

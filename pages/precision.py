@@ -181,6 +181,7 @@ def dtype_section(state: dict, r: dict, lang: str) -> None:
         "error": t("precision.error_axis", lang),
         "limit_sum": t("precision.limit_sum", lang),
         "limit_square": t("precision.limit_square", lang),
+        "chosen": t("precision.chosen", lang, scale=fmt_number(scale)),
     }
     numbers = {
         "sum": fmt(limits.sum),

@@ -62,5 +62,5 @@ def contract_figure(
     fig.update_yaxes(title_text=labels["value"], row=1, col=1)
     fig.update_yaxes(title_text="Δ", exponentformat="power", row=2, col=1)
     style.base_layout(fig, height=600)
-    fig.update_layout(margin={"t": 90}, bargap=0.1)
+    fig.update_layout(margin={"t": 120}, bargap=0.1)
     return fig

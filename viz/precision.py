@@ -22,6 +22,19 @@ DTYPE_SYMBOLS = {"float64": "circle", "float32": "square", "float16": "diamond",
 ERROR_FLOOR = 1e-17
 
 
+def _reference(
+    fig: go.Figure, x: list[float], y: list[float], name: str, colour: str, dash: str
+) -> None:
+    """A labelled reference line drawn as a trace: shapes and annotations on log axes take
+    log10 coordinates, a trace takes data values like every other series."""
+    fig.add_trace(
+        go.Scatter(
+            x=x, y=y, name=name, mode="lines", line={"color": colour, "dash": dash, "width": 1.5},
+            hovertemplate=name + "<extra></extra>",
+        )
+    )
+
+
 def _eps_colour(index: int) -> str:
     palette = (style.ACCENT, *style.EXTRA[:2], style.LAYER, style.RMS)
     return palette[index % len(palette)]
@@ -49,12 +62,7 @@ def norm_vs_scale_figure(
                     hovertemplate="s = %{x:.3g}<br>‖y‖ = %{y:.4g}<extra>" + name + "</extra>",
                 )
             )
-    fig.add_hline(
-        y=sqrt_d,
-        line={"color": style.MUTED, "dash": "dot", "width": 1.5},
-        annotation_text=labels["sqrt_d"],
-        annotation_position="bottom right",
-    )
+    _reference(fig, [scales[0], scales[-1]], [sqrt_d, sqrt_d], labels["sqrt_d"], style.MUTED, "dot")
     fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power")
     fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power")
     style.base_layout(fig, height=520)
@@ -71,6 +79,10 @@ def error_vs_scale_figure(
 ) -> go.Figure:
     """Relative output error per dtype against scale; vertical lines at the float16 limits."""
     fig = go.Figure()
+    shown = np.concatenate([np.maximum(e, ERROR_FLOOR) for e in errors.values()])
+    shown = shown[np.isfinite(shown)]
+    # Vertical lines run over the errors drawn, up to an error of 1 (an output lost entirely).
+    span = [float(shown.min()) if shown.size else ERROR_FLOOR, 1.0]
     for dtype, err in errors.items():
         fig.add_trace(
             go.Scatter(
@@ -86,13 +98,8 @@ def error_vs_scale_figure(
     for key, dash in (("sum", "dot"), ("square", "dash")):
         value = limits[key]
         if np.isfinite(value):
-            fig.add_vline(
-                x=value,
-                line={"color": style.RMS, "dash": dash, "width": 1.5},
-                annotation_text=labels[f"limit_{key}"],
-                annotation_position="top left" if key == "sum" else "top right",
-            )
-    fig.add_vline(x=chosen, line={"color": style.MUTED, "width": 3})
+            _reference(fig, [value, value], span, labels[f"limit_{key}"], style.RMS, dash)
+    _reference(fig, [chosen, chosen], span, labels["chosen"], style.MUTED, "solid")
     fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power")
     fig.update_yaxes(type="log", title_text=labels["error"], exponentformat="power")
     style.base_layout(fig, height=480)
@@ -119,12 +126,9 @@ def running_sum_figure(
                 hovertemplate="i = %{x}<br>%{y:.6g}<extra>" + dtype + "</extra>",
             )
         )
-    fig.add_hline(
-        y=float16_max,
-        line={"color": style.RMS, "dash": "dash", "width": 1.5},
-        annotation_text=labels["float16_max"],
-        annotation_position="top left",
-    )
+    length = max(v.shape[-1] for v in sums.values())
+    limit = [float16_max, float16_max]
+    _reference(fig, [1, length], limit, labels["float16_max"], style.RMS, "dash")
     fig.update_xaxes(title_text=labels["index"])
     fig.update_yaxes(type="log", title_text=labels["partial_sum"], exponentformat="power")
     style.base_layout(fig, height=460)
