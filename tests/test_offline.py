@@ -1,0 +1,57 @@
+"""The app fetches nothing from outside its own server, on every page, in a real browser."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from conftest import CHROMIUM, open_page
+
+ROOT = Path(__file__).resolve().parent.parent
+# Charts load their bundle after the script has finished; give them time to ask for anything.
+SETTLE_MS = 2_000
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is not installed"),
+]
+
+
+def page_paths() -> list[str]:
+    """The url paths in app.py's PAGES, read with ast: importing app.py would run Streamlit."""
+    tree = ast.parse((ROOT / "app.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "PAGES" for target in node.targets
+        ):
+            return [entry[1] for entry in ast.literal_eval(node.value)]
+    raise AssertionError("app.py defines no PAGES list")
+
+
+def test_pages_are_listed() -> None:
+    paths = page_paths()
+    assert paths and len(paths) == len(set(paths))
+    assert "lesson" in paths
+
+
+def test_no_page_requests_anything_from_another_host(app_url, browser, tmp_path) -> None:
+    # The landing page first: it runs the router, which registers every page's url path.
+    urls = [f"{app_url}/"] + [f"{app_url}/{path}" for path in page_paths()]
+    outside: dict[str, list[str]] = {}
+    broken: list[str] = []
+    for url in urls:
+        page, requests = open_page(browser, url, height=3000)
+        try:
+            page.wait_for_timeout(SETTLE_MS)
+            name = url.removeprefix(app_url).strip("/") or "landing"
+            page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+            if requests:
+                outside[url] = sorted(set(requests))
+            if page.locator("[data-testid='stException']").count():
+                broken.append(url)
+        finally:
+            page.close()
+    assert not outside, f"requests to other hosts: {outside}"
+    assert not broken, f"pages showing an exception: {broken}"
+    assert len(list(tmp_path.glob("*.png"))) == len(urls)
