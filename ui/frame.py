@@ -65,12 +65,29 @@ def current_lang() -> str:
     return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
 
 
+def ensure_router() -> None:
+    """Make sure the page runs inside ``app.py``'s navigation, not on its own.
+
+    Streamlit decides once per server process whether the app is a "pages/ directory" app: if
+    the very first visitor after a start opens a deep link (``/invariance``), it runs that page
+    file alone, without ``app.py``, and keeps doing so until someone loads ``app.py``. A page
+    that finds itself outside the router switches that legacy mode off and reruns, so the
+    router runs and opens the same page.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def begin_page(topic: str, params: Sequence[Param]) -> str:
     """Check the link's parameters, then draw the page's title and intro. Returns the language.
 
     ``topic`` names the page's text file in ``assets/text``; it must define ``title`` and
     ``intro``.
     """
+    ensure_router()
     lang = current_lang()
     notices = apply_link_params(params, lang)
     if notices:
