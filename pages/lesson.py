@@ -36,9 +36,14 @@ def compute(step_id: str) -> StepResult:
     return lesson_step(step_id)
 
 
+# float64 rounding leaves about 1e-16 on unit-size numbers; anything below this is rounding and
+# reads as 0 rather than as a puzzling -2.776e-17.
+ROUNDING = 1e-12
+
+
 def fmt(value: float) -> str:
-    """Four significant digits, for prose and tables."""
-    return f"{value:.4g}"
+    """Four significant digits, for prose and tables; rounding noise shows as 0."""
+    return "0" if abs(value) < ROUNDING else f"{value:.4g}"
 
 
 def _go(step: int) -> None:
