@@ -86,7 +86,7 @@ def test_numbers_in_the_explanation_are_the_core_numbers() -> None:
     assert f"{r.numbers['change_rms']:.4g}" in explanation
     # LayerNorm's change is float64 rounding at most, which the page writes as 0.
     assert r.numbers["change_layer"] < 1e-12
-    assert "its output moves by 0:" in explanation
+    assert "its output moves by 0." in explanation
 
 
 def test_buttons_move_the_bound_step_and_answers_survive_navigation() -> None:
