@@ -22,7 +22,8 @@ st.set_page_config(
 apply_view_mode(view)
 
 LANG = ChoiceParam("lang", browser_lang, tuple(LANGUAGES))
-apply_link_params([LANG], browser_lang)
+# Kept like the view mode's notices, so the page shows why the language changed.
+st.session_state.setdefault("_notices_app", []).extend(apply_link_params([LANG], browser_lang))
 with st.sidebar:
     # The option labels are the link's values (a bound widget writes its label to the URL).
     lang = st.segmented_control(
