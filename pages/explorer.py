@@ -530,14 +530,19 @@ def main() -> None:
         [
             (
                 "common.save_coordinates",
-                coordinates_csv(arrays),
+                lambda: coordinates_csv(arrays),
                 "normlab-coordinates.csv",
                 "text/csv",
             ),
-            ("common.save_statistics", statistics_csv(stats), "normlab-statistics.csv", "text/csv"),
+            (
+                "common.save_statistics",
+                lambda: statistics_csv(stats),
+                "normlab-statistics.csv",
+                "text/csv",
+            ),
             (
                 "common.save_json",
-                view_json("explorer", state, arrays, stats),
+                lambda: view_json("explorer", state, arrays, stats),
                 "normlab-view.json",
                 "application/json",
             ),

@@ -160,7 +160,8 @@ def save_box(
     files: Sequence[tuple[str, object, str, str]],
 ) -> None:
     """Download buttons for ``files`` (text key, data or a callable, file name, MIME type) and
-    an uploader that restores a view saved as JSON by this page."""
+    an uploader that restores a view saved as JSON by this page. Pass callables for anything
+    costly: Streamlit calls them only when the button is clicked, not on every rerun."""
     st.subheader(t("common.save_heading", lang))
     cols = st.columns(len(files))
     for col, (label_key, data, file_name, mime) in zip(cols, files, strict=False):

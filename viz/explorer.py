@@ -6,7 +6,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz import style
 
@@ -44,38 +43,68 @@ def coordinates_figure(
 
     x keeps its own vertical scale because it can be orders of magnitude larger than the
     outputs; the two outputs share one so their difference (the offset that survives RMSNorm)
-    is read directly. Dashed lines mark each output's mean.
+    is read directly. Dashed lines mark each output's mean. The two panels are laid out by hand
+    (axis domains and layout shapes) because ``make_subplots`` and ``add_hline`` cost more than
+    the rest of the page on every rerun at d = 4096.
     """
     d = x.shape[-1]
     index = np.arange(d)
-    fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.08,
-        row_heights=[0.4, 0.6],
-        subplot_titles=(labels["input"], labels["outputs"]),
-    )
-    fig.add_trace(
-        _series(index, x, name=labels["x"], color=style.INPUT, kind="input", d=d), row=1, col=1
-    )
+    traces = [_series(index, x, name=labels["x"], color=style.INPUT, kind="input", d=d)]
+    shapes = [_hline(0.0, style.MUTED, "solid", 1)]
     for values, key, color in ((y_rms, "rms", style.RMS), (y_layer, "layer", style.LAYER)):
-        fig.add_trace(
-            _series(index, values, name=labels[key], color=color, kind=key, d=d), row=2, col=1
-        )
-        fig.add_hline(
-            y=float(np.mean(values)),
-            line={"color": color, "dash": "dash", "width": 1.5},
-            row=2,
-            col=1,
-        )
-    fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=2, col=1)
-    fig.update_xaxes(title_text=labels["coordinate"], row=2, col=1)
-    fig.update_yaxes(title_text=labels["value"], row=1, col=1)
-    fig.update_yaxes(title_text=labels["value"], row=2, col=1)
+        trace = _series(index, values, name=labels[key], color=color, kind=key, d=d)
+        trace.update(yaxis="y2")
+        traces.append(trace)
+        shapes.append(_hline(float(np.mean(values)), color, "dash", 1.5))
+    title_font = {"size": style.FONT_SIZE}
+    fig = go.Figure(
+        data=traces,
+        layout={
+            "xaxis": {"anchor": "y2", "title": {"text": labels["coordinate"]}},
+            "yaxis": {"domain": [0.62, 1.0], "title": {"text": labels["value"]}},
+            "yaxis2": {"domain": [0.0, 0.54], "title": {"text": labels["value"]}},
+            "shapes": shapes,
+            "annotations": [
+                {
+                    "text": labels["input"],
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 1.0,
+                    "yanchor": "bottom",
+                    "showarrow": False,
+                    "font": title_font,
+                },
+                {
+                    "text": labels["outputs"],
+                    "xref": "paper",
+                    "yref": "paper",
+                    "x": 0.5,
+                    "y": 0.56,
+                    "yanchor": "bottom",
+                    "showarrow": False,
+                    "font": title_font,
+                },
+            ],
+        },
+    )
     style.base_layout(fig, height=560)
     fig.update_layout(margin={"t": 90})
     return fig
+
+
+def _hline(y: float, color: str, dash: str, width: float) -> dict:
+    """A horizontal line across the lower panel at height ``y``."""
+    return {
+        "type": "line",
+        "xref": "x domain",
+        "x0": 0,
+        "x1": 1,
+        "yref": "y2",
+        "y0": y,
+        "y1": y,
+        "line": {"color": color, "dash": dash, "width": width},
+    }
 
 
 def plane_figure(

@@ -22,12 +22,13 @@ FONT_SIZE = 16
 
 
 def base_layout(fig: go.Figure, *, title: str = "", height: int = 420) -> go.Figure:
-    """Large type, a white background and a legend above the plot."""
+    """Large type and a legend above the plot."""
     fig.update_layout(
         title={"text": title, "font": {"size": FONT_SIZE + 3}},
         height=height,
         font={"size": FONT_SIZE},
-        template="plotly_white",
+        # No Plotly template: Streamlit's chart theme styles the figure in the browser, and
+        # validating a template costs about 15 ms per figure on every rerun.
         margin={"l": 60, "r": 20, "t": 70 if title else 30, "b": 50},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         hoverlabel={"font_size": FONT_SIZE},
