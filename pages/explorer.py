@@ -31,6 +31,7 @@ from core.inputs import (
     parse_vector,
 )
 from core.stats import IDENTITY_FORMULA, STAT_NAMES, cosine, second_moment_identity, vector_stats
+from ui.core_text import translate
 from ui.export import coordinates_csv, statistics_csv, view_json
 from ui.frame import begin_page, save_box, share_box
 from ui.i18n import t
@@ -513,7 +514,7 @@ def main() -> None:
         )
     )
     for alert in r["alerts"]:
-        st.warning(alert)
+        st.warning(translate(alert, lang))
     if r["notes"]:
         with st.expander(t("explorer.notes_heading", lang)):
             st.markdown("\n".join(f"- {note}" for note in r["notes"]))

@@ -37,7 +37,8 @@ def test_explorer_responds_to_a_control(app_url: str, browser) -> None:
     for _ in range(20):
         slider.press("ArrowRight")  # 20 steps of 0.1: offset 2.0
     page.wait_for_function(
-        f"(() => {{ const o = ({READ_OUTPUTS})(); return o && o.rms[0] !== {before['rms'][0]}; }})()",
+        f"(() => {{ const o = ({READ_OUTPUTS})(); "
+        f"return o && o.rms[0] !== {before['rms'][0]}; }})()",
         timeout=90_000,
     )
     page.wait_for_selector(READY, timeout=90_000)
