@@ -39,11 +39,13 @@ with st.sidebar:
 PAGES = [
     ("explorer.py", "explorer", "explorer.nav", ":material/tune:", "section_explore"),
     ("lesson.py", "lesson", "lesson.nav", ":material/school:", "section_explore"),
-    ("backward.py", "backward", "backward.nav", ":material/undo:", "section_lessons"),
-    ("precision.py", "precision", "precision.nav", ":material/straighten:", "section_lessons"),
-    ("contracts.py", "contracts", "contracts.nav", ":material/handshake:", "section_lessons"),
+    # The lessons in the order of the argument: what each norm cancels, what that does to the
+    # residual stream, then the contract details, then the backward pass.
     ("invariance.py", "invariance", "invariance.nav", ":material/balance:", "section_lessons"),
     ("residual.py", "residual", "residual.nav", ":material/stacked_line_chart:", "section_lessons"),
+    ("precision.py", "precision", "precision.nav", ":material/straighten:", "section_lessons"),
+    ("contracts.py", "contracts", "contracts.nav", ":material/handshake:", "section_lessons"),
+    ("backward.py", "backward", "backward.nav", ":material/undo:", "section_lessons"),
     ("speed.py", "speed", "speed.nav", ":material/speed:", "section_lab"),
 ]
 

@@ -51,8 +51,15 @@ def read_view_mode(lang: str) -> ViewMode:
     return ViewMode(values["controls"] == "hidden", values["text"] == "large")
 
 
+# Streamlit leaves a tall empty band above the title; a projector needs that space more.
+_BASE_CSS = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
+</style>"""
+
+
 def apply_view_mode(mode: ViewMode) -> None:
     """Hide the sidebar and enlarge the type as the link asks (our own CSS, no visitor text)."""
+    st.html(_BASE_CSS)
     if mode.hide_controls:
         st.html(_HIDE_CONTROLS_CSS)
     if mode.large_text:

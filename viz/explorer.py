@@ -69,7 +69,8 @@ def coordinates_figure(
                     "text": labels["input"],
                     "xref": "paper",
                     "yref": "paper",
-                    "x": 0.5,
+                    "x": 0,
+                    "xanchor": "left",
                     "y": 1.0,
                     "yanchor": "bottom",
                     "showarrow": False,
@@ -79,7 +80,8 @@ def coordinates_figure(
                     "text": labels["outputs"],
                     "xref": "paper",
                     "yref": "paper",
-                    "x": 0.5,
+                    "x": 0,
+                    "xanchor": "left",
                     "y": 0.56,
                     "yanchor": "bottom",
                     "showarrow": False,
@@ -89,7 +91,8 @@ def coordinates_figure(
         },
     )
     style.base_layout(fig, height=560)
-    fig.update_layout(margin={"t": 90})
+    # Panel titles sit at the left, so the legend goes to the right above the plot.
+    fig.update_layout(margin={"t": 70}, legend={"x": 1, "xanchor": "right", "y": 1.06})
     return fig
 
 
