@@ -246,3 +246,17 @@ def test_downloads_are_offered() -> None:
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Coordinates (CSV)", "Statistics (CSV)", "Whole view (JSON)",
                       "Figure (HTML, works offline)"]
+
+
+def test_without_torch_the_page_runs_on_numpy_and_says_what_it_hid(monkeypatch) -> None:
+    import core
+
+    monkeypatch.setattr(core, "torch_available", lambda: False)
+    at = open_app(backend="torch", dtype="float16", d="12")
+    assert not at.exception
+    info = " ".join(i.value for i in at.info)
+    assert "PyTorch is not installed" in info and "backend=torch" in info
+    assert not [w for w in at.sidebar if getattr(w, "key", None) in ("backend", "dtype")]
+    x, y_rms, _ = outputs(at)
+    # Computed in float64 by numpy, whatever the link asked for.
+    np.testing.assert_allclose(y_rms, rms_norm(x, np.ones(12), eps=1e-5), rtol=1e-15)
