@@ -112,7 +112,7 @@ def browser_times(widths: list[int], presses: int) -> dict[int, tuple[float, lis
 
 
 _FIRST_RMS = """() => {
-  const plot = document.querySelector('.js-plotly-plot');
+  const plot = document.querySelector('.st-key-coords .js-plotly-plot');
   const trace = plot && plot._fullData && plot._fullData.find(t => t.name === 'RMSNorm(x)');
   return trace ? trace.y[0] : null;
 }"""
@@ -120,7 +120,7 @@ _FIRST_RMS = """() => {
 
 def _CHART_HAS(d: int) -> str:  # noqa: N802 - reads as a predicate in the calls above
     return f"""() => {{
-  const plot = document.querySelector('.js-plotly-plot');
+  const plot = document.querySelector('.st-key-coords .js-plotly-plot');
   const trace = plot && plot._fullData && plot._fullData.find(t => t.name === 'RMSNorm(x)');
   return !!trace && trace.y.length === {d};
 }}"""

@@ -13,9 +13,9 @@ pytestmark = pytest.mark.browser
 
 SHOTS = Path(os.environ.get("NORMLAB_SHOTS", Path(__file__).resolve().parent.parent / "artifacts"))
 
-# The y values of the RMSNorm and LayerNorm traces in the first Plotly chart.
+# The y values of the RMSNorm and LayerNorm traces in the coordinates chart (key "coords").
 READ_OUTPUTS = """() => {
-  const plot = document.querySelector('.js-plotly-plot');
+  const plot = document.querySelector('.st-key-coords .js-plotly-plot');
   if (!plot || !plot._fullData) return null;
   const pick = name => Array.from(plot._fullData.find(t => t.name === name).y);
   return {rms: pick('RMSNorm(x)'), layer: pick('LayerNorm(x)')};

@@ -45,7 +45,7 @@ def test_no_page_requests_anything_from_another_host(app_url, browser, tmp_path)
         try:
             page.wait_for_timeout(SETTLE_MS)
             name = url.removeprefix(app_url).strip("/") or "landing"
-            page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+            page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True, timeout=90_000)
             if requests:
                 outside[url] = sorted(set(requests))
             if page.locator("[data-testid='stException']").count():
