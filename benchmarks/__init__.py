@@ -1,0 +1,1 @@
+"""Scripts that measure NormLab as it runs: ``python -m benchmarks.<name> --help``."""
