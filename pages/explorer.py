@@ -31,6 +31,7 @@ from core.inputs import (
     parse_vector,
 )
 from core.stats import IDENTITY_FORMULA, STAT_NAMES, cosine, second_moment_identity, vector_stats
+from ui import widgets
 from ui.core_text import translate
 from ui.export import coordinates_csv, statistics_csv, view_json
 from ui.frame import begin_page, save_box, share_box
@@ -83,10 +84,11 @@ PARAMS = (
     ChoiceParam("gain_pattern", "constant", GAIN_PATTERNS),
     FloatParam("bias", 0.0, -GAIN_LIMIT, GAIN_LIMIT),
     ChoiceParam("backend", "numpy", ("numpy", "torch")),
-    ChoiceParam("device", "cpu", ("cpu", "cuda", "mps")),
+    # Only the devices this server has; a link asking for another gets a notice.
+    ChoiceParam("device", "cpu", tuple(available_devices()) or ("cpu",)),
     ChoiceParam("dtype", "float64", DTYPES),
 )
-DEFAULTS = {p.key: p.default for p in PARAMS}
+P = {p.key: p for p in PARAMS}
 
 
 def _to_numpy(a: object) -> np.ndarray:
@@ -173,117 +175,48 @@ def controls(lang: str) -> dict:
     with st.sidebar:
         st.header(t("common.controls", lang))
         st.subheader(t("explorer.group_input", lang))
-        x_text = st.text_input(
+        x_text = widgets.text(
+            P["x"],
             t("explorer.x_label", lang),
-            value="",
-            key="x",
-            bind="query-params",
             help=t("explorer.x_help", lang),
             placeholder="1, 2, 3, 10",
         )
         typed = bool(x_text.strip())
-        st.number_input(
+        widgets.number(
+            P["d"],
             t("explorer.d_label", lang),
-            MIN_WIDTH,
-            MAX_WIDTH,
-            DEFAULTS["d"],
+            kind="input",
             step=1,
-            key="d",
-            bind="query-params",
             help=t("explorer.d_help", lang),
             disabled=typed,
         )
-        # Option labels are the link's values (a bound widget writes its label to the URL), so
-        # they read the same in every language; the caption says what the chosen one means.
-        dist = st.selectbox(
-            t("explorer.dist_label", lang),
-            DISTRIBUTIONS,
-            key="dist",
-            bind="query-params",
-            disabled=typed,
-        )
+        # Option labels are the link's values, so they read the same in every language; the
+        # caption says what the chosen one means.
+        dist = widgets.choice(P["dist"], t("explorer.dist_label", lang), disabled=typed)
         st.caption(t(f"explorer.dist_{dist}", lang))
-        st.number_input(
+        widgets.number(
+            P["seed"],
             t("explorer.seed_label", lang),
-            0,
-            2**31 - 1,
-            0,
+            kind="input",
             step=1,
-            key="seed",
-            bind="query-params",
             disabled=typed and st.session_state.get("gain_pattern") != "random",
         )
-        st.slider(
-            t("explorer.offset_label", lang),
-            -OFFSET_LIMIT,
-            OFFSET_LIMIT,
-            0.0,
-            step=0.1,
-            key="offset",
-            bind="query-params",
-        )
-        st.select_slider(
-            t("explorer.scale_label", lang),
-            SCALE_LADDER,
-            value=1.0,
-            format_func=fmt_number,
-            key="scale",
-            bind="query-params",
-        )
+        widgets.number(P["offset"], t("explorer.offset_label", lang), step=0.1)
+        widgets.ladder(P["scale"], t("explorer.scale_label", lang))
         st.subheader(t("explorer.group_norm", lang))
-        st.select_slider(
-            t("explorer.eps_label", lang),
-            EPS_LADDER,
-            value=DEFAULTS["eps"],
-            format_func=fmt_number,
-            key="eps",
-            bind="query-params",
-        )
-        st.slider(
-            t("explorer.gain_label", lang),
-            -GAIN_LIMIT,
-            GAIN_LIMIT,
-            1.0,
-            step=0.05,
-            key="gain",
-            bind="query-params",
-        )
-        pattern = st.selectbox(
-            t("explorer.gain_pattern_label", lang),
-            GAIN_PATTERNS,
-            key="gain_pattern",
-            bind="query-params",
-        )
+        widgets.ladder(P["eps"], t("explorer.eps_label", lang))
+        widgets.number(P["gain"], t("explorer.gain_label", lang), step=0.05)
+        pattern = widgets.choice(P["gain_pattern"], t("explorer.gain_pattern_label", lang))
         st.caption(t(f"explorer.gain_{pattern}", lang))
-        st.slider(
-            t("explorer.bias_label", lang),
-            -GAIN_LIMIT,
-            GAIN_LIMIT,
-            0.0,
-            step=0.05,
-            key="bias",
-            bind="query-params",
-        )
+        widgets.number(P["bias"], t("explorer.bias_label", lang), step=0.05)
         st.subheader(t("explorer.group_compute", lang))
         if has_torch:
-            st.segmented_control(
-                t("explorer.backend_label", lang),
-                ("numpy", "torch"),
-                default="numpy",
-                key="backend",
-                bind="query-params",
-                required=True,
+            backend = widgets.choice(
+                P["backend"], t("explorer.backend_label", lang), kind="segmented"
             )
-            if st.session_state.get("backend") == "torch":
-                devices = available_devices()
-                if st.session_state.get("device") not in devices:
-                    st.session_state["device"] = "cpu"
-                st.selectbox(
-                    t("explorer.device_label", lang), devices, key="device", bind="query-params"
-                )
-                st.selectbox(
-                    t("explorer.dtype_label", lang), DTYPES, key="dtype", bind="query-params"
-                )
+            if backend == "torch":
+                widgets.choice(P["device"], t("explorer.device_label", lang))
+                widgets.choice(P["dtype"], t("explorer.dtype_label", lang))
         else:
             st.info(t("common.torch_missing", lang, options="backend=torch, device, dtype"))
     state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
