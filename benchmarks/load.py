@@ -171,14 +171,28 @@ class RssSampler(threading.Thread):
 
 def start_server(port: int) -> subprocess.Popen:
     command = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.port", str(port), "--server.address", "127.0.0.1",
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # A session of its own, so the whole group can be signalled at the end.
     return subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
 
@@ -411,10 +425,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--visitors", type=int, default=20)
     parser.add_argument("--interactions", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=300.0, help="global deadline, seconds")
-    parser.add_argument("--step-timeout", type=float, default=30.0,
-                        help="seconds one interaction may take before it counts as an error")
-    parser.add_argument("--load-timeout", type=float, default=120.0,
-                        help="seconds the first load (all visitors at once) may take")
+    parser.add_argument(
+        "--step-timeout",
+        type=float,
+        default=30.0,
+        help="seconds one interaction may take before it counts as an error",
+    )
+    parser.add_argument(
+        "--load-timeout",
+        type=float,
+        default=120.0,
+        help="seconds the first load (all visitors at once) may take",
+    )
     parser.add_argument("--json", type=Path, help="also write the report as JSON here")
     args = parser.parse_args(argv)
     if not Path(CHROMIUM).exists():

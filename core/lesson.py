@@ -205,8 +205,13 @@ def _transformed(step_id: str, x_after: np.ndarray, size: float) -> StepResult:
     return StepResult(
         step_id,
         _which(change_rms < SAME_TOL, change_layer < SAME_TOL),
-        {"size": size, "change_rms": change_rms, "change_layer": change_layer,
-         "mean_x": float(np.mean(x)), "mean_after": float(np.mean(x_after))},
+        {
+            "size": size,
+            "change_rms": change_rms,
+            "change_layer": change_layer,
+            "mean_x": float(np.mean(x)),
+            "mean_after": float(np.mean(x_after)),
+        },
         {"x": x, "x_after": x_after, **outputs},
     )
 

@@ -95,8 +95,10 @@ _ALL = (
         cast="before",
         has_weight=True,
         has_bias=False,
-        formula=r"y = w \odot \operatorname{cast}_{x}\!\left(\tilde{x}\," + _RSQRT
-        + r"\right)" + _FP32,
+        formula=r"y = w \odot \operatorname{cast}_{x}\!\left(\tilde{x}\,"
+        + _RSQRT
+        + r"\right)"
+        + _FP32,
         source="transformers/models/llama/modeling_llama.py: LlamaRMSNorm",
         notes=(
             "Normalises in float32, casts back to the input dtype, then multiplies by the "
@@ -115,7 +117,9 @@ _ALL = (
         has_weight=True,
         has_bias=False,
         formula=r"y = \operatorname{cast}_{x}\!\left((1 + \operatorname{fp32}(w)) \odot \tilde{x}\,"
-        + _RSQRT + r"\right)" + _FP32,
+        + _RSQRT
+        + r"\right)"
+        + _FP32,
         source="transformers/models/gemma/modeling_gemma.py: GemmaRMSNorm",
         notes=(
             "The stored weight is zero-centred (initialised to 0, gain 1 + w) and the whole "
@@ -155,8 +159,10 @@ _ALL = (
         cast="after",
         has_weight=True,
         has_bias=False,
-        formula=r"y = \operatorname{cast}_{x}\!\left(w \odot \tilde{x}\," + _RSQRT
-        + r"\right)" + _FP32,
+        formula=r"y = \operatorname{cast}_{x}\!\left(w \odot \tilde{x}\,"
+        + _RSQRT
+        + r"\right)"
+        + _FP32,
         source="transformers/models/olmo2/modeling_olmo2.py: Olmo2RMSNorm",
         notes=(
             "Like Llama, except that the weight multiply happens in float32 before the single "
@@ -175,7 +181,9 @@ _ALL = (
         has_weight=True,
         has_bias=False,
         formula=r"y = \operatorname{cast}_{x}\!\left((1 + \gamma) \odot \tilde{x}\,"
-        + _RSQRT + r"\right)" + _FP32,
+        + _RSQRT
+        + r"\right)"
+        + _FP32,
         source="transformer_engine/pytorch/module/rmsnorm.py: RMSNorm",
         notes=(
             "Fused CUDA kernel computing in float32 with a zero-centred gamma (gain 1 + gamma) "

@@ -46,19 +46,29 @@ PARAMS = (
     LadderParam("scale", 1.0, SCALE_LADDER),
 )
 DEFAULTS = {p.key: p.default for p in PARAMS}
-_PLAIN = {"eps_a": "preset", "eps_b": "preset", "red_a": "preset", "red_b": "preset",
-          "checkpoint": "a"}
+_PLAIN = {
+    "eps_a": "preset",
+    "eps_b": "preset",
+    "red_a": "preset",
+    "red_b": "preset",
+    "checkpoint": "a",
+}
 # Three real checkpoint mistakes, each as the settings that reproduce it.
 MISTAKES = {
     # Gemma stores w with gain 1 + w (initialised to 0); a Llama-style loader uses w itself.
     "gemma_gain": {**_PLAIN, "a": "gemma", "b": "llama", "scale": 1.0},
     # Llama 2 was trained with rms_norm_eps 1e-5; Llama 1's config says 1e-6. The difference
     # shows where activations are small, as they are right after the embedding.
-    "eps": {**_PLAIN, "a": "llama", "b": "llama", "eps_a": "1e-5", "eps_b": "1e-6",
-            "scale": 0.01},
+    "eps": {**_PLAIN, "a": "llama", "b": "llama", "eps_a": "1e-5", "eps_b": "1e-6", "scale": 0.01},
     # A hand-rolled norm that forgets the float32 upcast on a bfloat16 model.
-    "bf16": {**_PLAIN, "a": "llama", "b": "llama", "red_b": "bfloat16", "dtype": "bfloat16",
-             "scale": 1.0},
+    "bf16": {
+        **_PLAIN,
+        "a": "llama",
+        "b": "llama",
+        "red_b": "bfloat16",
+        "dtype": "bfloat16",
+        "scale": 1.0,
+    },
 }
 
 
@@ -68,8 +78,17 @@ def _override(value: str) -> float | None:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def compute(
-    a: str, b: str, eps_a: str, eps_b: str, red_a: str, red_b: str, checkpoint: str,
-    dtype: str, d: int, seed: int, scale: float,
+    a: str,
+    b: str,
+    eps_a: str,
+    eps_b: str,
+    red_a: str,
+    red_b: str,
+    checkpoint: str,
+    dtype: str,
+    d: int,
+    seed: int,
+    scale: float,
 ) -> dict:
     """Both sides on the same seeded input and checkpoint (cached per setting)."""
     x = make_input(d, dist="normal", seed=seed, scale=scale)
@@ -104,11 +123,17 @@ def side_controls(side: str, lang: str, state: dict) -> None:
     )
     st.caption(get_preset(name, "rms").title)
     state[f"eps_{side}"] = st.selectbox(
-        t("contracts.eps_label", lang), EPS_CHOICES, key=f"eps_{side}", bind="query-params",
+        t("contracts.eps_label", lang),
+        EPS_CHOICES,
+        key=f"eps_{side}",
+        bind="query-params",
         help=t("contracts.eps_help", lang),
     )
     state[f"red_{side}"] = st.selectbox(
-        t("contracts.red_label", lang), RED_CHOICES, key=f"red_{side}", bind="query-params",
+        t("contracts.red_label", lang),
+        RED_CHOICES,
+        key=f"red_{side}",
+        bind="query-params",
         help=t("contracts.red_help", lang),
     )
 
@@ -141,16 +166,30 @@ def controls(lang: str) -> dict:
             st.info(t("common.torch_missing", lang, options="float16, bfloat16"))
         st.subheader(t("contracts.group_input", lang))
         state["d"] = st.number_input(
-            t("contracts.d_label", lang), MIN_WIDTH, MAX_CONTRACT_WIDTH, DEFAULTS["d"], step=1,
-            key="d", bind="query-params",
+            t("contracts.d_label", lang),
+            MIN_WIDTH,
+            MAX_CONTRACT_WIDTH,
+            DEFAULTS["d"],
+            step=1,
+            key="d",
+            bind="query-params",
         )
         state["seed"] = st.number_input(
-            t("contracts.seed_label", lang), 0, 2**31 - 1, 0, step=1, key="seed",
+            t("contracts.seed_label", lang),
+            0,
+            2**31 - 1,
+            0,
+            step=1,
+            key="seed",
             bind="query-params",
         )
         state["scale"] = st.select_slider(
-            t("contracts.scale_label", lang), SCALE_LADDER, value=DEFAULTS["scale"],
-            format_func=fmt_number, key="scale", bind="query-params",
+            t("contracts.scale_label", lang),
+            SCALE_LADDER,
+            value=DEFAULTS["scale"],
+            format_func=fmt_number,
+            key="scale",
+            bind="query-params",
         )
     return state
 
@@ -192,9 +231,24 @@ def main() -> None:
             width="stretch",
         )
 
-    r = compute(*(state[k] for k in (
-        "a", "b", "eps_a", "eps_b", "red_a", "red_b", "checkpoint", "dtype", "d", "seed", "scale"
-    )))
+    r = compute(
+        *(
+            state[k]
+            for k in (
+                "a",
+                "b",
+                "eps_a",
+                "eps_b",
+                "red_a",
+                "red_b",
+                "checkpoint",
+                "dtype",
+                "d",
+                "seed",
+                "scale",
+            )
+        )
+    )
     c = r["cmp"]
     a, b = get_preset(state["a"], "rms"), get_preset(state["b"], "rms")
     numbers = {

@@ -127,8 +127,9 @@ def controls(lang: str) -> dict:
             key="transform",
             bind="query-params",
         )
-        st.caption(f"**{t(f'invariance.t_{transform}', lang)}**: "
-                   f"{t(f'invariance.desc_{transform}', lang)}")
+        st.caption(
+            f"**{t(f'invariance.t_{transform}', lang)}**: {t(f'invariance.desc_{transform}', lang)}"
+        )
         st.select_slider(
             t("invariance.size_label", lang),
             SIZE_LADDER,
@@ -166,6 +167,7 @@ def mark(value: bool | None, lang: str) -> str:
 
 def table_frame(rows: list, lang: str) -> pd.DataFrame:
     """The ✓/✗ table: paper, measured residual and verdict for each norm, and the agreement."""
+
     def matches(row) -> str:
         if row.matches_paper is None:
             return t("invariance.not_in_paper", lang)
@@ -233,13 +235,23 @@ def main() -> None:
     st.table(table_frame(rows, lang))
     in_paper = [row for row in rows if row.matches_paper is not None]
     agree = sum(bool(row.matches_paper) for row in in_paper)
-    st.caption(t("invariance.table_caption", lang, agree=agree, total=len(in_paper),
-                 size=fmt_number(size), seed=seed))
+    st.caption(
+        t(
+            "invariance.table_caption",
+            lang,
+            agree=agree,
+            total=len(in_paper),
+            size=fmt_number(size),
+            seed=seed,
+        )
+    )
     with st.expander(t("invariance.why_heading", lang)):
-        st.markdown("\n".join(
-            f"- **{t(f'invariance.t_{tid}', lang)}**: {t(f'invariance.why_{tid}', lang)}"
-            for tid in TRANSFORMS
-        ))
+        st.markdown(
+            "\n".join(
+                f"- **{t(f'invariance.t_{tid}', lang)}**: {t(f'invariance.why_{tid}', lang)}"
+                for tid in TRANSFORMS
+            )
+        )
 
     st.subheader(t("invariance.sweep_heading", lang))
     s = compute_sweep(seed, c_max)
@@ -287,10 +299,18 @@ def main() -> None:
         "bound": fmt(s["x_std"] / c_max),
     }
     cols = st.columns(3)
-    cols[0].metric(t("invariance.metric_spread", lang, c=lost["c"]), lost["spread"],
-                   delta=t("invariance.at_zero", lang, value=lost["spread0"]), delta_color="off")
-    cols[1].metric(t("invariance.metric_dist_rms", lang, c=lost["c"]), lost["dist"],
-                   delta=t("invariance.at_zero", lang, value=lost["dist0"]), delta_color="off")
+    cols[0].metric(
+        t("invariance.metric_spread", lang, c=lost["c"]),
+        lost["spread"],
+        delta=t("invariance.at_zero", lang, value=lost["spread0"]),
+        delta_color="off",
+    )
+    cols[1].metric(
+        t("invariance.metric_dist_rms", lang, c=lost["c"]),
+        lost["dist"],
+        delta=t("invariance.at_zero", lang, value=lost["dist0"]),
+        delta_color="off",
+    )
     cols[2].metric(t("invariance.metric_dist_layer", lang, c=lost["c"]), lost["dist_layer"])
     st.plotly_chart(
         collapse_figure(

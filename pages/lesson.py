@@ -64,7 +64,11 @@ def sidebar(lang: str) -> int:
     with st.sidebar:
         st.header(t("common.controls", lang))
         step = st.slider(
-            t("lesson.step_label", lang), 1, N_STEPS, PARAMS[0].default, key="step",
+            t("lesson.step_label", lang),
+            1,
+            N_STEPS,
+            PARAMS[0].default,
+            key="step",
             bind="query-params",
         )
         lines = []
@@ -82,9 +86,27 @@ def sidebar(lang: str) -> int:
 
 def labels_for(lang: str) -> dict[str, str]:
     keys = (
-        "before", "after", "var", "mean2", "rms2", "layer_cos", "rms_cos", "energy", "offset",
-        "residual", "inside", "outside", "clamp", "marked", "input_rms", "output_rms", "ulps",
-        "count", "meant", "loaded", "outputs",
+        "before",
+        "after",
+        "var",
+        "mean2",
+        "rms2",
+        "layer_cos",
+        "rms_cos",
+        "energy",
+        "offset",
+        "residual",
+        "inside",
+        "outside",
+        "clamp",
+        "marked",
+        "input_rms",
+        "output_rms",
+        "ulps",
+        "count",
+        "meant",
+        "loaded",
+        "outputs",
     )
     explorer_keys = ("axis_a", "axis_b", "circle", "ray", "x_short")
     return {
@@ -212,9 +234,7 @@ def step_view(step: int, lang: str) -> None:
     if chosen == r.correct:
         st.success(t("lesson.verdict_right", lang, answer=r.correct, text=right_text))
     else:
-        st.error(
-            t("lesson.verdict_wrong", lang, chosen=chosen, answer=r.correct, text=right_text)
-        )
+        st.error(t("lesson.verdict_wrong", lang, chosen=chosen, answer=r.correct, text=right_text))
     labels = labels_for(lang)
     st.plotly_chart(
         figure(r, labels, lang),
@@ -230,17 +250,24 @@ def navigation(step: int, lang: str) -> None:
     """Previous and next buttons; they move the URL-bound ``step``."""
     left, middle, right = st.columns([1, 2, 1])
     left.button(
-        t("lesson.previous", lang), key="previous", disabled=step <= 1, on_click=_go,
-        args=(step - 1,), width="stretch",
+        t("lesson.previous", lang),
+        key="previous",
+        disabled=step <= 1,
+        on_click=_go,
+        args=(step - 1,),
+        width="stretch",
     )
     answers, revealed = st.session_state[ANSWERS], st.session_state[REVEALED]
     right_count = sum(answers.get(s) == compute(s).correct for s in revealed)
-    middle.caption(
-        t("lesson.score", lang, right=right_count, revealed=len(revealed), n=N_STEPS)
-    )
+    middle.caption(t("lesson.score", lang, right=right_count, revealed=len(revealed), n=N_STEPS))
     right.button(
-        t("lesson.next", lang), key="next", disabled=step >= N_STEPS, on_click=_go,
-        args=(step + 1,), type="primary", width="stretch",
+        t("lesson.next", lang),
+        key="next",
+        disabled=step >= N_STEPS,
+        on_click=_go,
+        args=(step + 1,),
+        type="primary",
+        width="stretch",
     )
     if step == N_STEPS and len(revealed) == N_STEPS:
         st.info(t("lesson.finished", lang, right=right_count, n=N_STEPS))

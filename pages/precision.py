@@ -97,7 +97,12 @@ def controls(lang: str) -> dict:
             help=t("precision.d_help", lang),
         )
         state["seed"] = st.number_input(
-            t("precision.seed_label", lang), 0, 2**31 - 1, 0, step=1, key="seed",
+            t("precision.seed_label", lang),
+            0,
+            2**31 - 1,
+            0,
+            step=1,
+            key="seed",
             bind="query-params",
         )
         st.subheader(t("precision.group_eps", lang))
@@ -148,7 +153,8 @@ def eps_section(state: dict, r: dict, lang: str) -> None:
     left.latex(NORM_FORMULA_INSIDE)
     right.latex(NORM_FORMULA_OUTSIDE)
     knees = {
-        (p, eps): eps_knee(eps, placement=p, rms=r["rms"]) for p in ("inside", "outside")
+        (p, eps): eps_knee(eps, placement=p, rms=r["rms"])
+        for p in ("inside", "outside")
         for eps in SWEEP_EPS
     }
     numbers = {

@@ -144,12 +144,24 @@ def main() -> None:
     }
     cols = st.columns(4)
     cols[0].metric(t("residual.metric_offset", lang, layers=layers), last["offset"])
-    cols[1].metric(t("residual.metric_cos", lang), last["cos_rms"],
-                   delta=t("residual.vs_layer", lang, value=last["cos_layer"]), delta_color="off")
-    cols[2].metric(t("residual.metric_out_share", lang), last["out_rms"],
-                   delta=t("residual.vs_layer", lang, value=last["out_layer"]), delta_color="off")
-    cols[3].metric(t("residual.metric_tokens", lang), last["tok_rms"],
-                   delta=t("residual.vs_layer", lang, value=last["tok_layer"]), delta_color="off")
+    cols[1].metric(
+        t("residual.metric_cos", lang),
+        last["cos_rms"],
+        delta=t("residual.vs_layer", lang, value=last["cos_layer"]),
+        delta_color="off",
+    )
+    cols[2].metric(
+        t("residual.metric_out_share", lang),
+        last["out_rms"],
+        delta=t("residual.vs_layer", lang, value=last["out_layer"]),
+        delta_color="off",
+    )
+    cols[3].metric(
+        t("residual.metric_tokens", lang),
+        last["tok_rms"],
+        delta=t("residual.vs_layer", lang, value=last["tok_layer"]),
+        delta_color="off",
+    )
 
     st.subheader(t("residual.figure_heading", lang))
     labels = {

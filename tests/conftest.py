@@ -59,8 +59,19 @@ def app_url() -> Iterator[str]:
     """A real ``streamlit run app.py`` on a free loopback port, for the browser tests."""
     port = free_port()
     proc = start_server(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+        ],
         port,
     )
     url = f"http://127.0.0.1:{port}"

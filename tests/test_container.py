@@ -89,8 +89,9 @@ def test_the_containers_command_answers_the_health_check() -> None:
     if shutil.which("streamlit") is None:
         pytest.skip("the streamlit command is not on PATH")
     port = free_port()
-    command = [a.replace(f"={PORT}", f"={port}") if a.startswith("--server.port") else a
-               for a in cmd()]
+    command = [
+        a.replace(f"={PORT}", f"={port}") if a.startswith("--server.port") else a for a in cmd()
+    ]
     assert command != cmd() and f"--server.port={port}" in command
     # Exactly the image's command; .streamlit/config.toml (copied into the image) makes it
     # headless, so it does not stop to ask for an e-mail address.

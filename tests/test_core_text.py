@@ -19,13 +19,21 @@ def _messages(call) -> list[str]:
 @pytest.mark.parametrize(
     ("call", "en", "id_"),
     [
-        (lambda: rms_norm(np.zeros(4), eps=0.0), "RMSNorm with ε = 0 meets 0/0",
-         "RMSNorm dengan ε = 0 bertemu 0/0"),
-        (lambda: layer_norm(np.ones(4), eps=0.0), "LayerNorm with ε = 0 meets 0/0",
-         "LayerNorm dengan ε = 0 bertemu 0/0"),
-        (lambda: rms_norm(300 * np.ones(64), reduction_dtype="float16"),
-         "RMSNorm: the sum of squares overflowed to infinity in float16",
-         "RMSNorm: jumlah kuadrat meluap menjadi tak hingga dalam float16"),
+        (
+            lambda: rms_norm(np.zeros(4), eps=0.0),
+            "RMSNorm with ε = 0 meets 0/0",
+            "RMSNorm dengan ε = 0 bertemu 0/0",
+        ),
+        (
+            lambda: layer_norm(np.ones(4), eps=0.0),
+            "LayerNorm with ε = 0 meets 0/0",
+            "LayerNorm dengan ε = 0 bertemu 0/0",
+        ),
+        (
+            lambda: rms_norm(300 * np.ones(64), reduction_dtype="float16"),
+            "RMSNorm: the sum of squares overflowed to infinity in float16",
+            "RMSNorm: jumlah kuadrat meluap menjadi tak hingga dalam float16",
+        ),
     ],
 )
 def test_every_core_warning_the_pages_can_meet_is_translated(call, en: str, id_: str) -> None:

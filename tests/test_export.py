@@ -47,12 +47,20 @@ def test_a_saved_view_comes_back() -> None:
 
 
 def test_restored_values_are_checked_like_link_values() -> None:
-    doc = json.dumps({"format": "normlab-view", "page": "explorer",
-                      "state": {"d": 10**60, "offset": "NaN", "dist": "<b>x</b>", "extra": 1}})
+    doc = json.dumps(
+        {
+            "format": "normlab-view",
+            "page": "explorer",
+            "state": {"d": 10**60, "offset": "NaN", "dist": "<b>x</b>", "extra": 1},
+        }
+    )
     values, problems = restore_state(doc.encode(), "explorer", PARAMS)
     assert values == {"d": 8192, "offset": 0.0, "dist": "normal", "x": ""}
     assert [(key, p.code) for key, _, p in problems] == [
-        ("d", "above"), ("offset", "not_finite"), ("dist", "unknown_choice")]
+        ("d", "above"),
+        ("offset", "not_finite"),
+        ("dist", "unknown_choice"),
+    ]
 
 
 @pytest.mark.parametrize(

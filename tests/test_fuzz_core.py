@@ -31,9 +31,7 @@ from core.inputs import (
 )
 from core.norms import CASTS, EPS_PLACEMENTS, GAIN_MODES, REDUCTION_DTYPES
 
-FUZZ = settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Row magnitudes from underflow territory to float64 overflow of the squares: each dtype gets the
 # ones it can hold, and a cast that overflows to inf is a non-finite input (then a ValueError).

@@ -47,9 +47,7 @@ def page_params(file: str) -> dict[str, tuple[str, str | None]]:
                     if call.func.id.endswith("Param") and call.args:
                         key = ast.literal_eval(call.args[0])
                         default = call.args[1] if len(call.args) > 1 else None
-                        literal = (
-                            str(default.value) if isinstance(default, ast.Constant) else None
-                        )
+                        literal = str(default.value) if isinstance(default, ast.Constant) else None
                         out[key] = (call.func.id, literal)
             return out
     raise AssertionError(f"pages/{file} has no PARAMS tuple")
@@ -116,8 +114,17 @@ def open_page(file: str, lang: str, query: dict[str, str]) -> AppTest:
 def shown_text(at: AppTest) -> list[str]:
     """Every string Streamlit renders as Markdown."""
     bodies = []
-    for kind in ("markdown", "caption", "warning", "error", "info", "success", "title",
-                 "header", "subheader"):
+    for kind in (
+        "markdown",
+        "caption",
+        "warning",
+        "error",
+        "info",
+        "success",
+        "title",
+        "header",
+        "subheader",
+    ):
         bodies += [element.value for element in at.get(kind)]
     for metric in at.get("metric"):
         bodies += [metric.label, str(metric.value)]

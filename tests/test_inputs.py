@@ -48,8 +48,9 @@ def test_gain_patterns_scale_with_value(pattern: str) -> None:
 
 
 def test_gain_pattern_shapes() -> None:
-    np.testing.assert_array_equal(gain_vector(4, pattern="alternating", value=1.5),
-                                  [1.5, -1.5, 1.5, -1.5])
+    np.testing.assert_array_equal(
+        gain_vector(4, pattern="alternating", value=1.5), [1.5, -1.5, 1.5, -1.5]
+    )
     ramp = gain_vector(5, pattern="ramp", value=2.0)
     assert ramp[0] == 1.0 and ramp[-1] == 3.0
 
@@ -104,7 +105,12 @@ def test_parse_limits_the_count() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12,
-                          max_value=1e12), min_size=2, max_size=50))
+@given(
+    st.lists(
+        st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12),
+        min_size=2,
+        max_size=50,
+    )
+)
 def test_parse_round_trips_printed_floats(values: list[float]) -> None:
     np.testing.assert_array_equal(parse_vector(", ".join(repr(v) for v in values)), values)

@@ -27,9 +27,23 @@ def smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     out = tmp_path_factory.mktemp("load") / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.load", "--visitors", "2", "--interactions", "3",
-         "--timeout", str(DEADLINE_S), "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=LIMIT_S,
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.load",
+            "--visitors",
+            "2",
+            "--interactions",
+            "3",
+            "--timeout",
+            str(DEADLINE_S),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
     )
     return done, json.loads(out.read_text())
 
@@ -48,8 +62,15 @@ def test_smoke_run_has_no_errors_and_reports_every_number(smoke) -> None:
     # A Streamlit server with numpy, torch and plotly loaded holds well over 50 MB.
     assert 50 < report["peak_rss_mb"] < 4096
     assert report["passed"] == (done.returncode == 0)
-    for label in ("visitors", "errors", "latency p50", "latency p95", "latency max", "peak RSS",
-                  "result"):
+    for label in (
+        "visitors",
+        "errors",
+        "latency p50",
+        "latency p95",
+        "latency max",
+        "peak RSS",
+        "result",
+    ):
         assert label in done.stdout
     assert ("PASS" if report["passed"] else "FAIL") in done.stdout
 

@@ -37,6 +37,7 @@ def _data(shape, seed=SEED):
 
 # ---------------------------------------------------------------- agreement with torch ---------
 
+
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("dtype,tol", [(torch.float64, F64_TOL), (torch.float32, F32_TOL)])
 def test_rms_norm_matches_torch(shape, dtype, tol):
@@ -68,8 +69,9 @@ def test_rms_norm_plain_float32_torch_takes_the_fast_path():
     x, w, _ = _data((4, 64))
     xt, wt = torch.tensor(x, dtype=torch.float32), torch.tensor(w, dtype=torch.float32)
     ref = F.rms_norm(xt, (64,), wt, eps=1e-6)
-    np.testing.assert_allclose(rms_norm(xt, wt, eps=1e-6).numpy(), ref.numpy(), rtol=2e-6,
-                               atol=2e-6)
+    np.testing.assert_allclose(
+        rms_norm(xt, wt, eps=1e-6).numpy(), ref.numpy(), rtol=2e-6, atol=2e-6
+    )
     assert torch.equal(rms_norm(xt, wt, eps=1e-6, preset="torch"), ref)
 
 
@@ -102,6 +104,7 @@ def test_defaults_and_explicit_eps():
 
 # ---------------------------------------------------------------- knobs vs hand formulas -------
 
+
 def test_eps_placements_match_their_formulas():
     x, w, _ = _data((3, 10))
     eps = 0.5  # large, so the placements differ visibly
@@ -110,23 +113,26 @@ def test_eps_placements_match_their_formulas():
     outside = x / (np.sqrt(ms) + eps) * w
     clamp = x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), eps) * math.sqrt(10) * w
     np.testing.assert_allclose(rms_norm(x, w, eps=eps), inside, rtol=F64_TOL)
-    np.testing.assert_allclose(rms_norm(x, w, eps=eps, eps_placement="outside"), outside,
-                               rtol=F64_TOL)
-    np.testing.assert_allclose(rms_norm(x, w, eps=eps, eps_placement="clamp"), clamp,
-                               rtol=F64_TOL)
+    np.testing.assert_allclose(
+        rms_norm(x, w, eps=eps, eps_placement="outside"), outside, rtol=F64_TOL
+    )
+    np.testing.assert_allclose(rms_norm(x, w, eps=eps, eps_placement="clamp"), clamp, rtol=F64_TOL)
     tiny = np.full((1, 10), 1e-3)
-    np.testing.assert_allclose(rms_norm(tiny, eps=eps, eps_placement="clamp"),
-                               tiny / eps * math.sqrt(10), rtol=F64_TOL)
+    np.testing.assert_allclose(
+        rms_norm(tiny, eps=eps, eps_placement="clamp"), tiny / eps * math.sqrt(10), rtol=F64_TOL
+    )
     xc = x - x.mean(axis=-1, keepdims=True)
     std = np.sqrt(np.mean(xc**2, axis=-1, keepdims=True))
-    np.testing.assert_allclose(layer_norm(x, eps=eps, eps_placement="outside"), xc / (std + eps),
-                               rtol=F64_TOL)
+    np.testing.assert_allclose(
+        layer_norm(x, eps=eps, eps_placement="outside"), xc / (std + eps), rtol=F64_TOL
+    )
 
 
 def test_offset_gain_is_one_plus_weight():
     x, w, _ = _data((2, 12))
-    np.testing.assert_allclose(rms_norm(x, w, gain_mode="offset"), rms_norm(x, 1.0 + w),
-                               rtol=F64_TOL)
+    np.testing.assert_allclose(
+        rms_norm(x, w, gain_mode="offset"), rms_norm(x, 1.0 + w), rtol=F64_TOL
+    )
     np.testing.assert_allclose(rms_norm(x, gain_mode="offset"), rms_norm(x), rtol=F64_TOL)
 
 
@@ -168,6 +174,7 @@ def test_reduction_dtype_float16_on_numpy_goes_through_torch():
 
 # ---------------------------------------------------------------- report -----------------------
 
+
 def test_report_statistics():
     x, w, b = _data((2, 3, 9))
     report = rms_norm_report(x, w, eps=1e-3)
@@ -179,8 +186,9 @@ def test_report_statistics():
     np.testing.assert_allclose(report.mean_square, ms, rtol=F64_TOL)
     np.testing.assert_allclose(report.stat, np.sqrt(ms + 1e-3), rtol=F64_TOL)
     np.testing.assert_allclose(report.mean, mu, rtol=F64_TOL)
-    np.testing.assert_allclose(report.variance, np.mean((x - mu) ** 2, axis=-1, keepdims=True),
-                               rtol=F64_TOL)
+    np.testing.assert_allclose(
+        report.variance, np.mean((x - mu) ** 2, axis=-1, keepdims=True), rtol=F64_TOL
+    )
     np.testing.assert_allclose(report.output, rms_norm(x, w, eps=1e-3), rtol=0)
     assert report.settings["eps_placement"] == "inside" and report.settings["preset"] is None
 
@@ -197,6 +205,7 @@ def test_formulas_are_the_docstrings():
 
 
 # ---------------------------------------------------------------- kinds, dtypes, devices -------
+
 
 def test_kind_in_kind_out():
     x, w, _ = _data((2, 8))
@@ -217,6 +226,7 @@ def test_kind_in_kind_out():
 
 # ---------------------------------------------------------------- warnings ---------------------
 
+
 def test_float16_reduction_overflow_warns_and_notes():
     x = 300 * np.ones(64)
     with pytest.warns(NormWarning, match="overflowed to inf in float16"):
@@ -227,8 +237,9 @@ def test_float16_reduction_overflow_warns_and_notes():
     np.testing.assert_array_equal(report.output, np.zeros(64))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        np.testing.assert_allclose(rms_norm(x, reduction_dtype="float32"), np.ones(64),
-                                   rtol=F32_TOL)
+        np.testing.assert_allclose(
+            rms_norm(x, reduction_dtype="float32"), np.ones(64), rtol=F32_TOL
+        )
 
 
 def test_zero_vector_with_zero_eps_is_zeros_with_warning():
@@ -289,6 +300,7 @@ def test_eps_message_shape():
 
 # ---------------------------------------------------------------- properties -------------------
 
+
 def _rows(min_d=2, max_d=16):
     finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
     return st.integers(min_d, max_d).flatmap(lambda d: arrays(np.float64, (3, d), elements=finite))
@@ -311,10 +323,12 @@ def test_layer_norm_ignores_a_shift(x, c):
 @given(_rows(), st.floats(1e-3, 1e3))
 def test_both_ignore_a_positive_rescale_at_zero_eps(x, scale):
     assume(_spread(x))
-    np.testing.assert_allclose(rms_norm(scale * x, eps=0.0), rms_norm(x, eps=0.0),
-                               rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(layer_norm(scale * x, eps=0.0), layer_norm(x, eps=0.0),
-                               rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        rms_norm(scale * x, eps=0.0), rms_norm(x, eps=0.0), rtol=1e-9, atol=1e-9
+    )
+    np.testing.assert_allclose(
+        layer_norm(scale * x, eps=0.0), layer_norm(x, eps=0.0), rtol=1e-9, atol=1e-9
+    )
 
 
 @settings(max_examples=50, deadline=None)
@@ -323,8 +337,7 @@ def test_output_norm_is_sqrt_d_times_gain(x, g):
     assume(_spread(x))
     d = x.shape[-1]
     for out in (rms_norm(x, g, eps=0.0), layer_norm(x, g, eps=0.0)):
-        np.testing.assert_allclose(np.linalg.norm(out, axis=-1), math.sqrt(d) * abs(g),
-                                   rtol=1e-9)
+        np.testing.assert_allclose(np.linalg.norm(out, axis=-1), math.sqrt(d) * abs(g), rtol=1e-9)
 
 
 @settings(max_examples=25, deadline=None)
@@ -346,6 +359,8 @@ def test_weight_dtype_rules_and_strided_input():
     assert rms_norm(x32, np.ones(4), cast="before").dtype == np.float64
     assert rms_norm(torch.tensor(x32), torch.arange(4), cast="before").dtype == torch.float32
     strided = x[:, ::-1]
-    np.testing.assert_allclose(rms_norm(strided, reduction_dtype="bfloat16"),
-                               rms_norm(np.ascontiguousarray(strided), reduction_dtype="bfloat16"),
-                               rtol=0)
+    np.testing.assert_allclose(
+        rms_norm(strided, reduction_dtype="bfloat16"),
+        rms_norm(np.ascontiguousarray(strided), reduction_dtype="bfloat16"),
+        rtol=0,
+    )

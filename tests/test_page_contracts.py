@@ -41,15 +41,17 @@ def test_renders_in_both_languages(lang: str) -> None:
     at.session_state["lang"] = lang
     at.run()
     assert not at.exception
-    assert at.title[0].value == {"en": "Implementation contracts",
-                                 "id": "Kontrak implementasi"}[lang]
+    assert (
+        at.title[0].value == {"en": "Implementation contracts", "id": "Kontrak implementasi"}[lang]
+    )
     assert "contract" in figures(at)
     assert len(at.latex) >= 3  # the delta formula and both presets' formulas
 
 
 def test_figure_is_the_core_comparison() -> None:
-    at = open_page("contracts", a="gemma", b="transformer-engine", d="32", seed="4",
-                  dtype="float32")
+    at = open_page(
+        "contracts", a="gemma", b="transformer-engine", d="32", seed="4", dtype="float32"
+    )
     spec = figures(at)["contract"]
     x = make_input(32, seed=4)
     w = stored_weight(effective_gain(32, seed=4), "offset")
@@ -88,9 +90,20 @@ def test_eps_mistake_matches_the_formula() -> None:
 
 
 def test_bf16_mistake_by_link_and_every_control_restored() -> None:
-    at = open_page("contracts", a="llama", b="llama", red_b="bfloat16", dtype="bfloat16",
-                  d="512", seed="2", scale="1", eps_a="preset", eps_b="preset",
-                  red_a="preset", checkpoint="a")
+    at = open_page(
+        "contracts",
+        a="llama",
+        b="llama",
+        red_b="bfloat16",
+        dtype="bfloat16",
+        d="512",
+        seed="2",
+        scale="1",
+        eps_a="preset",
+        eps_b="preset",
+        red_a="preset",
+        checkpoint="a",
+    )
     assert not at.exception
     assert at.selectbox(key="red_b").value == "bfloat16"
     assert at.selectbox(key="dtype").value == "bfloat16"

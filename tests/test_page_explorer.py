@@ -25,15 +25,26 @@ def notices(at) -> str:
 def test_renders_in_both_languages_without_exception(lang: str) -> None:
     at = open_app(lang=lang)
     assert not at.exception
-    expected = {"en": "RMSNorm and LayerNorm, side by side",
-                "id": "RMSNorm dan LayerNorm, berdampingan"}[lang]
+    expected = {
+        "en": "RMSNorm and LayerNorm, side by side",
+        "id": "RMSNorm dan LayerNorm, berdampingan",
+    }[lang]
     assert at.title[0].value == expected
     assert {"coords", "plane"} <= set(figures(at))
 
 
 def test_shows_what_the_core_computes() -> None:
-    at = open_app(d="32", seed="7", offset="1.5", scale="2", eps="0.01", gain="1.5",
-                  gain_pattern="ramp", bias="0.5", dist="laplace")
+    at = open_app(
+        d="32",
+        seed="7",
+        offset="1.5",
+        scale="2",
+        eps="0.01",
+        gain="1.5",
+        gain_pattern="ramp",
+        bias="0.5",
+        dist="laplace",
+    )
     x, y_rms, y_layer = outputs(at)
     expected_x = make_input(32, dist="laplace", seed=7, offset=1.5, scale=2.0)
     g = gain_vector(32, pattern="ramp", value=1.5, seed=7)
@@ -82,9 +93,19 @@ def test_eps_pulls_outputs_inside_the_circle() -> None:
 
 
 FULL_LINK = {
-    "d": "300", "dist": "uniform", "seed": "42", "offset": "-2.5", "scale": "3", "eps": "1e-3",
-    "gain": "0.5", "gain_pattern": "alternating", "bias": "-1.25", "backend": "torch",
-    "device": "cpu", "dtype": "float32", "lang": "id",
+    "d": "300",
+    "dist": "uniform",
+    "seed": "42",
+    "offset": "-2.5",
+    "scale": "3",
+    "eps": "1e-3",
+    "gain": "0.5",
+    "gain_pattern": "alternating",
+    "bias": "-1.25",
+    "backend": "torch",
+    "device": "cpu",
+    "dtype": "float32",
+    "lang": "id",
 }
 
 
@@ -130,8 +151,12 @@ def test_a_typed_vector_overrides_width_and_distribution() -> None:
 
 @pytest.mark.parametrize(
     ("typed", "fragment"),
-    [("1, 2, abc, 4", "value 3"), ("1, inf", "value 2"), ("5", "at least 2"),
-     ("1," * 9000, "at most 8192")],
+    [
+        ("1, 2, abc, 4", "value 3"),
+        ("1, inf", "value 2"),
+        ("5", "at least 2"),
+        ("1," * 9000, "at most 8192"),
+    ],
 )
 def test_a_bad_typed_vector_names_the_problem_and_keeps_the_text(typed: str, fragment: str):
     at = open_app(x=typed)
@@ -244,8 +269,12 @@ def test_an_unknown_view_option_gets_a_notice() -> None:
 def test_downloads_are_offered() -> None:
     at = open_app(d="5")
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Coordinates (CSV)", "Statistics (CSV)", "Whole view (JSON)",
-                      "Figure (HTML, works offline)"]
+    assert labels == [
+        "Coordinates (CSV)",
+        "Statistics (CSV)",
+        "Whole view (JSON)",
+        "Figure (HTML, works offline)",
+    ]
 
 
 def test_without_torch_the_page_runs_on_numpy_and_says_what_it_hid(monkeypatch) -> None:

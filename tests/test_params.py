@@ -66,8 +66,16 @@ def test_text_is_kept_but_cut_at_its_limit() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(0.0, "0"), (1e-5, "1e-5"), (1e-12, "1e-12"), (0.001, "0.001"), (2.5, "2.5"),
-     (-3.0, "-3"), (1e4, "10000"), (1e7, "1e7")],
+    [
+        (0.0, "0"),
+        (1e-5, "1e-5"),
+        (1e-12, "1e-12"),
+        (0.001, "0.001"),
+        (2.5, "2.5"),
+        (-3.0, "-3"),
+        (1e4, "10000"),
+        (1e7, "1e7"),
+    ],
 )
 def test_fmt_number_round_trips(value: float, text: str) -> None:
     assert fmt_number(value) == text

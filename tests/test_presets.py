@@ -81,8 +81,9 @@ def _assert_within_one_ulp(ours, theirs):
     # LayerNorm is not bit for bit: the float32 kernel differs from the two-pass formula by a few
     # ulps (see LAYER_F32_TOL), which now and then flips the final rounding to half precision.
     assert ours.dtype == theirs.dtype
-    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(),
-                               rtol=torch.finfo(ours.dtype).eps, atol=0)
+    np.testing.assert_allclose(
+        ours.float().numpy(), theirs.float().numpy(), rtol=torch.finfo(ours.dtype).eps, atol=0
+    )
     assert (ours != theirs).double().mean().item() < 0.01
 
 
@@ -102,8 +103,7 @@ def test_torch_layer_preset_float32_within_ulps():
         module.bias.copy_(b)
         theirs = module(x)
     ours = layer_norm(x, w, b, preset="torch")
-    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=LAYER_F32_TOL,
-                               atol=LAYER_F32_TOL)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=LAYER_F32_TOL, atol=LAYER_F32_TOL)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -115,8 +115,12 @@ def test_olmo_layer_preset_within_one_ulp_in_half(dtype, seed):
 
 def test_olmo_layer_preset_float32_within_ulps():
     x, _, _ = _inputs(torch.float32)
-    np.testing.assert_allclose(layer_norm(x, preset="olmo").numpy(), OlmoLayerNorm(D)(x).numpy(),
-                               rtol=LAYER_F32_TOL, atol=LAYER_F32_TOL)
+    np.testing.assert_allclose(
+        layer_norm(x, preset="olmo").numpy(),
+        OlmoLayerNorm(D)(x).numpy(),
+        rtol=LAYER_F32_TOL,
+        atol=LAYER_F32_TOL,
+    )
 
 
 def _paper_rmsnorm(x, scale, eps=1e-8, p=-1.0):
@@ -144,25 +148,42 @@ def _x_transformers_rmsnorm(x, g):
 def test_paper_preset_matches_reference_code(dtype, tol):
     x, w, _ = _inputs(dtype)
     w = w.to(dtype)
-    np.testing.assert_allclose(rms_norm(x, w, preset="paper").numpy(),
-                               _paper_rmsnorm(x, w).numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(
+        rms_norm(x, w, preset="paper").numpy(), _paper_rmsnorm(x, w).numpy(), rtol=tol, atol=tol
+    )
     # p * d = 64 is an integer, where ceil and the paper's int agree.
-    np.testing.assert_allclose(rms_norm(x, w, preset="paper", partial=0.25).numpy(),
-                               _paper_rmsnorm(x, w, p=0.25).numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(
+        rms_norm(x, w, preset="paper", partial=0.25).numpy(),
+        _paper_rmsnorm(x, w, p=0.25).numpy(),
+        rtol=tol,
+        atol=tol,
+    )
     tiny = torch.full((2, D), 1e-9, dtype=dtype)
-    np.testing.assert_allclose(rms_norm(tiny, w, preset="paper").numpy(),
-                               _paper_rmsnorm(tiny, w).numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(
+        rms_norm(tiny, w, preset="paper").numpy(),
+        _paper_rmsnorm(tiny, w).numpy(),
+        rtol=tol,
+        atol=tol,
+    )
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, F32_TOL), (torch.float64, 1e-12)])
 def test_x_transformers_preset_matches_reference_code(dtype, tol):
     x, w, _ = _inputs(dtype)
     w = w.to(dtype)
-    np.testing.assert_allclose(rms_norm(x, w, preset="x-transformers").numpy(),
-                               _x_transformers_rmsnorm(x, w).numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(
+        rms_norm(x, w, preset="x-transformers").numpy(),
+        _x_transformers_rmsnorm(x, w).numpy(),
+        rtol=tol,
+        atol=tol,
+    )
     tiny = torch.full((2, D), 1e-15, dtype=dtype)
-    np.testing.assert_allclose(rms_norm(tiny, w, preset="x-transformers").numpy(),
-                               _x_transformers_rmsnorm(tiny, w).numpy(), rtol=tol, atol=1e-12)
+    np.testing.assert_allclose(
+        rms_norm(tiny, w, preset="x-transformers").numpy(),
+        _x_transformers_rmsnorm(tiny, w).numpy(),
+        rtol=tol,
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -170,8 +191,9 @@ def test_transformer_engine_preset_matches_its_formula(dtype):
     x, w, _ = _inputs(dtype)
     gamma = (0.1 * w).to(dtype)
     xf = x.float()
-    expected = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)
-                * (1 + gamma.float())).to(dtype)
+    expected = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5) * (1 + gamma.float())).to(
+        dtype
+    )
     _assert_bit_equal(rms_norm(x, gamma, preset="transformer-engine"), expected)
 
 
@@ -179,26 +201,41 @@ def test_numpy_input_agrees_with_torch_input():
     # Same algorithm, different summation order and rsqrt: equal to float32 rounding.
     x, w, _ = _inputs(torch.float32)
     for name in preset_names("rms"):
-        np.testing.assert_allclose(rms_norm(x.numpy(), w.numpy(), preset=name),
-                                   rms_norm(x, w, preset=name).numpy(), rtol=F32_TOL,
-                                   atol=F32_TOL)
+        np.testing.assert_allclose(
+            rms_norm(x.numpy(), w.numpy(), preset=name),
+            rms_norm(x, w, preset=name).numpy(),
+            rtol=F32_TOL,
+            atol=F32_TOL,
+        )
 
 
 def test_explicit_keywords_override_the_preset():
     x, w, _ = _inputs(torch.bfloat16)
     wb = w.to(torch.bfloat16)
-    _assert_bit_equal(rms_norm(x, wb, preset="llama", cast="after"),
-                      rms_norm(x, wb, preset="olmo2"))
+    _assert_bit_equal(
+        rms_norm(x, wb, preset="llama", cast="after"), rms_norm(x, wb, preset="olmo2")
+    )
     assert not torch.equal(rms_norm(x, wb, preset="llama"), rms_norm(x, wb, preset="olmo2"))
-    _assert_bit_equal(rms_norm(x, wb, preset="llama", eps=1e-3),
-                      rms_norm(x, wb, preset="olmo2", cast="before", eps=1e-3))
+    _assert_bit_equal(
+        rms_norm(x, wb, preset="llama", eps=1e-3),
+        rms_norm(x, wb, preset="olmo2", cast="before", eps=1e-3),
+    )
 
 
 # ---------------------------------------------------------------- the registry -----------------
 
+
 def test_registry_and_lookup():
-    assert preset_names("rms") == ["torch", "llama", "gemma", "t5", "olmo2",
-                                   "transformer-engine", "paper", "x-transformers"]
+    assert preset_names("rms") == [
+        "torch",
+        "llama",
+        "gemma",
+        "t5",
+        "olmo2",
+        "transformer-engine",
+        "paper",
+        "x-transformers",
+    ]
     assert preset_names("layer") == ["torch", "olmo"]
     assert get_preset("llama") is PRESETS["rms:llama"]
     assert get_preset("rms:gemma").gain_mode == "offset"
@@ -233,4 +270,5 @@ def test_torch_preset_eps_none_resolves_from_the_compute_dtype():
     half = rms_norm_report(torch.ones(1, 4, dtype=torch.float16), preset="torch")
     assert half.eps == float(np.finfo(np.float32).eps)
     assert rms_norm_report(x.astype(np.float64), preset="torch").eps == float(
-        np.finfo(np.float64).eps)
+        np.finfo(np.float64).eps
+    )

@@ -30,8 +30,11 @@ def test_both_languages_use_the_same_fields(key: str) -> None:
 
 
 def test_every_literal_key_in_the_code_exists() -> None:
-    sources = [p for d in ("app.py", "pages", "ui") for p in
-               ([ROOT / d] if d.endswith(".py") else sorted((ROOT / d).glob("*.py")))]
+    sources = [
+        p
+        for d in ("app.py", "pages", "ui")
+        for p in ([ROOT / d] if d.endswith(".py") else sorted((ROOT / d).glob("*.py")))
+    ]
     pattern = re.compile(r"""\bt\(\s*["']([a-z_]+\.[a-z0-9_]+)["']""")
     missing = {
         (path.name, key)

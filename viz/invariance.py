@@ -29,9 +29,7 @@ def _line(
     )
 
 
-def before_after_figure(
-    pre: Pair, layer: Pair, rms: Pair, labels: Mapping[str, str]
-) -> go.Figure:
+def before_after_figure(pre: Pair, layer: Pair, rms: Pair, labels: Mapping[str, str]) -> go.Figure:
     """Three panels for one case: the pre-activation, LayerNorm and RMSNorm, before and after.
 
     Before is a solid line with filled markers, after a dashed line with open markers, in the
@@ -47,14 +45,28 @@ def before_after_figure(
     for col, ((before, after), color, kind) in enumerate(panels, start=1):
         symbol = style.SYMBOLS[kind]
         fig.add_trace(
-            _line(before, name=labels["before"], color=color, dash="solid", symbol=symbol,
-                  legend=False, group="before"),
+            _line(
+                before,
+                name=labels["before"],
+                color=color,
+                dash="solid",
+                symbol=symbol,
+                legend=False,
+                group="before",
+            ),
             row=1,
             col=col,
         )
         fig.add_trace(
-            _line(after, name=labels["after"], color=color, dash="dash", symbol=f"{symbol}-open",
-                  legend=False, group="after"),
+            _line(
+                after,
+                name=labels["after"],
+                color=color,
+                dash="dash",
+                symbol=f"{symbol}-open",
+                legend=False,
+                group="after",
+            ),
             row=1,
             col=col,
         )
@@ -63,8 +75,13 @@ def before_after_figure(
     # One neutral legend entry per line style instead of six coloured ones.
     for name, dash in ((labels["before"], "solid"), (labels["after"], "dash")):
         fig.add_trace(
-            go.Scatter(x=[None], y=[None], name=name, mode="lines",
-                       line={"color": style.INPUT, "dash": dash, "width": 2})
+            go.Scatter(
+                x=[None],
+                y=[None],
+                name=name,
+                mode="lines",
+                line={"color": style.INPUT, "dash": dash, "width": 2},
+            )
         )
     fig.update_yaxes(title_text=labels["value"], row=1, col=1)
     style.base_layout(fig, height=420)
@@ -168,8 +185,15 @@ def pair_figure(rms: Pair, layer: Pair, labels: Mapping[str, str]) -> go.Figure:
             (images[1], labels["b"], "dot", style.SYMBOLS[kind] + "-open", "b"),
         ):
             fig.add_trace(
-                _line(values, name=name, color=color, dash=dash, symbol=symbol, legend=False,
-                      group=group),
+                _line(
+                    values,
+                    name=name,
+                    color=color,
+                    dash=dash,
+                    symbol=symbol,
+                    legend=False,
+                    group=group,
+                ),
                 row=1,
                 col=col,
             )
@@ -177,8 +201,13 @@ def pair_figure(rms: Pair, layer: Pair, labels: Mapping[str, str]) -> go.Figure:
         fig.update_xaxes(title_text=labels["coordinate"], row=1, col=col)
     for name, dash in ((labels["a"], "solid"), (labels["b"], "dot")):
         fig.add_trace(
-            go.Scatter(x=[None], y=[None], name=name, mode="lines",
-                       line={"color": style.INPUT, "dash": dash, "width": 2})
+            go.Scatter(
+                x=[None],
+                y=[None],
+                name=name,
+                mode="lines",
+                line={"color": style.INPUT, "dash": dash, "width": 2},
+            )
         )
     fig.update_yaxes(title_text=labels["value"], row=1, col=1)
     style.base_layout(fig, height=420)

@@ -15,9 +15,7 @@ from viz import style
 LOG_FLOOR = 1e-18
 
 
-def identity_figure(
-    before: np.ndarray, after: np.ndarray, labels: Mapping[str, str]
-) -> go.Figure:
+def identity_figure(before: np.ndarray, after: np.ndarray, labels: Mapping[str, str]) -> go.Figure:
     """Stacked bars Var + mu^2 for x and for x + c·1, with RMS^2 marked on top of each.
 
     ``before`` and ``after`` are ``(rms2, var, mean2)`` as returned by
@@ -41,8 +39,12 @@ def identity_figure(
             y=[before[0], after[0]],
             name=labels["rms2"],
             mode="markers",
-            marker={"color": style.RMS, "symbol": style.SYMBOLS["rms"], "size": 16,
-                    "line": {"color": "white", "width": 1.5}},
+            marker={
+                "color": style.RMS,
+                "symbol": style.SYMBOLS["rms"],
+                "size": 16,
+                "line": {"color": "white", "width": 1.5},
+            },
             hovertemplate=labels["rms2"] + ": %{y:.4g}<extra></extra>",
         )
     )
@@ -51,9 +53,7 @@ def identity_figure(
     return style.base_layout(fig, height=420)
 
 
-def before_after_figure(
-    outputs: Mapping[str, np.ndarray], labels: Mapping[str, str]
-) -> go.Figure:
+def before_after_figure(outputs: Mapping[str, np.ndarray], labels: Mapping[str, str]) -> go.Figure:
     """RMSNorm (left) and LayerNorm (right) of x and of the changed x, coordinate by coordinate.
 
     ``outputs`` holds ``rms_before``, ``rms_after``, ``layer_before``, ``layer_after``, each (d,).
@@ -187,8 +187,13 @@ def eps_figure(
         )
     fig.add_vline(x=marked, line={"color": style.INPUT, "dash": "dot", "width": 2})
     fig.add_annotation(
-        x=np.log10(marked), y=1.08, yref="y", text=labels["marked"], showarrow=False,
-        xanchor="left", font={"color": style.INPUT},
+        x=np.log10(marked),
+        y=1.08,
+        yref="y",
+        text=labels["marked"],
+        showarrow=False,
+        xanchor="left",
+        font={"color": style.INPUT},
     )
     fig.update_xaxes(type="log", title_text=labels["input_rms"], exponentformat="power")
     fig.update_yaxes(title_text=labels["output_rms"], range=[-0.05, 1.15])
@@ -213,9 +218,7 @@ def ulp_figure(ulps: np.ndarray, counts: np.ndarray, labels: Mapping[str, str]) 
     return style.base_layout(fig, height=400)
 
 
-def gain_figure(
-    meant: np.ndarray, loaded: np.ndarray, labels: Mapping[str, str]
-) -> go.Figure:
+def gain_figure(meant: np.ndarray, loaded: np.ndarray, labels: Mapping[str, str]) -> go.Figure:
     """The output the checkpoint means (gain 1 + w) against the one a direct-gain loader gives."""
     index = np.arange(meant.shape[-1])
     fig = go.Figure()

@@ -29,7 +29,11 @@ def _reference(
     log10 coordinates, a trace takes data values like every other series."""
     fig.add_trace(
         go.Scatter(
-            x=x, y=y, name=name, mode="lines", line={"color": colour, "dash": dash, "width": 1.5},
+            x=x,
+            y=y,
+            name=name,
+            mode="lines",
+            line={"color": colour, "dash": dash, "width": 1.5},
             hovertemplate=name + "<extra></extra>",
         )
     )
@@ -121,8 +125,11 @@ def running_sum_figure(
                 y=shown,
                 name=dtype,
                 mode="lines",
-                line={"color": DTYPE_COLOURS[dtype], "width": 2.5,
-                      "dash": "dot" if dtype == "float64" else "solid"},
+                line={
+                    "color": DTYPE_COLOURS[dtype],
+                    "width": 2.5,
+                    "dash": "dot" if dtype == "float64" else "solid",
+                },
                 hovertemplate="i = %{x}<br>%{y:.6g}<extra>" + dtype + "</extra>",
             )
         )
