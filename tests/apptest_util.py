@@ -14,14 +14,18 @@ APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
 def open_app(page: str | None = None, **query: str) -> AppTest:
-    """Run app.py (optionally switched to ``pages/<page>.py``) with ``query`` in the link."""
+    """Open a link: ``app.py`` routed to ``pages/<page>.py`` (the landing page when None), with
+    ``query`` as the link's parameters, as a visitor's first request would.
+
+    The page is chosen before the first run, as the URL path does; running the landing page
+    first would let its own link checks rewrite shared keys (``d``, ``scale``) to its ranges.
+    """
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     for key, value in query.items():
         at.query_params[key] = value
-    at.run()
     if page is not None:
         at.switch_page(f"pages/{page}.py")
-        at.run()
+    at.run()
     return at
 
 
