@@ -179,7 +179,6 @@ def controls(lang: str) -> dict:
             P["x"],
             t("explorer.x_label", lang),
             help=t("explorer.x_help", lang),
-            placeholder="1, 2, 3, 10",
         )
         typed = bool(x_text.strip())
         widgets.number(
