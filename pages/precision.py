@@ -18,6 +18,7 @@ from core.precision import (
     reduction_error,
     running_sum_of_squares,
 )
+from ui import widgets
 from ui.frame import begin_page, share_box
 from ui.i18n import t
 from ui.params import ChoiceParam, IntParam, LadderParam, fmt_number
@@ -42,7 +43,7 @@ PARAMS = (
     LadderParam("scale", 1.0, SCALE_LADDER),
     LadderParam("eps", 1e-6, EPS_LADDER),
 )
-DEFAULTS = {p.key: p.default for p in PARAMS}
+P = {p.key: p for p in PARAMS}
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -86,53 +87,26 @@ def controls(lang: str) -> dict:
         st.header(t("common.controls", lang))
         st.subheader(t("precision.group_input", lang))
         state = {}
-        state["d"] = st.number_input(
+        state["d"] = widgets.number(
+            P["d"],
             t("precision.d_label", lang),
-            MIN_WIDTH,
-            MAX_SWEEP_WIDTH,
-            DEFAULTS["d"],
+            kind="input",
             step=1,
-            key="d",
-            bind="query-params",
             help=t("precision.d_help", lang),
         )
-        state["seed"] = st.number_input(
-            t("precision.seed_label", lang),
-            0,
-            2**31 - 1,
-            0,
-            step=1,
-            key="seed",
-            bind="query-params",
+        state["seed"] = widgets.number(
+            P["seed"], t("precision.seed_label", lang), kind="input", step=1
         )
         st.subheader(t("precision.group_eps", lang))
-        placement = state["placement"] = st.segmented_control(
-            t("precision.placement_label", lang),
-            PLACEMENTS,
-            default=DEFAULTS["placement"],
-            key="placement",
-            bind="query-params",
-            required=True,
+        placement = state["placement"] = widgets.choice(
+            P["placement"], t("precision.placement_label", lang), kind="segmented"
         )
         st.caption(t(f"precision.placement_{placement}", lang))
         st.subheader(t("precision.group_dtype", lang))
-        state["scale"] = st.select_slider(
-            t("precision.scale_label", lang),
-            SCALE_LADDER,
-            value=DEFAULTS["scale"],
-            format_func=fmt_number,
-            key="scale",
-            bind="query-params",
-            help=t("precision.scale_help", lang),
+        state["scale"] = widgets.ladder(
+            P["scale"], t("precision.scale_label", lang), help=t("precision.scale_help", lang)
         )
-        state["eps"] = st.select_slider(
-            t("precision.eps_label", lang),
-            EPS_LADDER,
-            value=DEFAULTS["eps"],
-            format_func=fmt_number,
-            key="eps",
-            bind="query-params",
-        )
+        state["eps"] = widgets.ladder(P["eps"], t("precision.eps_label", lang))
         if not torch_available():
             st.info(t("common.torch_missing", lang, options="float16, bfloat16"))
     return state

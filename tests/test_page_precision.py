@@ -7,8 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from apptest_util import APP, TIMEOUT, figures, trace
-from streamlit.testing.v1 import AppTest
+from apptest_util import figures, open_app, trace
 
 from core.inputs import make_input
 from core.precision import output_norm_vs_scale, reduction_error
@@ -16,34 +15,16 @@ from core.precision import output_norm_vs_scale, reduction_error
 pytest.importorskip("torch")
 
 
-def open_page(page: str, **query: str) -> AppTest:
-    """Open ``pages/<page>.py`` directly with ``query`` in the link, as a shared link does.
-
-    (Running the landing page first would let its own link checks rewrite shared keys such as
-    ``d`` or ``scale`` to its ranges before this page sees them.)
-    """
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.switch_page(f"pages/{page}.py")
-    at.run()
-    return at
-
-
 @pytest.mark.parametrize("lang", ["en", "id"])
 def test_renders_in_both_languages(lang: str) -> None:
-    at = open_page("precision")
-    # As the sidebar's language control does: a first run opened by link does not yet see
-    # ``lang=`` in begin_page (reported; ui/frame.py is not this page's file).
-    at.session_state["lang"] = lang
-    at.run()
+    at = open_app("precision", lang=lang)
     assert not at.exception
     assert at.title[0].value == {"en": "Epsilon and precision", "id": "Epsilon dan presisi"}[lang]
     assert {"norm_sweep", "error_sweep", "running_sum"} <= set(figures(at))
 
 
 def test_norm_sweep_is_the_core_sweep_and_flat_at_sqrt_d() -> None:
-    at = open_page("precision", d="100", seed="3", placement="outside")
+    at = open_app("precision", d="100", seed="3", placement="outside")
     spec = figures(at)["norm_sweep"]
     line = trace(spec, "ε = 1e-06 · outside")
     scales = trace(spec, "ε = 1e-06 · outside", axis="x")
@@ -54,7 +35,7 @@ def test_norm_sweep_is_the_core_sweep_and_flat_at_sqrt_d() -> None:
 
 
 def test_link_restores_every_control() -> None:
-    at = open_page("precision", d="256", seed="9", placement="inside", scale="300", eps="1e-5")
+    at = open_app("precision", d="256", seed="9", placement="inside", scale="300", eps="1e-5")
     assert not at.exception
     assert at.number_input(key="d").value == 256
     assert at.number_input(key="seed").value == 9
@@ -64,7 +45,7 @@ def test_link_restores_every_control() -> None:
 
 
 def test_float16_overflow_shows_in_table_and_warning() -> None:
-    at = open_page("precision", d="256", scale="300")
+    at = open_app("precision", d="256", scale="300")
     table = at.table[0].value
     assert table.loc["float16"].iloc[3] == "yes"
     assert table.loc["bfloat16"].iloc[3] == "no"
@@ -76,7 +57,7 @@ def test_float16_overflow_shows_in_table_and_warning() -> None:
 
 
 def test_moving_the_scale_widget_updates_the_table() -> None:
-    at = open_page("precision", d="64")
+    at = open_app("precision", d="64")
     assert at.table[0].value.loc["float16"].iloc[3] == "no"
     at.select_slider(key="scale").set_value(1e4).run()
     assert not at.exception
@@ -84,7 +65,7 @@ def test_moving_the_scale_widget_updates_the_table() -> None:
 
 
 def test_bad_link_values_give_notices() -> None:
-    at = open_page("precision", d="99999", placement="sideways", scale="abc")
+    at = open_app("precision", d="99999", placement="sideways", scale="abc")
     assert not at.exception
     text = " ".join(w.value for w in at.warning)
     for key in ("`d`", "`placement`", "`scale`"):
@@ -94,7 +75,7 @@ def test_bad_link_values_give_notices() -> None:
 
 def test_without_torch_the_page_says_so_and_hides_half(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
-    at = open_page("precision", d="32", scale="3e-1")
+    at = open_app("precision", d="32", scale="3e-1")
     assert not at.exception
     assert any("PyTorch" in i.value and "bfloat16" in i.value for i in at.info)
     assert list(at.table[0].value.index) == ["float64", "float32"]
