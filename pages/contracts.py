@@ -16,6 +16,7 @@ from core.contracts import (
     stored_weight,
 )
 from core.inputs import MIN_WIDTH, make_input
+from ui import widgets
 from ui.frame import begin_page, share_box
 from ui.i18n import t
 from ui.params import ChoiceParam, IntParam, LadderParam, fmt_number
@@ -45,7 +46,7 @@ PARAMS = (
     IntParam("seed", 0, 0, 2**31 - 1),
     LadderParam("scale", 1.0, SCALE_LADDER),
 )
-DEFAULTS = {p.key: p.default for p in PARAMS}
+P = {p.key: p for p in PARAMS}
 _PLAIN = {
     "eps_a": "preset",
     "eps_b": "preset",
@@ -114,27 +115,13 @@ def active_mistake(state: dict) -> str | None:
 
 def side_controls(side: str, lang: str, state: dict) -> None:
     st.subheader(t(f"contracts.side_{side}", lang))
-    name = state[side] = st.selectbox(
-        t("contracts.preset_label", lang),
-        PRESET_NAMES,
-        index=PRESET_NAMES.index(DEFAULTS[side]),
-        key=side,
-        bind="query-params",
-    )
+    name = state[side] = widgets.choice(P[side], t("contracts.preset_label", lang))
     st.caption(get_preset(name, "rms").title)
-    state[f"eps_{side}"] = st.selectbox(
-        t("contracts.eps_label", lang),
-        EPS_CHOICES,
-        key=f"eps_{side}",
-        bind="query-params",
-        help=t("contracts.eps_help", lang),
+    state[f"eps_{side}"] = widgets.choice(
+        P[f"eps_{side}"], t("contracts.eps_label", lang), help=t("contracts.eps_help", lang)
     )
-    state[f"red_{side}"] = st.selectbox(
-        t("contracts.red_label", lang),
-        RED_CHOICES,
-        key=f"red_{side}",
-        bind="query-params",
-        help=t("contracts.red_help", lang),
+    state[f"red_{side}"] = widgets.choice(
+        P[f"red_{side}"], t("contracts.red_label", lang), help=t("contracts.red_help", lang)
     )
 
 
@@ -146,51 +133,19 @@ def controls(lang: str) -> dict:
         for side in SIDES:
             side_controls(side, lang, state)
         st.subheader(t("contracts.group_checkpoint", lang))
-        writer = state["checkpoint"] = st.segmented_control(
-            t("contracts.checkpoint_label", lang),
-            SIDES,
-            default=DEFAULTS["checkpoint"],
-            key="checkpoint",
-            bind="query-params",
-            required=True,
+        writer = state["checkpoint"] = widgets.choice(
+            P["checkpoint"], t("contracts.checkpoint_label", lang), kind="segmented"
         )
         st.caption(t(f"contracts.checkpoint_{writer}", lang))
-        state["dtype"] = st.selectbox(
-            t("contracts.dtype_label", lang),
-            DTYPES,
-            index=DTYPES.index(DEFAULTS["dtype"]),
-            key="dtype",
-            bind="query-params",
-        )
+        state["dtype"] = widgets.choice(P["dtype"], t("contracts.dtype_label", lang))
         if not HAS_TORCH:
             st.info(t("common.torch_missing", lang, options="float16, bfloat16"))
         st.subheader(t("contracts.group_input", lang))
-        state["d"] = st.number_input(
-            t("contracts.d_label", lang),
-            MIN_WIDTH,
-            MAX_CONTRACT_WIDTH,
-            DEFAULTS["d"],
-            step=1,
-            key="d",
-            bind="query-params",
+        state["d"] = widgets.number(P["d"], t("contracts.d_label", lang), kind="input", step=1)
+        state["seed"] = widgets.number(
+            P["seed"], t("contracts.seed_label", lang), kind="input", step=1
         )
-        state["seed"] = st.number_input(
-            t("contracts.seed_label", lang),
-            0,
-            2**31 - 1,
-            0,
-            step=1,
-            key="seed",
-            bind="query-params",
-        )
-        state["scale"] = st.select_slider(
-            t("contracts.scale_label", lang),
-            SCALE_LADDER,
-            value=DEFAULTS["scale"],
-            format_func=fmt_number,
-            key="scale",
-            bind="query-params",
-        )
+        state["scale"] = widgets.ladder(P["scale"], t("contracts.scale_label", lang))
     return state
 
 

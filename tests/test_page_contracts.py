@@ -6,27 +6,12 @@ import sys
 
 import numpy as np
 import pytest
-from apptest_util import APP, TIMEOUT, figures, trace
-from streamlit.testing.v1 import AppTest
+from apptest_util import figures, open_app, trace
 
 from core.contracts import Side, compare_sides, effective_gain, stored_weight
 from core.inputs import make_input
 
 pytest.importorskip("torch")
-
-
-def open_page(page: str, **query: str) -> AppTest:
-    """Open ``pages/<page>.py`` directly with ``query`` in the link, as a shared link does.
-
-    (Running the landing page first would let its own link checks rewrite shared keys such as
-    ``d`` or ``scale`` to its ranges before this page sees them.)
-    """
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.switch_page(f"pages/{page}.py")
-    at.run()
-    return at
 
 
 def metrics(at) -> dict[str, str]:
@@ -35,11 +20,7 @@ def metrics(at) -> dict[str, str]:
 
 @pytest.mark.parametrize("lang", ["en", "id"])
 def test_renders_in_both_languages(lang: str) -> None:
-    at = open_page("contracts")
-    # As the sidebar's language control does: a first run opened by link does not yet see
-    # ``lang=`` in begin_page (reported; ui/frame.py is not this page's file).
-    at.session_state["lang"] = lang
-    at.run()
+    at = open_app("contracts", lang=lang)
     assert not at.exception
     assert (
         at.title[0].value == {"en": "Implementation contracts", "id": "Kontrak implementasi"}[lang]
@@ -49,9 +30,7 @@ def test_renders_in_both_languages(lang: str) -> None:
 
 
 def test_figure_is_the_core_comparison() -> None:
-    at = open_page(
-        "contracts", a="gemma", b="transformer-engine", d="32", seed="4", dtype="float32"
-    )
+    at = open_app("contracts", a="gemma", b="transformer-engine", d="32", seed="4", dtype="float32")
     spec = figures(at)["contract"]
     x = make_input(32, seed=4)
     w = stored_weight(effective_gain(32, seed=4), "offset")
@@ -64,7 +43,7 @@ def test_figure_is_the_core_comparison() -> None:
 
 
 def test_gemma_mistake_button_sets_the_knobs_and_breaks_the_output() -> None:
-    at = open_page("contracts", d="64")
+    at = open_app("contracts", d="64")
     at.button(key="mistake_gemma_gain").click().run()
     assert not at.exception
     assert at.selectbox(key="a").value == "gemma"
@@ -79,7 +58,7 @@ def test_gemma_mistake_button_sets_the_knobs_and_breaks_the_output() -> None:
 
 
 def test_eps_mistake_matches_the_formula() -> None:
-    at = open_page("contracts")
+    at = open_app("contracts")
     at.button(key="mistake_eps").click().run()
     assert at.selectbox(key="eps_a").value == "1e-5"
     assert at.selectbox(key="eps_b").value == "1e-6"
@@ -90,7 +69,7 @@ def test_eps_mistake_matches_the_formula() -> None:
 
 
 def test_bf16_mistake_by_link_and_every_control_restored() -> None:
-    at = open_page(
+    at = open_app(
         "contracts",
         a="llama",
         b="llama",
@@ -115,13 +94,13 @@ def test_bf16_mistake_by_link_and_every_control_restored() -> None:
 
 
 def test_identical_contracts_agree_bit_for_bit() -> None:
-    at = open_page("contracts", a="llama", b="llama")
+    at = open_app("contracts", a="llama", b="llama")
     assert metrics(at)["max |Δ|"] == "0"
     assert at.success
 
 
 def test_bad_link_values_give_notices() -> None:
-    at = open_page("contracts", a="mistral", dtype="float8", d="1", eps_b="tiny")
+    at = open_app("contracts", a="mistral", dtype="float8", d="1", eps_b="tiny")
     assert not at.exception
     text = " ".join(w.value for w in at.warning)
     for key in ("`a`", "`dtype`", "`d`", "`eps_b`"):
@@ -132,7 +111,7 @@ def test_bad_link_values_give_notices() -> None:
 def test_without_torch_half_dtypes_are_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.delitem(sys.modules, "pages.contracts", raising=False)
-    at = open_page("contracts", dtype="float64")
+    at = open_app("contracts", dtype="float64")
     assert not at.exception
     assert at.selectbox(key="dtype").options == ["float64", "float32"]
     assert any("PyTorch" in i.value for i in at.info)
