@@ -11,6 +11,7 @@ import streamlit as st
 from core import LAYER_FORMULA, RMS_FORMULA, layer_norm, rms_norm
 from core.invariance import TRANSFORMS, invariance_table, make_setup, shift_sweep
 from core.stats import batch_vector_stats
+from ui import widgets
 from ui.frame import begin_page, share_box
 from ui.i18n import t
 from ui.params import ChoiceParam, IntParam, LadderParam, fmt_number
@@ -35,7 +36,7 @@ PARAMS = (
     IntParam("seed", 0, 0, 2**31 - 1),
     LadderParam("c_max", 20.0, SHIFT_LADDER),
 )
-DEFAULTS = {p.key: p.default for p in PARAMS}
+P = {p.key: p for p in PARAMS}
 NORM_FUNCS = {"layer": layer_norm, "rms": rms_norm}
 
 
@@ -120,42 +121,14 @@ def controls(lang: str) -> dict:
     with st.sidebar:
         st.header(t("common.controls", lang))
         # Option labels are the link's values; the caption names the chosen one in words.
-        transform = st.selectbox(
-            t("invariance.transform_label", lang),
-            tuple(TRANSFORMS),
-            index=tuple(TRANSFORMS).index(DEFAULTS["transform"]),
-            key="transform",
-            bind="query-params",
-        )
+        transform = widgets.choice(P["transform"], t("invariance.transform_label", lang))
         st.caption(
             f"**{t(f'invariance.t_{transform}', lang)}**: {t(f'invariance.desc_{transform}', lang)}"
         )
-        st.select_slider(
-            t("invariance.size_label", lang),
-            SIZE_LADDER,
-            value=DEFAULTS["size"],
-            format_func=fmt_number,
-            key="size",
-            bind="query-params",
-        )
+        widgets.ladder(P["size"], t("invariance.size_label", lang))
         st.caption(t("invariance.size_help", lang))
-        st.number_input(
-            t("invariance.seed_label", lang),
-            0,
-            2**31 - 1,
-            DEFAULTS["seed"],
-            step=1,
-            key="seed",
-            bind="query-params",
-        )
-        st.select_slider(
-            t("invariance.c_max_label", lang),
-            SHIFT_LADDER,
-            value=DEFAULTS["c_max"],
-            format_func=fmt_number,
-            key="c_max",
-            bind="query-params",
-        )
+        widgets.number(P["seed"], t("invariance.seed_label", lang), kind="input", step=1)
+        widgets.ladder(P["c_max"], t("invariance.c_max_label", lang))
     return {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
 
 
