@@ -5,7 +5,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.residual import MAX_LAYERS, MAX_WIDTH, RESIDUAL_FORMULA, TOKENS, simulate_residual
+from core.residual import (
+    MAX_LAYERS,
+    MAX_WIDTH,
+    QUANTITIES,
+    RESIDUAL_FORMULA,
+    TOKENS,
+    simulate_residual,
+)
+from ui import widgets
 from ui.frame import begin_page, share_box
 from ui.i18n import t
 from ui.params import FloatParam, IntParam, LadderParam, fmt_number
@@ -25,18 +33,6 @@ PANELS = (
     "output_norm",
     "output_share_offset",
 )
-# Rows of the last-layer table: every reading the core makes.
-TABLE_ROWS = (
-    "stream_mean",
-    "stream_cos_ones",
-    "input_norm",
-    "input_cos_ones",
-    "input_share_ones",
-    "output_norm",
-    "output_cos_offset",
-    "output_share_offset",
-    "token_cosine",
-)
 
 PARAMS = (
     IntParam("layers", 24, 1, MAX_LAYERS),
@@ -45,7 +41,7 @@ PARAMS = (
     IntParam("seed", 0, 0, 2**31 - 1),
     LadderParam("eps", 1e-5, EPS_LADDER),
 )
-DEFAULTS = {p.key: p.default for p in PARAMS}
+P = {p.key: p for p in PARAMS}
 
 
 # Below this a reading is float64 rounding of an exact zero (LayerNorm's mean is 0 up to about
@@ -69,50 +65,16 @@ def controls(lang: str) -> dict:
     """The sidebar controls; every one is bound to the URL under its key."""
     with st.sidebar:
         st.header(t("common.controls", lang))
-        st.slider(
-            t("residual.layers_label", lang),
-            1,
-            MAX_LAYERS,
-            DEFAULTS["layers"],
-            key="layers",
-            bind="query-params",
-        )
-        st.number_input(
-            t("residual.d_label", lang),
-            MIN_WIDTH,
-            MAX_WIDTH,
-            DEFAULTS["d"],
-            step=1,
-            key="d",
-            bind="query-params",
-        )
-        st.slider(
+        widgets.number(P["layers"], t("residual.layers_label", lang))
+        widgets.number(P["d"], t("residual.d_label", lang), kind="input", step=1)
+        widgets.number(
+            P["drift"],
             t("residual.drift_label", lang),
-            -DRIFT_LIMIT,
-            DRIFT_LIMIT,
-            DEFAULTS["drift"],
             step=0.05,
-            key="drift",
-            bind="query-params",
             help=t("residual.drift_help", lang),
         )
-        st.number_input(
-            t("residual.seed_label", lang),
-            0,
-            2**31 - 1,
-            DEFAULTS["seed"],
-            step=1,
-            key="seed",
-            bind="query-params",
-        )
-        st.select_slider(
-            t("residual.eps_label", lang),
-            EPS_LADDER,
-            value=DEFAULTS["eps"],
-            format_func=fmt_number,
-            key="eps",
-            bind="query-params",
-        )
+        widgets.number(P["seed"], t("residual.seed_label", lang), kind="input", step=1)
+        widgets.ladder(P["eps"], t("residual.eps_label", lang))
     return {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
 
 
@@ -168,7 +130,7 @@ def main() -> None:
         "rms": t("residual.rms_trunk", lang),
         "layer": t("residual.layer_trunk", lang),
         "layer_axis": t("residual.layer_axis", lang),
-        **{q: t(f"residual.q_{q}", lang) for q in TABLE_ROWS},
+        **{q: t(f"residual.q_{q}", lang) for q in QUANTITIES},
     }
     st.plotly_chart(
         layers_figure(r["layers"], r["readings"], PANELS, labels),
@@ -185,10 +147,10 @@ def main() -> None:
     st.subheader(t("residual.table_heading", lang, layers=layers))
     table = pd.DataFrame(
         {
-            labels["layer"]: [fmt(lay[q][-1]) for q in TABLE_ROWS],
-            labels["rms"]: [fmt(rms[q][-1]) for q in TABLE_ROWS],
+            labels["layer"]: [fmt(lay[q][-1]) for q in QUANTITIES],
+            labels["rms"]: [fmt(rms[q][-1]) for q in QUANTITIES],
         },
-        index=[labels[q] for q in TABLE_ROWS],
+        index=[labels[q] for q in QUANTITIES],
     )
     table.index.name = t("residual.quantity", lang)
     st.table(table)

@@ -9,27 +9,16 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.residual import simulate_residual
-from tests.apptest_util import figures, trace
+from tests.apptest_util import figures, open_app, trace
 from ui.i18n import t
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/residual.py"
-PAGE_FILE = str(Path(__file__).resolve().parent.parent / PAGE)
 
 
 def open_page(**query: str) -> AppTest:
-    """Run the page script as a visitor following a link to it would.
-
-    Through ``app.py`` AppTest always starts on the landing page, which shares keys such as
-    ``seed`` and ``d`` and would consume the link first. The page on its own sees the link as
-    the browser's first run of this page does; the language ``app.py`` would set from ``lang``
-    is put into the session state directly.
-    """
-    at = AppTest.from_file(PAGE_FILE, default_timeout=60)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.session_state["lang"] = query.get("lang", "en")
-    at.run()
+    """The residual page opened from a link with ``query``; it must run without an exception."""
+    at = open_app("residual", **query)
     assert not at.exception, [e.value for e in at.exception]
     return at
 
