@@ -8,6 +8,7 @@ import streamlit as st
 
 from core import IDENTITY_FORMULA, LAYER_FORMULA, PRESETS, RMS_FORMULA
 from core.lesson import OPTIONS, STEP_IDS, StepResult, lesson_step
+from ui import widgets
 from ui.frame import begin_page, share_box
 from ui.i18n import t
 from ui.params import IntParam, fmt_number
@@ -24,6 +25,7 @@ from viz.lesson import (
 
 N_STEPS = len(STEP_IDS)
 PARAMS = (IntParam("step", 1, 1, N_STEPS),)
+P = {p.key: p for p in PARAMS}
 # Answers and reveals live in the session under these keys, outside the widgets' own state,
 # which Streamlit drops whenever a step (and so its radio) is not on screen.
 ANSWERS = "lesson_answers"
@@ -63,14 +65,7 @@ def sidebar(lang: str) -> int:
     answers, revealed = st.session_state[ANSWERS], st.session_state[REVEALED]
     with st.sidebar:
         st.header(t("common.controls", lang))
-        step = st.slider(
-            t("lesson.step_label", lang),
-            1,
-            N_STEPS,
-            PARAMS[0].default,
-            key="step",
-            bind="query-params",
-        )
+        step = widgets.number(P["step"], t("lesson.step_label", lang))
         lines = []
         for k, step_id in enumerate(STEP_IDS, start=1):
             if step_id in revealed:

@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.lesson import OPTIONS, STEP_IDS, lesson_step
+from tests.apptest_util import open_app
 from ui.i18n import t
 from ui.params import echo
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 N = len(STEP_IDS)
 
 
 def open_lesson(**query: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page("pages/lesson.py")
-    at.run()
+    at = open_app("lesson", **query)
     assert not at.exception
     return at
 
