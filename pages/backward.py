@@ -10,6 +10,7 @@ from core import LAYER_JACOBIAN_FORMULA, RMS_JACOBIAN_FORMULA
 from core.backward import FLAT_TOLERANCE, GRADIENTS, MAX_JACOBIAN_WIDTH, backward_lesson
 from core.inputs import MIN_WIDTH, make_input
 from core.stats import cosine
+from ui import widgets
 from ui.frame import begin_page, share_box
 from ui.i18n import t
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, fmt_number
@@ -26,7 +27,7 @@ PARAMS = (
     IntParam("seed", 0, 0, 2**31 - 1),
     ChoiceParam("grad", "random", GRADIENTS),
 )
-DEFAULTS = {p.key: p.default for p in PARAMS}
+P = {p.key: p for p in PARAMS}
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -49,46 +50,18 @@ def controls(lang: str) -> dict:
     """The sidebar controls, each bound to the URL under its key."""
     with st.sidebar:
         st.header(t("common.controls", lang))
-        st.number_input(
+        widgets.number(
+            P["d"],
             t("backward.d_label", lang),
-            MIN_WIDTH,
-            MAX_JACOBIAN_WIDTH,
-            DEFAULTS["d"],
+            kind="input",
             step=1,
-            key="d",
-            bind="query-params",
             help=t("backward.d_help", lang),
         )
-        st.slider(
-            t("backward.offset_label", lang),
-            -OFFSET_LIMIT,
-            OFFSET_LIMIT,
-            DEFAULTS["offset"],
-            step=0.1,
-            key="offset",
-            bind="query-params",
-        )
-        st.select_slider(
-            t("backward.eps_label", lang),
-            EPS_LADDER,
-            value=DEFAULTS["eps"],
-            format_func=fmt_number,
-            key="eps",
-            bind="query-params",
-        )
-        st.number_input(
-            t("backward.seed_label", lang),
-            0,
-            2**31 - 1,
-            DEFAULTS["seed"],
-            step=1,
-            key="seed",
-            bind="query-params",
-        )
+        widgets.number(P["offset"], t("backward.offset_label", lang), step=0.1)
+        widgets.ladder(P["eps"], t("backward.eps_label", lang))
+        widgets.number(P["seed"], t("backward.seed_label", lang), kind="input", step=1)
         # Option labels are the link's values; the caption says what the chosen one means.
-        grad = st.selectbox(
-            t("backward.grad_label", lang), GRADIENTS, key="grad", bind="query-params"
-        )
+        grad = widgets.choice(P["grad"], t("backward.grad_label", lang))
         st.caption(t(f"backward.grad_{grad}", lang) + " " + t("backward.grad_unit", lang))
     return {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
 

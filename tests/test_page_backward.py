@@ -1,7 +1,5 @@
 """The backward-pass page: runs in both languages, restores links, shows the true Jacobian."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -9,23 +7,14 @@ import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
 from core.inputs import make_input
-from tests.apptest_util import APP, TIMEOUT, decode, figures
+from tests.apptest_util import APP, TIMEOUT, decode, figures, open_app
 
-PAGE_FILE = str(Path(APP).parent / "pages" / "backward.py")
 LINK = {"d": "6", "offset": "-1.5", "eps": "0.01", "seed": "7", "grad": "ones"}
 
 
 def open_page(query: dict[str, str]) -> AppTest:
-    """Run the page script as a visitor following a link to it would.
-
-    Through ``app.py`` AppTest always starts on the landing page, which shares keys such as
-    ``d`` and ``eps`` and would consume the link first; the page script on its own sees the link
-    as the browser's first run of this page does.
-    """
-    at = AppTest.from_file(PAGE_FILE, default_timeout=TIMEOUT)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
+    """The backward page opened from a link with ``query``; it must run without an exception."""
+    at = open_app("backward", **query)
     assert not at.exception
     return at
 
@@ -57,6 +46,15 @@ def test_link_restores_every_control():
     assert at.number_input(key="seed").value == 7
     assert at.selectbox(key="grad").value == "ones"
     assert not at.warning
+
+
+def test_controls_open_at_their_link_defaults():
+    at = open_page({})
+    assert at.number_input(key="d").value == 8
+    assert at.slider(key="offset").value == 1.0
+    assert at.select_slider(key="eps").value == 1e-5
+    assert at.number_input(key="seed").value == 0
+    assert at.selectbox(key="grad").value == "random"
 
 
 def test_bad_link_values_give_notices():
