@@ -24,6 +24,7 @@ from core.speedlab import (
     saving,
     sweep_points,
 )
+from ui import widgets
 from ui.frame import begin_page, share_box
 from ui.i18n import t
 from ui.params import ChoiceParam, IntParam, LadderParam, fmt_number
@@ -49,7 +50,7 @@ PARAMS = (
     ChoiceParam("dtype", "float32", DTYPES),
     IntParam("repeats", 5, 1, MAX_REPEATS),
 )
-DEFAULTS = {p.key: p.default for p in PARAMS}
+P = {p.key: p for p in PARAMS}
 
 
 def controls(lang: str) -> dict:
@@ -57,59 +58,26 @@ def controls(lang: str) -> dict:
     has_torch = torch_available()
     with st.sidebar:
         st.header(t("common.controls", lang))
-        sweep = st.segmented_control(
-            t("speed.sweep_label", lang),
-            ("width", "batch"),
-            default=DEFAULTS["sweep"],
-            key="sweep",
-            bind="query-params",
-            required=True,
-        )
+        sweep = widgets.choice(P["sweep"], t("speed.sweep_label", lang), kind="segmented")
         st.caption(t(f"speed.sweep_{sweep}", lang))
-        st.select_slider(
-            t("speed.d_label", lang),
-            WIDTH_LADDER,
-            value=DEFAULTS["d"],
-            format_func=fmt_number,
-            key="d",
-            bind="query-params",
-        )
-        st.select_slider(
-            t("speed.batch_label", lang),
-            BATCH_LADDER,
-            value=DEFAULTS["batch"],
-            format_func=fmt_number,
-            key="batch",
-            bind="query-params",
-        )
+        widgets.ladder(P["d"], t("speed.d_label", lang))
+        widgets.ladder(P["batch"], t("speed.batch_label", lang))
         if has_torch:
-            impl = st.segmented_control(
-                t("speed.impl_label", lang),
-                IMPLEMENTATIONS,
-                default=DEFAULTS["impl"],
-                key="impl",
-                bind="query-params",
-                required=True,
-            )
+            impl = widgets.choice(P["impl"], t("speed.impl_label", lang), kind="segmented")
             st.caption(t(f"speed.impl_{impl}", lang))
             if impl == "torch":
-                devices = available_devices()
+                devices = tuple(available_devices())
                 if st.session_state.get("device") not in devices:
                     st.session_state["device"] = "cpu"
-                st.selectbox(
-                    t("speed.device_label", lang), devices, key="device", bind="query-params"
-                )
+                widgets.choice(P["device"], t("speed.device_label", lang), options=devices)
         else:
             st.info(t("common.torch_missing", lang, options="impl=torch, device"))
-        st.selectbox(t("speed.dtype_label", lang), DTYPES, key="dtype", bind="query-params")
-        st.number_input(
+        widgets.choice(P["dtype"], t("speed.dtype_label", lang))
+        widgets.number(
+            P["repeats"],
             t("speed.repeats_label", lang),
-            1,
-            MAX_REPEATS,
-            DEFAULTS["repeats"],
+            kind="input",
             step=1,
-            key="repeats",
-            bind="query-params",
             help=t("speed.repeats_help", lang),
         )
     state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}

@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.speedlab import MEASURE_LOCK, saving
-from tests.apptest_util import APP, TIMEOUT
+from tests.apptest_util import APP, TIMEOUT, open_app
 
 PAGE_FILE = str(Path(APP).parent / "pages" / "speed.py")
 # Tiny sizes: the sweep 64, 128 at 2 rows takes milliseconds.
@@ -21,14 +21,25 @@ TINY = {
 }
 
 
-def open_page(query: dict[str, str]) -> AppTest:
-    """Run the page script as a visitor following a link to it would (see test_page_backward)."""
+def open_page_alone(query: dict[str, str]) -> AppTest:
+    """Run the page script alone, as a visitor following a link to it would.
+
+    Not ``open_app``: AppTest makes ``app.py`` look like a pages-directory app on every run, so
+    ``ui.frame.ensure_router`` reruns each time and the rerun drops a button's click before
+    ``st.button("measure")`` can return True (a real server reruns once per process).
+    """
     at = AppTest.from_file(PAGE_FILE, default_timeout=TIMEOUT)
     for key, value in query.items():
         at.query_params[key] = value
     at.run()
     assert not at.exception
     return at
+
+
+TITLES = {
+    "en": "Speed lab: is RMSNorm faster here?",
+    "id": "Lab kecepatan: apakah RMSNorm lebih cepat di sini?",
+}
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])
@@ -39,12 +50,14 @@ def test_runs_through_the_router_without_measuring(lang):
     at.switch_page("pages/speed.py")
     at.run()
     assert not at.exception
+    assert at.title[0].value == TITLES[lang]
     assert not at.get("plotly_chart")
     assert "_speed_result" not in at.session_state
 
 
 def test_link_restores_every_control():
-    at = open_page({**TINY, "impl": "torch", "device": "cpu", "sweep": "batch"})
+    at = open_app("speed", **{**TINY, "impl": "torch", "device": "cpu", "sweep": "batch"})
+    assert not at.exception
     assert at.segmented_control(key="sweep").value == "batch"
     assert at.select_slider(key="d").value == 128
     assert at.select_slider(key="batch").value == 2
@@ -56,7 +69,8 @@ def test_link_restores_every_control():
 
 
 def test_bad_link_values_give_notices():
-    at = open_page({"d": "100000", "repeats": "-2", "impl": "jax"})
+    at = open_app("speed", d="100000", repeats="-2", impl="jax")
+    assert not at.exception
     notices = at.warning[0].value
     for key in ("`d`", "`repeats`", "`impl`"):
         assert key in notices
@@ -64,7 +78,7 @@ def test_bad_link_values_give_notices():
 
 @pytest.mark.parametrize("impl", ["numpy", "torch"])
 def test_measure_shows_the_run(impl):
-    at = open_page({**TINY, "impl": impl})
+    at = open_page_alone({**TINY, "impl": impl})
     at.button(key="measure").click().run()
     assert not at.exception
     run = at.session_state["_speed_result"]["run"]
@@ -85,7 +99,7 @@ def test_measure_shows_the_run(impl):
 
 
 def test_busy_when_another_run_holds_the_lock():
-    at = open_page(TINY)
+    at = open_page_alone(TINY)
     with MEASURE_LOCK:
         at.button(key="measure").click().run()
     assert not at.exception
