@@ -15,17 +15,26 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks.live import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    READY,
+    ROOT,
+    free_port,
+    start_server,
+    stop_server,
+    streamlit_command,
+    wait_for_health,
+)
+
 TARGET_INTERACTION_S = 0.100
 GOAL_INTERACTION_S = 0.030
 TARGET_FIRST_RENDER_S = 3.0
-CHROMIUM = "/usr/bin/chromium"
-READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
+# The browser run ends with the server given this long to exit on SIGTERM before SIGKILL.
+SHUTDOWN_GRACE_S = 20.0
 
 
 def server_time(d: int, interactions: int) -> tuple[float, list[float]]:
@@ -51,29 +60,10 @@ def server_time(d: int, interactions: int) -> tuple[float, list[float]]:
 
 def browser_times(widths: list[int], presses: int) -> dict[int, tuple[float, list[float]]]:
     """Per width: first render in seconds, and the latency of each slider key press."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import CHROMIUM_ARGS, free_port, wait_for_health
     from playwright.sync_api import sync_playwright
 
     port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = start_server(streamlit_command(port), port)
     url = f"http://127.0.0.1:{port}"
     results = {}
     try:
@@ -106,8 +96,7 @@ def browser_times(widths: list[int], presses: int) -> dict[int, tuple[float, lis
                 page.close()
             browser.close()
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        stop_server(server, grace_s=SHUTDOWN_GRACE_S)
     return results
 
 

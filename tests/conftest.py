@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,73 +12,43 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
+# Test files import these from here; they live with the benchmarks, which start servers too.
+from benchmarks.live import (  # noqa: E402  (the repository root is on the path only from here)
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    READY,
+    free_port,
+    start_server,
+    stop_server,
+    streamlit_command,
+    wait_for_health,
+)
+
+__all__ = [
+    "CHROMIUM",
+    "CHROMIUM_ARGS",
+    "READY",
+    "free_port",
+    "is_local",
+    "open_page",
+    "start_server",
+    "wait_for_health",
 ]
-READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_health(base_url: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as resp:
-                if resp.read().decode().strip() == "ok":
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"{base_url} did not answer /_stcore/health within {timeout} s")
-
-
-def start_server(command: list[str], port: int) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
 
 
 @pytest.fixture(scope="session")
 def app_url() -> Iterator[str]:
     """A real ``streamlit run app.py`` on a free loopback port, for the browser tests."""
     port = free_port()
-    proc = start_server(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-        ],
-        port,
-    )
+    proc = start_server(streamlit_command(port), port)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_health(url)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
 
 
 @pytest.fixture(scope="session")
