@@ -1,56 +1,64 @@
-"""A class opening the demo at once: N visitors in headless Chromium, each making M interactions.
+"""A class opening the demo at once: N visitors, each making M interactions, against one server.
 
 Run ``python -m benchmarks.load --visitors 20 --interactions 20 --timeout 300``. The script starts
-``streamlit run app.py`` on a free loopback port, opens one Chromium with one context per visitor
-(Playwright's async API: its sync API may not be shared across threads) and lets every visitor
-work through the same cycle of interactions on the explorer: the offset slider one step to the
-right (arrow key), a new width ``d`` typed in, a switch to the guided lesson and back.
+``streamlit run app.py`` on a free loopback port and lets every visitor work through the same cycle
+of interactions on the explorer: the offset slider one step to the right, a new width ``d``, a
+switch to the guided lesson and back. Two kinds of visitor (``--client``):
 
-An interaction's latency runs from the key press or click until the page shows its result (the
-chart's values changed, or the other page's title) and Streamlit reports the script finished.
-Errors are exceptions shown on a page, JavaScript errors, and interactions that did not finish
-within ``--step-timeout``. The server's resident memory (with any child processes) is sampled
-every 0.2 s from ``/proc``. The report gives errors, p50, p95 and max latency and peak RSS, and
-PASS or FAIL against the targets. A global deadline bounds the whole run; at the deadline every
-visitor stops and the server and browser are killed.
+``ws`` (the default)
+    A Streamlit session over the server's websocket (``/_stcore/stream``), sending the
+    ``BackMsg`` a browser sends (a rerun with the page, the link's query string and the changed
+    widget's value) and reading ``ForwardMsg`` until the run's ``script_finished``. No page is
+    drawn, so on a small machine the measured time is the server's, not twenty renderers'.
+``browser``
+    Headless Chromium, one context per visitor (Playwright's async API: its sync API may not be
+    shared across threads), pressing keys and clicking links as a person does.
+
+An interaction's latency runs from the message sent (``ws``) or the key press or click
+(``browser``) until the run has finished with the result in place: the chart's values changed, or
+the other page shown. Errors are exceptions shown on a page, a run that did not finish
+successfully, JavaScript errors, lost connections, and interactions that did not finish within
+``--step-timeout``. The server's resident memory (with any child processes) is sampled every
+0.2 s from ``/proc``. The report gives errors, p50, p95 and max latency and peak RSS, and PASS or
+FAIL against the targets. A global deadline bounds the whole run; at the deadline every visitor
+stops and the server (and the browser) are killed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import urlencode
 
 import numpy as np
-from playwright.async_api import TimeoutError as PlaywrightTimeout
-from playwright.async_api import async_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.live import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    READY,
+    free_port,
+    start_server,
+    stop_server,
+    streamlit_command,
+    wait_for_health,
+)
 from ui.i18n import t  # noqa: E402  (the repository root is on the path only from here)
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
 EXCEPTION = "[data-testid='stException']"
+CLIENTS = ("ws", "browser")
 
 # Targets from the project issue, for 20 visitors x 20 interactions on the 2-core reference box.
 TARGET_P95_S = 1.0
@@ -59,6 +67,8 @@ TARGET_ERRORS = 0
 RSS_PERIOD_S = 0.2
 # After the global deadline the server gets this long to exit on SIGTERM before SIGKILL.
 SHUTDOWN_GRACE_S = 5.0
+# The slider's step on the explorer; each move is one step, so every run misses the cache.
+OFFSET_STEP = 0.1
 
 # The first Plotly chart's RMSNorm trace: its length and first value tell a redrawn chart apart.
 CHART_STATE = """() => {
@@ -81,6 +91,7 @@ CYCLE = ("slider", "slider", "slider", "width", "slider", "lesson", "explorer", 
 class Report:
     visitors: int
     interactions_planned: int
+    client: str = "ws"
     interactions_done: int = 0
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
@@ -95,6 +106,7 @@ class Report:
     def lines(self) -> list[str]:
         verdict = "PASS" if self.passed else "FAIL"
         return [
+            f"client        {self.client}",
             f"visitors      {self.visitors}",
             f"interactions  {self.interactions_done} of {self.interactions_planned}",
             f"errors        {self.errors} (target {TARGET_ERRORS})",
@@ -105,23 +117,6 @@ class Report:
             f"wall time     {self.wall_s:.1f} s" + (" (deadline hit)" if self.deadline_hit else ""),
             f"result        {verdict}",
         ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_health(base_url: str, deadline: float) -> None:
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as resp:
-                if resp.read().decode().strip() == "ok":
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"{base_url} did not answer /_stcore/health before the deadline")
 
 
 def process_tree(pid: int) -> list[int]:
@@ -169,61 +164,63 @@ class RssSampler(threading.Thread):
             self.stop.wait(RSS_PERIOD_S)
 
 
-def start_server(port: int) -> subprocess.Popen:
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    # A session of its own, so the whole group can be signalled at the end.
-    return subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+class Visitor(ABC):
+    """One person in the class: the cycle of interactions, their latencies and their errors."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.latencies: list[float] = []
+        self.errors: list[str] = []
+
+    def error(self, what: str) -> None:
+        self.errors.append(f"visitor {self.number}: {what}")
+
+    @abstractmethod
+    async def open(self) -> None:
+        """The explorer from the visitor's link, run to the end; not counted as an interaction."""
+
+    @abstractmethod
+    async def act(self, kind: str) -> None:
+        """One interaction of ``CYCLE``; appends its latency, raises if it did not take effect."""
+
+    @abstractmethod
+    async def shows_exception(self) -> bool:
+        """Whether the page now shows an exception."""
+
+    async def run(self, interactions: int) -> None:
+        try:
+            await self.open()
+        except Exception as exc:  # any failure to load is this visitor's error
+            self.error(f"first load failed: {type(exc).__name__}: {str(exc)[:120]}")
+            return
+        for i in range(interactions):
+            kind = CYCLE[i % len(CYCLE)]
+            try:
+                await self.act(kind)
+            except Exception as exc:  # a timeout or a lost connection counts as an error
+                self.error(f"{kind} #{i + 1} failed: {type(exc).__name__}: {str(exc)[:120]}")
+                # Back to a known state, so one failure does not cascade into the rest.
+                try:
+                    await self.open()
+                except Exception:  # the page is gone: this visitor stops
+                    return
+                continue
+            if await self.shows_exception():
+                self.error(f"{kind} #{i + 1}: the page shows an exception")
 
 
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=SHUTDOWN_GRACE_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-class Visitor:
-    """One person in the class: a browser context on the explorer, and their latencies."""
+class BrowserVisitor(Visitor):
+    """A visitor in a browser context of headless Chromium, pressing keys and clicking links."""
 
     def __init__(
         self, number: int, context, base_url: str, step_timeout_s: float, load_timeout_s: float
     ) -> None:
-        self.number, self.context, self.base_url = number, context, base_url
+        super().__init__(number)
+        self.context, self.base_url = context, base_url
         self.timeout_ms = step_timeout_s * 1e3
         self.load_timeout_ms = load_timeout_s * 1e3
-        self.latencies: list[float] = []
-        self.errors: list[str] = []
         self.page = None
         self.width = 0
-
-    def error(self, what: str) -> None:
-        self.errors.append(f"visitor {self.number}: {what}")
 
     async def chart(self):
         return await self.page.evaluate(CHART_STATE)
@@ -253,6 +250,8 @@ class Visitor:
         )
 
     async def slider(self) -> None:
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
         before = await self.chart()
         slider = self.page.get_by_role("slider").nth(0)  # the sidebar's first: offset
         value = await slider.get_attribute("aria-valuenow")
@@ -313,57 +312,262 @@ class Visitor:
         else:
             await self.switch(kind)
 
-    async def run(self, interactions: int) -> None:
-        try:
-            await self.open()
-        except Exception as exc:  # any failure to load is this visitor's error
-            self.error(f"first load failed: {type(exc).__name__}")
+    async def shows_exception(self) -> bool:
+        return bool(await self.page.locator(EXCEPTION).count())
+
+
+# Streamlit's websocket route and the subprotocol its frontend asks for. The server reads an XSRF
+# token there only to trust a login cookie, and lets in a client that sends no Origin header, so
+# this client sends neither and gets the session a browser gets.
+STREAM_PATH = "/_stcore/stream"
+SUBPROTOCOL = "streamlit"
+# Every widget's id is "$$ID-<hash>-<key>" for a widget given a key, as all the explorer's are.
+WIDGET_ID_PREFIX = "$$ID-"
+# The explorer's coordinates chart, and the widgets the interactions move.
+CHART_KEY, OFFSET_KEY, WIDTH_KEY = "coords", "offset", "d"
+# The landing page's url path is empty; the cycle calls it by its name.
+HOME = "explorer"
+
+
+class NoEffect(Exception):
+    """A run that finished without the result the interaction asked for."""
+
+
+def chart_state(spec: str) -> tuple[int, float] | None:
+    """Length and first value of the RMSNorm trace in a Plotly figure's JSON, as the browser
+    client reads them from the drawn chart."""
+    for trace in json.loads(spec).get("data", []):
+        if trace.get("name") == "RMSNorm(x)":
+            y = trace["y"]
+            # Plotly sends numpy arrays as typed binary: {"dtype": "f8", "bdata": base64}.
+            if isinstance(y, dict):
+                values = np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"])
+            else:
+                values = np.asarray(y, dtype=np.float64)
+            return (int(values.size), float(values[0])) if values.size else None
+    return None
+
+
+@dataclass
+class Run:
+    """What the server sent for one script run: the page, widget ids by key, the chart."""
+
+    page: str = ""
+    ids: dict[str, str] = field(default_factory=dict)
+    chart: tuple[int, float] | None = None
+    exceptions: list[str] = field(default_factory=list)
+
+    def take(self, element) -> None:
+        """Note what matters in one ``Element`` proto of a ``new_element`` delta."""
+        kind = element.WhichOneof("type")
+        if kind == "exception":
+            self.exceptions.append(element.exception.message)
             return
-        for i in range(interactions):
-            kind = CYCLE[i % len(CYCLE)]
-            try:
-                await self.act(kind)
-            except Exception as exc:  # a timeout or a lost page counts as an error
-                self.error(f"{kind} #{i + 1} failed: {type(exc).__name__}: {str(exc)[:120]}")
-                # Back to a known state, so one failure does not cascade into the rest.
-                try:
-                    await self.open()
-                except Exception:  # the page is gone: this visitor stops
-                    return
-                continue
-            if await self.page.locator(EXCEPTION).count():
-                self.error(f"{kind} #{i + 1}: the page shows an exception")
+        widget_id = getattr(getattr(element, kind), "id", "")
+        if not (isinstance(widget_id, str) and widget_id.startswith(WIDGET_ID_PREFIX)):
+            return
+        key = widget_id.split("-", 2)[2]
+        self.ids[key] = widget_id
+        if kind == "plotly_chart" and key == CHART_KEY:
+            self.chart = chart_state(element.plotly_chart.spec)
 
 
-async def drive(
+class WsVisitor(Visitor):
+    """A visitor as a Streamlit session over the websocket, speaking the frontend's protocol.
+
+    Like the browser, it sends a ``rerun_script`` ``BackMsg`` carrying a ``ClientState``: the page
+    (``page_script_hash``), the link's query string and the values of the widgets it moved
+    (``widget_states``), and it reads ``ForwardMsg`` until ``script_finished``. Widget ids come
+    from the ``new_element`` deltas of the run before, found by the key at their end.
+    """
+
+    def __init__(
+        self, number: int, ws_url: str, step_timeout_s: float, load_timeout_s: float
+    ) -> None:
+        super().__init__(number)
+        self.ws_url = ws_url
+        self.step_timeout_s, self.load_timeout_s = step_timeout_s, load_timeout_s
+        self.conn = None
+        self.pages: dict[str, str] = {}  # url path (HOME for the landing page) -> script hash
+        self.shown = Run()
+        self.params: dict[str, object] = {}
+        self.width = 0
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+            self.conn = None
+
+    async def open(self) -> None:
+        """The first load: every visitor connects at once, so it gets ``load_timeout``."""
+        from websockets.asyncio.client import connect
+
+        await self.close()
+        self.conn = await connect(
+            self.ws_url,
+            subprotocols=[SUBPROTOCOL],
+            # A run's charts may pass the client's 1 MiB default; the server bounds its messages.
+            max_size=None,
+            open_timeout=self.load_timeout_s,
+            # At the deadline a busy server may not answer the closing handshake soon.
+            close_timeout=1.0,
+        )
+        # The link a visitor opens: the same width for all, a seed each.
+        self.params = {"lang": "en", "d": 64, "seed": self.number, OFFSET_KEY: 0.0}
+        await self.rerun(timeout_s=self.load_timeout_s)
+        if self.shown.chart is None:
+            raise NoEffect("the explorer drew no chart")
+
+    async def rerun(
+        self, *, page: str = "", widgets: Sequence = (), timeout_s: float | None = None
+    ) -> float:
+        """Ask for a run and wait for its end; the seconds from sending to ``script_finished``."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.query_string = urlencode(self.params)
+        state.page_script_hash = page
+        state.widget_states.widgets.extend(widgets)
+        state.context_info.locale = "en-US"
+        state.context_info.timezone = "UTC"
+        start = time.perf_counter()
+        await self.conn.send(msg.SerializeToString())
+        self.shown = await asyncio.wait_for(
+            self.receive_run(), timeout_s if timeout_s is not None else self.step_timeout_s
+        )
+        return time.perf_counter() - start
+
+    async def receive_run(self) -> Run:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        run = Run()
+        while True:
+            msg = ForwardMsg()
+            msg.ParseFromString(await self.conn.recv())
+            kind = msg.WhichOneof("type")
+            if kind == "new_session":
+                # A run stopped early for a rerun is followed by a new one; only the last counts.
+                run = Run(page=msg.new_session.page_script_hash)
+            elif kind == "navigation":
+                self.pages = {
+                    (p.url_pathname or HOME): p.page_script_hash for p in msg.navigation.app_pages
+                }
+            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                run.take(msg.delta.new_element)
+            elif kind == "script_finished":
+                status = msg.script_finished
+                if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                    continue
+                if status != ForwardMsg.FINISHED_SUCCESSFULLY:
+                    name = ForwardMsg.ScriptFinishedStatus.Name(status)
+                    raise NoEffect(f"the script finished with {name}")
+                return run
+
+    def explorer_widgets(self) -> list:
+        """The moved widgets' values, as the browser sends every widget value it holds."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        ids = self.shown.ids
+        return [
+            WidgetState(id=ids[OFFSET_KEY], double_array_value={"data": [self.params[OFFSET_KEY]]}),
+            WidgetState(id=ids[WIDTH_KEY], double_value=float(self.params[WIDTH_KEY])),
+        ]
+
+    async def slider(self) -> None:
+        before = self.shown.chart
+        # One step right; the link follows a bound widget, as the address bar does.
+        self.params[OFFSET_KEY] = round(self.params[OFFSET_KEY] + OFFSET_STEP, 1)
+        self.latencies.append(await self.rerun(widgets=self.explorer_widgets()))
+        if self.shown.chart is None or self.shown.chart == before:
+            raise NoEffect(f"the chart did not change for offset = {self.params[OFFSET_KEY]}")
+
+    async def width_change(self) -> None:
+        # The next width in turn that differs from the one shown, so the chart must change.
+        self.width += 1
+        while WIDTHS[self.width % len(WIDTHS)] == self.params[WIDTH_KEY]:
+            self.width += 1
+        d = WIDTHS[self.width % len(WIDTHS)]
+        self.params[WIDTH_KEY] = d
+        self.latencies.append(await self.rerun(widgets=self.explorer_widgets()))
+        if self.shown.chart is None or self.shown.chart[0] != d:
+            raise NoEffect(f"the chart does not have d = {d}")
+
+    async def switch(self, topic: str) -> None:
+        # A click on a navigation link: the page's hash, and the new page's widgets from the link.
+        target = self.pages[topic]
+        self.latencies.append(await self.rerun(page=target))
+        if self.shown.page != target:
+            raise NoEffect(f"the server ran another page than {topic}")
+        if topic == HOME and self.shown.chart is None:
+            raise NoEffect("the explorer drew no chart")
+
+    async def act(self, kind: str) -> None:
+        if kind == "slider":
+            await self.slider()
+        elif kind == "width":
+            await self.width_change()
+        else:
+            await self.switch(kind)
+
+    async def shows_exception(self) -> bool:
+        return bool(self.shown.exceptions)
+
+
+async def until_deadline(crowd: Sequence[Visitor], interactions: int, deadline: float) -> bool:
+    """Run every visitor at once; whether ``deadline`` stopped them before they were done."""
+    remaining = max(1.0, deadline - time.monotonic())
+    try:
+        await asyncio.wait_for(
+            asyncio.gather(*(v.run(interactions) for v in crowd)), timeout=remaining
+        )
+    except TimeoutError:
+        return True
+    return False
+
+
+async def drive_ws(
     base_url: str,
     visitors: int,
     interactions: int,
     timeouts: tuple[float, float],
     deadline: float,
-) -> tuple[list[Visitor], bool]:
+) -> tuple[list[WsVisitor], bool]:
     """Run every visitor at once until done or ``deadline``; ``timeouts`` are (step, load) s."""
+    ws_url = "ws://" + base_url.split("://", 1)[1] + STREAM_PATH
+    crowd = [WsVisitor(number, ws_url, *timeouts) for number in range(visitors)]
+    try:
+        hit = await until_deadline(crowd, interactions, deadline)
+    finally:
+        await asyncio.gather(*(v.close() for v in crowd), return_exceptions=True)
+    return crowd, hit
+
+
+async def drive_browser(
+    base_url: str,
+    visitors: int,
+    interactions: int,
+    timeouts: tuple[float, float],
+    deadline: float,
+) -> tuple[list[BrowserVisitor], bool]:
+    """Run every visitor at once until done or ``deadline``; ``timeouts`` are (step, load) s."""
+    from playwright.async_api import async_playwright
+
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             crowd = []
             for number in range(visitors):
                 context = await browser.new_context(viewport={"width": 1280, "height": 900})
-                crowd.append(Visitor(number, context, base_url, *timeouts))
-            remaining = max(1.0, deadline - time.monotonic())
-            try:
-                await asyncio.wait_for(
-                    asyncio.gather(*(v.run(interactions) for v in crowd)), timeout=remaining
-                )
-                hit = False
-            except TimeoutError:
-                hit = True
+                crowd.append(BrowserVisitor(number, context, base_url, *timeouts))
+            hit = await until_deadline(crowd, interactions, deadline)
         finally:
             await browser.close()
     return crowd, hit
 
 
-def summarise(report: Report, crowd: list[Visitor], interactions: int) -> Report:
+def summarise(report: Report, crowd: Sequence, interactions: int) -> Report:
+    """Fill ``report`` from each visitor's ``latencies`` and ``errors``."""
     latencies = np.array([s for v in crowd for s in v.latencies])
     errors = [e for v in crowd for e in v.errors]
     unfinished = report.visitors * interactions - len(latencies) - len(errors)
@@ -389,24 +593,29 @@ def run_load(
     interactions: int,
     timeout_s: float,
     *,
+    client: str = "ws",
     step_timeout_s: float = 30.0,
     load_timeout_s: float = 120.0,
 ) -> Report:
+    """Start the server, let the class in through ``client`` (``ws`` or ``browser``), report."""
+    drive = {"ws": drive_ws, "browser": drive_browser}[client]
     start = time.monotonic()
     deadline = start + timeout_s
-    report = Report(visitors=visitors, interactions_planned=visitors * interactions)
+    report = Report(visitors=visitors, interactions_planned=visitors * interactions, client=client)
     port = free_port()
-    server = start_server(port)
+    server = start_server(streamlit_command(port), port, own_session=True)
     sampler = RssSampler(server.pid)
     sampler.start()
     # Whatever happens to the event loop, the server does not outlive the deadline by much.
-    watchdog = threading.Timer(timeout_s + 2 * SHUTDOWN_GRACE_S, lambda: stop_server(server))
+    watchdog = threading.Timer(
+        timeout_s + 2 * SHUTDOWN_GRACE_S, lambda: stop_server(server, grace_s=SHUTDOWN_GRACE_S)
+    )
     watchdog.daemon = True
     watchdog.start()
     crowd: list[Visitor] = []
     try:
         base_url = f"http://127.0.0.1:{port}"
-        wait_for_health(base_url, deadline)
+        wait_for_health(base_url, timeout=max(0.0, deadline - time.monotonic()))
         crowd, report.deadline_hit = asyncio.run(
             drive(base_url, visitors, interactions, (step_timeout_s, load_timeout_s), deadline)
         )
@@ -414,7 +623,7 @@ def run_load(
         watchdog.cancel()
         sampler.stop.set()
         sampler.join()
-        stop_server(server)
+        stop_server(server, grace_s=SHUTDOWN_GRACE_S)
     report.peak_rss_mb = sampler.peak / (1 << 20)
     report.wall_s = time.monotonic() - start
     return summarise(report, crowd, interactions)
@@ -424,6 +633,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--visitors", type=int, default=20)
     parser.add_argument("--interactions", type=int, default=20)
+    parser.add_argument(
+        "--client",
+        choices=CLIENTS,
+        default="ws",
+        help="ws: Streamlit sessions over the websocket (the server's time); "
+        "browser: headless Chromium (what a person waits, renderer included)",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="global deadline, seconds")
     parser.add_argument(
         "--step-timeout",
@@ -439,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the report as JSON here")
     args = parser.parse_args(argv)
-    if not Path(CHROMIUM).exists():
+    if args.client == "browser" and not Path(CHROMIUM).exists():
         parser.error(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
     if args.visitors < 1 or args.interactions < 1:
         parser.error("--visitors and --interactions must be at least 1")
@@ -447,6 +663,7 @@ def main(argv: list[str] | None = None) -> int:
         args.visitors,
         args.interactions,
         args.timeout,
+        client=args.client,
         step_timeout_s=args.step_timeout,
         load_timeout_s=args.load_timeout,
     )

@@ -1,61 +1,49 @@
-"""A short run of the load script (2 visitors x 3 interactions): it starts the app, drives real
-headless Chromium, stops by itself and reports every number it promises."""
+"""Short runs of the load script: over the websocket (3 visitors x 5 interactions) and in real
+headless Chromium (2 x 3). Each starts the app, stops by itself and reports every number it
+promises; the pure parts (percentiles, verdict, reading the chart) are checked on their own."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks import load
 
-pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
-# Two visitors cost a few seconds each on an idle machine; the deadline leaves room for a loaded
+# A few visitors cost a few seconds each on an idle machine; the deadline leaves room for a loaded
 # one, and the subprocess limit is beyond the script's own deadline plus its shutdown grace.
 DEADLINE_S = 150
 LIMIT_S = DEADLINE_S + 60
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
-    if not Path(load.CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    out = tmp_path_factory.mktemp("load") / "report.json"
+def run_script(out: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.load",
-            "--visitors",
-            "2",
-            "--interactions",
-            "3",
-            "--timeout",
-            str(DEADLINE_S),
-            "--json",
-            str(out),
-        ],
+        [sys.executable, "-m", "benchmarks.load", *args, "--timeout", str(DEADLINE_S)]
+        + ["--json", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=LIMIT_S,
     )
+    assert out.exists(), done.stderr[-2000:]
     return done, json.loads(out.read_text())
 
 
-def test_smoke_run_has_no_errors_and_reports_every_number(smoke) -> None:
-    done, report = smoke
+def check_report(done: subprocess.CompletedProcess, report: dict, client: str, n: int, m: int):
     # 0 is PASS, 1 is FAIL against the latency or memory targets (this machine may be loaded);
     # anything else is a crash of the script itself.
     assert done.returncode in (0, 1), done.stderr[-2000:]
-    assert report["visitors"] == 2
-    assert report["interactions_planned"] == 6
-    assert report["interactions_done"] == 6
+    assert report["client"] == client
+    assert report["visitors"] == n
+    assert report["interactions_planned"] == n * m
+    assert report["interactions_done"] == n * m
     assert report["errors"] == 0, report["error_samples"]
     assert not report["deadline_hit"]
     assert 0 < report["p50_s"] <= report["p95_s"] <= report["max_s"] < DEADLINE_S
@@ -63,6 +51,7 @@ def test_smoke_run_has_no_errors_and_reports_every_number(smoke) -> None:
     assert 50 < report["peak_rss_mb"] < 4096
     assert report["passed"] == (done.returncode == 0)
     for label in (
+        "client",
         "visitors",
         "errors",
         "latency p50",
@@ -73,6 +62,44 @@ def test_smoke_run_has_no_errors_and_reports_every_number(smoke) -> None:
     ):
         assert label in done.stdout
     assert ("PASS" if report["passed"] else "FAIL") in done.stdout
+
+
+@pytest.fixture(scope="module")
+def ws_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp_path_factory.mktemp("load") / "report.json"
+    return run_script(out, "--visitors", "3", "--interactions", "5")
+
+
+@pytest.fixture(scope="module")
+def browser_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    if not Path(load.CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    out = tmp_path_factory.mktemp("load") / "report.json"
+    return run_script(out, "--client", "browser", "--visitors", "2", "--interactions", "3")
+
+
+def test_ws_smoke_run_has_no_errors_and_reports_every_number(ws_smoke) -> None:
+    done, report = ws_smoke
+    check_report(done, report, "ws", 3, 5)
+    assert "client        ws" in done.stdout
+
+
+@pytest.mark.browser
+def test_browser_smoke_run_has_no_errors_and_reports_every_number(browser_smoke) -> None:
+    done, report = browser_smoke
+    check_report(done, report, "browser", 2, 3)
+
+
+def test_chart_state_reads_plotly_binary_and_plain_arrays() -> None:
+    y = np.random.default_rng(0).normal(size=5)
+    packed = {"dtype": "f8", "bdata": base64.b64encode(y.tobytes()).decode()}
+    spec = {"data": [{"name": "x", "y": [9.0]}, {"name": "RMSNorm(x)", "y": packed}]}
+    length, first = load.chart_state(json.dumps(spec))
+    assert length == 5
+    np.testing.assert_allclose(first, y[0], rtol=0, atol=0)
+    plain = {"data": [{"name": "RMSNorm(x)", "y": y.tolist()}]}
+    assert load.chart_state(json.dumps(plain)) == (5, float(y[0]))
+    assert load.chart_state(json.dumps({"data": [{"name": "x", "y": [1.0]}]})) is None
 
 
 def test_percentiles_and_verdict_follow_the_latencies() -> None:
