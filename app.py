@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui.frame import apply_view_mode, read_view_mode
+from ui.frame import ROUTED_KEY, apply_view_mode, read_view_mode
 from ui.i18n import LANGUAGES, language_from_locale, t
 from ui.params import ChoiceParam, apply_link_params
 
@@ -60,4 +60,6 @@ for index, (file, url_path, title_key, icon, section) in enumerate(PAGES):
     )
     sections.setdefault(t(f"common.{section}", lang), []).append(page)
 
-st.navigation(sections, position="hidden" if view.hide_controls else "sidebar").run()
+page = st.navigation(sections, position="hidden" if view.hide_controls else "sidebar")
+st.session_state[ROUTED_KEY] = True
+page.run()

@@ -15,7 +15,8 @@ from ui.params import ChoiceParam, Param, apply_link_params, notice, share_query
 # they stay in the URL as typed and are read on every run.
 CONTROLS = ChoiceParam("controls", "shown", ("shown", "hidden"))
 TEXT_SIZE = ChoiceParam("text", "normal", ("normal", "large"))
-EMBED_KEYS = ("embed", "embed_options")
+# Set by app.py just before it runs the chosen page (see ensure_router).
+ROUTED_KEY = "_routed"
 
 _HIDE_CONTROLS_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
@@ -77,10 +78,15 @@ def ensure_router() -> None:
 
     Streamlit decides once per server process whether the app is a "pages/ directory" app: if
     the very first visitor after a start opens a deep link (``/invariance``), it runs that page
-    file alone, without ``app.py``, and keeps doing so until someone loads ``app.py``. A page
-    that finds itself outside the router switches that legacy mode off and reruns, so the
-    router runs and opens the same page.
+    file alone, without ``app.py``, and keeps doing so until someone loads ``app.py`` (AppTest
+    even starts every run that way). A page that finds itself outside the router (``app.py``
+    marks each run it routes) while that legacy mode is on switches the mode off and reruns, so
+    the router runs and opens the same page. (That rerun drops a plain ``st.button`` click made
+    in the same run, which only AppTest meets: in a server it happens once per process, on a
+    first page load.)
     """
+    if st.session_state.pop(ROUTED_KEY, False):
+        return
     from streamlit.runtime.pages_manager import PagesManager
 
     if PagesManager.uses_pages_directory:
