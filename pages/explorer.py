@@ -23,6 +23,7 @@ from core.geometry import plane_images, sphere_3d
 from core.inputs import (
     DISTRIBUTIONS,
     GAIN_PATTERNS,
+    MAX_ABS_VALUE,
     MAX_WIDTH,
     MIN_WIDTH,
     VectorParseError,
@@ -241,8 +242,14 @@ def input_vector(state: dict, lang: str) -> np.ndarray:
             )
             st.error(t("explorer.x_error", lang, message=message))
         else:
-            st.caption(t("explorer.x_active", lang, d=typed.shape[-1]))
-            return state["scale"] * typed + state["offset"]
+            x = state["scale"] * typed + state["offset"]
+            if np.max(np.abs(x)) <= MAX_ABS_VALUE:
+                st.caption(t("explorer.x_active", lang, d=typed.shape[-1]))
+                return x
+            # Typed values within the limit can still leave it once scaled; their squares would
+            # overflow float64 and every statistic would read inf.
+            message = t("explorer.x_scaled_too_large", lang, limit=fmt_number(MAX_ABS_VALUE))
+            st.error(t("explorer.x_error", lang, message=message))
     return make_input(
         state["d"],
         dist=state["dist"],

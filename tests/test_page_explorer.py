@@ -289,3 +289,11 @@ def test_without_torch_the_page_runs_on_numpy_and_says_what_it_hid(monkeypatch) 
     x, y_rms, _ = outputs(at)
     # Computed in float64 by numpy, whatever the link asked for.
     np.testing.assert_allclose(y_rms, rms_norm(x, np.ones(12), eps=1e-5), rtol=1e-15)
+
+
+def test_typed_values_that_overflow_once_scaled_are_refused() -> None:
+    at = open_app(x="1e150, -1e150, 3", scale="10000")
+    assert not at.exception
+    assert "`x`" in " ".join(e.value for e in at.error)
+    assert at.text_input(key="x").value == "1e150, -1e150, 3"
+    assert np.all(np.isfinite(outputs(at)[1]))
