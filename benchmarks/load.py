@@ -3,7 +3,10 @@
 Run ``python -m benchmarks.load --visitors 20 --interactions 20 --timeout 300``. The script starts
 ``streamlit run app.py`` on a free loopback port and lets every visitor work through the same cycle
 of interactions on the explorer: the offset slider one step to the right, a new width ``d``, a
-switch to the guided lesson and back. Two kinds of visitor (``--client``):
+switch to the guided lesson and back. Before each interaction a visitor reads the page for
+``--think`` seconds (default 1.0), scaled by a seeded random factor in [0.5, 1.5] so the class
+does not click in lockstep; ``--think 0`` sends every interaction the moment the last one
+finished, a stress test rather than a class. Two kinds of visitor (``--client``):
 
 ``ws`` (the default)
     A Streamlit session over the server's websocket (``/_stcore/stream``), sending the
@@ -16,12 +19,16 @@ switch to the guided lesson and back. Two kinds of visitor (``--client``):
 
 An interaction's latency runs from the message sent (``ws``) or the key press or click
 (``browser``) until the run has finished with the result in place: the chart's values changed, or
-the other page shown. Errors are exceptions shown on a page, a run that did not finish
-successfully, JavaScript errors, lost connections, and interactions that did not finish within
-``--step-timeout``. The server's resident memory (with any child processes) is sampled every
-0.2 s from ``/proc``. The report gives errors, p50, p95 and max latency and peak RSS, and PASS or
-FAIL against the targets. A global deadline bounds the whole run; at the deadline every visitor
-stops and the server (and the browser) are killed.
+the other page shown; think time is not part of it. Errors are exceptions shown on a page, a run
+that did not finish successfully, JavaScript errors, lost connections, and interactions that did
+not finish within ``--step-timeout``. A ``ws`` visitor also notes the server's notice that the
+app's sources changed on disk: a source edit during the run reloads modules under the running
+sessions (a run may fail on a half-reloaded module, a widget may get a new id and drop the value
+sent for the old one), so the report says so and such a run does not pass. The server's
+resident memory (with any child processes) is sampled every 0.2 s from ``/proc``. The report
+gives errors, p50, p95 and max latency and peak RSS, and PASS or FAIL against the targets. A
+global deadline bounds the whole run; at the deadline every visitor stops and the server (and the
+browser) are killed.
 """
 
 from __future__ import annotations
@@ -85,6 +92,12 @@ PRESS_WAIT_S = 2.0
 PRESS_TRIES = 3
 # One lap of what a visitor does; repeated until the interaction count is reached.
 CYCLE = ("slider", "slider", "slider", "width", "slider", "lesson", "explorer", "slider")
+# Reading the chart before the next move: a few seconds for a student, one by default so the
+# run stays short; each pause is scaled by a factor drawn in [1 - JITTER, 1 + JITTER].
+DEFAULT_THINK_S = 1.0
+THINK_JITTER = 0.5
+# With the visitor's number, seeds its pauses: the same class behaves the same in every run.
+THINK_SEED = 20
 
 
 @dataclass
@@ -92,6 +105,7 @@ class Report:
     visitors: int
     interactions_planned: int
     client: str = "ws"
+    think_s: float = DEFAULT_THINK_S
     interactions_done: int = 0
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
@@ -101,13 +115,21 @@ class Report:
     peak_rss_mb: float = 0.0
     wall_s: float = 0.0
     deadline_hit: bool = False
+    # Sessions the server told that the app's sources changed on disk during the run.
+    source_changes: int = 0
     passed: bool = False
 
     def lines(self) -> list[str]:
         verdict = "PASS" if self.passed else "FAIL"
-        return [
+        if self.think_s > 0:
+            jitter = f"+-{THINK_JITTER:.0%}"
+            think = f"{self.think_s:g} s {jitter} before each interaction (not in the latency)"
+        else:
+            think = "0 s (stress test: each interaction sent as the last one finished)"
+        lines = [
             f"client        {self.client}",
             f"visitors      {self.visitors}",
+            f"think time    {think}",
             f"interactions  {self.interactions_done} of {self.interactions_planned}",
             f"errors        {self.errors} (target {TARGET_ERRORS})",
             f"latency p50   {self.p50_s * 1e3:.0f} ms",
@@ -115,8 +137,13 @@ class Report:
             f"latency max   {self.max_s * 1e3:.0f} ms",
             f"peak RSS      {self.peak_rss_mb:.0f} MB (target <= {TARGET_PEAK_RSS_MB:.0f} MB)",
             f"wall time     {self.wall_s:.1f} s" + (" (deadline hit)" if self.deadline_hit else ""),
-            f"result        {verdict}",
         ]
+        if self.source_changes:
+            lines.append(
+                f"sources       changed on disk during the run ({self.source_changes} sessions "
+                "told): errors and latencies are not the app's own"
+            )
+        return [*lines, f"result        {verdict}"]
 
 
 def process_tree(pid: int) -> list[int]:
@@ -167,10 +194,13 @@ class RssSampler(threading.Thread):
 class Visitor(ABC):
     """One person in the class: the cycle of interactions, their latencies and their errors."""
 
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, think_s: float = DEFAULT_THINK_S) -> None:
         self.number = number
+        self.think_s = think_s
+        self.rng = np.random.default_rng((THINK_SEED, number))
         self.latencies: list[float] = []
         self.errors: list[str] = []
+        self.source_changed = False
 
     def error(self, what: str) -> None:
         self.errors.append(f"visitor {self.number}: {what}")
@@ -195,6 +225,10 @@ class Visitor(ABC):
             return
         for i in range(interactions):
             kind = CYCLE[i % len(CYCLE)]
+            if self.think_s > 0:
+                await asyncio.sleep(
+                    self.think_s * self.rng.uniform(1 - THINK_JITTER, 1 + THINK_JITTER)
+                )
             try:
                 await self.act(kind)
             except Exception as exc:  # a timeout or a lost connection counts as an error
@@ -213,9 +247,15 @@ class BrowserVisitor(Visitor):
     """A visitor in a browser context of headless Chromium, pressing keys and clicking links."""
 
     def __init__(
-        self, number: int, context, base_url: str, step_timeout_s: float, load_timeout_s: float
+        self,
+        number: int,
+        context,
+        base_url: str,
+        step_timeout_s: float,
+        load_timeout_s: float,
+        think_s: float = DEFAULT_THINK_S,
     ) -> None:
-        super().__init__(number)
+        super().__init__(number, think_s)
         self.context, self.base_url = context, base_url
         self.timeout_ms = step_timeout_s * 1e3
         self.load_timeout_ms = load_timeout_s * 1e3
@@ -382,9 +422,14 @@ class WsVisitor(Visitor):
     """
 
     def __init__(
-        self, number: int, ws_url: str, step_timeout_s: float, load_timeout_s: float
+        self,
+        number: int,
+        ws_url: str,
+        step_timeout_s: float,
+        load_timeout_s: float,
+        think_s: float = DEFAULT_THINK_S,
     ) -> None:
-        super().__init__(number)
+        super().__init__(number, think_s)
         self.ws_url = ws_url
         self.step_timeout_s, self.load_timeout_s = step_timeout_s, load_timeout_s
         self.conn = None
@@ -416,7 +461,12 @@ class WsVisitor(Visitor):
         self.params = {"lang": "en", "d": 64, "seed": self.number, OFFSET_KEY: 0.0}
         await self.rerun(timeout_s=self.load_timeout_s)
         if self.shown.chart is None:
-            raise NoEffect("the explorer drew no chart")
+            raise self.no_chart()
+
+    def no_chart(self) -> NoEffect:
+        """The error for a run of the explorer without its chart, with the run's exception."""
+        shown = "; ".join(self.shown.exceptions)
+        return NoEffect("the explorer drew no chart" + (f" ({shown[:120]})" if shown else ""))
 
     async def rerun(
         self, *, page: str = "", widgets: Sequence = (), timeout_s: float | None = None
@@ -453,6 +503,8 @@ class WsVisitor(Visitor):
                 self.pages = {
                     (p.url_pathname or HOME): p.page_script_hash for p in msg.navigation.app_pages
                 }
+            elif kind == "session_event" and msg.session_event.script_changed_on_disk:
+                self.source_changed = True
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 run.take(msg.delta.new_element)
             elif kind == "script_finished":
@@ -478,9 +530,17 @@ class WsVisitor(Visitor):
         before = self.shown.chart
         # One step right; the link follows a bound widget, as the address bar does.
         self.params[OFFSET_KEY] = round(self.params[OFFSET_KEY] + OFFSET_STEP, 1)
+        sent_id = self.shown.ids[OFFSET_KEY]
         self.latencies.append(await self.rerun(widgets=self.explorer_widgets()))
-        if self.shown.chart is None or self.shown.chart == before:
-            raise NoEffect(f"the chart did not change for offset = {self.params[OFFSET_KEY]}")
+        if self.shown.chart is None:
+            raise self.no_chart()
+        if self.shown.chart == before:
+            # A new id means the server did not know the one sent, so it kept the old value.
+            renamed = self.shown.ids.get(OFFSET_KEY) != sent_id
+            raise NoEffect(
+                f"the chart did not change for offset = {self.params[OFFSET_KEY]}"
+                + (" (the slider's widget id changed)" if renamed else "")
+            )
 
     async def width_change(self) -> None:
         # The next width in turn that differs from the one shown, so the chart must change.
@@ -490,7 +550,9 @@ class WsVisitor(Visitor):
         d = WIDTHS[self.width % len(WIDTHS)]
         self.params[WIDTH_KEY] = d
         self.latencies.append(await self.rerun(widgets=self.explorer_widgets()))
-        if self.shown.chart is None or self.shown.chart[0] != d:
+        if self.shown.chart is None:
+            raise self.no_chart()
+        if self.shown.chart[0] != d:
             raise NoEffect(f"the chart does not have d = {d}")
 
     async def switch(self, topic: str) -> None:
@@ -500,7 +562,7 @@ class WsVisitor(Visitor):
         if self.shown.page != target:
             raise NoEffect(f"the server ran another page than {topic}")
         if topic == HOME and self.shown.chart is None:
-            raise NoEffect("the explorer drew no chart")
+            raise self.no_chart()
 
     async def act(self, kind: str) -> None:
         if kind == "slider":
@@ -532,10 +594,11 @@ async def drive_ws(
     interactions: int,
     timeouts: tuple[float, float],
     deadline: float,
+    think_s: float,
 ) -> tuple[list[WsVisitor], bool]:
     """Run every visitor at once until done or ``deadline``; ``timeouts`` are (step, load) s."""
     ws_url = "ws://" + base_url.split("://", 1)[1] + STREAM_PATH
-    crowd = [WsVisitor(number, ws_url, *timeouts) for number in range(visitors)]
+    crowd = [WsVisitor(number, ws_url, *timeouts, think_s) for number in range(visitors)]
     try:
         hit = await until_deadline(crowd, interactions, deadline)
     finally:
@@ -549,6 +612,7 @@ async def drive_browser(
     interactions: int,
     timeouts: tuple[float, float],
     deadline: float,
+    think_s: float,
 ) -> tuple[list[BrowserVisitor], bool]:
     """Run every visitor at once until done or ``deadline``; ``timeouts`` are (step, load) s."""
     from playwright.async_api import async_playwright
@@ -559,7 +623,7 @@ async def drive_browser(
             crowd = []
             for number in range(visitors):
                 context = await browser.new_context(viewport={"width": 1280, "height": 900})
-                crowd.append(BrowserVisitor(number, context, base_url, *timeouts))
+                crowd.append(BrowserVisitor(number, context, base_url, *timeouts, think_s))
             hit = await until_deadline(crowd, interactions, deadline)
         finally:
             await browser.close()
@@ -570,6 +634,7 @@ def summarise(report: Report, crowd: Sequence, interactions: int) -> Report:
     """Fill ``report`` from each visitor's ``latencies`` and ``errors``."""
     latencies = np.array([s for v in crowd for s in v.latencies])
     errors = [e for v in crowd for e in v.errors]
+    report.source_changes = sum(bool(getattr(v, "source_changed", False)) for v in crowd)
     unfinished = report.visitors * interactions - len(latencies) - len(errors)
     report.interactions_done = len(latencies)
     # Interactions never reached (deadline, a visitor that could not load) are errors too.
@@ -584,6 +649,7 @@ def summarise(report: Report, crowd: Sequence, interactions: int) -> Report:
         and latencies.size > 0
         and report.p95_s <= TARGET_P95_S
         and report.peak_rss_mb <= TARGET_PEAK_RSS_MB
+        and not report.source_changes
     )
     return report
 
@@ -594,6 +660,7 @@ def run_load(
     timeout_s: float,
     *,
     client: str = "ws",
+    think_s: float = DEFAULT_THINK_S,
     step_timeout_s: float = 30.0,
     load_timeout_s: float = 120.0,
 ) -> Report:
@@ -601,7 +668,12 @@ def run_load(
     drive = {"ws": drive_ws, "browser": drive_browser}[client]
     start = time.monotonic()
     deadline = start + timeout_s
-    report = Report(visitors=visitors, interactions_planned=visitors * interactions, client=client)
+    report = Report(
+        visitors=visitors,
+        interactions_planned=visitors * interactions,
+        client=client,
+        think_s=think_s,
+    )
     port = free_port()
     server = start_server(streamlit_command(port), port, own_session=True)
     sampler = RssSampler(server.pid)
@@ -617,7 +689,14 @@ def run_load(
         base_url = f"http://127.0.0.1:{port}"
         wait_for_health(base_url, timeout=max(0.0, deadline - time.monotonic()))
         crowd, report.deadline_hit = asyncio.run(
-            drive(base_url, visitors, interactions, (step_timeout_s, load_timeout_s), deadline)
+            drive(
+                base_url,
+                visitors,
+                interactions,
+                (step_timeout_s, load_timeout_s),
+                deadline,
+                think_s,
+            )
         )
     finally:
         watchdog.cancel()
@@ -640,6 +719,13 @@ def main(argv: list[str] | None = None) -> int:
         help="ws: Streamlit sessions over the websocket (the server's time); "
         "browser: headless Chromium (what a person waits, renderer included)",
     )
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=DEFAULT_THINK_S,
+        help="seconds a visitor reads the page before each interaction, scaled by a seeded "
+        f"random factor in [{1 - THINK_JITTER:g}, {1 + THINK_JITTER:g}]; 0 for a stress test",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="global deadline, seconds")
     parser.add_argument(
         "--step-timeout",
@@ -659,11 +745,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
     if args.visitors < 1 or args.interactions < 1:
         parser.error("--visitors and --interactions must be at least 1")
+    if args.think < 0:
+        parser.error("--think must not be negative")
     report = run_load(
         args.visitors,
         args.interactions,
         args.timeout,
         client=args.client,
+        think_s=args.think,
         step_timeout_s=args.step_timeout,
         load_timeout_s=args.load_timeout,
     )

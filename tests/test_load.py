@@ -50,9 +50,12 @@ def check_report(done: subprocess.CompletedProcess, report: dict, client: str, n
     # A Streamlit server with numpy, torch and plotly loaded holds well over 50 MB.
     assert 50 < report["peak_rss_mb"] < 4096
     assert report["passed"] == (done.returncode == 0)
+    # Another edit of the app's sources during the run would void it (see load.Report).
+    assert report["source_changes"] == 0
     for label in (
         "client",
         "visitors",
+        "think time",
         "errors",
         "latency p50",
         "latency p95",
@@ -67,7 +70,8 @@ def check_report(done: subprocess.CompletedProcess, report: dict, client: str, n
 @pytest.fixture(scope="module")
 def ws_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
     out = tmp_path_factory.mktemp("load") / "report.json"
-    return run_script(out, "--visitors", "3", "--interactions", "5")
+    # A short think time keeps the smoke run quick and still takes the pause's path.
+    return run_script(out, "--visitors", "3", "--interactions", "5", "--think", "0.2")
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +79,16 @@ def browser_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
     if not Path(load.CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
     out = tmp_path_factory.mktemp("load") / "report.json"
-    return run_script(out, "--client", "browser", "--visitors", "2", "--interactions", "3")
+    return run_script(
+        out, "--client", "browser", "--visitors", "2", "--interactions", "3", "--think", "0"
+    )
 
 
 def test_ws_smoke_run_has_no_errors_and_reports_every_number(ws_smoke) -> None:
     done, report = ws_smoke
     check_report(done, report, "ws", 3, 5)
     assert "client        ws" in done.stdout
+    assert report["think_s"] == 0.2 and "0.2 s +-50%" in done.stdout
 
 
 @pytest.mark.browser
@@ -117,3 +124,32 @@ def test_percentiles_and_verdict_follow_the_latencies() -> None:
     report = load.summarise(load.Report(visitors=2, interactions_planned=6), crowd, 3)
     # One failed interaction and three never reached (the second visitor did not load).
     assert report.errors == 4 and not report.passed
+
+
+def test_think_pauses_are_seeded_and_within_the_jitter() -> None:
+    first, again = (
+        load.WsVisitor(3, "ws://x", 1.0, 1.0, 2.0),
+        load.WsVisitor(3, "ws://x", 1, 1, 2.0),
+    )
+    draws = first.rng.uniform(1 - load.THINK_JITTER, 1 + load.THINK_JITTER, size=50)
+    np.testing.assert_allclose(
+        draws, again.rng.uniform(1 - load.THINK_JITTER, 1 + load.THINK_JITTER, size=50), rtol=0
+    )
+    assert draws.min() >= 0.5 and draws.max() <= 1.5 and draws.std() > 0.1
+    other = load.WsVisitor(4, "ws://x", 1.0, 1.0, 2.0).rng.uniform(size=50)
+    assert not np.allclose(other, load.WsVisitor(3, "ws://x", 1, 1, 2.0).rng.uniform(size=50))
+
+
+def test_a_run_during_a_source_edit_does_not_pass() -> None:
+    class Stub:
+        def __init__(self, changed: bool) -> None:
+            self.latencies, self.errors, self.source_changed = [0.1, 0.2], [], changed
+
+    report = load.summarise(load.Report(visitors=2, interactions_planned=4), [Stub(False)] * 2, 2)
+    assert report.passed and report.source_changes == 0
+    assert not any(line.startswith("sources") for line in report.lines())
+    report = load.summarise(
+        load.Report(visitors=2, interactions_planned=4), [Stub(True), Stub(False)], 2
+    )
+    assert not report.passed and report.source_changes == 1
+    assert any(line.startswith("sources") for line in report.lines())
