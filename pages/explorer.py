@@ -170,6 +170,16 @@ def fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
+def tex(value: float) -> str:
+    """A number for LaTeX: ``1e-5`` becomes ``10^{-5}``, ``3e-8`` becomes ``3 \\times 10^{-8}``."""
+    text = fmt_number(value)
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    power = f"10^{{{int(exponent)}}}"
+    return power if mantissa == "1" else rf"{mantissa} \times {power}"
+
+
 def controls(lang: str) -> dict:
     """The sidebar controls; every one is bound to the URL under its key."""
     has_torch = torch_available()
@@ -332,10 +342,10 @@ def main() -> None:
         st.subheader(t("explorer.formulas_heading", lang))
         eps = state["eps"]
         st.latex(RMS_FORMULA)
-        st.latex(rf"\sqrt{{{fmt(sx.second_moment)} + {fmt_number(eps)}}} = {fmt(r['rms_stat'])}")
+        st.latex(rf"\sqrt{{{fmt(sx.second_moment)} + {tex(eps)}}} = {fmt(r['rms_stat'])}")
         st.latex(LAYER_FORMULA)
         st.latex(
-            rf"\mu = {fmt(sx.mean)},\quad \sqrt{{{fmt(sx.variance)} + {fmt_number(eps)}}}"
+            rf"\mu = {fmt(sx.mean)},\quad \sqrt{{{fmt(sx.variance)} + {tex(eps)}}}"
             rf" = {fmt(r['layer_stat'])}"
         )
 

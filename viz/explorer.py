@@ -59,41 +59,37 @@ def coordinates_figure(
     title_font = {"size": style.FONT_SIZE}
     fig = go.Figure(
         data=traces,
-        layout={
-            "xaxis": {"anchor": "y2", "title": {"text": labels["coordinate"]}},
-            "yaxis": {"domain": [0.62, 1.0], "title": {"text": labels["value"]}},
-            "yaxis2": {"domain": [0.0, 0.54], "title": {"text": labels["value"]}},
-            "shapes": shapes,
-            "annotations": [
-                {
-                    "text": labels["input"],
-                    "xref": "paper",
-                    "yref": "paper",
-                    "x": 0,
-                    "xanchor": "left",
-                    "y": 1.0,
-                    "yanchor": "bottom",
-                    "showarrow": False,
-                    "font": title_font,
-                },
-                {
-                    "text": labels["outputs"],
-                    "xref": "paper",
-                    "yref": "paper",
-                    "x": 0,
-                    "xanchor": "left",
-                    "y": 0.56,
-                    "yanchor": "bottom",
-                    "showarrow": False,
-                    "font": title_font,
-                },
+        layout=style.layout(
+            height=560,
+            xaxis={"anchor": "y2", "title": {"text": labels["coordinate"]}},
+            yaxis={"domain": [0.62, 1.0], "title": {"text": labels["value"]}},
+            yaxis2={"domain": [0.0, 0.54], "title": {"text": labels["value"]}},
+            shapes=shapes,
+            annotations=[
+                _panel_title(labels["input"], 1.0, title_font),
+                _panel_title(labels["outputs"], 0.56, title_font),
             ],
-        },
+            # Panel titles sit at the left, so the legend goes to the right above the plot.
+            margin={"l": 60, "r": 20, "t": 70, "b": 50},
+            legend={"orientation": "h", "yanchor": "bottom", "y": 1.06, "x": 1, "xanchor": "right"},
+        ),
     )
-    style.base_layout(fig, height=560)
-    # Panel titles sit at the left, so the legend goes to the right above the plot.
-    fig.update_layout(margin={"t": 70}, legend={"x": 1, "xanchor": "right", "y": 1.06})
     return fig
+
+
+def _panel_title(text: str, y: float, font: dict) -> dict:
+    """A panel's title, left-aligned just above the panel at paper height ``y``."""
+    return {
+        "text": text,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0,
+        "xanchor": "left",
+        "y": y,
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": font,
+    }
 
 
 def _hline(y: float, color: str, dash: str, width: float) -> dict:
@@ -122,18 +118,18 @@ def plane_figure(
     Every point is (a, b): a = <v, u>, b = |v - a u|. RMSNorm slides x along its own ray onto
     the circle of radius sqrt(d)|g|; LayerNorm first drops a, landing on the vertical axis.
     """
-    fig = go.Figure()
     theta = np.linspace(0.0, np.pi, 181)
-    fig.add_trace(
-        go.Scatter(
-            x=radius * np.cos(theta),
-            y=radius * np.sin(theta),
-            mode="lines",
-            name=labels["circle"],
-            line={"color": style.MUTED, "dash": "dot", "width": 2},
-            hoverinfo="skip",
-        )
-    )
+    traces = [
+        {
+            "type": "scatter",
+            "x": radius * np.cos(theta),
+            "y": radius * np.sin(theta),
+            "mode": "lines",
+            "name": labels["circle"],
+            "line": {"color": style.MUTED, "dash": "dot", "width": 2},
+            "hoverinfo": "skip",
+        }
+    ]
     length = float(np.hypot(*x_ab))
     shown = 1.0
     if radius > 0 and length > ARROW_LIMIT * radius:
@@ -142,62 +138,84 @@ def plane_figure(
     reach = max(radius, length * shown) * 1.15 or 1.0
     if length > 0:
         ray = reach / length
-        fig.add_trace(
-            go.Scatter(
-                x=[0, x_ab[0] * ray],
-                y=[0, x_ab[1] * ray],
-                mode="lines",
-                name=labels["ray"],
-                line={"color": style.INPUT, "dash": "dot", "width": 1},
-                hoverinfo="skip",
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [0, x_ab[0] * ray],
+                "y": [0, x_ab[1] * ray],
+                "mode": "lines",
+                "name": labels["ray"],
+                "line": {"color": style.INPUT, "dash": "dot", "width": 1},
+                "hoverinfo": "skip",
+            }
         )
-    fig.add_annotation(
-        x=tip[0],
-        y=tip[1],
-        ax=0,
-        ay=0,
-        xref="x",
-        yref="y",
-        axref="x",
-        ayref="y",
-        showarrow=True,
-        arrowhead=3,
-        arrowwidth=2.5,
-        arrowcolor=style.INPUT,
-        text="",
-    )
     points = (
         (tip, labels["x"] if shown == 1.0 else labels["x_short"], style.INPUT, "input"),
         (rms_ab, labels["rms"], style.RMS, "rms"),
         (layer_ab, labels["layer"], style.LAYER, "layer"),
     )
     for (a, b), name, color, kind in points:
-        fig.add_trace(
-            go.Scatter(
-                x=[a],
-                y=[b],
-                mode="markers",
-                name=name,
-                marker={
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [a],
+                "y": [b],
+                "mode": "markers",
+                "name": name,
+                "marker": {
                     "color": color,
                     "size": 15,
                     "symbol": style.SYMBOLS[kind],
                     "line": {"color": "white", "width": 1.5},
                 },
-                hovertemplate=f"{name}<br>a = %{{x:.4g}}<br>b = %{{y:.4g}}<extra></extra>",
-            )
+                "hovertemplate": f"{name}<br>a = %{{x:.4g}}<br>b = %{{y:.4g}}<extra></extra>",
+            }
         )
-    fig.add_vline(x=0, line={"color": style.ACCENT, "width": 1})
-    fig.update_xaxes(
-        title_text=labels["axis_a"],
-        range=[-reach, reach],
-        zeroline=False,
-        scaleanchor="y",
-        scaleratio=1,
+    arrow = {
+        "x": tip[0],
+        "y": tip[1],
+        "ax": 0,
+        "ay": 0,
+        "xref": "x",
+        "yref": "y",
+        "axref": "x",
+        "ayref": "y",
+        "showarrow": True,
+        "arrowhead": 3,
+        "arrowwidth": 2.5,
+        "arrowcolor": style.INPUT,
+        "text": "",
+    }
+    ones_axis = {
+        "type": "line",
+        "xref": "x",
+        "x0": 0,
+        "x1": 0,
+        "yref": "y domain",
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": style.ACCENT, "width": 1},
+    }
+    return go.Figure(
+        data=traces,
+        layout=style.layout(
+            height=460,
+            annotations=[arrow],
+            shapes=[ones_axis],
+            xaxis={
+                "title": {"text": labels["axis_a"]},
+                "range": [-reach, reach],
+                "zeroline": False,
+                "scaleanchor": "y",
+                "scaleratio": 1,
+            },
+            yaxis={
+                "title": {"text": labels["axis_b"]},
+                "range": [-0.05 * reach, reach],
+                "zeroline": True,
+            },
+        ),
     )
-    fig.update_yaxes(title_text=labels["axis_b"], range=[-0.05 * reach, reach], zeroline=True)
-    return style.base_layout(fig, height=460)
 
 
 def sphere_figure(
