@@ -35,45 +35,58 @@ def before_after_figure(pre: Pair, layer: Pair, rms: Pair, labels: Mapping[str, 
     Before is a solid line with filled markers, after a dashed line with open markers, in the
     series' colour, so an invariant norm shows the dashed line lying on the solid one.
     """
+    return _paired_panels(
+        ((pre, style.INPUT, "input"), (layer, style.LAYER, "layer"), (rms, style.RMS, "rms")),
+        (labels["pre"], labels["layer"], labels["rms"]),
+        ((labels["before"], "solid"), (labels["after"], "dash")),
+        labels,
+        shared_yaxes=False,
+        spacing=0.07,
+        margin_top=120,
+        legend_y=1.12,
+    )
+
+
+def _paired_panels(
+    panels: tuple[tuple[Pair, str, str], ...],
+    titles: tuple[str, ...],
+    styles: tuple[tuple[str, str], tuple[str, str]],
+    labels: Mapping[str, str],
+    *,
+    shared_yaxes: bool,
+    spacing: float,
+    margin_top: int,
+    legend_y: float,
+) -> go.Figure:
+    """One panel per ``(pair, colour, kind)``, each pair drawn as two lines in the panel's
+    colour: the first with filled markers, the second with open ones, dashed as ``styles``
+    says. The legend has one neutral entry per line style instead of one per panel."""
     fig = make_subplots(
         rows=1,
-        cols=3,
-        horizontal_spacing=0.07,
-        subplot_titles=(labels["pre"], labels["layer"], labels["rms"]),
+        cols=len(panels),
+        shared_yaxes=shared_yaxes,
+        horizontal_spacing=spacing,
+        subplot_titles=titles,
     )
-    panels = ((pre, style.INPUT, "input"), (layer, style.LAYER, "layer"), (rms, style.RMS, "rms"))
-    for col, ((before, after), color, kind) in enumerate(panels, start=1):
-        symbol = style.SYMBOLS[kind]
-        fig.add_trace(
-            _line(
-                before,
-                name=labels["before"],
-                color=color,
-                dash="solid",
-                symbol=symbol,
-                legend=False,
-                group="before",
-            ),
-            row=1,
-            col=col,
-        )
-        fig.add_trace(
-            _line(
-                after,
-                name=labels["after"],
-                color=color,
-                dash="dash",
-                symbol=f"{symbol}-open",
-                legend=False,
-                group="after",
-            ),
-            row=1,
-            col=col,
-        )
+    for col, (pair, color, kind) in enumerate(panels, start=1):
+        symbols = (style.SYMBOLS[kind], style.SYMBOLS[kind] + "-open")
+        for values, (name, dash), symbol in zip(pair, styles, symbols, strict=True):
+            fig.add_trace(
+                _line(
+                    values,
+                    name=name,
+                    color=color,
+                    dash=dash,
+                    symbol=symbol,
+                    legend=False,
+                    group=name,
+                ),
+                row=1,
+                col=col,
+            )
         fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=1, col=col)
         fig.update_xaxes(title_text=labels["coordinate"], row=1, col=col)
-    # One neutral legend entry per line style instead of six coloured ones.
-    for name, dash in ((labels["before"], "solid"), (labels["after"], "dash")):
+    for name, dash in styles:
         fig.add_trace(
             go.Scatter(
                 x=[None],
@@ -85,7 +98,7 @@ def before_after_figure(pre: Pair, layer: Pair, rms: Pair, labels: Mapping[str, 
         )
     fig.update_yaxes(title_text=labels["value"], row=1, col=1)
     style.base_layout(fig, height=420)
-    fig.update_layout(margin={"t": 120}, legend={"y": 1.12})
+    fig.update_layout(margin={"t": margin_top}, legend={"y": legend_y})
     return fig
 
 
@@ -170,46 +183,13 @@ def collapse_figure(
 
 def pair_figure(rms: Pair, layer: Pair, labels: Mapping[str, str]) -> go.Figure:
     """Two cases after the same large shift: RMSNorm's images nearly coincide, LayerNorm's not."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
+    return _paired_panels(
+        ((rms, style.RMS, "rms"), (layer, style.LAYER, "layer")),
+        (labels["rms_panel"], labels["layer_panel"]),
+        ((labels["a"], "solid"), (labels["b"], "dot")),
+        labels,
         shared_yaxes=True,
-        horizontal_spacing=0.06,
-        subplot_titles=(labels["rms_panel"], labels["layer_panel"]),
+        spacing=0.06,
+        margin_top=110,
+        legend_y=1.14,
     )
-    for col, (images, color, kind) in enumerate(
-        ((rms, style.RMS, "rms"), (layer, style.LAYER, "layer")), start=1
-    ):
-        for values, name, dash, symbol, group in (
-            (images[0], labels["a"], "solid", style.SYMBOLS[kind], "a"),
-            (images[1], labels["b"], "dot", style.SYMBOLS[kind] + "-open", "b"),
-        ):
-            fig.add_trace(
-                _line(
-                    values,
-                    name=name,
-                    color=color,
-                    dash=dash,
-                    symbol=symbol,
-                    legend=False,
-                    group=group,
-                ),
-                row=1,
-                col=col,
-            )
-        fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=1, col=col)
-        fig.update_xaxes(title_text=labels["coordinate"], row=1, col=col)
-    for name, dash in ((labels["a"], "solid"), (labels["b"], "dot")):
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                name=name,
-                mode="lines",
-                line={"color": style.INPUT, "dash": dash, "width": 2},
-            )
-        )
-    fig.update_yaxes(title_text=labels["value"], row=1, col=1)
-    style.base_layout(fig, height=420)
-    fig.update_layout(margin={"t": 110}, legend={"y": 1.14})
-    return fig
