@@ -29,6 +29,13 @@ def open_app(page: str | None = None, **query: str) -> AppTest:
     return at
 
 
+def metric(at: AppTest, label: str) -> float:
+    """The number shown by the one ``st.metric`` called ``label``."""
+    values = [m.value for m in at.metric if m.label == label]
+    assert len(values) == 1, [m.label for m in at.metric]
+    return float(values[0])
+
+
 def figures(at: AppTest) -> dict[str, dict]:
     """Every Plotly chart on the page, by its widget key, as the JSON the browser receives."""
     out = {}

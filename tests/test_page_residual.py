@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.residual import simulate_residual
-from tests.apptest_util import figures, open_app, trace
+from tests.apptest_util import figures, metric, open_app, trace
 from ui.i18n import t
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -21,12 +21,6 @@ def open_page(**query: str) -> AppTest:
     at = open_app("residual", **query)
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def metric(at: AppTest, label: str) -> float:
-    values = [m.value for m in at.metric if m.label == label]
-    assert len(values) == 1, [m.label for m in at.metric]
-    return float(values[0])
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])
