@@ -209,9 +209,26 @@ class Visitor(ABC):
     async def open(self) -> None:
         """The explorer from the visitor's link, run to the end; not counted as an interaction."""
 
-    @abstractmethod
     async def act(self, kind: str) -> None:
         """One interaction of ``CYCLE``; appends its latency, raises if it did not take effect."""
+        if kind == "slider":
+            await self.slider()
+        elif kind == "width":
+            await self.width_change()
+        else:
+            await self.switch(kind)
+
+    @abstractmethod
+    async def slider(self) -> None:
+        """Move the explorer's offset slider one step."""
+
+    @abstractmethod
+    async def width_change(self) -> None:
+        """Type a new width d."""
+
+    @abstractmethod
+    async def switch(self, topic: str) -> None:
+        """Go to the page ``topic`` (or back to the explorer)."""
 
     @abstractmethod
     async def shows_exception(self) -> bool:
@@ -343,14 +360,6 @@ class BrowserVisitor(Visitor):
                 f"({CHART_STATE})() !== null", timeout=self.timeout_ms
             )
         self.latencies.append(time.perf_counter() - start)
-
-    async def act(self, kind: str) -> None:
-        if kind == "slider":
-            await self.slider()
-        elif kind == "width":
-            await self.width_change()
-        else:
-            await self.switch(kind)
 
     async def shows_exception(self) -> bool:
         return bool(await self.page.locator(EXCEPTION).count())
@@ -563,14 +572,6 @@ class WsVisitor(Visitor):
             raise NoEffect(f"the server ran another page than {topic}")
         if topic == HOME and self.shown.chart is None:
             raise self.no_chart()
-
-    async def act(self, kind: str) -> None:
-        if kind == "slider":
-            await self.slider()
-        elif kind == "width":
-            await self.width_change()
-        else:
-            await self.switch(kind)
 
     async def shows_exception(self) -> bool:
         return bool(self.shown.exceptions)
