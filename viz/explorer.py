@@ -285,7 +285,7 @@ def sphere_figure(
                 z=[0, point[2]],
                 mode="lines+markers",
                 name=name,
-                marker={"size": [0, 7], "color": color, "symbol": style.SYMBOLS_3D[kind]},
+                marker={"size": [0, 7], "color": color, "symbol": style.SYMBOLS[kind]},
                 line={"color": color, "width": 5},
                 hovertemplate=name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
             )

@@ -13,9 +13,8 @@ ACCENT = "#009E73"  # bluish green: reference lines and the all-ones direction
 MUTED = "#999999"
 EXTRA = ("#E69F00", "#56B4E9", "#CC79A7", "#F0E442")
 
+# Symbols Scatter3d knows too, so the 3D view uses the same ones.
 SYMBOLS = {"input": "circle", "rms": "diamond", "layer": "square"}
-# Scatter3d knows fewer marker symbols than Scatter.
-SYMBOLS_3D = {"input": "circle", "rms": "diamond", "layer": "square"}
 DASHES = {"input": "dot", "rms": "solid", "layer": "dash"}
 
 FONT_SIZE = 16
