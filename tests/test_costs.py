@@ -20,6 +20,9 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.speedlab import MEASURE_LOCK, TIME_CAP_S
+from ui.nav import PAGES as NAV_PAGES
+from ui.nav import page_params
+from ui.params import FloatParam, IntParam, LadderParam
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120
@@ -31,30 +34,13 @@ MB = 1 << 20
 HUGE = "1" * 60
 
 
-def router_pages() -> list[str]:
-    tree = ast.parse((ROOT / "app.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PAGES":
-            return [ast.literal_eval(entry.elts[0]) for entry in node.value.elts]
-    raise AssertionError("app.py has no PAGES list")
-
-
 def numeric_params(file: str) -> list[str]:
     """Keys of the page's Int/Float/Ladder parameters (the ones a number can push to a cap)."""
-    tree = ast.parse((ROOT / "pages" / file).read_text())
-    keys = []
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("IntParam", "FloatParam", "LadderParam")
-            and node.args
-        ):
-            keys.append(ast.literal_eval(node.args[0]))
-    return keys
+    numeric = (IntParam, FloatParam, LadderParam)
+    return [p.key for p in page_params(file.removesuffix(".py")) if isinstance(p, numeric)]
 
 
-PAGES = router_pages()
+PAGES = [f"{spec.name}.py" for spec in NAV_PAGES]
 # Choices that cost more than the defaults: torch in half precision, the speed lab's torch run.
 EXTRA = {
     "explorer.py": [

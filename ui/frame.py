@@ -9,7 +9,14 @@ import streamlit as st
 
 from ui.export import ViewFileError, restore_state
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
-from ui.params import ChoiceParam, Param, apply_link_params, notice, share_query
+from ui.params import (
+    ChoiceParam,
+    Param,
+    apply_link_params,
+    notice,
+    read_link_value,
+    share_query,
+)
 
 # Link options that change how the app is shown, not what it computes. They are not widgets, so
 # they stay in the URL as typed and are read on every run.
@@ -37,14 +44,14 @@ class ViewMode:
 def read_view_mode(lang: str) -> ViewMode:
     """``?controls=hidden`` (figures only, for projecting) and ``?text=large``.
 
-    An unknown value is dropped from the URL with a notice, like any other link parameter.
+    A bad or repeated value is corrected in the URL with a notice, like any other link parameter.
     """
     values = {}
     for param in (CONTROLS, TEXT_SIZE):
-        raw = st.query_params.get(param.key)
-        value, problem = (param.default, None) if raw is None else param.parse(raw)
+        value, problem, raw = read_link_value(param)
         if problem is not None:
-            del st.query_params[param.key]
+            # Not a widget: the corrected value goes back into the URL, so the link stays true.
+            st.query_params[param.key] = param.serialise(value)
             st.session_state.setdefault("_notices_app", []).append(
                 notice(param.key, raw, problem, lang)
             )
@@ -78,20 +85,19 @@ def ensure_router() -> None:
 
     Streamlit decides once per server process whether the app is a "pages/ directory" app: if
     the very first visitor after a start opens a deep link (``/invariance``), it runs that page
-    file alone, without ``app.py``, and keeps doing so until someone loads ``app.py`` (AppTest
-    even starts every run that way). A page that finds itself outside the router (``app.py``
-    marks each run it routes) while that legacy mode is on switches the mode off and reruns, so
-    the router runs and opens the same page. (That rerun drops a plain ``st.button`` click made
-    in the same run, which only AppTest meets: in a server it happens once per process, on a
-    first page load.)
+    file alone, without ``app.py``, and keeps doing so until some script calls
+    ``st.navigation`` (AppTest even starts every run that way). A page that finds itself outside
+    the router (``app.py`` marks each run it routes) builds the same ``st.navigation``, which turns
+    that legacy mode off for the process, and reruns, so ``app.py`` runs and opens the same page.
+    (The rerun drops a plain ``st.button`` click made in the same run, which only AppTest meets:
+    in a server it happens once per process, on a first page load.)
     """
     if st.session_state.pop(ROUTED_KEY, False):
         return
-    from streamlit.runtime.pages_manager import PagesManager
+    from ui.nav import navigation
 
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    navigation(current_lang(), position="hidden")
+    st.rerun()
 
 
 def begin_page(topic: str, params: Sequence[Param]) -> str:
