@@ -24,6 +24,8 @@ CONTROLS = ChoiceParam("controls", "shown", ("shown", "hidden"))
 TEXT_SIZE = ChoiceParam("text", "normal", ("normal", "large"))
 # Set by app.py just before it runs the chosen page (see ensure_router).
 ROUTED_KEY = "_routed"
+# The view mode of the current run, set by app.py through apply_view_mode.
+VIEW_KEY = "_view_mode"
 
 _HIDE_CONTROLS_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
@@ -67,11 +69,23 @@ _BASE_CSS = """<style>
 
 def apply_view_mode(mode: ViewMode) -> None:
     """Hide the sidebar and enlarge the type as the link asks (our own CSS, no visitor text)."""
+    st.session_state[VIEW_KEY] = mode
     st.html(_BASE_CSS)
     if mode.hide_controls:
         st.html(_HIDE_CONTROLS_CSS)
     if mode.large_text:
         st.html(_LARGE_TEXT_CSS)
+
+
+def view_mode() -> ViewMode:
+    """The view mode ``app.py`` read from the link for this run (plain view when unrouted)."""
+    return st.session_state.get(VIEW_KEY, ViewMode(hide_controls=False, large_text=False))
+
+
+def presenting() -> bool:
+    """Presenter view (``?controls=hidden``): figures and their explanations only, so a page
+    shows no save, upload or share box and no sentence that points to a hidden control."""
+    return view_mode().hide_controls
 
 
 def current_lang() -> str:
@@ -128,11 +142,13 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
 def share_box(params: Sequence[Param], lang: str, extra: dict[str, str] | None = None) -> str:
     """Show a copyable link that reproduces the current view, and a presenter-link builder.
 
-    Returns the plain link.
+    Returns the plain link. In the presenter view nothing is drawn.
     """
     query = share_query(params, lang, extra)
     base = st.context.url or ""
     link = f"{base}?{query}"
+    if presenting():
+        return link
     st.subheader(t("common.share_heading", lang))
     st.caption(t("common.share_help", lang))
     st.code(link, language=None, wrap_lines=True)
@@ -180,7 +196,10 @@ def save_box(
 ) -> None:
     """Download buttons for ``files`` (text key, data or a callable, file name, MIME type) and
     an uploader that restores a view saved as JSON by this page. Pass callables for anything
-    costly: Streamlit calls them only when the button is clicked, not on every rerun."""
+    costly: Streamlit calls them only when the button is clicked, not on every rerun. In the
+    presenter view nothing is drawn."""
+    if presenting():
+        return
     st.subheader(t("common.save_heading", lang))
     cols = st.columns(len(files))
     for col, (label_key, data, file_name, mime) in zip(cols, files, strict=False):
