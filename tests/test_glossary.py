@@ -256,9 +256,7 @@ KNOWN_ENGLISH = {
         "English (and st.warning(alert) shows English core warnings)"
     ),
     "precision": "issue 9 item 10: the eps placement buttons read both/inside/outside",
-    "speed": (
-        "as issue 9 item 10's precision buttons: the 'sweep over' buttons read width/batch"
-    ),
+    "speed": ("as issue 9 item 10's precision buttons: the 'sweep over' buttons read width/batch"),
 }
 
 
