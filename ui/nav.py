@@ -48,6 +48,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("contracts", ":material/handshake:", "section_lessons"),
     PageSpec("backward", ":material/undo:", "section_lessons"),
     PageSpec("speed", ":material/speed:", "section_lab"),
+    PageSpec("inspector", ":material/frame_inspect:", "section_lab"),
 )
 
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FAMILIES", "build_tiny", "tiny_config"]
+__all__ = ["FAMILIES", "build_all", "build_tiny", "tiny_config"]
 
 FAMILIES = ("llama", "gemma", "olmo2", "gpt2")
 VOCAB = 320
@@ -107,7 +107,15 @@ def build_tiny(family: str, directory: str | Path, *, seed: int = 0) -> Path:
     return path
 
 
+def build_all(directory: str | Path, *, seed: int = 0) -> dict[str, Path]:
+    """One tiny model per family in ``directory/tiny-<family>``; the folder names are the
+    ``local:`` names a link uses once ``directory`` is listed in ``NORMLAB_MODEL_DIRS``."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    return {f: build_tiny(f, Path(directory) / f"tiny-{f}", seed=seed) for f in FAMILIES}
+
+
 if __name__ == "__main__":
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "tiny-models")
-    for name in FAMILIES:
-        print(build_tiny(name, target / f"tiny-{name}"))
+    for path in build_all(sys.argv[1] if len(sys.argv) > 1 else "tiny-models").values():
+        print(path)

@@ -252,7 +252,8 @@ def _treat_claim(top: NormReading, contract: ModelContract) -> Claim:
     )
 
 
-def _claims(contract, prompt, readings) -> dict[str, Claim]:
+def _claims(link: str, contract, prompt, readings) -> dict[str, Claim]:
+    """Every sentence about one model; each carries the model's link value as ``model``."""
     claims = {
         "contract": _contract_claim(contract),
         "gain": _gain_claim(contract),
@@ -260,7 +261,7 @@ def _claims(contract, prompt, readings) -> dict[str, Claim]:
     }
     if readings:
         claims.update(_reading_claims(readings, contract))
-    return claims
+    return {slot: Claim(c.key, {**c.fields, "model": link}, c.noise) for slot, c in claims.items()}
 
 
 # --- The page's one call ------------------------------------------------------------------------
@@ -272,9 +273,8 @@ def inspect_side(ref: ModelRef, settings: Settings, text: str) -> SideView:
     with loaded.lock:
         contract = _contract(loaded)
         prompt, readings = _readings(loaded, contract, text)
-    return SideView(
-        _summary(loaded), contract, prompt, readings, _claims(contract, prompt, readings)
-    )
+    claims = _claims(ref.link, contract, prompt, readings)
+    return SideView(_summary(loaded), contract, prompt, readings, claims)
 
 
 def inspect_view(links: dict[str, str], text: str, settings: Settings) -> InspectorView:
