@@ -226,12 +226,15 @@ def _classify(events: list[dict[str, Any]]) -> list[tuple[str, str, int | None]]
 
 
 def _place_in_layer(norm: dict[str, Any], blocks: list[dict[str, Any]]) -> str:
-    kinds = {"attention": "attention", "mlp": "mlp"}
+    """Before a block when the block reads the norm's output; after it when the norm reads the
+    block's output, or the residual sum of the block's input and output (post-norm)."""
     for block in blocks:
-        if _same(norm["output"], block.get("input")):
-            return f"pre_{kinds[block['kind']]}"
-        if _same(norm["input"], block.get("output")):
-            return f"post_{kinds[block['kind']]}"
+        out, inp = block.get("output"), block.get("input")
+        summed = out is not None and inp is not None and out.shape == inp.shape
+        if _same(norm["input"], out) or (summed and _same(norm["input"], inp + out)):
+            return f"post_{block['kind']}"
+        if _same(norm["output"], inp):
+            return f"pre_{block['kind']}"
     return "other"
 
 

@@ -14,6 +14,7 @@ last few models are kept in a small LRU cache bounded by count and by bytes.
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import threading
 from collections import OrderedDict
@@ -201,6 +202,18 @@ def _load_shipped(ref: ModelRef, settings: Settings, step: Progress) -> LoadedMo
 # --- Hugging Face models: a listed directory, or a hub id fetched into the local cache ----------
 
 
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The network errors of the HTTP client huggingface_hub uses (httpx2 or httpx): no
+    connection, a timeout, a download cut off. Neither derives from OSError."""
+    found: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
 def _hub_snapshot(repo_id: str, patterns: list[str]) -> Path:
     """The local folder of ``repo_id``'s files matching ``patterns``, fetched if need be."""
     from huggingface_hub import snapshot_download
@@ -219,12 +232,10 @@ def _hub_snapshot(repo_id: str, patterns: list[str]) -> Path:
         raise Refusal("gated", id=repo_id) from err
     except (RepositoryNotFoundError, RevisionNotFoundError) as err:
         raise Refusal("unknown_id", id=repo_id) from err
-    except (LocalEntryNotFoundError, OfflineModeIsEnabled, ConnectionError) as err:
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled, *_transport_errors()) as err:
         raise Refusal("offline", id=repo_id) from err
     except HfHubHTTPError as err:
         raise Refusal("hub_error", id=repo_id) from err
-    except OSError as err:  # httpx's connection errors and timeouts, a full disk
-        raise Refusal("offline", id=repo_id) from err
 
 
 @dataclass(frozen=True)

@@ -172,9 +172,9 @@ def convention(module) -> tuple[str, str]:
     x = x.to(w.dtype)
     with torch.inference_mode():
         y = module(x).double().numpy()
-    x64, w64 = x.double().numpy(), w.double().numpy()
+    x64, w64 = x.double().numpy(), w.detach().double().numpy()
     eps = module_eps(module) or 0.0
-    shift = 0.0 if b is None else b.double().numpy()
+    shift = 0.0 if b is None else b.detach().double().numpy()
     rms = x64 / np.sqrt(np.mean(x64**2, -1, keepdims=True) + eps)
     c = x64 - x64.mean(-1, keepdims=True)
     layer = c / np.sqrt(np.mean(c**2, -1, keepdims=True) + eps)
@@ -267,8 +267,8 @@ def formula_error(module) -> float:
         x64 / np.sqrt(np.mean(x64**2, -1, keepdims=True) + eps),
         c / np.sqrt(np.mean(c**2, -1, keepdims=True) + eps),
     )
-    gains = [1.0] if w is None else [w.double().numpy(), 1 + w.double().numpy()]
-    shift = 0.0 if b is None else b.double().numpy()
+    gains = [1.0] if w is None else [w.detach().double().numpy(), 1 + w.detach().double().numpy()]
+    shift = 0.0 if b is None else b.detach().double().numpy()
     errors = []
     for n in normalised:
         for g in gains:
@@ -293,7 +293,7 @@ def _stored_weights(link: str) -> tuple[np.ndarray, list[str]]:
     weights, gains = [], []
     for _, m in norms_of(model):
         if getattr(m, "weight", None) is not None:
-            weights.append(m.weight.double().numpy().ravel())
+            weights.append(m.weight.detach().double().numpy().ravel())
             gains.append(convention(m)[1])
     return (np.concatenate(weights) if weights else np.zeros(0)), gains
 
@@ -404,7 +404,7 @@ def check_treat(state: dict, claim: Claim) -> None:
     if claim.key == "inspector.treat_nogain":
         assert weight is None
         return
-    w = weight.double().numpy()
+    w = weight.detach().double().numpy()
     gain = 1 + w if convention(module)[1] == "offset" else w
     assert math.isclose(claim.fields["gain"], gain[dim], rel_tol=1e-12)
     assert math.isclose(claim.fields["median"], np.median(np.abs(gain)), rel_tol=1e-12)
