@@ -26,8 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from core.checkpoint import save_checkpoint
+from core.corpus import load_corpus
 from core.model import NORM_KINDS, ModelConfig
+from core.train import TrainConfig, TrainResult, stream_seeds, train
 
 __all__ = [
     "CURVES_FILE",
@@ -55,11 +59,11 @@ LOSS_DECIMALS = 8
 SECONDS_DECIMALS = 6
 
 
-def _reference_config() -> Any:
-    from core.train import TrainConfig
-
+def _reference_config() -> TrainConfig:
     # 3 blocks of width 48: 110,592 float32 weights (442 kB) a checkpoint, so nine of them and
-    # the curves stay under 5 MB; 1,500 steps take about 10 ms each on two idle cores.
+    # the curves stay under 5 MB. The nine runs of 1,500 steps took 10 minutes on the 2-core
+    # development machine while other jobs raised its load average from 3 to 8.5 (17 to 58 ms a
+    # step; with two threads on the idle machine a step took 7 to 11 ms).
     model = ModelConfig(norm="rms", n_layer=3, n_head=4, n_embd=48, block_size=64)
     return TrainConfig(model=model, steps=1500, batch_size=16, lr=3e-3, min_lr=3e-4, warmup=50)
 
@@ -69,7 +73,7 @@ REFERENCE = _reference_config()
 
 def reference_configs(
     *, steps: int | None = None, seeds: Sequence[int] = REFERENCE_SEEDS
-) -> list[Any]:
+) -> list[TrainConfig]:
     """``REFERENCE`` for every seed and norm, seed-major; ``steps`` overrides the length."""
     base = REFERENCE if steps is None else replace(REFERENCE, steps=steps)
     return [
@@ -84,8 +88,6 @@ def checkpoint_path(norm: str, seed: int, directory: str | Path = REFERENCE_DIR)
 
 
 def _machine(threads: int) -> dict[str, Any]:
-    import torch
-
     return {
         "threads": threads,
         "cpu_count": os.cpu_count(),
@@ -96,7 +98,7 @@ def _machine(threads: int) -> dict[str, Any]:
     }
 
 
-def _compact_run(result: Any, checkpoint: str) -> dict[str, Any]:
+def _compact_run(result: TrainResult, checkpoint: str) -> dict[str, Any]:
     """``result.curves()`` with rounded floats and the checkpoint's file name."""
     data = result.curves()
     for key in ("train_loss", "val_loss"):
@@ -111,9 +113,7 @@ def _compact_run(result: Any, checkpoint: str) -> dict[str, Any]:
     }
 
 
-def _checkpoint_extra(result: Any, corpus: Any, threads: int) -> dict[str, Any]:
-    from core.train import stream_seeds
-
+def _checkpoint_extra(result: TrainResult, corpus: Any, threads: int) -> dict[str, Any]:
     config = result.config
     init_seed, data_seed = stream_seeds(config.seed)
     training = {k: v for k, v in config.as_dict().items() if k != "model"}
@@ -144,12 +144,6 @@ def run_reference(
 ) -> dict[str, Any]:
     """Train every reference run with ``threads`` CPU threads; write the files; return the
     summary. Each run's loss and timing lines go to ``log``."""
-    import torch
-
-    from core.checkpoint import save_checkpoint
-    from core.corpus import load_corpus
-    from core.train import train
-
     torch.set_num_threads(threads)
     directory = Path(directory)
     corpus = load_corpus()
