@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.defaults import DEFAULT_LAYER_EPS
 from core.norms import layer_norm, rms_norm
 
 __all__ = [
@@ -62,7 +63,7 @@ NORM_FORMULAS = {
 @dataclass(frozen=True)
 class ModelConfig:
     """The architecture. ``eps`` is the same for LayerNorm and RMSNorm, so that the two differ
-    only by centring (and LayerNorm's bias); torch.nn.LayerNorm's default 1e-5."""
+    only by centring (and LayerNorm's bias); by default torch.nn.LayerNorm's 1e-5."""
 
     norm: str = "rms"
     n_layer: int = 2
@@ -70,7 +71,7 @@ class ModelConfig:
     n_embd: int = 64
     block_size: int = 64
     vocab_size: int = BYTE_VOCAB
-    eps: float = 1e-5
+    eps: float = DEFAULT_LAYER_EPS
 
     def __post_init__(self) -> None:
         if self.norm not in NORM_KINDS:
