@@ -4,7 +4,9 @@ For every normalisation module of a model this finds, without trusting names:
 
 - **where it sits**, from one traced forward pass: a norm whose output is what an attention or
   MLP block reads is *pre*-attention or *pre*-MLP; one that reads a block's output is *post*; one
-  inside the attention block normalises queries or keys; one after the last layer is *final*;
+  inside the attention block normalises queries or keys; one after the last layer is *final*
+  (a module that names its own place, as NormLab's own models do, is taken at its word: an
+  identity's input and output are one tensor, so a trace cannot place it);
 - **what it computes**, by running it on the probe input and comparing with the float64
   textbook formulas (RMSNorm or LayerNorm, gain used directly or as :math:`1 + w`);
 - **which core preset reproduces it**, by running every preset of that kind on the same probe
@@ -129,6 +131,59 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or (a.shape == b.shape and torch.equal(a, b))
 
 
+class _Tracer:
+    """Forward hooks that record, in call order, each attention and MLP block's input and
+    output and each norm's input, output and the blocks it was called inside."""
+
+    def __init__(self, model: Any) -> None:
+        self.layer_index = {id(m): i for i, m in enumerate(_layers(model))}
+        self.names = {id(m): n for n, m in norm_modules(model)}
+        self.blocks = [(m, "attention") for _, m in _outermost(model, _ATTENTION)]
+        self.blocks += [(m, "mlp") for _, m in _outermost(model, _MLP)]
+        self.stack: list[tuple[str, int | None]] = []
+        self.events: list[dict[str, Any]] = []
+        self.handles: list[Any] = []
+        for module in model.modules():
+            if id(module) in self.layer_index:
+                self._around(module, "layer", self.layer_index[id(module)])
+            elif id(module) in self.names:
+                self.handles.append(module.register_forward_hook(self.on_norm, with_kwargs=True))
+        for module, kind in self.blocks:
+            self._around(module, kind, None)
+
+    def _around(self, module: Any, kind: str, index: int | None) -> None:
+        def enter(mod, args, kwargs):
+            self.stack.append((kind, index))
+            if kind != "layer":
+                layer = _current_layer(self.stack)
+                self.events.append({"kind": kind, "layer": layer, "input": _tensor(args, kwargs)})
+
+        def leave(mod, args, kwargs, out):
+            self.stack.pop()
+            if kind != "layer":
+                open_blocks = [e for e in self.events if e["kind"] == kind and "output" not in e]
+                open_blocks[-1]["output"] = _output(out)
+
+        self.handles.append(module.register_forward_pre_hook(enter, with_kwargs=True))
+        self.handles.append(module.register_forward_hook(leave, with_kwargs=True))
+
+    def on_norm(self, module, args, kwargs, out) -> None:
+        self.events.append(
+            {
+                "kind": "norm",
+                "name": self.names[id(module)],
+                "inside": {kind for kind, _ in self.stack},
+                "layer": _current_layer(self.stack),
+                "input": _tensor(args, kwargs),
+                "output": _output(out),
+            }
+        )
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
 def trace_places(model: Any, ids: Any) -> list[tuple[str, str, int | None]]:
     """(norm name, place, layer index) for every norm call of one forward pass, in call order.
 
@@ -136,66 +191,13 @@ def trace_places(model: Any, ids: Any) -> list[tuple[str, str, int | None]]:
     """
     import torch
 
-    blocks = [(n, m, "attention") for n, m in _outermost(model, _ATTENTION)]
-    blocks += [(n, m, "mlp") for n, m in _outermost(model, _MLP)]
-    layer_index = {id(m): i for i, m in enumerate(_layers(model))}
-    names = {id(m): n for n, m in norm_modules(model)}
-    stack: list[tuple[str, int | None]] = []
-    events: list[dict[str, Any]] = []
-    handles = []
-
-    def enter(kind: str, index: int | None = None):
-        def hook(module, args, kwargs):
-            stack.append((kind, index))
-            if kind != "layer":
-                events.append(
-                    {"kind": kind, "layer": _current_layer(stack), "input": _tensor(args, kwargs)}
-                )
-
-        return hook
-
-    def leave(kind: str):
-        def hook(module, args, kwargs, out):
-            stack.pop()
-            if kind != "layer":
-                block = next(e for e in reversed(events) if e["kind"] == kind and "output" not in e)
-                block["output"] = _output(out)
-
-        return hook
-
-    def on_norm(module, args, kwargs, out):
-        inside = {kind for kind, _ in stack}
-        events.append(
-            {
-                "kind": "norm",
-                "name": names[id(module)],
-                "inside": inside,
-                "layer": _current_layer(stack),
-                "input": _tensor(args, kwargs),
-                "output": _output(out),
-            }
-        )
-
-    for module in model.modules():
-        if id(module) in layer_index:
-            handles.append(
-                module.register_forward_pre_hook(
-                    enter("layer", layer_index[id(module)]), with_kwargs=True
-                )
-            )
-            handles.append(module.register_forward_hook(leave("layer"), with_kwargs=True))
-        elif id(module) in names:
-            handles.append(module.register_forward_hook(on_norm, with_kwargs=True))
-    for _, module, kind in blocks:
-        handles.append(module.register_forward_pre_hook(enter(kind), with_kwargs=True))
-        handles.append(module.register_forward_hook(leave(kind), with_kwargs=True))
+    tracer = _Tracer(model)
     try:
         with torch.inference_mode():
             model(ids)
     finally:
-        for handle in handles:
-            handle.remove()
-    return _classify(events)
+        tracer.remove()
+    return _classify(tracer.events)
 
 
 def _current_layer(stack: list[tuple[str, int | None]]) -> int | None:
@@ -519,6 +521,17 @@ def _groups(modules: list[NormModule], stored: list[np.ndarray]) -> tuple[Module
     return tuple(groups)
 
 
+# A module that names its own place (``core.model.Norm.where``): the code says where it sits.
+# Needed for an identity, whose input and output are the same tensor, so that the traced pass
+# cannot tell "after attention" from "before the MLP".
+_DECLARED = {"pre-attention": "pre_attention", "pre-MLP": "pre_mlp", "final": "final"}
+
+
+def _declared(module: Any, traced: str) -> str:
+    where = getattr(module, "where", None)
+    return _DECLARED.get(where, traced) if isinstance(where, str) else traced
+
+
 def read_contract(model: Any, ids: Any, width: int) -> ModelContract:
     """The contract of every norm module of ``model`` (hidden size ``width``); ``ids`` (1, t)
     feeds the traced pass."""
@@ -533,7 +546,8 @@ def read_contract(model: Any, ids: Any, width: int) -> ModelContract:
         if name in seen:  # a module called twice is read once, at its first place
             continue
         seen.add(name)
-        module, weights = _read_module(name, modules_by_name[name], place, layer, shape)
+        module = modules_by_name[name]
+        module, weights = _read_module(name, module, _declared(module, place), layer, shape)
         modules.append(module)
         stored.append(weights)
     pooled = np.concatenate(stored) if stored else np.zeros(0)
