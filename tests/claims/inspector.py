@@ -113,6 +113,7 @@ def norms_of(model) -> list[tuple[str, object]]:
     return [(n, m) for n, m in model.named_modules() if type(m).__name__ in NORM_CLASSES]
 
 
+@cache
 def captured(link: str, text: str) -> list[tuple[str, np.ndarray, np.ndarray, object]]:
     """(name, input (t, d), output (t, d), module) of every norm module, in call order."""
     import torch
@@ -186,6 +187,7 @@ def convention(module) -> tuple[str, str]:
     return min(options, key=lambda key: np.max(np.abs(options[key] - y)))
 
 
+@cache
 def preset_deltas(module) -> dict[str, float]:
     """max |Δ| of every preset of the module's kind that takes its weight and bias."""
     import torch
@@ -214,6 +216,7 @@ def preset_deltas(module) -> dict[str, float]:
 # --- The checks ----------------------------------------------------------------------------------
 
 
+@cache
 def _normalising(link: str) -> list[object]:
     model, _, _ = model_and_encoder(link)
     return [m for _, m in norms_of(model) if convention(m)[0] in ("rms", "layer")]
