@@ -17,7 +17,7 @@ from core.checkpoints import (
     is_loaded,
     load,
 )
-from core.checkpoints.readings import RATIO_FORMULA, SHARE_FORMULA
+from core.checkpoints.readings import RATIO_FORMULAS, SHARE_FORMULAS
 from core.checkpoints.sources import GIB, valid_hub_id
 from core.stats import IDENTITY_FORMULA
 from ui import fmt
@@ -264,10 +264,10 @@ def gains_section(tr: Translator, view: InspectorView) -> None:
         conventions = {m.gain for m in sv.contract.normalising}
         marker = 0.0 if conventions == {"offset"} else 1.0
         counts = {tr(f"inspector.place_{place}"): c for place, c in hist.counts.items()}
+        st.markdown(f"**{label}**")
         fig = gain_histogram(
             hist.edges,
             counts,
-            title=label,
             x_title=tr("inspector.hist_x"),
             y_title=tr("inspector.hist_y"),
             marker=marker,
@@ -306,8 +306,12 @@ def _series(view: InspectorView, field: str, tr: Translator) -> list[Series]:
     return out
 
 
-# (reading field, text key of the figure, log scale)
-FIGURES = (("share", "share", False), ("rms", "rms", True), ("top_ratio", "top", False))
+# (reading field, text key of the figure, log scale, percentages)
+FIGURES = (
+    ("share", "share", False, True),
+    ("rms", "rms", True, False),
+    ("top_ratio", "top", False, False),
+)
 
 
 def reading_table(tr: Translator, view: SideView) -> pd.DataFrame:
@@ -338,18 +342,20 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
             f"**{tr(f'inspector.side_{side}')} · {sv.summary.label}**: "
             + tr.claim(sv.claims["prompt"])
         )
-    st.latex(IDENTITY_FORMULA)
-    st.latex(SHARE_FORMULA)
-    for field, key, log_y in FIGURES:
+    for formula in (IDENTITY_FORMULA, *SHARE_FORMULAS):
+        st.latex(formula)
+    for field, key, log_y, percent in FIGURES:
         series = _series(view, field, tr)
         if not series:
             return
+        # Titles as page text: they wrap on a phone, where a Plotly title is cut off.
+        st.markdown(f"**{tr(f'inspector.{key}_title')}**")
         fig = readings_figure(
             series,
-            title=tr(f"inspector.{key}_title"),
             x_title=tr("inspector.x_modules"),
             y_title=tr(f"inspector.{key}_y"),
             log_y=log_y,
+            percent=percent,
         )
         st.plotly_chart(
             fig,
@@ -358,7 +364,8 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
             alt=tr(f"inspector.{key}_alt"),
         )
         if key == "top":
-            st.latex(RATIO_FORMULA)
+            for formula in RATIO_FORMULAS:
+                st.latex(formula)
     for side, sv in view.sides.items():
         if not sv.readings:
             continue

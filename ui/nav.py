@@ -48,7 +48,11 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("contracts", ":material/handshake:", "section_lessons"),
     PageSpec("backward", ":material/undo:", "section_lessons"),
     PageSpec("speed", ":material/speed:", "section_lab"),
-    PageSpec("inspector", ":material/frame_inspect:", "section_lab"),
+    # An emoji, not a Material icon: while a page's first run is slow (the inspector loads
+    # models), Streamlit shows the page's icon as the favicon, and a Material icon's SVG is
+    # fetched from fonts.gstatic.com; an emoji is drawn locally (this one by common text fonts
+    # too, where no emoji font is installed).
+    PageSpec("inspector", "⚗", "section_lab"),
 )
 
 

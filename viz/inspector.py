@@ -14,6 +14,22 @@ from viz import style
 KIND_COLOURS = {"rms": style.RMS, "layer": style.LAYER}
 SIDE_DASHES = {"a": "solid", "b": "dash"}
 SIDE_SYMBOLS = {"a": style.SYMBOLS["rms"], "b": style.SYMBOLS["layer"]}
+# Streamlit's chart theme writes ticks at 12.75 px unless a figure says otherwise; a projector
+# needs 14 px at least.
+SMALL_FONT = {"size": style.FONT_SIZE - 2}
+
+
+def _axis(title: str, **extra: object) -> dict:
+    return {"title": {"text": title}, "tickfont": SMALL_FONT, **extra}
+
+
+def _layout(height: int, **extra: object) -> dict:
+    """No Plotly title (the page writes it above the chart, where it wraps on a phone); room
+    above the plot for a legend that wraps to a few rows."""
+    layout = style.layout(height=height, **extra)
+    layout["margin"]["t"] = 90
+    layout["legend"].update(y=1.04, font=SMALL_FONT)
+    return layout
 
 
 @dataclass(frozen=True)
@@ -30,13 +46,17 @@ class Series:
 def readings_figure(
     series: Sequence[Series],
     *,
-    title: str,
     x_title: str,
     y_title: str,
     log_y: bool = False,
+    percent: bool = False,
     height: int = 380,
 ) -> go.Figure:
-    """The readings of each model against the module's place in the forward pass."""
+    """The readings of each model against the module's place in the forward pass.
+
+    ``log_y`` asks for a log axis, drawn only when the readings span two decades or more (a
+    narrower log axis would show a single tick); ``percent`` writes fractions as percentages.
+    """
     traces = []
     for s in series:
         colour = KIND_COLOURS.get(s.kind, style.INPUT)
@@ -52,20 +72,17 @@ def readings_figure(
                 hovertemplate="%{customdata}<br>%{y:.4g}<extra>" + s.label + "</extra>",
             )
         )
-    yaxis = {"title": {"text": y_title}}
-    if log_y:
+    yaxis = _axis(y_title)
+    values = np.concatenate([np.asarray(s.y, dtype=float) for s in series]) if series else []
+    positive = [v for v in values if v > 0]
+    if log_y and positive and max(positive) >= 100 * min(positive):
         # Ticks at powers of ten only, written 10^k: no crowded minor labels.
         yaxis.update(type="log", dtick=1, exponentformat="power")
     else:
         yaxis["rangemode"] = "tozero"
-    layout = style.layout(
-        title=title,
-        height=height,
-        xaxis={"title": {"text": x_title}, "rangemode": "tozero"},
-        yaxis=yaxis,
-    )
-    layout["margin"]["t"] = 110
-    layout["legend"]["y"] = 1.08
+    if percent:
+        yaxis["tickformat"] = ".1%"
+    layout = _layout(height, xaxis=_axis(x_title, rangemode="tozero"), yaxis=yaxis)
     return go.Figure(traces, layout)
 
 
@@ -73,7 +90,6 @@ def gain_histogram(
     edges: np.ndarray,
     counts: Mapping[str, np.ndarray],
     *,
-    title: str,
     x_title: str,
     y_title: str,
     marker: float | None = None,
@@ -109,14 +125,8 @@ def gain_histogram(
                 "line": {"color": style.INPUT, "dash": "dot", "width": 2},
             }
         )
-    layout = style.layout(
-        title=title,
-        height=height,
-        barmode="stack",
-        xaxis={"title": {"text": x_title}},
-        yaxis={"title": {"text": y_title}},
-        shapes=shapes,
+    layout = _layout(
+        height, barmode="stack", xaxis=_axis(x_title), yaxis=_axis(y_title), shapes=shapes
     )
-    layout["margin"]["t"] = 110
-    layout["legend"]["y"] = 1.08
+    layout["legend"]["traceorder"] = "normal"  # stacked bars list in reverse otherwise
     return go.Figure(traces, layout)

@@ -32,20 +32,21 @@ import numpy as np
 
 __all__ = [
     "MAX_TOKENS",
-    "RATIO_FORMULA",
-    "SHARE_FORMULA",
+    "RATIO_FORMULAS",
+    "SHARE_FORMULAS",
     "NormReading",
     "read_norm_inputs",
     "reading",
 ]
 
-SHARE_FORMULA = (
-    r"\frac{\mu^2}{\mathrm{RMS}^2} = \cos^2(x, \mathbf{1}), \qquad "
-    r"\frac{\sigma}{\mathrm{RMS}} = \sqrt{1 - \frac{\mu^2}{\mathrm{RMS}^2}}"
+# Each formula short enough for a phone's width; the page shows them one per line.
+SHARE_FORMULAS = (
+    r"\frac{\mu^2}{\mathrm{RMS}^2} = \cos^2(x, \mathbf{1})",
+    r"\frac{\sigma}{\mathrm{RMS}} = \sqrt{1 - \frac{\mu^2}{\mathrm{RMS}^2}}",
 )
-RATIO_FORMULA = (
-    r"\frac{x_i^2}{\sum_j x_j^2} = \frac{1}{d}\left(\frac{|x_i|}{\mathrm{RMS}(x)}\right)^2"
-    r" \le 1, \qquad \frac{|x_i|}{\mathrm{RMS}(x)} \le \sqrt{d}"
+RATIO_FORMULAS = (
+    r"\frac{x_i^2}{\sum_j x_j^2} = \frac{1}{d}\left(\frac{|x_i|}{\mathrm{RMS}(x)}\right)^2 \le 1",
+    r"\frac{|x_i|}{\mathrm{RMS}(x)} \le \sqrt{d}",
 )
 
 # Enough tokens for a sentence; a forward pass over them stays cheap on two cores.
