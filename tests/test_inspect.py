@@ -418,6 +418,20 @@ def test_pickled_weights_are_never_loaded(tiny, tmp_path, monkeypatch) -> None:
     assert r.code == "no_safetensors"
 
 
+def test_a_host_without_transformers(tiny, local, monkeypatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "transformers" else real(name, *a),
+    )
+    assert refusal(lambda: load(ref("tiny-llama", tiny), local)).code == "no_transformers"
+    # NormLab's own checkpoints need no transformers.
+    assert load(Catalog(Settings()).resolve("rms-seed0"), Settings()).family == "normlab"
+
+
 def test_a_broken_weight_file(tiny, tmp_path) -> None:
     folder = tmp_path / "broken"
     shutil.copytree(tiny / "tiny-llama", folder)
@@ -539,7 +553,8 @@ def test_every_refusal_code_has_a_text() -> None:
     from ui.i18n import catalogue
 
     codes = {"unknown_model", "unknown_id", "gated", "offline", "hub_error", "too_large",
-             "not_causal_lm", "no_safetensors", "needs_code", "busy", "broken"}  # fmt: skip
+             "not_causal_lm", "no_safetensors", "needs_code", "busy", "broken",
+             "no_transformers"}  # fmt: skip
     source = (
         Path(loading.__file__).read_text() + Path(inspect_view.__code__.co_filename).read_text()
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import importlib.util
 import json
 import threading
 from collections import OrderedDict
@@ -309,7 +310,14 @@ def _load_pretrained(ref: ModelRef, directory: Path, pre: _Preflight) -> LoadedM
     )
 
 
+def _need_transformers() -> None:
+    """Hugging Face models need ``transformers``, which the shipped checkpoints do not."""
+    if importlib.util.find_spec("transformers") is None:
+        raise Refusal("no_transformers")
+
+
 def _load_local(ref: ModelRef, settings: Settings, step: Progress) -> LoadedModel:
+    _need_transformers()
     step("config")
     directory = Path(ref.location)
     pre = _preflight(directory, settings)
@@ -318,6 +326,7 @@ def _load_local(ref: ModelRef, settings: Settings, step: Progress) -> LoadedMode
 
 
 def _load_hub(ref: ModelRef, settings: Settings, step: Progress) -> LoadedModel:
+    _need_transformers()
     step("config")
     pre = _preflight(_hub_snapshot(ref.location, CONFIG_FILES), settings)
     step("download")
