@@ -323,6 +323,7 @@ def reading_table(tr: Translator, view: SideView) -> pd.DataFrame:
             "cos(x, 1)": fmt.num(r.cos),
             "RMS": fmt.num(r.rms),
             tr("inspector.col_top"): tr("inspector.top_at", dim=r.top_dim, token=r.top_token),
+            tr("inspector.col_dims"): ", ".join(str(d) for d in r.dims),
             "|xᵢ|/RMS": fmt.num(r.top_ratio),
             tr("inspector.col_top_gain"): fmt.num(r.top_gain),
             "|yᵢ|/RMS(y)": fmt.num(r.out_ratio),
