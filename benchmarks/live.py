@@ -53,22 +53,29 @@ def streamlit_command(port: int) -> list[str]:
     return worker_command(port)
 
 
-def start_server(command: list[str], port: int, *, own_session: bool = False) -> subprocess.Popen:
-    """Start ``command`` in the repository root, its output discarded.
+def start_server(
+    command: list[str], port: int, *, own_session: bool = False, log: Path | None = None
+) -> subprocess.Popen:
+    """Start ``command`` in the repository root, its output discarded (or appended to ``log``).
 
     ``port`` also goes to the environment (``STREAMLIT_SERVER_PORT``), so a command that names no
     port, such as the container's, still listens there. With ``own_session`` the server leads a
     process group of its own, which ``stop_server`` then signals whole.
     """
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "STREAMLIT_SERVER_PORT": str(port)}
-    return subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=own_session,
-    )
+    output = subprocess.DEVNULL if log is None else log.open("ab")
+    try:
+        return subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL,
+            start_new_session=own_session,
+        )
+    finally:
+        if log is not None:
+            output.close()  # the child holds its own copy
 
 
 def stop_server(proc: subprocess.Popen, *, grace_s: float = SHUTDOWN_GRACE_S) -> None:

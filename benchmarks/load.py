@@ -47,6 +47,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -140,6 +141,8 @@ class Report:
     views_restored: int = 0
     recovery_max_s: float = float("nan")
     worker_back_s: float = float("nan")
+    # The launcher's log: workers restarted, HAProxy's servers marked DOWN or UP.
+    launcher_events: list[str] = field(default_factory=list)
     passed: bool = False
 
     def lines(self) -> list[str]:
@@ -182,6 +185,11 @@ class Report:
                 f"visitors moved; longest kill-to-restored-view {self.recovery_max_s:.2f} s; "
                 f"{self.killed} answering again after {self.worker_back_s:.1f} s",
             ]
+        downs = sum(" is DOWN" in event for event in self.launcher_events)
+        if self.launcher_events:
+            lines.append(
+                f"launcher log  {len(self.launcher_events)} events, {downs} servers marked DOWN"
+            )
         if self.source_changes:
             lines.append(
                 f"sources       changed on disk during the run ({self.source_changes} sessions "
@@ -374,7 +382,19 @@ def start_target(workers: int, seats: int, port: int) -> tuple[subprocess.Popen,
     run_dir = Path(tempfile.mkdtemp(prefix="normlab-load-"))
     command = [sys.executable, "-m", "serve", "--workers", str(workers), "--seats", str(seats)]
     command += ["--port", str(port), "--address", "127.0.0.1", "--run-dir", str(run_dir)]
-    return start_server(command, port, own_session=True), run_dir
+    # The launcher's log (workers restarted, HAProxy's servers going DOWN and UP) for the report.
+    log = run_dir / "launcher.log"
+    return start_server(command, port, own_session=True, log=log), run_dir
+
+
+def launcher_events(log: Path) -> list[str]:
+    """The launcher's restarts and HAProxy's servers going DOWN or coming UP, from its log."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    keep = re.compile(r"Server sessions/\S+ is (DOWN|UP)|exited with")
+    return [line.strip() for line in lines if keep.search(line)]
 
 
 def wait_until_ready(base_url: str, run_dir: Path | None, deadline: float) -> None:
@@ -443,6 +463,7 @@ def run_load(
         sampler.join()
         stop_server(server, grace_s=SHUTDOWN_GRACE_S)
         if run_dir is not None:
+            report.launcher_events = launcher_events(run_dir / "launcher.log")
             shutil.rmtree(run_dir, ignore_errors=True)
     report.peak_rss_mb = sampler.peak / (1 << 20)
     return finish(report, crowd, interactions, failover, start)
@@ -601,6 +622,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {sample}")
     for sample in report.failed_samples:
         print(f"  failed in flight: {sample}")
+    for event in report.launcher_events[:20]:
+        print(f"  launcher: {event}")
     if args.json is not None:
         args.json.write_text(json.dumps(asdict(report), indent=2))
     return 0 if report.passed else 1
