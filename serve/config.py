@@ -19,9 +19,9 @@ from ui.i18n import LANGUAGES, t
 TEMPLATE = Path(__file__).with_name("haproxy.cfg")
 # The cookie that binds a visitor to a worker; Streamlit sets none of this name.
 COOKIE = "NORMLAB_WORKER"
-# Visitors one worker takes before new ones see the busy page. Measured on the 2-core machine
-# with `benchmarks.load`: one worker keeps p95 <= 1 s up to about this many readers (README).
-DEFAULT_SEATS = 25
+# Visitors one worker takes before new ones see the busy page: the target of 40 readers on two
+# workers at p95 <= 1 s (README, "Serve a class", has what `benchmarks.load` measured).
+DEFAULT_SEATS = 20
 # How often the busy page tries again, seconds (its refresh and the Retry-After header).
 RETRY_S = 5
 # A new visitor counts against the seats from the page load on; a browser opens its websocket

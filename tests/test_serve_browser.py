@@ -13,7 +13,7 @@ import pytest
 from conftest import READY
 from serve_util import launched
 
-from serve.config import COOKIE
+from serve.config import COOKIE, DEFAULT_SEATS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,7 +31,7 @@ def worker_of(context) -> str | None:
 
 
 def test_a_visitor_keeps_the_view_when_its_worker_dies(browser) -> None:
-    with launched(workers=2, seats=25) as served:
+    with launched(workers=2, seats=DEFAULT_SEATS) as served:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         # Each websocket the page opens, with the frames the server sent on it.
