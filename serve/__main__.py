@@ -9,19 +9,26 @@ import sys
 import tempfile
 from pathlib import Path
 
+import serve
 from serve.config import DEFAULT_SEATS, Plan, usable_cpus
 from serve.launcher import HAPROXY, Launcher, free_port, log
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m serve", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m serve",
+        description=serve.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--workers",
         type=int,
         default=usable_cpus(),
         help="Streamlit processes (default: one per usable CPU, here %(default)s)",
     )
-    parser.add_argument("--port", type=int, default=8501, help="the proxy's port")
+    parser.add_argument(
+        "--port", type=int, default=8501, help="the proxy's port (default %(default)s)"
+    )
     parser.add_argument(
         "--address", default="0.0.0.0", help="the proxy's address (default: every interface)"
     )
