@@ -463,6 +463,30 @@ def test_one_load_at_a_time(tiny, local) -> None:
     assert calls == [1] and is_loaded(ref("tiny-gpt2", tiny))
 
 
+def test_one_load_at_a_time_across_processes(tiny, local, tmp_path, monkeypatch) -> None:
+    """Another process of the app (a second worker) holding the load lock makes a load wait."""
+    import subprocess
+    import sys
+
+    lock = loading.HostLock(tmp_path / "load.lock")
+    monkeypatch.setattr(loading, "_LOAD_LOCK", lock)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
+         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+         str(lock.path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        steps: list[str] = []
+        r = refusal(lambda: load(ref("tiny-llama", tiny), local, steps.append, wait_s=0.3))
+        assert r.code == "busy" and steps == ["wait"]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert load(ref("tiny-llama", tiny), local, wait_s=5).architecture == "LlamaForCausalLM"
+
+
 def test_the_cache_keeps_the_last_few_models(tiny, local) -> None:
     names = ["tiny-llama", "tiny-gemma", "tiny-olmo2", "tiny-gpt2"]
     for name in names:

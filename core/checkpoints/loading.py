@@ -7,8 +7,9 @@ large, a model that is not a causal language model, weights only in pickle files
 needs its own code) raises :class:`Refusal` with a code and fields, which the page translates;
 nothing a link carries is ever passed to the loader but a hub id that matched the strict pattern.
 
-Loads are serialised by one lock (a second visitor waits, or is told the server is busy) and the
-last few models are kept in a small LRU cache bounded by count and by bytes.
+Loads are serialised by one lock across the host's processes (a second visitor waits, or is told
+the server is busy), and each process keeps its last few models in a small LRU cache bounded by
+count and by bytes, emptied far enough before a load that the new model fits.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import gc
 import importlib
 import importlib.util
 import json
+import tempfile
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from core.checkpoints.sources import ModelRef, Settings
+
+try:  # POSIX: the load lock holds across the app's processes
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: one process's lock only
+    fcntl = None
 
 __all__ = [
     "MAX_CACHED",
@@ -88,9 +96,70 @@ class LoadedModel:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+class HostLock:
+    """One load at a time on the whole host: a thread lock for this process, and an exclusive
+    ``flock`` on a file that every process of the app opens (``python -m serve`` runs several
+    workers), where the platform has ``fcntl``."""
+
+    POLL_S = 0.1
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._thread = threading.Lock()
+        self._file: Any = None
+
+    def locked(self) -> bool:
+        if self._thread.locked():
+            return True
+        if fcntl is None:
+            return False
+        with self.path.open("a") as probe:
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return True
+            fcntl.flock(probe, fcntl.LOCK_UN)
+        return False
+
+    def acquire(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        if not self._thread.acquire(timeout=max(timeout, 0.0)):
+            return False
+        if fcntl is None:
+            return True
+        handle = self.path.open("a")
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                if time.monotonic() >= deadline:
+                    handle.close()
+                    self._thread.release()
+                    return False
+                time.sleep(self.POLL_S)
+                continue
+            self._file = handle
+            return True
+
+    def release(self) -> None:
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+        self._thread.release()
+
+    def __enter__(self) -> HostLock:
+        if not self.acquire(LOAD_WAIT_S):
+            raise Refusal("busy")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 _CACHE: OrderedDict[tuple[str, str], LoadedModel] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
-_LOAD_LOCK = threading.Lock()
+_LOAD_LOCK = HostLock(Path(tempfile.gettempdir()) / "normlab-inspector-load.lock")
 
 
 def _key(ref: ModelRef) -> tuple[str, str]:
@@ -107,17 +176,23 @@ def _cached(ref: ModelRef, settings: Settings) -> LoadedModel | None:
     return hit
 
 
-def _store(loaded: LoadedModel, settings: Settings) -> None:
-    """Keep ``loaded``; drop the least recently used models beyond the count or byte budget."""
+def _make_room(nbytes: int, settings: Settings) -> None:
+    """Before a model of ``nbytes`` is read, drop the least recently used models until it fits
+    beside the rest: at most MAX_CACHED models within twice the size cap (two models side by
+    side), so memory never holds more than that, even while loading."""
     budget = 2 * settings.max_bytes
     with _CACHE_LOCK:
-        _CACHE[_key(loaded.ref)] = loaded
-        _CACHE.move_to_end(_key(loaded.ref))
-        while len(_CACHE) > 1 and (
-            len(_CACHE) > MAX_CACHED or sum(m.nbytes for m in _CACHE.values()) > budget
+        while _CACHE and (
+            len(_CACHE) >= MAX_CACHED or sum(m.nbytes for m in _CACHE.values()) + nbytes > budget
         ):
             _CACHE.popitem(last=False)
     gc.collect()
+
+
+def _store(loaded: LoadedModel) -> None:
+    with _CACHE_LOCK:
+        _CACHE[_key(loaded.ref)] = loaded
+        _CACHE.move_to_end(_key(loaded.ref))
 
 
 def is_loaded(ref: ModelRef) -> bool:
@@ -157,7 +232,7 @@ def load(
         if hit is not None:
             return hit
         loaded = _LOADERS[ref.kind](ref, settings, step)
-        _store(loaded, settings)
+        _store(loaded)
         return loaded
     except Refusal:
         raise
@@ -181,6 +256,7 @@ def _load_shipped(ref: ModelRef, settings: Settings, step: Progress) -> LoadedMo
     if nbytes > settings.max_bytes:
         raise Refusal("too_large", size=nbytes, limit=settings.max_bytes)
     step("weights")
+    _make_room(nbytes, settings)
     model, config = load_checkpoint(path)
     model.requires_grad_(False)
     arch = config["model"]
@@ -282,12 +358,15 @@ def _tokenizer(directory: Path) -> Callable[[str], list[int]] | None:
     return lambda text: list(tokenizer(text)["input_ids"])
 
 
-def _load_pretrained(ref: ModelRef, directory: Path, pre: _Preflight) -> LoadedModel:
+def _load_pretrained(
+    ref: ModelRef, directory: Path, pre: _Preflight, settings: Settings
+) -> LoadedModel:
     from transformers import AutoModelForCausalLM
 
     if not any(directory.glob("*.safetensors")):
         # Only safetensors: a pickle file from an arbitrary repository could run code.
         raise Refusal("no_safetensors")
+    _make_room(pre.nbytes, settings)
     model = AutoModelForCausalLM.from_pretrained(
         directory, dtype="auto", use_safetensors=True, trust_remote_code=False
     )
@@ -322,7 +401,7 @@ def _load_local(ref: ModelRef, settings: Settings, step: Progress) -> LoadedMode
     directory = Path(ref.location)
     pre = _preflight(directory, settings)
     step("weights")
-    return _load_pretrained(ref, directory, pre)
+    return _load_pretrained(ref, directory, pre, settings)
 
 
 def _load_hub(ref: ModelRef, settings: Settings, step: Progress) -> LoadedModel:
@@ -332,7 +411,7 @@ def _load_hub(ref: ModelRef, settings: Settings, step: Progress) -> LoadedModel:
     step("download")
     directory = _hub_snapshot(ref.location, MODEL_FILES)
     step("weights")
-    return _load_pretrained(ref, directory, pre)
+    return _load_pretrained(ref, directory, pre, settings)
 
 
 _LOADERS: dict[str, Callable[[ModelRef, Settings, Progress], LoadedModel]] = {

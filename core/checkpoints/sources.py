@@ -39,9 +39,10 @@ __all__ = [
 HUB_ENV = "NORMLAB_HUB"
 DIRS_ENV = "NORMLAB_MODEL_DIRS"
 SIZE_ENV = "NORMLAB_MAX_MODEL_GB"
-# Sized for a 2-vCPU, 16 GB host: two models of this size in the cache, one more loading, the
-# server and the forward pass still fit (3 GiB is a 1.5B-parameter model in bfloat16).
-DEFAULT_MAX_GB = 3.0
+# Sized for a 2-vCPU, 16 GB host running the app as two workers (python -m serve): each keeps at
+# most two models of this size (2 x 2 x 2.5 = 10 GiB), and one load at a time on the host. 2.5 GiB
+# holds a 1.2B-parameter model in bfloat16 (Llama 3.2 1B, Gemma 3 1B, TinyLlama) or GPT-2 medium.
+DEFAULT_MAX_GB = 2.5
 GIB = 2**30
 SHIPPED_DIR = Path(__file__).resolve().parent.parent.parent / "assets" / "train"
 LOCAL_PREFIX = "local:"
