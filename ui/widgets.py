@@ -11,7 +11,15 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam, fmt_number
+from ui.params import (
+    BoolParam,
+    ChoiceParam,
+    FloatParam,
+    IntParam,
+    LadderParam,
+    TextParam,
+    fmt_number,
+)
 
 BIND = "query-params"
 
@@ -77,3 +85,8 @@ def text(param: TextParam, label: str, **kwargs: Any) -> str:
     return st.text_input(
         label, value=param.default, max_chars=param.max_len, key=param.key, bind=BIND, **kwargs
     )
+
+
+def flag(param: BoolParam, label: str, **kwargs: Any) -> bool:
+    """A checkbox; the link carries ``true`` or ``false``."""
+    return st.checkbox(label, value=bool(param.default), key=param.key, bind=BIND, **kwargs)
