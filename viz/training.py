@@ -1,0 +1,158 @@
+"""Figures for the training lab: loss curves against step and time, and the runs side by side.
+
+Every function takes plain arrays and names. A run is a mapping with ``norm``, ``seed``,
+``train_x``, ``train_y`` (training losses averaged over bins of steps), ``val_x`` and ``val_y``.
+RMSNorm is drawn first and in vermillion, LayerNorm in blue, the variant without a norm in grey,
+each also with its own dash and marker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz import style
+
+COLORS = {"rms": style.RMS, "layer": style.LAYER, "none": style.INPUT}
+DASHES = {"rms": "solid", "layer": "dash", "none": "dot"}
+MARKERS = {"rms": "diamond", "layer": "square", "none": "circle"}
+# Loss in nats per byte: ln 256 = 5.55 at the start, about 1.5 after training. A log axis
+# shows the early fall and the late differences at once; these ticks stay apart on a phone.
+LOSS_TICKS = (1.2, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0)
+
+
+def _loss_axis(values: Sequence[np.ndarray]) -> dict:
+    finite = np.concatenate([v[np.isfinite(v) & (v > 0)] for v in values] or [np.ones(1)])
+    if finite.size == 0:
+        finite = np.ones(1)
+    lo, hi = float(finite.min()) * 0.97, float(finite.max()) * 1.03
+    ticks = [t for t in LOSS_TICKS if lo <= t <= hi] or [round(float(np.median(finite)), 2)]
+    return {
+        "type": "log",
+        "range": [np.log10(lo), np.log10(hi)],
+        "tickvals": ticks,
+        "ticktext": [f"{t:g}" for t in ticks],
+    }
+
+
+def loss_figure(
+    runs: Sequence[Mapping], labels: Mapping[str, str], *, x_title: str, height: int = 430
+) -> go.Figure:
+    """Validation loss (lines and markers) and training loss (thin, faint) of every run.
+
+    ``labels`` names each norm and the two kinds: "validation", "training", "loss", "seed".
+    Seeds of one norm share its colour; the legend has one entry per norm and kind.
+    """
+    traces, shown = [], set()
+    for run in runs:
+        norm, color = run["norm"], COLORS[run["norm"]]
+        name = labels[norm]
+        for kind in ("training", "validation"):
+            val = kind == "validation"
+            key = (norm, kind)
+            traces.append(
+                go.Scatter(
+                    x=run["val_x" if val else "train_x"],
+                    y=run["val_y" if val else "train_y"],
+                    name=f"{name}, {labels[kind]}",
+                    legendgroup=f"{norm}-{kind}",
+                    showlegend=key not in shown,
+                    mode="lines+markers" if val else "lines",
+                    opacity=1.0 if val else 0.35,
+                    line={"color": color, "dash": DASHES[norm], "width": 2.5 if val else 1.2},
+                    marker={"color": color, "symbol": MARKERS[norm], "size": 6},
+                    hovertemplate=(
+                        f"{name}, {labels['seed']} {run['seed']}<br>"
+                        f"%{{x:.4g}}: %{{y:.4g}}<extra>{labels[kind]}</extra>"
+                    ),
+                )
+            )
+            shown.add(key)
+    layout = style.layout(height=height)
+    layout["margin"] = {**layout["margin"], "t": 90}
+    layout["xaxis"] = {"title": {"text": x_title}, "rangemode": "tozero"}
+    values = [np.asarray(r["train_y"], dtype=float) for r in runs]
+    values += [np.asarray(r["val_y"], dtype=float) for r in runs]
+    layout["yaxis"] = {"title": {"text": labels["loss"]}, **_loss_axis(values)}
+    return go.Figure(data=traces, layout=layout)
+
+
+def per_run_figure(
+    runs: Sequence[Mapping], labels: Mapping[str, str], *, y_title: str, percent: bool = False
+) -> go.Figure:
+    """One bar per run, grouped by seed, coloured by norm: ``run["value"]`` (None: not
+    measured, no bar). ``percent`` shows fractions as percentages."""
+    traces = []
+    for norm in dict.fromkeys(run["norm"] for run in runs):
+        mine = [run for run in runs if run["norm"] == norm]
+        values = [np.nan if run["value"] is None else run["value"] for run in mine]
+        scale = 100.0 if percent else 1.0
+        traces.append(
+            go.Bar(
+                x=[f"{labels['seed']} {run['seed']}" for run in mine],
+                y=[scale * v for v in values],
+                name=labels[norm],
+                marker={"color": COLORS[norm], "pattern": {"shape": _pattern(norm)}},
+                hovertemplate=(
+                    f"{labels[norm]}, %{{x}}: %{{y:.4g}}{' %' if percent else ''}<extra></extra>"
+                ),
+            )
+        )
+    layout = style.layout(height=360)
+    layout["barmode"] = "group"
+    layout["yaxis"] = {"title": {"text": y_title}, "zeroline": True}
+    return go.Figure(data=traces, layout=layout)
+
+
+def _pattern(norm: str) -> str:
+    # Bars differ by hatching too, not by colour alone.
+    return {"rms": "", "layer": "/", "none": "."}[norm]
+
+
+def final_loss_figure(
+    finals: Mapping[str, Mapping], labels: Mapping[str, str], *, height: int = 360
+) -> go.Figure:
+    """Each norm's final validation loss: one marker per seed, a bar from min to max, the mean.
+
+    ``finals[norm]`` holds ``seeds`` and ``losses`` (same length) and ``mean``.
+    """
+    traces = []
+    for norm, data in finals.items():
+        losses = np.asarray(data["losses"], dtype=float)
+        color = COLORS[norm]
+        traces.append(
+            go.Scatter(
+                x=[labels[norm]] * losses.size,
+                y=losses,
+                mode="markers",
+                name=labels[norm],
+                marker={"color": color, "symbol": MARKERS[norm], "size": 13},
+                customdata=np.asarray(data["seeds"]),
+                hovertemplate=(
+                    f"{labels[norm]}, {labels['seed']} %{{customdata}}: %{{y:.4g}}<extra></extra>"
+                ),
+            )
+        )
+        traces.append(
+            go.Scatter(
+                x=[labels[norm]],
+                y=[data["mean"]],
+                mode="markers",
+                name=labels["mean"],
+                legendgroup="mean",
+                showlegend=norm == next(iter(finals)),
+                marker={
+                    "color": "black",
+                    "symbol": "line-ew-open",
+                    "size": 34,
+                    "line": {"width": 3},
+                },
+                hovertemplate=f"{labels[norm]}, {labels['mean']}: %{{y:.4g}}<extra></extra>",
+            )
+        )
+    layout = style.layout(height=height)
+    layout["yaxis"] = {"title": {"text": labels["loss"]}}
+    layout["showlegend"] = True
+    return go.Figure(data=traces, layout=layout)
