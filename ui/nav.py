@@ -48,6 +48,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("contracts", ":material/handshake:", "section_lessons"),
     PageSpec("backward", ":material/undo:", "section_lessons"),
     PageSpec("speed", ":material/speed:", "section_lab"),
+    PageSpec("training", ":material/model_training:", "section_lab"),
 )
 
 
