@@ -354,6 +354,11 @@ def _at_seconds(run: RunCurves, seconds: float) -> tuple[float, int]:
     return float(run.val_loss[within[-1]]), int(run.val_steps[within[-1]])
 
 
+def _spread(values: np.ndarray) -> float:
+    """max - min; NaN when a value is not finite (a diverged run has no spread to speak of)."""
+    return float(np.ptp(values)) if np.isfinite(values).all() else math.nan
+
+
 def _summary(norm: str, runs: Sequence[RunCurves], step: int, seconds: float) -> NormSummary:
     at_step = np.array([_loss_at_step(r, step) for r in runs])
     timed = [_at_seconds(r, seconds) for r in runs]
@@ -367,7 +372,7 @@ def _summary(norm: str, runs: Sequence[RunCurves], step: int, seconds: float) ->
         at_time_steps=np.array([step for _, step in timed]),
         mean_at_step=float(np.mean(at_step)),
         mean_at_time=float(np.mean(at_time)),
-        spread=float(np.ptp(at_step)),
+        spread=_spread(at_step),
         median_step_ms=float(np.median(steps) * 1e3) if steps.size else math.nan,
         shares=tuple(r.norm_share for r in runs),
         finite=all(r.finite for r in runs),
@@ -484,7 +489,7 @@ def _gap_claim(
     }
     if kind == "steps" or min(len(rms.seeds), len(layer.seeds)) < 2:
         return Claim(f"training.{kind}_gap", fields)
-    spread = max(float(np.ptp(rms.at_time)), float(np.ptp(layer.at_time)))
+    spread = max(_spread(rms.at_time), _spread(layer.at_time))
     within = at_most(abs(a - b), spread)
     return Claim(
         "training.time_gap_within_spread" if within else "training.time_gap_beyond_spread",
@@ -564,6 +569,9 @@ def _time_claims(view: TrainingView) -> dict[str, Claim]:
     rms = [r for r in view.runs if r.norm == "rms"]
     layer = [r for r in view.runs if r.norm == "layer"]
     claims = {"share": _share_claim(rms, layer)}
+    noise = _noise_claim(view, rms, layer)
+    if noise is not None:
+        claims["noise"] = noise
     ratios = _paired_ratios(rms, layer)
     ratio = view.time_ratio
     if ratios and ratio is not None and math.isfinite(ratio) and ratio > 0:
@@ -628,6 +636,33 @@ def _share_claim(rms: Sequence[RunCurves], layer: Sequence[RunCurves]) -> Claim:
     return Claim(f"training.share_{key}", fields)
 
 
+def _noise_claim(
+    view: TrainingView, rms: Sequence[RunCurves], layer: Sequence[RunCurves]
+) -> Claim | None:
+    """The variant without a norm times the same computation twice, so its "share" shows the
+    timing noise; is every seed's RMSNorm - LayerNorm difference in share larger than it?"""
+    noise = [
+        r.norm_share
+        for r in view.runs
+        if r.norm == "none" and r.norm_share is not None and math.isfinite(r.norm_share)
+    ]
+    if not noise:
+        return None
+    fields = {"lo_pct": min(noise), "hi_pct": max(noise)}
+    by_seed = {r.seed: r.norm_share for r in layer}
+    diffs = [
+        abs(a.norm_share - by_seed[a.seed])
+        for a in rms
+        if a.norm_share is not None and by_seed.get(a.seed) is not None
+    ]
+    diffs = [d for d in diffs if math.isfinite(d)]
+    if not diffs:
+        return Claim("training.noise_only", fields)
+    fields.update(diff_pct=min(diffs))
+    below = max(abs(v) for v in noise) < min(diffs)
+    return Claim("training.noise_below" if below else "training.noise_above", fields)
+
+
 def _machine_claim(machine: Mapping[str, Any]) -> Claim:
     """Where the shipped timings come from: the cores, threads and the load during the runs."""
     before, after = machine["load_average_before"][0], machine["load_average_after"][0]
@@ -660,4 +695,5 @@ def _stopped_claim(runs: Sequence[RunCurves]) -> Claim:
 
 def live_curves(results: Sequence[TrainResult]) -> tuple[RunCurves, ...]:
     """The curves of runs still training (for the growing chart), without the comparisons."""
-    return tuple(_curves(run_record(r)) for r in results)
+    runs = (_curves(run_record(r)) for r in results)
+    return tuple(sorted(runs, key=lambda r: (_order(r.norm), r.seed)))

@@ -165,7 +165,7 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
         st.markdown(f"**{tr('training.share_heading')}**")
         fig = per_run_figure(share_runs, labels, y_title=tr("training.share_axis"), percent=True)
         st.plotly_chart(fig, key=f"{key}_share", alt=tr("training.share_alt"))
-    show_claims(view, tr, ["step_time", "share", "why", "paper", "machine"])
+    show_claims(view, tr, ["step_time", "share", "noise", "why", "paper", "machine"])
 
 
 def shipped_section(tr: Translator, labels: dict) -> None:

@@ -20,7 +20,23 @@ DASHES = {"rms": "solid", "layer": "dash", "none": "dot"}
 MARKERS = {"rms": "diamond", "layer": "square", "none": "circle"}
 # Loss in nats per byte: ln 256 = 5.55 at the start, about 1.5 after training. A log axis
 # shows the early fall and the late differences at once; these ticks stay apart on a phone.
-LOSS_TICKS = (1.2, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0)
+LOSS_TICKS = (1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)
+
+
+def _layout(height: int) -> dict:
+    """``style.layout`` with every text of the figure at ``style.FONT_SIZE``: Streamlit's chart
+    theme writes ticks and legends smaller (12.75 px) unless the figure names a size."""
+    layout = style.layout(height=height)
+    layout["legend"] = {**layout["legend"], "font": {"size": style.FONT_SIZE}}
+    return layout
+
+
+def _axis(title: str, **extra: object) -> dict:
+    return {
+        "title": {"text": title, "font": {"size": style.FONT_SIZE}},
+        "tickfont": {"size": style.FONT_SIZE},
+        **extra,
+    }
 
 
 def _loss_axis(values: Sequence[np.ndarray]) -> dict:
@@ -43,7 +59,8 @@ def loss_figure(
     """Validation loss (lines and markers) and training loss (thin, faint) of every run.
 
     ``labels`` names each norm and the two kinds: "validation", "training", "loss", "seed".
-    Seeds of one norm share its colour; the legend has one entry per norm and kind.
+    Seeds of one norm share its colour; the legend has one entry per norm, which shows or
+    hides its validation and training lines together.
     """
     traces, shown = [], set()
     for run in runs:
@@ -56,26 +73,27 @@ def loss_figure(
                 go.Scatter(
                     x=run["val_x" if val else "train_x"],
                     y=run["val_y" if val else "train_y"],
-                    name=f"{name}, {labels[kind]}",
-                    legendgroup=f"{norm}-{kind}",
-                    showlegend=key not in shown,
+                    name=name,
+                    legendgroup=norm,
+                    # One legend entry per norm (its validation line); the faint training line
+                    # belongs to it and is explained beside the chart.
+                    showlegend=val and key not in shown,
                     mode="lines+markers" if val else "lines",
                     opacity=1.0 if val else 0.35,
                     line={"color": color, "dash": DASHES[norm], "width": 2.5 if val else 1.2},
                     marker={"color": color, "symbol": MARKERS[norm], "size": 6},
                     hovertemplate=(
-                        f"{name}, {labels['seed']} {run['seed']}<br>"
-                        f"%{{x:.4g}}: %{{y:.4g}}<extra>{labels[kind]}</extra>"
+                        f"{name}, {labels[kind]}, {labels['seed']} {run['seed']}<br>"
+                        f"%{{x:.4g}}: %{{y:.4g}}<extra></extra>"
                     ),
                 )
             )
             shown.add(key)
-    layout = style.layout(height=height)
-    layout["margin"] = {**layout["margin"], "t": 90}
-    layout["xaxis"] = {"title": {"text": x_title}, "rangemode": "tozero"}
+    layout = _layout(height)
+    layout["xaxis"] = _axis(x_title, rangemode="tozero")
     values = [np.asarray(r["train_y"], dtype=float) for r in runs]
     values += [np.asarray(r["val_y"], dtype=float) for r in runs]
-    layout["yaxis"] = {"title": {"text": labels["loss"]}, **_loss_axis(values)}
+    layout["yaxis"] = _axis(labels["loss"], **_loss_axis(values))
     return go.Figure(data=traces, layout=layout)
 
 
@@ -100,9 +118,10 @@ def per_run_figure(
                 ),
             )
         )
-    layout = style.layout(height=360)
+    layout = _layout(360)
     layout["barmode"] = "group"
-    layout["yaxis"] = {"title": {"text": y_title}, "zeroline": True}
+    layout["xaxis"] = _axis("")
+    layout["yaxis"] = _axis(y_title, zeroline=True)
     return go.Figure(data=traces, layout=layout)
 
 
@@ -112,19 +131,34 @@ def _pattern(norm: str) -> str:
 
 
 def final_loss_figure(
-    finals: Mapping[str, Mapping], labels: Mapping[str, str], *, height: int = 360
+    finals: Mapping[str, Mapping], labels: Mapping[str, str], *, height: int = 380
 ) -> go.Figure:
-    """Each norm's final validation loss: one marker per seed, a bar from min to max, the mean.
+    """Each norm's validation loss over its seeds: one marker per seed (side by side), a bar from
+    the lowest to the highest, and a black line at the mean.
 
     ``finals[norm]`` holds ``seeds`` and ``losses`` (same length) and ``mean``.
     """
     traces = []
-    for norm, data in finals.items():
+    for i, (norm, data) in enumerate(finals.items()):
         losses = np.asarray(data["losses"], dtype=float)
-        color = COLORS[norm]
+        color, n = COLORS[norm], losses.size
+        xs = i + 0.12 * (np.arange(n) - (n - 1) / 2)
+        shown = losses[np.isfinite(losses)]
+        if shown.size:
+            traces.append(
+                go.Scatter(
+                    x=[i, i],
+                    y=[shown.min(), shown.max()],
+                    mode="lines",
+                    line={"color": color, "width": 10},
+                    opacity=0.25,
+                    showlegend=False,
+                    hoverinfo="skip",
+                )
+            )
         traces.append(
             go.Scatter(
-                x=[labels[norm]] * losses.size,
+                x=xs,
                 y=losses,
                 mode="markers",
                 name=labels[norm],
@@ -137,22 +171,21 @@ def final_loss_figure(
         )
         traces.append(
             go.Scatter(
-                x=[labels[norm]],
-                y=[data["mean"]],
-                mode="markers",
+                x=[i - 0.3, i + 0.3],
+                y=[data["mean"]] * 2,
+                mode="lines",
                 name=labels["mean"],
                 legendgroup="mean",
-                showlegend=norm == next(iter(finals)),
-                marker={
-                    "color": "black",
-                    "symbol": "line-ew-open",
-                    "size": 34,
-                    "line": {"width": 3},
-                },
+                showlegend=i == 0,
+                line={"color": "black", "width": 3},
                 hovertemplate=f"{labels[norm]}, {labels['mean']}: %{{y:.4g}}<extra></extra>",
             )
         )
-    layout = style.layout(height=height)
-    layout["yaxis"] = {"title": {"text": labels["loss"]}}
+    layout = _layout(height)
+    names = [labels[norm] for norm in finals]
+    layout["xaxis"] = _axis(
+        "", tickvals=list(range(len(names))), ticktext=names, range=[-0.6, len(names) - 0.4]
+    )
+    layout["yaxis"] = _axis(labels["loss"])
     layout["showlegend"] = True
     return go.Figure(data=traces, layout=layout)

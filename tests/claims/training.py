@@ -80,6 +80,7 @@ def synthetic_result(draw, norm: str, seed: int, base: dict, shape: dict) -> Tra
         val_loss[-1] = draw(st.sampled_from([math.nan, math.inf]))
     stopped = "steps" if done == steps else draw(st.sampled_from(["wall_clock", "work", None]))
     timed = stopped == "steps" and draw(st.sampled_from([True, True, False]))
+    forward = draw(st.floats(1e-3, 0.1))
     config = TrainConfig(
         model=ModelConfig(norm=norm, n_layer=1, n_head=2, n_embd=8, block_size=8),
         steps=steps,
@@ -97,13 +98,23 @@ def synthetic_result(draw, norm: str, seed: int, base: dict, shape: dict) -> Tra
         val_steps=val_steps,
         val_loss=val_loss,
         stopped_by=stopped,
-        forward_seconds=draw(st.floats(1e-3, 0.1)) if timed else None,
-        forward_identity_seconds=draw(st.floats(1e-3, 0.1)) if timed else None,
+        forward_seconds=forward if timed else None,
+        forward_identity_seconds=forward * (1 - draw(SHARES[norm])) if timed else None,
     )
 
 
 FACTORS = st.one_of(st.sampled_from([0.3, 0.5, 0.8, 0.95, 1.0, 1.2, 2.0]), st.floats(0.1, 10.0))
 OFFSETS = st.one_of(st.sampled_from([0.0, 0.002, 0.01, 0.5]), st.floats(-0.5, 0.5))
+# The norms' share of a forward pass: typical values (the variant without a norm times noise)
+# and anything from -50 % to 90 %.
+SHARES = {
+    norm: st.one_of(st.sampled_from(typical), st.floats(-0.5, 0.9))
+    for norm, typical in {
+        "rms": (0.4, 0.3),
+        "layer": (0.2, 0.1),
+        "none": (0.0, 0.01, -0.01),
+    }.items()
+}
 MACHINES = st.fixed_dictionaries(
     {
         "cpu_count": st.integers(1, 64),
@@ -383,6 +394,26 @@ def check_share(state: dict, claim) -> None:
     assert claim.key == f"training.share_{larger}"
 
 
+def share_of(run: dict) -> float | None:
+    fwd, ident = run.get("forward_seconds"), run.get("forward_identity_seconds")
+    return None if fwd is None or ident is None else (fwd - ident) / fwd
+
+
+def check_noise(state: dict, claim) -> None:
+    noise = [share_of(r) for r in runs_of(state, "none") if share_of(r) is not None]
+    f = claim.fields
+    assert noise
+    near(f["lo_pct"], min(noise), rtol=1e-9)
+    near(f["hi_pct"], max(noise), rtol=1e-9)
+    diffs = [abs(a - b) for a, b in shares(state)]
+    if claim.key == "training.noise_only":
+        assert not diffs
+        return
+    near(f["diff_pct"], min(diffs), rtol=1e-9)
+    below = max(abs(v) for v in noise) < min(diffs)
+    assert claim.key == ("training.noise_below" if below else "training.noise_above")
+
+
 def autograd_nodes(kind: str) -> list[str]:
     """The backward graph of one norm layer, walked recursively (names, gradient sinks out)."""
     x = torch.arange(1.0, 9.0).reshape(1, 2, 4).requires_grad_()
@@ -477,6 +508,7 @@ CHECKS = {
         f"training.share_{k}": check_share
         for k in ("rms_larger", "layer_larger", "mixed", "unmeasured")
     },
+    **{f"training.noise_{k}": check_noise for k in ("only", "below", "above")},
     "training.why_slower": check_why,
     "training.why_not_slower": check_why,
     **{
