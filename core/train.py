@@ -340,19 +340,34 @@ def train_together(
 
     Each run is the same as ``train(config)`` alone (its own seeded weights and batches, its own
     caps), but a change in the machine's load falls on every run alike, which makes their step
-    times comparable. The wall-clock caps count from the common start, so every run stops near
-    the same moment. ``callback(results)`` is called after each round; False stops every run.
+    times comparable. The wall-clock caps count from the common start, and the first run the
+    clock stops stops the others (they end at most one step apart). ``callback(results)`` is
+    called after each round; False stops every run.
     """
     corpus = corpus or load_corpus()
     runs = [_Run(config, corpus) for config in configs]
     active = list(runs)
     while active:
-        active = [run for run in active if run.advance()]
+        active = _round(active)
         if callback is not None and callback([run.result for run in runs]) is False:
             for run in active:
                 run.stop("callback")
             active = []
     return [run.finish() for run in runs]
+
+
+def _round(active: list[_Run]) -> list[_Run]:
+    """One piece of each run; the runs still going. The wall clock is shared: once it stops
+    one run, it stops the others at once, so they end at most one step apart."""
+    going = []
+    for run in active:
+        if run.advance():
+            going.append(run)
+        elif run.result.stopped_by == "wall_clock":
+            for other in active:
+                other.stop("wall_clock")
+            return []
+    return going
 
 
 class _Run:
