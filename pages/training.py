@@ -224,7 +224,7 @@ def run_live(state: dict, tr: Translator, labels: dict) -> None:
             text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
             bar.progress(p.fraction, text=text)
             runs = figure_runs(live_curves(results), "step")
-            fig = loss_figure(runs, labels, x_title=labels["step_axis"])
+            fig = loss_figure(runs, labels, x_title=labels["step_axis"], x_max=p.steps)
             chart.plotly_chart(fig, key=f"growing_{drawn[1]}", alt=tr("training.growing_alt"))
 
         results = train_live(configs, draw)

@@ -54,13 +54,19 @@ def _loss_axis(values: Sequence[np.ndarray]) -> dict:
 
 
 def loss_figure(
-    runs: Sequence[Mapping], labels: Mapping[str, str], *, x_title: str, height: int = 430
+    runs: Sequence[Mapping],
+    labels: Mapping[str, str],
+    *,
+    x_title: str,
+    x_max: float | None = None,
+    height: int = 430,
 ) -> go.Figure:
     """Validation loss (lines and markers) and training loss (thin, faint) of every run.
 
     ``labels`` names each norm and the two kinds: "validation", "training", "loss", "seed".
     Seeds of one norm share its colour; the legend has one entry per norm, which shows or
-    hides its validation and training lines together.
+    hides its validation and training lines together. ``x_max`` fixes the x axis (a chart
+    that grows while training keeps its scale).
     """
     traces, shown = [], set()
     for run in runs:
@@ -90,7 +96,8 @@ def loss_figure(
             )
             shown.add(key)
     layout = _layout(height)
-    layout["xaxis"] = _axis(x_title, rangemode="tozero")
+    x_range = {"range": [0, x_max]} if x_max else {"rangemode": "tozero"}
+    layout["xaxis"] = _axis(x_title, **x_range)
     values = [np.asarray(r["train_y"], dtype=float) for r in runs]
     values += [np.asarray(r["val_y"], dtype=float) for r in runs]
     layout["yaxis"] = _axis(labels["loss"], **_loss_axis(values))
@@ -125,20 +132,35 @@ def per_run_figure(
     return go.Figure(data=traces, layout=layout)
 
 
+def _span(finals: Mapping[str, Mapping]) -> dict:
+    values = np.concatenate([np.asarray(d["losses"], dtype=float) for d in finals.values()])
+    values = values[np.isfinite(values)]
+    if values.size == 0 or np.ptp(values) >= MIN_LOSS_SPAN * 0.8:
+        return {}
+    middle = (values.max() + values.min()) / 2
+    return {"range": [middle - MIN_LOSS_SPAN / 2, middle + MIN_LOSS_SPAN / 2]}
+
+
 def _pattern(norm: str) -> str:
     # Bars differ by hatching too, not by colour alone.
     return {"rms": "", "layer": "/", "none": "."}[norm]
+
+
+# The loss axis of the seeds figure spans at least this much (nats per byte), so that a gap of
+# a few thousandths between two single runs does not fill the whole height.
+MIN_LOSS_SPAN = 0.1
 
 
 def final_loss_figure(
     finals: Mapping[str, Mapping], labels: Mapping[str, str], *, height: int = 380
 ) -> go.Figure:
     """Each norm's validation loss over its seeds: one marker per seed (side by side), a bar from
-    the lowest to the highest, and a black line at the mean.
+    the lowest to the highest, and a black line at the mean (with more than one seed).
 
     ``finals[norm]`` holds ``seeds`` and ``losses`` (same length) and ``mean``.
     """
     traces = []
+    several = any(len(data["losses"]) > 1 for data in finals.values())
     for i, (norm, data) in enumerate(finals.items()):
         losses = np.asarray(data["losses"], dtype=float)
         color, n = COLORS[norm], losses.size
@@ -169,6 +191,8 @@ def final_loss_figure(
                 ),
             )
         )
+        if not several:
+            continue
         traces.append(
             go.Scatter(
                 x=[i - 0.3, i + 0.3],
@@ -182,10 +206,15 @@ def final_loss_figure(
             )
         )
     layout = _layout(height)
-    names = [labels[norm] for norm in finals]
+    # Two-word names on two lines: three categories fit a phone without turning their labels.
+    names = [labels[norm].replace(" ", "<br>") for norm in finals]
     layout["xaxis"] = _axis(
-        "", tickvals=list(range(len(names))), ticktext=names, range=[-0.6, len(names) - 0.4]
+        "",
+        tickvals=list(range(len(names))),
+        ticktext=names,
+        tickangle=0,
+        range=[-0.6, len(names) - 0.4],
     )
-    layout["yaxis"] = _axis(labels["loss"])
+    layout["yaxis"] = _axis(labels["loss"], **_span(finals))
     layout["showlegend"] = True
     return go.Figure(data=traces, layout=layout)
