@@ -275,6 +275,8 @@ class NormSummary:
     mean_at_step: float
     mean_at_time: float
     spread: float  # max - min of at_step over the seeds (0 for one seed)
+    lowest: float  # min and max of at_step over the seeds
+    highest: float
     median_step_ms: float
     shares: tuple[float | None, ...]
     finite: bool
@@ -373,6 +375,8 @@ def _summary(norm: str, runs: Sequence[RunCurves], step: int, seconds: float) ->
         mean_at_step=float(np.mean(at_step)),
         mean_at_time=float(np.mean(at_time)),
         spread=_spread(at_step),
+        lowest=float(np.min(at_step)),
+        highest=float(np.max(at_step)),
         median_step_ms=float(np.median(steps) * 1e3) if steps.size else math.nan,
         shares=tuple(r.norm_share for r in runs),
         finite=all(r.finite for r in runs),

@@ -134,8 +134,8 @@ def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     for column, (norm, summary) in zip(columns, view.norms.items(), strict=True):
         column.metric(labels[norm], fmt.num(summary.mean_at_step))
         if len(summary.seeds) > 1:
-            low, high = float(summary.at_step.min()), float(summary.at_step.max())
-            column.caption(tr("training.final_range", lo=low, hi=high, n=len(summary.seeds)))
+            lo, hi, n = summary.lowest, summary.highest, len(summary.seeds)
+            column.caption(tr("training.final_range", lo=lo, hi=hi, n=n))
     data = {
         n: {"seeds": s.seeds, "losses": s.at_step, "mean": s.mean_at_step}
         for n, s in view.norms.items()

@@ -159,52 +159,12 @@ def final_loss_figure(
 
     ``finals[norm]`` holds ``seeds`` and ``losses`` (same length) and ``mean``.
     """
-    traces = []
     several = any(len(data["losses"]) > 1 for data in finals.values())
-    for i, (norm, data) in enumerate(finals.items()):
-        losses = np.asarray(data["losses"], dtype=float)
-        color, n = COLORS[norm], losses.size
-        xs = i + 0.12 * (np.arange(n) - (n - 1) / 2)
-        shown = losses[np.isfinite(losses)]
-        if shown.size:
-            traces.append(
-                go.Scatter(
-                    x=[i, i],
-                    y=[shown.min(), shown.max()],
-                    mode="lines",
-                    line={"color": color, "width": 10},
-                    opacity=0.25,
-                    showlegend=False,
-                    hoverinfo="skip",
-                )
-            )
-        traces.append(
-            go.Scatter(
-                x=xs,
-                y=losses,
-                mode="markers",
-                name=labels[norm],
-                marker={"color": color, "symbol": MARKERS[norm], "size": 13},
-                customdata=np.asarray(data["seeds"]),
-                hovertemplate=(
-                    f"{labels[norm]}, {labels['seed']} %{{customdata}}: %{{y:.4g}}<extra></extra>"
-                ),
-            )
-        )
-        if not several:
-            continue
-        traces.append(
-            go.Scatter(
-                x=[i - 0.3, i + 0.3],
-                y=[data["mean"]] * 2,
-                mode="lines",
-                name=labels["mean"],
-                legendgroup="mean",
-                showlegend=i == 0,
-                line={"color": "black", "width": 3},
-                hovertemplate=f"{labels[norm]}, {labels['mean']}: %{{y:.4g}}<extra></extra>",
-            )
-        )
+    traces = [
+        trace
+        for i, (norm, data) in enumerate(finals.items())
+        for trace in _seed_traces(i, norm, data, labels, mean=several)
+    ]
     layout = _layout(height)
     # Two-word names on two lines: three categories fit a phone without turning their labels.
     names = [labels[norm].replace(" ", "<br>") for norm in finals]
@@ -218,3 +178,52 @@ def final_loss_figure(
     layout["yaxis"] = _axis(labels["loss"], **_span(finals))
     layout["showlegend"] = True
     return go.Figure(data=traces, layout=layout)
+
+
+def _seed_traces(
+    i: int, norm: str, data: Mapping, labels: Mapping[str, str], *, mean: bool
+) -> list[go.Scatter]:
+    """The range bar, the seeds' markers and the mean line of one norm, at x = i."""
+    losses = np.asarray(data["losses"], dtype=float)
+    color, n = COLORS[norm], losses.size
+    shown = losses[np.isfinite(losses)]
+    traces = []
+    if shown.size:
+        traces.append(
+            go.Scatter(
+                x=[i, i],
+                y=[shown.min(), shown.max()],
+                mode="lines",
+                line={"color": color, "width": 10},
+                opacity=0.25,
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
+    traces.append(
+        go.Scatter(
+            x=i + 0.12 * (np.arange(n) - (n - 1) / 2),
+            y=losses,
+            mode="markers",
+            name=labels[norm],
+            marker={"color": color, "symbol": MARKERS[norm], "size": 13},
+            customdata=np.asarray(data["seeds"]),
+            hovertemplate=(
+                f"{labels[norm]}, {labels['seed']} %{{customdata}}: %{{y:.4g}}<extra></extra>"
+            ),
+        )
+    )
+    if mean:
+        traces.append(
+            go.Scatter(
+                x=[i - 0.3, i + 0.3],
+                y=[data["mean"]] * 2,
+                mode="lines",
+                name=labels["mean"],
+                legendgroup="mean",
+                showlegend=i == 0,
+                line={"color": "black", "width": 3},
+                hovertemplate=f"{labels[norm]}, {labels['mean']}: %{{y:.4g}}<extra></extra>",
+            )
+        )
+    return traces
