@@ -23,6 +23,7 @@ from tests.apptest_util import (
     shown_text,
 )
 from ui.i18n import translator
+from ui.params import BoolParam
 
 PAGE_FILE = str(Path(APP).parent / "pages" / "training.py")
 LIVE_KEY = "_training_live"
@@ -178,3 +179,15 @@ def test_presenter_view_shows_no_control_hints_and_no_share_box() -> None:
     assert tr("common.share_heading") not in text
     assert SHIPPED_FIGURES <= set(figures(at))
     assert at.button(key="train")  # a projected class can still watch a live run
+
+
+@pytest.mark.parametrize(
+    ("raw", "value", "problem"),
+    [("true", True, False), ("FALSE", False, False), (" True ", True, False), ("1", True, True),
+     ("", True, True), ("yes", True, True)],
+)  # fmt: skip
+def test_a_variant_in_the_link_is_true_or_false(raw: str, value: bool, problem: bool) -> None:
+    param = BoolParam("rms", True)
+    parsed, issue = param.parse(raw)
+    assert parsed is value and (issue is not None) == problem
+    assert param.serialise(False) == "false" and param.serialise(True) == "true"
