@@ -20,8 +20,9 @@ share of a forward pass, and the claims (``core.claims``) that state what these 
 A live run trains one seed per chosen variant with ``train_live``: one run per server process
 at a time (``TRAIN_LOCK`` with ``core.speedlab.exclusive``), one torch thread, a wall-clock cap
 (``live_seconds``, 30 s unless ``NORMLAB_TRAIN_SECONDS`` says otherwise) and a work cap
-``LIVE_WORK`` in token-parameters shared among the variants, which also bounds what a run can
-hold in memory (at most ``max_parameters()`` weights).
+``LIVE_WORK`` in token-parameters shared among the variants, which bounds the CPU a run takes
+whatever the machine's speed. Memory is bounded by the settings' limits: at most
+``max_parameters()`` weights, and the reference's batch of 16 windows of 64 bytes.
 """
 
 from __future__ import annotations
