@@ -57,14 +57,19 @@ def page_params(name: str) -> tuple:
     return tuple(importlib.import_module(f"pages.{name}").PARAMS)
 
 
-def navigation(lang: str, *, position: str = "sidebar") -> st.navigation:
-    """``st.navigation`` over :data:`PAGES`, titled and sectioned in ``lang``."""
+def navigation(lang: str, *, position: str = "sidebar", icons: bool = True) -> st.navigation:
+    """``st.navigation`` over :data:`PAGES`, titled and sectioned in ``lang``.
+
+    Without ``icons`` no page has an icon: Streamlit makes the current page's icon the favicon
+    unless ``st.set_page_config`` named one, and a Material icon is fetched from Google's font
+    servers, which an offline app must never ask.
+    """
     sections: dict[str, list[st.Page]] = {}
     for index, spec in enumerate(PAGES):
         page = st.Page(
             spec.file,
             title=t(spec.title_key, lang),
-            icon=spec.icon,
+            icon=spec.icon if icons else None,
             url_path=spec.name,
             default=index == 0,
         )
