@@ -34,7 +34,7 @@ def layers_figure(
         horizontal_spacing=0.1,
         subplot_titles=[labels[q] for q in panels],
     )
-    series = (("layer", style.LAYER, "dash"), ("rms", style.RMS, "solid"))
+    series = (("rms", style.RMS, "solid"), ("layer", style.LAYER, "dash"))
     # Markers only while they stay apart; a 48-layer line reads better without them.
     mode = "lines+markers" if len(layers) <= 25 else "lines"
     for index, quantity in enumerate(panels):
