@@ -651,31 +651,18 @@ def _collapse_claims(s: ShiftView, c_max: float) -> dict[str, Claim]:
     denom = abs(c_max + s.x_mean)
     bound = s.x_std / denom
     spread = float(s.spread[-1])
+    collapse = {"c": c_max, "spread": spread, "std": s.x_std, "denom": denom, "bound": bound}
+    collapse["off_pct"] = abs(bound - spread) / spread
     dist_layer, dist_layer0 = float(s.dist_layer[-1]), s.at_zero["dist_layer"]
+    pair = {"a": CASE_A, "b": CASE_B, "c": c_max, "dist": float(s.dist_rms[-1])}
+    pair.update(dist0=s.at_zero["dist_rms"], dist_layer=dist_layer, dist_layer0=dist_layer0)
+    dominates = close(spread, bound, rtol=LARGE_C_RTOL)
+    kept = close(dist_layer, dist_layer0, rtol=UNCHANGED_RTOL)
     return {
         "collapse": pick(
-            close(spread, bound, rtol=LARGE_C_RTOL),
-            "invariance.collapse_dominates",
-            "invariance.collapse_not_yet",
-            c=c_max,
-            spread=spread,
-            std=s.x_std,
-            denom=denom,
-            bound=bound,
-            off_pct=abs(bound - spread) / spread,
+            dominates, "invariance.collapse_dominates", "invariance.collapse_not_yet", **collapse
         ),
-        "pair": pick(
-            close(dist_layer, dist_layer0, rtol=UNCHANGED_RTOL),
-            "invariance.pair_kept",
-            "invariance.pair_changed",
-            a=CASE_A,
-            b=CASE_B,
-            c=c_max,
-            dist=float(s.dist_rms[-1]),
-            dist0=s.at_zero["dist_rms"],
-            dist_layer=dist_layer,
-            dist_layer0=dist_layer0,
-        ),
+        "pair": pick(kept, "invariance.pair_kept", "invariance.pair_changed", **pair),
     }
 
 

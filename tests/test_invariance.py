@@ -22,19 +22,11 @@ from core.invariance import (
     transformed_setup,
 )
 from core.stats import vector_stats
+from tests.claims.invariance import EXPECTED, PAPER_ROWS, TRANSFORM_IDS
 
-# Table 1 of "Root Mean Square Layer Normalization" (LayerNorm and RMSNorm rows), plus the extra
-# shift along 1 and negative re-scaling that the paper does not list: (LayerNorm invariant,
-# RMSNorm invariant).
-PAPER = {
-    "weight_matrix_rescale": (True, True),
-    "weight_matrix_recenter": (True, False),
-    "weight_vector_rescale": (False, False),
-    "dataset_rescale": (True, True),
-    "dataset_recenter": (False, False),
-    "single_case_rescale": (True, True),
-}
-EXPECTED = {**PAPER, "shift_ones": (True, False), "negative_rescale": (False, False)}
+# Table 1 of "Root Mean Square Layer Normalization" for its six changes, and what the algebra
+# gives for the two extra rows: (LayerNorm invariant, RMSNorm invariant).
+PAPER = {t: EXPECTED[t] for t in TRANSFORM_IDS[:PAPER_ROWS]}
 
 # Rounding leaves about 1e-15 on an invariant pair; a genuine change at these sizes leaves more
 # than 1e-2. Both bounds are orders of magnitude from the data, so neither can flake.

@@ -11,17 +11,11 @@ from streamlit.testing.v1 import AppTest
 
 from core.invariance import TRANSFORMS, invariance_lab, invariance_residual
 from tests.apptest_util import assert_claims_shown, decode, figures, metric, open_app, trace
+from tests.claims.invariance import EXPECTED, PAPER_ROWS, TRANSFORM_IDS
 from ui.i18n import t
 
 # Table 1 of Zhang & Sennrich (2019): (LayerNorm invariant, RMSNorm invariant).
-PAPER = {
-    "weight_matrix_rescale": (True, True),
-    "weight_matrix_recenter": (True, False),
-    "weight_vector_rescale": (False, False),
-    "dataset_rescale": (True, True),
-    "dataset_recenter": (False, False),
-    "single_case_rescale": (True, True),
-}
+PAPER = {t: EXPECTED[t] for t in TRANSFORM_IDS[:PAPER_ROWS]}
 
 
 def open_page(**query: str) -> AppTest:
