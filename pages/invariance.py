@@ -99,32 +99,27 @@ def case_section(lab: InvarianceLab, tr: Translator) -> None:
     formulas(tr)
 
 
-def mark(value: bool | None, tr: Translator) -> str:
-    if value is None:
-        return tr("invariance.not_in_paper")
-    return tr("invariance.mark_yes" if value else "invariance.mark_no")
+def cell(invariant: bool, residual: float, tr: Translator) -> str:
+    """A measured verdict with the residual behind it: ``✓ yes (≈ 0)``, ``✗ no (1.676)``."""
+    verdict = tr("invariance.mark_yes" if invariant else "invariance.mark_no")
+    return f"{verdict} ({fmt.num(residual, noise=TABLE_TOL)})"
 
 
 def table_frame(rows: list[InvarianceRow], tr: Translator) -> pd.DataFrame:
-    """The table: for each norm the paper's entry, the measured verdict and residual; and
-    whether they agree. RMSNorm's columns first, as on every page."""
+    """The table: each norm's measured verdict and residual (RMSNorm first, as on every page),
+    and whether both verdicts agree with the paper. Three columns fit a phone."""
 
     def matches(row: InvarianceRow) -> str:
         if row.matches_paper is None:
             return tr("invariance.not_in_paper")
         return tr("invariance.yes" if row.matches_paper else "invariance.no")
 
-    columns = {}
-    for norm in ("rms", "layer"):
-        columns[tr(f"invariance.col_paper_{norm}")] = [
-            mark(getattr(r, f"paper_{norm}"), tr) for r in rows
+    columns = {
+        tr(f"invariance.col_{norm}"): [
+            cell(getattr(r, f"{norm}_invariant"), getattr(r, f"{norm}_residual"), tr) for r in rows
         ]
-        columns[tr(f"invariance.col_{norm}")] = [
-            mark(getattr(r, f"{norm}_invariant"), tr) for r in rows
-        ]
-        columns[tr(f"invariance.col_res_{norm}")] = [
-            fmt.num(getattr(r, f"{norm}_residual"), noise=TABLE_TOL) for r in rows
-        ]
+        for norm in ("rms", "layer")
+    }
     columns[tr("invariance.col_match")] = [matches(r) for r in rows]
     frame = pd.DataFrame(columns, index=[tr(f"invariance.t_{r.id}") for r in rows])
     frame.index.name = tr("invariance.col_transform")

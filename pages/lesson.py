@@ -16,7 +16,7 @@ from core import (
     RMS_FORMULA,
     RMS_JACOBIAN_FORMULA,
 )
-from core.lesson import OPTIONS, STEP_IDS, StepResult, lesson_step
+from core.lesson import NOISE, OPTIONS, STEP_IDS, StepResult, lesson_step
 from ui import fmt, widgets
 from ui.frame import begin_page, share_box
 from ui.i18n import Translator, translator
@@ -53,6 +53,15 @@ EXPLORER_LABELS = ("axis_a", "axis_b", "circle", "ray", "x_short")
 def compute(step_id: str) -> StepResult:
     """The numbers behind one step (cached: every visitor's step k is the same computation)."""
     return lesson_step(step_id)
+
+
+def quoted(r: StepResult) -> dict[str, str]:
+    """The step's numbers as the question, the options and the alt text quote them: rounding
+    noise reads "≈ 0", fractions named ``*_pct`` as percentages."""
+    return {
+        k: fmt.pct(v) if k.endswith("_pct") else fmt.num(v, noise=NOISE)
+        for k, v in r.numbers.items()
+    }
 
 
 def _go(step: int) -> None:
@@ -173,11 +182,12 @@ def figure(r: StepResult, tr: Translator) -> go.Figure:
     return FIGURES[r.step_id](r, lab)
 
 
-def formulas(tr: Translator, pairs: tuple[tuple[str, str], ...]) -> None:
-    """Formulas side by side, each named (RMSNorm first, as on every page)."""
-    for col, (name, formula) in zip(st.columns(len(pairs)), pairs, strict=True):
-        col.markdown(f"**{name}**")
-        col.latex(formula)
+def formulas(pairs: tuple[tuple[str, str], ...], *, side_by_side: bool = True) -> None:
+    """Formulas, each named (RMSNorm first, as on every page); wide ones one under the other."""
+    places = st.columns(len(pairs)) if side_by_side else [st.container() for _ in pairs]
+    for place, (name, formula) in zip(places, pairs, strict=True):
+        place.markdown(f"**{name}**")
+        place.latex(formula)
 
 
 def mark_cell(value: bool | None, tr: Translator) -> str:
@@ -229,7 +239,7 @@ def extras(r: StepResult, tr: Translator) -> None:
     """Formulas and tables that go with a step's answer."""
     rms, layer = tr("common.rms_norm"), tr("common.layer_norm")
     if r.step_id == "centre":
-        formulas(tr, ((rms, RMS_FORMULA), (layer, LAYER_FORMULA)))
+        formulas(((rms, RMS_FORMULA), (layer, LAYER_FORMULA)))
     elif r.step_id == "identity":
         n = r.numbers
         st.latex(IDENTITY_FORMULA)
@@ -239,7 +249,8 @@ def extras(r: StepResult, tr: Translator) -> None:
     elif r.step_id == "table":
         invariance_table(r, tr)
     elif r.step_id == "gradient":
-        formulas(tr, ((rms, RMS_JACOBIAN_FORMULA), (layer, LAYER_JACOBIAN_FORMULA)))
+        jacobians = ((rms, RMS_JACOBIAN_FORMULA), (layer, LAYER_JACOBIAN_FORMULA))
+        formulas(jacobians, side_by_side=False)
     elif r.step_id == "gain":
         presets_table(tr)
 
@@ -253,7 +264,7 @@ def prediction(step_id: str, r: StepResult, tr: Translator) -> str | None:
         tr("lesson.prediction"),
         options,
         index=options.index(chosen) if chosen in options else None,
-        format_func=lambda o: f"**{o}** · {tr(f'lesson.{step_id}_{o}', **r.numbers)}",
+        format_func=lambda o: f"**{o}** · {tr(f'lesson.{step_id}_{o}', **quoted(r))}",
         key=f"pick_{step_id}",
         on_change=_remember,
         args=(step_id,),
@@ -266,7 +277,7 @@ def verdict(r: StepResult, chosen: str, tr: Translator) -> None:
     """Right or not, the answer the numbers give, with the option's words."""
     answer = tr.claim(r.claims["answer"])
     if r.correct is not None:
-        answer += f"\n\n**{r.correct}** · {tr(f'lesson.{r.step_id}_{r.correct}', **r.numbers)}"
+        answer += f"\n\n**{r.correct}** · {tr(f'lesson.{r.step_id}_{r.correct}', **quoted(r))}"
     if chosen == r.correct:
         st.success(f"{tr('lesson.verdict_right')} {answer}")
     else:
@@ -280,7 +291,7 @@ def step_view(step: int, tr: Translator) -> None:
     title = tr(f"lesson.{step_id}_title")
     st.progress(step / N_STEPS, text=tr("lesson.progress", k=step, n=N_STEPS, title=title))
     st.subheader(f"{step}. {title}")
-    st.markdown(tr(f"lesson.{step_id}_question", **r.numbers))
+    st.markdown(tr(f"lesson.{step_id}_question", **quoted(r)))
     chosen = prediction(step_id, r, tr)
     if step_id not in st.session_state[REVEALED]:
         st.button(
@@ -296,7 +307,7 @@ def step_view(step: int, tr: Translator) -> None:
         return
     verdict(r, chosen, tr)
     st.plotly_chart(
-        figure(r, tr), key=f"fig_{step_id}", alt=tr(f"lesson.{step_id}_alt", **r.numbers)
+        figure(r, tr), key=f"fig_{step_id}", alt=tr(f"lesson.{step_id}_alt", **quoted(r))
     )
     st.caption(tr.claim(r.claims["caption"]))
     for slot in ("explain", "detail"):

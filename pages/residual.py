@@ -77,11 +77,15 @@ def metrics(view: ResidualView, tr: Translator, layers: int) -> None:
         ("metric_out_share", "output_share_offset"),
         ("metric_tokens", "token_cosine"),
     )
-    for col, (label, quantity) in zip(st.columns(4), shown, strict=True):
+    # Two to a row: each label names its trunk in full, on a laptop and on a phone.
+    cols = [c for _ in range(2) for c in st.columns(2)]
+    for col, (label, quantity) in zip(cols, shown, strict=True):
         col.metric(
             tr(f"residual.{label}", layers=layers),
             fmt.num(view.last["rms"][quantity], noise=ROUNDING),
-            delta=tr("residual.vs_layer", value=view.last["layer"][quantity]),
+            delta=tr(
+                "residual.vs_layer", value=fmt.num(view.last["layer"][quantity], noise=ROUNDING)
+            ),
             delta_color="off",
             delta_arrow="off",
         )

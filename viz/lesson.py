@@ -109,9 +109,13 @@ def outputs_figure(
             )
         fig.update_xaxes(title_text=labels["coordinate"], row=r)
         fig.update_yaxes(title_text=labels["value"], row=r, col=1)
-    style.base_layout(fig, height=180 + 300 * len(rows))
+    height, top, bottom = 180 + 300 * len(rows), 130, 50
+    style.base_layout(fig, height=height)
     fig.update_annotations(font_size=style.FONT_SIZE)
-    fig.update_layout(margin={"t": 110})
+    # The legend goes above the subplot titles: 55 px above the plot area.
+    fig.update_layout(
+        margin={"t": top, "b": bottom}, legend={"y": 1 + 55 / (height - top - bottom)}
+    )
     return fig
 
 
