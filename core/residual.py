@@ -247,6 +247,9 @@ def simulate_residual(
 
 # A reading of LayerNorm's output along 1 below this is rounding (float64 leaves about 1e-16).
 ROUNDING = 1e-9
+# A cosine with 1 below this counts as orthogonal: rounding a large offset out of a narrow stream
+# (d = 2, an offset of 100 against a spread of 1e-4) leaves about 1e-10, a real component far more.
+ORTHOGONAL = 1e-6
 # The norm's output has length sqrt(d) "up to eps" when it is within this relative distance.
 LENGTH_RTOL = 1e-3
 # A share along W 1 counts as far above chance from ten times the 1/d a random direction holds.
@@ -320,7 +323,7 @@ def _norm_claims(readings: dict, last: dict, d: int) -> dict:
         tokens_key = "residual.tokens_both"
     return {
         "layer": pick(
-            at_most(worst_layer, ROUNDING),
+            at_most(worst_layer, ORTHOGONAL),
             "residual.explain_layer",
             "residual.explain_layer_leaks",
             noise=ROUNDING,
