@@ -389,7 +389,7 @@ def _constant_weight(gain: float | None, d: int) -> np.ndarray | None:
 
 
 def shift_sweep(
-    x: ArrayLike, offsets: ArrayLike, *, eps: float = 1e-6, gain: float | None = None
+    x: ArrayLike, offsets: ArrayLike, *, eps: float = DEFAULT_RMS_EPS, gain: float | None = None
 ) -> dict[str, np.ndarray]:
     r"""What survives of x after adding c * 1, for every c in ``offsets`` at once.
 

@@ -43,7 +43,7 @@ PARAMS = (
     IntParam("layers", 24, 1, MAX_LAYERS),
     IntParam("d", 256, MIN_WIDTH, STREAM_MAX_WIDTH),
     FloatParam("drift", 0.5, -DRIFT_LIMIT, DRIFT_LIMIT),
-    IntParam("seed", 0, 0, 2**31 - 1),
+    IntParam("seed", 0),
     LadderParam("eps", DEFAULT_LAYER_EPS, ladder_upto(EPS_LADDER, 1.0)),
 )
 P = {p.key: p for p in PARAMS}
