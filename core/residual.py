@@ -50,9 +50,10 @@ __all__ = [
     "simulate_residual",
 ]
 
+# Two lines, so that it fits a phone's width.
 RESIDUAL_FORMULA = (
-    r"h_{l+1} = h_l + c\,\mathbf{1} + W_l\,\mathrm{norm}(h_l), \qquad "
-    r"(W_l)_{ij} \sim \mathcal{N}(0, 1/d)"
+    r"\begin{gathered} h_{l+1} = h_l + c\,\mathbf{1} + W_l\,\mathrm{norm}(h_l), \\ "
+    r"(W_l)_{ij} \sim \mathcal{N}(0, 1/d) \end{gathered}"
 )
 
 NORMS = ("layer", "rms")

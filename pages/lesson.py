@@ -176,8 +176,8 @@ def figure(r: StepResult, tr: Translator) -> go.Figure:
             rms=tr("residual.rms_trunk"),
             layer=tr("residual.layer_trunk"),
             layer_axis=tr("residual.layer_axis"),
-            input_cos_ones=tr("residual.q_input_cos_ones"),
-            token_cosine=tr("residual.q_token_cosine"),
+            input_cos_ones=tr("residual.p_input_cos_ones"),
+            token_cosine=tr("residual.p_token_cosine"),
         )
     return FIGURES[r.step_id](r, lab)
 

@@ -117,8 +117,9 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int, drift: float) -> 
         "layer_axis": tr("residual.layer_axis"),
         **{q: tr(f"residual.q_{q}") for q in QUANTITIES},
     }
+    titles = {**names, **{q: tr(f"residual.p_{q}") for q in PANELS}}
     st.plotly_chart(
-        layers_figure(view.layers, view.readings, PANELS, names),
+        layers_figure(view.layers, view.readings, PANELS, titles),
         key="layers_figure",
         alt=tr("residual.figure_alt", layers=layers, drift=drift),
     )
