@@ -409,6 +409,14 @@ def _table() -> _Measured:
     rows = invariance_table(seed=LESSON_SEED)
     asked = next(r for r in rows if r.id == "weight_matrix_recenter")
     in_paper = [r for r in rows if r.matches_paper is not None]
+    # The explanation reads a pattern off every row; it holds only where every row is as the
+    # algebra says.
+    pattern = all(
+        (r.layer_invariant, r.rms_invariant)
+        == (TRANSFORMS[r.id].layer_invariant, TRANSFORMS[r.id].rms_invariant)
+        for r in rows
+    )
+    other = {} if pattern else {"explain": Claim("lesson.explain_other", {})}
     return _Measured(
         _which(asked.rms_invariant, asked.layer_invariant),
         {
@@ -436,6 +444,7 @@ def _table() -> _Measured:
             }
             for r in rows
         ],
+        other,
     )
 
 

@@ -105,7 +105,10 @@ def ref_rescale() -> tuple[str | None, dict]:
 
 
 def ref_shift() -> tuple[str | None, dict]:
-    return _changed(x_lesson() + 3.0, 3.0)
+    x = x_lesson()
+    # "every coordinate pulled towards the same value": RMSNorm's output spreads less.
+    assert np.std(rms(x + 3.0)) < np.std(rms(x))
+    return _changed(x + 3.0, 3.0)
 
 
 def ref_scales() -> tuple[str | None, dict]:
@@ -189,6 +192,11 @@ def ref_table() -> tuple[str | None, dict]:
         for t in inv.TRANSFORM_IDS[: inv.PAPER_ROWS]
         for r in [inv.residuals(3, t, 2.0)]
     )
+    # The pattern the explanation reads off the whole table, the two extra rows included.
+    for t in inv.TRANSFORM_IDS:
+        layer_t, rms_t = inv.residuals(3, t, 2.0)
+        assert (layer_t < inv.TOL, rms_t < inv.TOL) == inv.EXPECTED[t], t
+    np.testing.assert_allclose(inv.residuals(3, "negative_rescale", 2.0), 2.0, rtol=1e-9)
     numbers = {"asked_rms": rms_res, "asked_layer": layer_res, "tol": inv.TOL}
     numbers.update(agree=agree, total=inv.PAPER_ROWS, cases=16, inputs=8, units=8)
     return which(rms_res < inv.TOL, layer_res < inv.TOL), numbers
@@ -200,6 +208,10 @@ def ref_eps() -> tuple[str | None, dict]:
     inside, outside = math.sqrt(ms / (ms + EPS)), math.sqrt(ms) / (math.sqrt(ms) + EPS)
     clamp = math.sqrt(ms) * math.sqrt(D) / max(math.sqrt(ms * D), EPS)  # F.normalize times sqrt(d)
     gap = abs(inside - outside) / outside
+    # "For ordinary activations all curves reach 1": at the curves' largest input RMS.
+    big = 10.0 * x_lesson()
+    for placement_rms in (rms(big, EPS), big / (np.sqrt(np.mean(big**2)) + EPS)):
+        assert abs(math.sqrt(np.mean(placement_rms**2)) - 1) < 1e-6
     numbers = {"rms_x": math.sqrt(ms), "mean_square_x": ms, "out_inside": inside}
     numbers.update(out_outside=outside, out_clamp=clamp, gap_pct=gap, visible_pct=0.01, eps=EPS)
     return ("B" if gap > 0.01 else "A"), numbers
