@@ -7,6 +7,7 @@ Every widget here uses ``bind="query-params"`` with the parameter's key as the U
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import streamlit as st
@@ -19,6 +20,7 @@ from ui.params import (
     LadderParam,
     TextParam,
     fmt_number,
+    read_link_value,
 )
 
 BIND = "query-params"
@@ -78,6 +80,26 @@ def choice(
         )
     widget = st.selectbox if kind == "selectbox" else st.radio
     return widget(label, values, index=values.index(default), key=param.key, bind=BIND, **kwargs)
+
+
+def labelled_choice(
+    param: ChoiceParam, label: str, names: Callable[[str], str], **kwargs: Any
+) -> str:
+    """A select box that shows ``names(value)`` (a translated name) for each of the param's
+    values, while the link carries the value itself.
+
+    A bound widget writes its label to the URL, so this one is not bound: it takes its first
+    value from the link (``begin_page`` has already checked and corrected it) and writes the
+    chosen value back with ``st.query_params`` (none while it is the default).
+    """
+    if param.key not in st.session_state:
+        st.session_state[param.key] = read_link_value(param)[0]
+    value = st.selectbox(label, param.choices, format_func=names, key=param.key, **kwargs)
+    if value == param.default:
+        st.query_params.pop(param.key, None)
+    else:
+        st.query_params[param.key] = value
+    return value
 
 
 def text(param: TextParam, label: str, **kwargs: Any) -> str:
