@@ -48,11 +48,8 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("contracts", ":material/handshake:", "section_lessons"),
     PageSpec("backward", ":material/undo:", "section_lessons"),
     PageSpec("speed", ":material/speed:", "section_lab"),
-    # An emoji, not a Material icon: while a page's first run is slow (the inspector loads
-    # models), Streamlit shows the page's icon as the favicon, and a Material icon's SVG is
-    # fetched from fonts.gstatic.com; an emoji is drawn locally (this one by common text fonts
-    # too, where no emoji font is installed).
-    PageSpec("inspector", "⚗", "section_lab"),
+    PageSpec("training", ":material/model_training:", "section_lab"),
+    PageSpec("inspector", ":material/manage_search:", "section_lab"),
 )
 
 
@@ -61,14 +58,19 @@ def page_params(name: str) -> tuple:
     return tuple(importlib.import_module(f"pages.{name}").PARAMS)
 
 
-def navigation(lang: str, *, position: str = "sidebar") -> st.navigation:
-    """``st.navigation`` over :data:`PAGES`, titled and sectioned in ``lang``."""
+def navigation(lang: str, *, position: str = "sidebar", icons: bool = True) -> st.navigation:
+    """``st.navigation`` over :data:`PAGES`, titled and sectioned in ``lang``.
+
+    Without ``icons`` no page has an icon: Streamlit makes the current page's icon the favicon
+    unless ``st.set_page_config`` named one, and a Material icon is fetched from Google's font
+    servers, which an offline app must never ask.
+    """
     sections: dict[str, list[st.Page]] = {}
     for index, spec in enumerate(PAGES):
         page = st.Page(
             spec.file,
             title=t(spec.title_key, lang),
-            icon=spec.icon,
+            icon=spec.icon if icons else None,
             url_path=spec.name,
             default=index == 0,
         )
