@@ -64,6 +64,8 @@ NORM_EPS = 0.0
 # the keys centred and scaled to radius 1 (hull membership ignores both), so the tolerance is
 # relative; HiGHS solves these tiny programs to about 1e-12.
 SELECT_TOL = 1e-9
+# Keys whose centred cloud is smaller than this, relative to their norm, sit at one point.
+SAME_POINT = 1e-9
 # Relative tolerances for "every key has norm sqrt(d)", "every key is ⟂ 1", "these weights tie"
 # and "every score is equal": float64 rounding leaves about 1e-15 of the quantity's scale.
 NORM_TOL = 1e-9
@@ -193,8 +195,10 @@ def selection_margins(keys: np.ndarray) -> np.ndarray:
     centred = keys - keys.mean(axis=0)  # (n, d)
     radius = float(np.max(np.linalg.norm(centred, axis=1)))
     n, d = keys.shape
-    if radius == 0.0:
-        return np.zeros(n)  # every key at one point: they always tie
+    if radius <= SAME_POINT * float(np.max(np.linalg.norm(keys, axis=1))):
+        # Every key at one point up to rounding (LayerNorm at d = 2 when all keys fall on one
+        # side): they always tie. Scaled up, their rounding noise would look like a shape.
+        return np.zeros(n)
     unit = centred / radius
     cost = np.zeros(d + 1)
     cost[-1] = -1.0  # maximise t
@@ -263,7 +267,9 @@ def best_query(keys: np.ndarray, length: float) -> BestQuery:
     dirs = candidate_directions(centred)  # (m, d)
     proj = dirs @ centred.T  # (m, n)
     widths = proj.max(axis=1) - proj.min(axis=1)  # (m,)
-    scale = max(float(np.max(np.linalg.norm(centred, axis=1))), 1e-300)
+    # Widths within rounding of the minimum tie (relative to the keys' norm, so that keys at one
+    # point up to rounding tie in every direction).
+    scale = max(float(np.max(np.linalg.norm(keys, axis=1))), 1e-300)
     good = widths <= widths.min() + 1e-12 * scale
     ones = np.ones(d) / math.sqrt(d)
     # Rounded, so that a normal equal to 1 up to rounding does not win over 1 itself.
