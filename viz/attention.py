@@ -80,6 +80,7 @@ def _plane_traces(keys, hull, color, radius, plane, extent) -> list[go.Scatter]:
             go.Scatter(
                 x=keys[loop, 0],
                 y=keys[loop, 1],
+                name="hull",
                 fill="toself",
                 fillcolor=color,
                 opacity=0.15,
@@ -123,6 +124,7 @@ def _markers_2d(points: list[dict], color: str, size: dict[str, int]) -> list[go
             go.Scatter(
                 x=xy[:, 0],
                 y=xy[:, 1],
+                name="unselectable" if hidden else "selectable",
                 mode="markers+text",
                 text=[p["label"] for p in chosen],
                 textposition=[_text_position(p["at"]) for p in chosen],
@@ -148,7 +150,9 @@ def _figure_2d(keys, hull, points, direction, color, radius, plane, height, size
     extent = _extent(keys, radius)
     tip = 0.85 * extent * direction
     traces = _plane_traces(keys, hull, color, radius, plane, extent)
-    traces.append(_line([0.0, tip[0]], [0.0, tip[1]], style.EXTRA[0], "solid"))
+    query = _line([0.0, tip[0]], [0.0, tip[1]], style.EXTRA[0], "solid")
+    query.update(name="query", line_width=2.5)
+    traces.append(query)
     traces += _markers_2d(points, color, size)
     arrow = {
         "x": tip[0],
@@ -233,6 +237,7 @@ def _markers_3d(points: list[dict], color: str, size: dict[str, int]) -> list[go
                 x=xyz[:, 0],
                 y=xyz[:, 1],
                 z=xyz[:, 2],
+                name="unselectable" if hidden else "selectable",
                 mode="markers+text",
                 text=[p["label"] for p in chosen],
                 textposition="top center",
@@ -262,6 +267,7 @@ def _figure_3d(keys, hull, points, direction, color, radius, plane, height, size
                 i=hull[:, 0],
                 j=hull[:, 1],
                 k=hull[:, 2],
+                name="hull",
                 color=color,
                 opacity=0.15,
                 hoverinfo="skip",
@@ -297,6 +303,7 @@ def _figure_3d(keys, hull, points, direction, color, radius, plane, height, size
 def _query_3d(tip: np.ndarray) -> go.Scatter3d:
     """The query direction: a thick line from the origin with a dot at its tip."""
     return go.Scatter3d(
+        name="query",
         x=[0.0, tip[0]],
         y=[0.0, tip[1]],
         z=[0.0, tip[2]],
@@ -345,6 +352,7 @@ def weights_figure(
     names = [f"k{i + 1}" for i in range(n)]
     hatch = ["x" if i in unselectable else "" for i in range(n)]
     bars = go.Bar(
+        name="weights",
         x=names,
         y=weights,
         marker={"color": color, "pattern": {"shape": hatch, "fgcolor": UNSELECTABLE}},
