@@ -62,8 +62,10 @@ NORM_EPS = 0.0
 
 # A key is un-selectable when its best margin (below) is at most this. The margin is measured on
 # the keys centred and scaled to radius 1 (hull membership ignores both), so the tolerance is
-# relative; HiGHS solves these tiny programs to about 1e-12.
-SELECT_TOL = 1e-9
+# relative. It grows linearly with a key's distance from the others' hull (two keys δ apart on a
+# circle: about 0.6 δ), so 1e-12 separates keys that coincide up to rounding (LayerNorm's at
+# d = 2, about 1e-14 apart at the largest offset) from any two that the sample puts apart.
+SELECT_TOL = 1e-12
 # Keys whose centred cloud is smaller than this, relative to their norm, sit at one point.
 SAME_POINT = 1e-9
 # Relative tolerances for "every key has norm sqrt(d)", "every key is ⟂ 1", "these weights tie"

@@ -99,6 +99,7 @@ def _weights(weights, case: str, box: Sandbox, tr: Translator, key: str, alt: st
         color=COLORS[case],
         labels={"weight": tr("attention.weight_axis"), "key": tr("attention.key_axis")},
         large=view_mode().large_text,
+        height=320 if view_mode().large_text else 260,
     )
     name = tr(f"attention.case_{case}")
     st.plotly_chart(
@@ -125,6 +126,7 @@ def keys_section(box: Sandbox, tr: Translator) -> None:
                 radius=None if case == "raw" else box.d**0.5,
                 plane=case != "raw",
                 large=view_mode().large_text,
+                height=480 if view_mode().large_text else 400,
             )
             st.plotly_chart(
                 figure,

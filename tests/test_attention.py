@@ -119,6 +119,18 @@ def test_coincident_keys_are_unselectable_and_a_lone_one_is_not() -> None:
     assert margins[0] <= 1e-12 and margins[1] <= 1e-12 and margins[2] > 0.1
 
 
+def test_two_keys_a_hair_apart_on_a_circle_are_both_selectable() -> None:
+    """The margin shrinks linearly with the gap, so keys 1e-6 rad apart are told apart; keys at
+    one point are not."""
+    angles = np.array([0.3, 1.5, 2.9, 4.0, 5.2, 0.3 + 1e-6])
+    keys = math.sqrt(2) * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    margins = selection_margins(keys)
+    assert np.all(margins > 1e-7)
+    keys[5] = keys[0]
+    margins = selection_margins(keys)
+    assert margins[0] <= 1e-12 and margins[5] <= 1e-12 and np.all(margins[1:5] > 0.1)
+
+
 # --- the most uniform query ------------------------------------------------------------------
 
 

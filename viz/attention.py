@@ -290,7 +290,7 @@ def _figure_3d(keys, hull, points, direction, color, radius, plane, height, size
         "yaxis": {**axis, **_axis_fonts(size, "x₂")},
         "zaxis": {**axis, **_axis_fonts(size, "x₃")},
         "aspectmode": "cube",
-        "camera": {"eye": {"x": 1.8, "y": -0.4, "z": 0.9}},
+        "camera": {"eye": {"x": 1.35, "y": -0.3, "z": 0.68}},
     }
     return go.Figure(
         data=traces,

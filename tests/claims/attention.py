@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 import numpy as np
 import torch
@@ -103,15 +104,27 @@ def nearest_in_hull(points: np.ndarray, x: np.ndarray) -> np.ndarray:
     return lam @ points
 
 
+def wins(k: np.ndarray, i: int, q: np.ndarray) -> bool:
+    """q scores key i strictly above every other key, in exact rational arithmetic."""
+    exact = [[Fraction(float(v)) for v in row] for row in k]
+    qq = [Fraction(float(v)) for v in q]
+    score = [sum(a * b for a, b in zip(row, qq, strict=True)) for row in exact]
+    return all(score[i] > s for j, s in enumerate(score) if j != i)
+
+
 def selectable(k: np.ndarray, i: int) -> bool:
-    """A query q = x − p (p the nearest hull point of the others) scores key i strictly highest."""
+    """Some query scores key i strictly highest: q = x − p, p the point of the other keys' hull
+    nearest x (keys centred and scaled), or, for keys of one norm, q = the key itself (a point of
+    a sphere beats every other point of it in its own direction)."""
     if one_point(k):
         return False
     centred = k - k.mean(axis=0)
     unit = centred / max(np.max(np.linalg.norm(centred, axis=1)), 1e-300)
     others = np.delete(unit, i, axis=0)
-    q = unit[i] - nearest_in_hull(others, unit[i])
-    return bool(np.min((unit[i] - others) @ q) > 0.0)
+    if wins(unit, i, unit[i] - nearest_in_hull(others, unit[i])):
+        return True
+    norms = np.linalg.norm(k, axis=1)
+    return bool(np.ptp(norms) <= 1e-9 * norms.max()) and wins(k, i, k[i])
 
 
 def one_point(k: np.ndarray) -> bool:
