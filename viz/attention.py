@@ -280,7 +280,7 @@ def _figure_3d(keys, hull, points, direction, color, radius, plane, height, size
         )
     )
     tip = 0.75 * extent * direction
-    traces.append(_query_3d(tip))
+    traces += _query_3d(tip)
     traces += _markers_3d(points, color, size)
     # No tick labels in space: from most viewpoints the three axes' numbers overlap, and the
     # lesson is in the shapes (the page gives the norms and components in words).
@@ -300,18 +300,35 @@ def _figure_3d(keys, hull, points, direction, color, radius, plane, height, size
     )
 
 
-def _query_3d(tip: np.ndarray) -> go.Scatter3d:
-    """The query direction: a thick line from the origin with a dot at its tip."""
-    return go.Scatter3d(
-        name="query",
-        x=[0.0, tip[0]],
-        y=[0.0, tip[1]],
-        z=[0.0, tip[2]],
-        mode="lines+markers",
-        line={"color": style.EXTRA[0], "width": 8},
-        marker={"size": [0, 6], "color": style.EXTRA[0], "symbol": "circle"},
-        hoverinfo="skip",
-    )
+def _query_3d(tip: np.ndarray) -> list:
+    """The query direction: a thick line from the origin and a cone as its arrowhead."""
+    head = tip / max(float(np.linalg.norm(tip)), 1e-300)
+    color = [[0.0, style.EXTRA[0]], [1.0, style.EXTRA[0]]]
+    return [
+        go.Scatter3d(
+            name="query",
+            x=[0.0, tip[0]],
+            y=[0.0, tip[1]],
+            z=[0.0, tip[2]],
+            mode="lines",
+            line={"color": style.EXTRA[0], "width": 8},
+            hoverinfo="skip",
+        ),
+        go.Cone(
+            x=[tip[0]],
+            y=[tip[1]],
+            z=[tip[2]],
+            u=[head[0]],
+            v=[head[1]],
+            w=[head[2]],
+            anchor="tip",
+            sizemode="absolute",
+            sizeref=0.18 * float(np.linalg.norm(tip)),
+            colorscale=color,
+            showscale=False,
+            hoverinfo="skip",
+        ),
+    ]
 
 
 # --- public --------------------------------------------------------------------------------------
