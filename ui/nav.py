@@ -38,7 +38,8 @@ class PageSpec:
 
 
 # The first page is the landing page. The lessons follow the argument: what each norm cancels,
-# what that does to the residual stream, then the contract details, then the backward pass.
+# what that does to the residual stream, then the contract details, then the backward pass, then
+# what LayerNorm's projection and scaling do for the attention that reads the keys.
 PAGES: tuple[PageSpec, ...] = (
     PageSpec("explorer", ":material/tune:", "section_explore"),
     PageSpec("lesson", ":material/school:", "section_explore"),
@@ -47,6 +48,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("precision", ":material/straighten:", "section_lessons"),
     PageSpec("contracts", ":material/handshake:", "section_lessons"),
     PageSpec("backward", ":material/undo:", "section_lessons"),
+    PageSpec("attention", ":material/center_focus_strong:", "section_lessons"),
     PageSpec("speed", ":material/speed:", "section_lab"),
     PageSpec("training", ":material/model_training:", "section_lab"),
     PageSpec("inspector", ":material/manage_search:", "section_lab"),
