@@ -27,8 +27,8 @@ def _layout(height: int, **extra: object) -> dict:
     """No Plotly title (the page writes it above the chart, where it wraps on a phone); room
     above the plot for a legend that wraps to a few rows."""
     layout = style.layout(height=height, **extra)
-    layout["margin"]["t"] = 90
-    layout["legend"].update(y=1.04, font=SMALL_FONT)
+    layout["margin"]["t"] = 60
+    layout["legend"].update(y=1.02, font=SMALL_FONT)
     return layout
 
 
