@@ -99,7 +99,8 @@ def test_settings_from_the_environment(tmp_path: Path) -> None:
 def test_catalog_lists_model_folders_and_resolves_only_what_it_lists(tiny: Path, tmp_path):
     single = tmp_path / "one-model"
     shutil.copytree(tiny / "tiny-gpt2", single)
-    catalog = Catalog(Settings(model_dirs=(tiny, single, tmp_path / "missing")))
+    dirs = (tiny, single, tmp_path / "missing")
+    catalog = Catalog(Settings(model_dirs=dirs, shipped_dir=tmp_path / "no-shipped"))
     names = ("tiny-bare", "tiny-gemma", "tiny-gpt2", "tiny-llama", "tiny-olmo2", "one-model")
     assert catalog.choices() == tuple(f"local:{n}" for n in names)
     assert catalog.resolve("local:tiny-llama").location == str((tiny / "tiny-llama").resolve())
