@@ -21,60 +21,82 @@ ARROW_LIMIT = 2.5
 
 def _series(
     index: np.ndarray, values: np.ndarray, *, name: str, color: str, kind: str, d: int
-) -> go.Scatter | go.Scattergl:
-    trace = go.Scattergl if d > WEBGL_WIDTH else go.Scatter
-    mode = "lines+markers" if d <= LINE_WIDTH else "markers"
+) -> dict:
+    points = len(values)
     marker = {"color": color, "symbol": style.SYMBOLS[kind], "size": 8 if d <= LINE_WIDTH else 4}
-    return trace(
-        x=index,
-        y=values,
-        name=name,
-        mode=mode,
-        marker=marker,
-        line={"color": color, "dash": style.DASHES[kind], "width": 2},
-        hovertemplate="i = %{x}<br>%{y:.5g}<extra>" + name + "</extra>",
-    )
+    return {
+        "type": "scattergl" if points > WEBGL_WIDTH else "scatter",
+        "x": index,
+        "y": values,
+        "name": name,
+        "mode": "lines+markers" if d <= LINE_WIDTH else "markers",
+        "marker": marker,
+        "line": {"color": color, "dash": style.DASHES[kind], "width": 2},
+        "hovertemplate": "i = %{x}<br>%{y:.5g}<extra>" + name + "</extra>",
+    }
 
 
 def coordinates_figure(
-    x: np.ndarray, y_rms: np.ndarray, y_layer: np.ndarray, labels: Mapping[str, str]
+    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    means: Mapping[str, float],
+    labels: Mapping[str, str],
+    *,
+    d: int,
+    note: str = "",
+    font_scale: float = 1.0,
 ) -> go.Figure:
     """x on top; RMSNorm(x) and LayerNorm(x) below on one shared y axis; shared coordinate axis.
 
-    x keeps its own vertical scale because it can be orders of magnitude larger than the
-    outputs; the two outputs share one so their difference (the offset that survives RMSNorm)
-    is read directly. Dashed lines mark each output's mean. The two panels are laid out by hand
-    (axis domains and layout shapes) because ``make_subplots`` and ``add_hline`` cost more than
-    the rest of the page on every rerun at d = 4096.
+    ``series`` maps "x", "rms" and "layer" to (coordinate indices, values): every coordinate, or
+    an envelope of them for a wide vector (then ``note`` says so on the chart). x keeps its own
+    vertical scale because it can be orders of magnitude larger than the outputs; the two
+    outputs share one so their difference (the offset that survives RMSNorm) is read directly.
+    Dashed lines mark each output's mean (``means``). The two panels are laid out by hand (axis
+    domains and layout shapes) because ``make_subplots`` and ``add_hline`` cost more than the
+    rest of the page on every rerun at d = 4096.
     """
-    d = x.shape[-1]
-    index = np.arange(d)
-    traces = [_series(index, x, name=labels["x"], color=style.INPUT, kind="input", d=d)]
+    traces = [_series(*series["x"], name=labels["x"], color=style.INPUT, kind="input", d=d)]
     shapes = [_hline(0.0, style.MUTED, "solid", 1)]
-    for values, key, color in ((y_rms, "rms", style.RMS), (y_layer, "layer", style.LAYER)):
-        trace = _series(index, values, name=labels[key], color=color, kind=key, d=d)
-        trace.update(yaxis="y2")
+    for key, color in (("rms", style.RMS), ("layer", style.LAYER)):
+        trace = _series(*series[key], name=labels[key], color=color, kind=key, d=d)
+        trace["yaxis"] = "y2"
         traces.append(trace)
-        shapes.append(_hline(float(np.mean(values)), color, "dash", 1.5))
-    title_font = {"size": style.FONT_SIZE}
-    fig = go.Figure(
+        if np.isfinite(means[key]):
+            shapes.append(_hline(float(means[key]), color, "dash", 1.5))
+    size = style.FONT_SIZE * font_scale
+    annotations = [
+        _panel_title(labels["input"], 1.0, {"size": size}),
+        _panel_title(labels["outputs"], 0.56, {"size": size}),
+    ]
+    if note:
+        annotations.append(
+            {
+                "text": note,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "xanchor": "left",
+                "y": -0.16,
+                "yanchor": "top",
+                "showarrow": False,
+                "font": {"size": 0.9 * size, "color": style.INPUT},
+            }
+        )
+    return go.Figure(
         data=traces,
-        layout=style.layout(
-            height=560,
-            xaxis={"anchor": "y2", "title": {"text": labels["coordinate"]}},
-            yaxis={"domain": [0.62, 1.0], "title": {"text": labels["value"]}},
-            yaxis2={"domain": [0.0, 0.54], "title": {"text": labels["value"]}},
-            shapes=shapes,
-            annotations=[
-                _panel_title(labels["input"], 1.0, title_font),
-                _panel_title(labels["outputs"], 0.56, title_font),
-            ],
-            # Panel titles sit at the left, so the legend goes to the right above the plot.
-            margin={"l": 60, "r": 20, "t": 70, "b": 50},
-            legend={"orientation": "h", "yanchor": "bottom", "y": 1.06, "x": 1, "xanchor": "right"},
-        ),
+        layout={
+            **style.layout(height=600 if note else 560),
+            "font": {"size": size},
+            "xaxis": {"anchor": "y2", "title": {"text": labels["coordinate"]}},
+            "yaxis": {"domain": [0.62, 1.0], "title": {"text": labels["value"]}},
+            "yaxis2": {"domain": [0.0, 0.54], "title": {"text": labels["value"]}},
+            "shapes": shapes,
+            "annotations": annotations,
+            # Panel titles sit at the left, so the legend goes above them, wrapping on a phone.
+            "margin": {"l": 60, "r": 20, "t": 110, "b": 130 if note else 50},
+            "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.09, "x": 0},
+        },
     )
-    return fig
 
 
 def _panel_title(text: str, y: float, font: dict) -> dict:
@@ -112,13 +134,19 @@ def plane_figure(
     layer_ab: tuple[float, float],
     radius: float,
     labels: Mapping[str, str],
+    *,
+    font_scale: float = 1.0,
 ) -> go.Figure:
     """The plane spanned by u = 1/sqrt(d) (horizontal) and the part of x orthogonal to it.
 
-    Every point is (a, b): a = <v, u>, b = |v - a u|. RMSNorm slides x along its own ray onto
-    the circle of radius sqrt(d)|g|; LayerNorm first drops a, landing on the vertical axis.
+    Every point is (a, b): a = <v, u>, b = <v, x_perp / |x_perp|>. RMSNorm slides x along its
+    own ray onto the circle of radius sqrt(d)|g|; LayerNorm first drops a, landing on the
+    vertical axis. A negative gain reflects both images through the origin, below the
+    horizontal axis, so the lower half is drawn then too. Non-finite points are left out.
     """
-    theta = np.linspace(0.0, np.pi, 181)
+    rms_ab, layer_ab = (p if np.all(np.isfinite(p)) else (None, None) for p in (rms_ab, layer_ab))
+    lower = any(p[1] is not None and p[1] < 0 for p in (rms_ab, layer_ab))
+    theta = np.linspace(-np.pi if lower else 0.0, np.pi, 361 if lower else 181)
     traces = [
         {
             "type": "scatter",
@@ -199,7 +227,7 @@ def plane_figure(
     return go.Figure(
         data=traces,
         layout=style.layout(
-            height=460,
+            height=520 if lower else 460,
             annotations=[arrow],
             shapes=[ones_axis],
             xaxis={
@@ -211,9 +239,10 @@ def plane_figure(
             },
             yaxis={
                 "title": {"text": labels["axis_b"]},
-                "range": [-0.05 * reach, reach],
+                "range": [-reach if lower else -0.05 * reach, reach],
                 "zeroline": True,
             },
+            font={"size": style.FONT_SIZE * font_scale},
         ),
     )
 
@@ -224,6 +253,8 @@ def sphere_figure(
     sphere: tuple[np.ndarray, np.ndarray, np.ndarray],
     points: tuple[np.ndarray, np.ndarray, np.ndarray],
     labels: Mapping[str, str],
+    *,
+    font_scale: float = 1.0,
 ) -> go.Figure:
     """d = 3: RMSNorm's output sphere, the plane perpendicular to 1, LayerNorm's circle on it.
 
@@ -234,8 +265,9 @@ def sphere_figure(
     extent = max(float(np.max(np.abs(plane[0]))), float(np.linalg.norm(x)), 1e-9) * 1.05
     fig = go.Figure()
     for (gx, gy, gz), name, color, opacity in (
-        (sphere, labels["sphere"], style.RMS, 0.18),
-        (plane, labels["plane"], style.LAYER, 0.15),
+        # Faint surfaces, so that x and the outputs inside the sphere stay visible.
+        (sphere, labels["sphere"], style.RMS, 0.10),
+        (plane, labels["plane"], style.LAYER, 0.10),
     ):
         fig.add_trace(
             go.Surface(
@@ -273,6 +305,7 @@ def sphere_figure(
             hoverinfo="skip",
         )
     )
+    size = style.FONT_SIZE * font_scale
     for point, name, color, kind in (
         (x, labels["x"], style.INPUT, "input"),
         (y_rms, labels["rms"], style.RMS, "rms"),
@@ -283,23 +316,28 @@ def sphere_figure(
                 x=[0, point[0]],
                 y=[0, point[1]],
                 z=[0, point[2]],
-                mode="lines+markers",
+                mode="lines+markers+text",
                 name=name,
-                marker={"size": [0, 7], "color": color, "symbol": style.SYMBOLS[kind]},
-                line={"color": color, "width": 5},
+                text=["", name],
+                textposition="top center",
+                textfont={"size": size, "color": color},
+                marker={"size": [0, 9], "color": color, "symbol": style.SYMBOLS[kind]},
+                line={"color": color, "width": 7},
                 hovertemplate=name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
             )
         )
-    axis = {"range": [-extent, extent]}
+    axis = {"range": [-extent, extent], "nticks": 5, "tickfont": {"size": 0.9 * size}}
     fig.update_layout(
+        style.layout(height=640),
+        font={"size": size},
         scene={
-            "xaxis": {**axis, "title": "x₁"},
-            "yaxis": {**axis, "title": "x₂"},
-            "zaxis": {**axis, "title": "x₃"},
+            "xaxis": {**axis, "title": {"text": "x₁"}},
+            "yaxis": {**axis, "title": {"text": "x₂"}},
+            "zaxis": {**axis, "title": {"text": "x₃"}},
             "aspectmode": "cube",
         },
         # Looking across the all-ones axis, not along it, so that the plane perpendicular
         # to 1 and LayerNorm's circle are seen at an angle rather than face-on.
         scene_camera={"eye": {"x": 1.45, "y": -1.1, "z": 0.55}},
     )
-    return style.base_layout(fig, height=520)
+    return fig
