@@ -307,6 +307,7 @@ def envelope(values: np.ndarray, buckets: int = CHART_BUCKETS) -> tuple[np.ndarr
 
     Returns ``(index, values)`` in coordinate order; every value is an exact coordinate of
     ``values`` at its own index. Up to ``2 * buckets`` coordinates everything is kept.
+    Non-finite coordinates are skipped unless a whole bucket is non-finite.
     """
     d = values.shape[-1]
     if d <= 2 * buckets:
@@ -314,22 +315,18 @@ def envelope(values: np.ndarray, buckets: int = CHART_BUCKETS) -> tuple[np.ndarr
     width = math.ceil(d / buckets)
     rows = math.ceil(d / width)
     padded = np.concatenate([values, np.full(rows * width - d, values[-1])]).reshape(rows, width)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        finite = np.where(np.isfinite(padded), padded, np.nan)
-        lo = _arg(np.nanargmin, finite)
-        hi = _arg(np.nanargmax, finite)
+    if not np.all(np.isfinite(padded)):
+        padded = np.where(np.isfinite(padded), padded, np.nan)
+        padded[np.all(np.isnan(padded), axis=1), 0] = 0.0  # index 0 for an all-nan bucket
+        lo, hi = np.nanargmin(padded, axis=1), np.nanargmax(padded, axis=1)
+    else:
+        lo, hi = np.argmin(padded, axis=1), np.argmax(padded, axis=1)
     start = np.arange(rows) * width
-    index = np.unique(np.minimum(np.concatenate([start + lo, start + hi]), d - 1))
+    pairs = np.stack([np.minimum(lo, hi), np.maximum(lo, hi)], axis=1) + start[:, None]
+    keep = np.ones(pairs.shape, dtype=bool)
+    keep[:, 1] = lo != hi  # a flat bucket gives one point
+    index = np.minimum(pairs[keep], d - 1)
     return index, values[index]
-
-
-def _arg(fn: Any, rows: np.ndarray) -> np.ndarray:
-    """``fn`` (nanargmin / nanargmax) per row; a row with no finite value gives its first."""
-    ok = ~np.all(np.isnan(rows), axis=1)
-    out = np.zeros(rows.shape[0], dtype=np.int64)
-    out[ok] = fn(rows[ok], axis=1)
-    return out
 
 
 def _chart(

@@ -411,3 +411,27 @@ def test_a_vector_too_large_for_float16_is_computed_in_float64_with_a_notice() -
     assert not at.exception
     assert "largest finite float16" in " ".join(w.value for w in at.warning)
     np.testing.assert_array_equal(outputs(at)[0], [1e5, 2, 3])
+
+
+@pytest.mark.parametrize("link", [{"d": "3", "gain": "-1.5"}, {"d": "4096", "offset": "2"}])
+def test_every_figure_passes_plotly_validation(link: dict) -> None:
+    """The builders skip Plotly's validation at run time; here every property is checked."""
+    import plotly.graph_objects as go
+
+    from viz.explorer import coordinates_figure, plane_figure, sphere_figure
+
+    v = core_view(**link)
+    names = {k: k for k in ("input", "outputs", "x", "rms", "layer", "coordinate", "value",
+                            "axis_a", "axis_b", "circle", "ray", "x_short", "sphere", "plane",
+                            "circle3d", "ones")}  # fmt: skip
+    series = {k: (s.index, s.values) for k, s in v.chart.items()}
+    means = {k: s.mean for k, s in v.chart.items()}
+    built = [
+        coordinates_figure(series, means, names, d=v.d, note="envelope"),
+        plane_figure(v.plane.point, v.plane.rms, v.plane.layer, v.plane.radius, names),
+    ]
+    if v.sphere is not None:
+        s = v.sphere
+        built.append(sphere_figure(s.plane, s.circle, s.sphere, (s.point, s.rms, s.layer), names))
+    for fig in built:
+        go.Figure(fig.to_dict())  # raises ValueError on any invalid property

@@ -19,6 +19,16 @@ LINE_WIDTH = 128
 ARROW_LIMIT = 2.5
 
 
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from plain dicts, without Plotly's per-property validation.
+
+    Validation costs 15-20 ms per figure on every rerun (most of the explorer's server time);
+    the dicts built here are checked once by the tests instead (tests/test_page_explorer.py
+    rebuilds every figure with validation on).
+    """
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
 def _series(
     index: np.ndarray, values: np.ndarray, *, name: str, color: str, kind: str, d: int
 ) -> dict:
@@ -82,9 +92,9 @@ def coordinates_figure(
                 "font": {"size": 0.9 * size, "color": style.INPUT},
             }
         )
-    return go.Figure(
-        data=traces,
-        layout={
+    return _figure(
+        traces,
+        {
             **style.layout(height=600 if note else 560),
             "font": {"size": size},
             "xaxis": {"anchor": "y2", "title": {"text": labels["coordinate"]}},
@@ -224,9 +234,9 @@ def plane_figure(
         "y1": 1,
         "line": {"color": style.ACCENT, "width": 1},
     }
-    return go.Figure(
-        data=traces,
-        layout=style.layout(
+    return _figure(
+        traces,
+        style.layout(
             height=520 if lower else 460,
             annotations=[arrow],
             shapes=[ones_axis],
