@@ -279,26 +279,36 @@ def _divide(num: np.ndarray, den: float) -> np.ndarray:
 
 
 def _units(x: np.ndarray, eps: float, k: int) -> Units:
-    """The float64 statistics and unit vectors behind every explanation."""
-    mean = float(np.mean(x))
-    centred = x - mean
-    var = float(np.mean(centred**2))  # (d,) -> ()
-    ms = float(np.mean(x**2))  # (d,) -> ()
-    ms_k = float(np.mean(x[:k] ** 2))  # (k,) -> ()
-    rms_p, rms_full, std = (math.sqrt(v + eps) for v in (ms_k, ms, var))
+    """The float64 statistics and unit vectors behind every explanation.
+
+    The unit vectors are computed from x / max|x|, with eps scaled to match: the same numbers
+    in exact arithmetic, but a tiny x (1e-200, whose squares underflow to 0) or a huge one keeps
+    its direction instead of collapsing to 0/0.
+    """
+    top = float(np.max(np.abs(x)))
+    xs = x / top if top > 0 else x
+    with np.errstate(over="ignore", divide="ignore"):
+        # May overflow to inf (x far below sqrt(eps)): then the unit vectors are 0.
+        eps_s = float(np.float64(eps) / np.float64(top) / np.float64(top)) if top > 0 else eps
+    mean_s = float(np.mean(xs))
+    centred = xs - mean_s
+    var_s = float(np.mean(centred**2))  # (d,) -> ()
+    ms_s = float(np.mean(xs**2))  # (d,) -> ()
+    ms_k_s = float(np.mean(xs[:k] ** 2))  # (k,) -> ()
+    mean, var, ms, ms_k = top * mean_s, top * top * var_s, top * top * ms_s, top * top * ms_k_s
     return Units(
         mean=mean,
         var=var,
         ms=ms,
         ms_k=ms_k,
         k=k,
-        rms_p=rms_p,
-        rms_full=rms_full,
-        std=std,
-        rms=_divide(x, rms_p),
-        full=_divide(x, rms_full),
-        layer=_divide(centred, std),
-        flat=var <= (FLAT_ULPS * U64) ** 2 * ms,
+        rms_p=math.sqrt(ms_k + eps),
+        rms_full=math.sqrt(ms + eps),
+        std=math.sqrt(var + eps),
+        rms=_divide(xs, math.sqrt(ms_k_s + eps_s)),
+        full=_divide(xs, math.sqrt(ms_s + eps_s)),
+        layer=_divide(centred, math.sqrt(var_s + eps_s)),
+        flat=var_s <= (FLAT_ULPS * U64) ** 2 * ms_s,
     )
 
 

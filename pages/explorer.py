@@ -212,8 +212,8 @@ def statistics(tr: Translator, view: ExplorerView, names: dict) -> None:
     st.markdown("\n".join(lines))
     st.markdown(f"**{tr('explorer.identity_heading')}**")
     rms2, var, mean2 = view.identity
-    st.latex(IDENTITY_FORMULA)
-    st.latex(rf"{fmt.tex(rms2)} = {fmt.tex(var)} + {fmt.tex(mean2, noise=1e-12 * rms2)}")
+    numbers = rf"{fmt.tex(rms2)} = {fmt.tex(var)} + {fmt.tex(mean2, noise=1e-12 * rms2)}"
+    st.latex(_lines(IDENTITY_FORMULA, numbers))
 
 
 def formulas(tr: Translator, view: ExplorerView, eps: float) -> None:
@@ -221,16 +221,18 @@ def formulas(tr: Translator, view: ExplorerView, eps: float) -> None:
     st.subheader(tr("explorer.formulas_heading"))
     u, e = view.units, fmt.tex(eps)
     st.markdown(tr("explorer.formula_rms"))
-    st.latex(RMS_FORMULA)
-    st.latex(rf"\sqrt{{{fmt.tex(u.ms_k)} + {e}}} = {fmt.tex(view.rms_stat)}")
+    st.latex(_lines(RMS_FORMULA, rf"\sqrt{{{fmt.tex(u.ms_k)} + {e}}} = {fmt.tex(view.rms_stat)}"))
     if u.k < view.d:
         st.caption(tr("explorer.formula_partial", k=u.k, d=view.d))
     st.markdown(tr("explorer.formula_layer"))
-    st.latex(LAYER_FORMULA)
-    st.latex(
-        rf"\mu = {fmt.tex(u.mean, noise=1e-12 * view.stats['x'].rms)},\quad"
-        rf" \sqrt{{{fmt.tex(u.var)} + {e}}} = {fmt.tex(view.layer_stat)}"
-    )
+    mean = fmt.tex(u.mean, noise=1e-12 * view.stats["x"].rms)
+    numbers = rf"\mu = {mean},\quad \sqrt{{{fmt.tex(u.var)} + {e}}} = {fmt.tex(view.layer_stat)}"
+    st.latex(_lines(LAYER_FORMULA, numbers))
+
+
+def _lines(*rows: str) -> str:
+    """Formulas stacked in one LaTeX block (one element to render instead of several)."""
+    return r"\begin{gathered}" + r" \\[0.6em] ".join(rows) + r"\end{gathered}"
 
 
 def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale: float) -> None:
