@@ -163,7 +163,7 @@ def metrics(tr: Translator, view: ExplorerView) -> None:
     )
     with st.container(horizontal=True, gap="small"):
         for key, value in values:
-            st.metric(tr(f"explorer.{key}"), fmt.num(value), width=165)
+            st.metric(tr(f"explorer.{key}"), fmt.num(value), width=150)
 
 
 def labels(tr: Translator) -> dict[str, str]:
@@ -204,7 +204,8 @@ def _coords_figure(tr: Translator, view: ExplorerView, names: dict, scale: float
 def statistics(tr: Translator, view: ExplorerView, names: dict) -> None:
     st.subheader(tr("explorer.stats_heading"))
     # A Markdown table: the same cells as st.table, without a dataframe round trip per rerun.
-    head = [tr("explorer.stat_column"), *(names[k] for k in view.stats)]
+    # Short headers ("RMSNorm", not "RMSNorm(x)"), so the table fits a phone's width.
+    head = [tr("explorer.stat_column"), *(names[k].removesuffix("(x)") for k in view.stats)]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for n in (name for name in STAT_NAMES if name != "d"):
         cells = (fmt.num(getattr(view.stats[k], n)) for k in view.stats)

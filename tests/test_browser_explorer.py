@@ -28,19 +28,24 @@ CHARTS_DRAWN = """() => {
   return boxes.length > 0 && plots.length === boxes.length
     && Array.from(plots).every(p => p._fullData && p._fullData.length > 0);
 }"""
-# The smallest font size in any drawn chart's layout (title, axes, legend, annotations).
-SMALLEST_FIGURE_FONT = """() => {
-  let smallest = Infinity;
-  const visit = (node) => {
-    if (!node || typeof node !== 'object') return;
-    for (const [key, value] of Object.entries(node)) {
-      if (key === 'size' && typeof value === 'number' && node.family !== undefined) {
-        smallest = Math.min(smallest, value);
-      } else if (key !== 'data' && typeof value === 'object') visit(value);
-    }
+# The smallest text Plotly drew in any chart (its resolved layout, after Streamlit's theme):
+# base font, legend, axis ticks and titles (2D and 3D) and annotations.
+SMALLEST_FIGURE_FONT = r"""() => {
+  const sizes = [];
+  const axis = a => {
+    if (a && a.tickfont) sizes.push(a.tickfont.size);
+    if (a && a.title && a.title.text && a.title.font) sizes.push(a.title.font.size);
   };
-  document.querySelectorAll('.js-plotly-plot').forEach(p => visit(p._fullLayout));
-  return smallest;
+  document.querySelectorAll('.js-plotly-plot').forEach(p => {
+    const L = p._fullLayout;
+    sizes.push(L.font.size);
+    if (L.showlegend !== false && L.legend) sizes.push(L.legend.font.size);
+    Object.keys(L).filter(k => /^[xy]axis\d*$/.test(k) && L[k].visible !== false)
+      .forEach(k => axis(L[k]));
+    if (L.scene) ['xaxis', 'yaxis', 'zaxis'].forEach(k => axis(L.scene[k]));
+    (L.annotations || []).filter(a => a.text).forEach(a => sizes.push(a.font.size));
+  });
+  return Math.min(...sizes);
 }"""
 
 
@@ -108,9 +113,16 @@ def test_screens_fit_and_read(app_url: str, browser, view: str, lang: str) -> No
         )
         assert len(tops) == 5 and len(set(tops)) == 3, tops  # two, two, one
     if view == "presenter":
-        for gone in ("stFileUploader", "stDownloadButton", "stSidebar"):
+        for gone in ("stFileUploader", "stDownloadButton", "stCode"):
             assert page.locator(f"[data-testid='{gone}']").count() == 0
+        assert not page.locator("[data-testid='stSidebar']").is_visible()
     SHOTS.mkdir(parents=True, exist_ok=True)
+    # Streamlit scrolls inside its main block, not the document: grow the window to show it all.
+    tall = page.evaluate(
+        "Math.max(...Array.from(document.querySelectorAll('*')).map(e => e.scrollHeight))"
+    )
+    page.set_viewport_size({"width": size["width"], "height": min(int(tall) + 50, 16000)})
+    time.sleep(2.0)
     page.screenshot(path=str(SHOTS / f"explorer-{view}-{lang}.png"), full_page=True)
     page.close()
 

@@ -19,6 +19,27 @@ LINE_WIDTH = 128
 ARROW_LIMIT = 2.5
 
 
+def _text(size: float, *axes: str) -> dict:
+    """Every text of a figure at ``size`` (at least 14 px at normal size), so that Streamlit's
+    chart theme, whose ticks and legend are smaller, does not decide it."""
+    font = {"size": size}
+    out = {"font": font, "legend": {"font": font}, "hoverlabel": {"font": font}}
+    for axis in axes:
+        out[axis] = {"tickfont": font, "title": {"font": font}}
+    return out
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    """``base`` with ``extra`` merged in, nested dicts merged key by key."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def _figure(data: list[dict], layout: dict) -> go.Figure:
     """A figure from plain dicts, without Plotly's per-property validation.
 
@@ -89,24 +110,27 @@ def coordinates_figure(
                 "y": -0.16,
                 "yanchor": "top",
                 "showarrow": False,
-                "font": {"size": 0.9 * size, "color": style.INPUT},
+                "font": {"size": size, "color": style.INPUT},
             }
         )
-    return _figure(
-        traces,
-        {
-            **style.layout(height=600 if note else 560),
-            "font": {"size": size},
-            "xaxis": {"anchor": "y2", "title": {"text": labels["coordinate"]}},
-            "yaxis": {"domain": [0.62, 1.0], "title": {"text": labels["value"]}},
-            "yaxis2": {"domain": [0.0, 0.54], "title": {"text": labels["value"]}},
-            "shapes": shapes,
-            "annotations": annotations,
-            # Panel titles sit at the left, so the legend goes above them, wrapping on a phone.
-            "margin": {"l": 60, "r": 20, "t": 110, "b": 130 if note else 50},
-            "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.09, "x": 0},
+    layout = {
+        **style.layout(height=600 if note else 560),
+        # Whole coordinates only: no tick at i = 0.5 for a short vector.
+        "xaxis": {
+            "anchor": "y2",
+            "title": {"text": labels["coordinate"]},
+            "tickformat": "d",
+            **({"dtick": 1} if d <= 16 else {}),
         },
-    )
+        "yaxis": {"domain": [0.62, 1.0], "title": {"text": labels["value"]}},
+        "yaxis2": {"domain": [0.0, 0.54], "title": {"text": labels["value"]}},
+        "shapes": shapes,
+        "annotations": annotations,
+        # Panel titles sit at the left, so the legend goes above them, wrapping on a phone.
+        "margin": {"l": 60, "r": 20, "t": 110, "b": 130 if note else 50},
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.09, "x": 0},
+    }
+    return _figure(traces, _merge(layout, _text(size, "xaxis", "yaxis", "yaxis2")))
 
 
 def _panel_title(text: str, y: float, font: dict) -> dict:
@@ -234,27 +258,24 @@ def plane_figure(
         "y1": 1,
         "line": {"color": style.ACCENT, "width": 1},
     }
-    return _figure(
-        traces,
-        style.layout(
-            height=520 if lower else 460,
-            annotations=[arrow],
-            shapes=[ones_axis],
-            xaxis={
-                "title": {"text": labels["axis_a"]},
-                "range": [-reach, reach],
-                "zeroline": False,
-                "scaleanchor": "y",
-                "scaleratio": 1,
-            },
-            yaxis={
-                "title": {"text": labels["axis_b"]},
-                "range": [-reach if lower else -0.05 * reach, reach],
-                "zeroline": True,
-            },
-            font={"size": style.FONT_SIZE * font_scale},
-        ),
+    layout = style.layout(
+        height=520 if lower else 460,
+        annotations=[arrow],
+        shapes=[ones_axis],
+        xaxis={
+            "title": {"text": labels["axis_a"]},
+            "range": [-reach, reach],
+            "zeroline": False,
+            "scaleanchor": "y",
+            "scaleratio": 1,
+        },
+        yaxis={
+            "title": {"text": labels["axis_b"]},
+            "range": [-reach if lower else -0.05 * reach, reach],
+            "zeroline": True,
+        },
     )
+    return _figure(traces, _merge(layout, _text(style.FONT_SIZE * font_scale, "xaxis", "yaxis")))
 
 
 def sphere_figure(
@@ -336,14 +357,18 @@ def sphere_figure(
                 hovertemplate=name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
             )
         )
-    axis = {"range": [-extent, extent], "nticks": 5, "tickfont": {"size": 0.9 * size}}
+    axis = {
+        "range": [-extent, extent],
+        "nticks": 5,
+        "tickfont": {"size": size},
+        "title": {"font": {"size": size}},
+    }
     fig.update_layout(
-        style.layout(height=640),
-        font={"size": size},
+        _merge(style.layout(height=640), _text(size)),
         scene={
-            "xaxis": {**axis, "title": {"text": "x₁"}},
-            "yaxis": {**axis, "title": {"text": "x₂"}},
-            "zaxis": {**axis, "title": {"text": "x₃"}},
+            "xaxis": _merge(axis, {"title": {"text": "x₁"}}),
+            "yaxis": _merge(axis, {"title": {"text": "x₂"}}),
+            "zaxis": _merge(axis, {"title": {"text": "x₃"}}),
             "aspectmode": "cube",
         },
         # Looking across the all-ones axis, not along it, so that the plane perpendicular
