@@ -129,82 +129,48 @@ def explore(
     device: str = "cpu",
     dtype: str = "float64",
 ) -> ExplorerView:
-    """Normalise ``x`` (shape ``(d,)``) once per norm and derive the explorer's whole view."""
+    """Normalise ``x`` (shape ``(d,)``) once per norm and derive the explorer's whole view.
+
+    A torch ``dtype`` that cannot hold x (float16 above 65504) is replaced by float64; the
+    view's ``dtype_asked`` keeps what was asked for, so the page can say so.
+    """
     d = x.shape[-1]
     g = gain_vector(d, pattern=gain_pattern, value=gain, seed=seed)
-    asked = dtype
-    if backend == "torch" and not fits(x, dtype):
-        dtype = "float64"
-    run = _normalise(x, g, bias, rms_bias, eps, partial, backend, device, dtype)
+    computed = dtype if backend != "torch" or fits(x, dtype) else "float64"
+    run = _normalise(x, g, bias, rms_bias, eps, partial, backend, device, computed)
     x64, y_rms, y_layer = run["x"], run["y_rms"], run["y_layer"]
     units = _units(x64, eps, run["k"])
     # The geometry draws the normalised vectors with a constant gain (g = 1 under a pattern).
     g_plane = gain if gain_pattern == "constant" else 1.0
-    plane = plane_images_from(
-        x64,
-        g_plane * units.rms,
-        g_plane * units.layer,
-        gain=g_plane,
-        eps_rms=eps,
-        eps_layer=eps,
-        on_axis=units.flat,
-    )
-    sphere = None
-    if d == 3:
-        sphere = sphere_from(
-            x64,
-            g_plane * units.rms,
-            g_plane * units.layer,
-            gain=g_plane,
-            eps_rms=eps,
-            eps_layer=eps,
-        )
+    plane, sphere = _geometry(x64, units, g_plane, eps)
     stats = {
         "x": vector_stats(x64),
         "rms": vector_stats(y_rms, finite=False),
         "layer": vector_stats(y_layer, finite=False),
     }
-    chart, envelope = _chart(x64, y_rms, y_layer, stats)
+    chart, enveloped = _chart(x64, y_rms, y_layer, stats)
     ctx = dict(
-        d=d,
-        eps=eps,
-        g=g,
-        g_plane=g_plane,
-        bias=bias,
-        rms_bias=rms_bias,
-        partial=partial,
-        backend=backend,
-        dtype=dtype,
-        x=x64,
-        units=units,
-        stats=stats,
-        y_rms=y_rms,
-        y_layer=y_layer,
-        run=run,
-        plane=plane,
-        sphere=sphere,
-    )
+        d=d, eps=eps, g=g, g_plane=g_plane, bias=bias, rms_bias=rms_bias, partial=partial,
+        backend=backend, dtype=computed, x=x64, units=units, stats=stats, y_rms=y_rms,
+        y_layer=y_layer, run=run, plane=plane, sphere=sphere,
+    )  # fmt: skip
     return ExplorerView(
-        d=d,
-        dtype=dtype,
-        dtype_asked=asked,
-        x=x64,
-        gain=g,
-        y_rms=y_rms,
-        y_layer=y_layer,
-        stats=stats,
-        units=units,
-        rms_stat=run["rms_stat"],
-        layer_stat=run["layer_stat"],
-        identity=second_moment_identity(x64),
-        plane=plane,
-        sphere=sphere,
-        chart=chart,
-        envelope=envelope,
-        alerts=run["alerts"],
-        notes=run["notes"],
-        claims=_claims(ctx),
-    )
+        d=d, dtype=computed, dtype_asked=dtype, x=x64, gain=g, y_rms=y_rms, y_layer=y_layer,
+        stats=stats, units=units, rms_stat=run["rms_stat"], layer_stat=run["layer_stat"],
+        identity=second_moment_identity(x64), plane=plane, sphere=sphere, chart=chart,
+        envelope=enveloped, alerts=run["alerts"], notes=run["notes"], claims=_claims(ctx),
+    )  # fmt: skip
+
+
+def _geometry(
+    x: np.ndarray, units: Units, g: float, eps: float
+) -> tuple[PlaneImages, Sphere3D | None]:
+    """The plane (every d) and the sphere (d = 3) from the unit vectors, scaled by ``g``."""
+    rms, layer = g * units.rms, g * units.layer
+    plane = plane_images_from(x, rms, layer, gain=g, eps_rms=eps, eps_layer=eps, on_axis=units.flat)
+    if x.shape[-1] != 3:
+        return plane, None
+    return plane, sphere_from(x, rms, layer, gain=g, eps_rms=eps, eps_layer=eps)
 
 
 def dtype_max(dtype: str) -> float:

@@ -280,30 +280,26 @@ def sphere(tr: Translator, view: ExplorerView, names: dict, scale: float) -> Non
 
 
 def explanations(tr: Translator, view: ExplorerView) -> None:
-    """What the numbers say, each sentence chosen by the core's verdicts."""
+    """What the numbers say, each sentence chosen by the core's verdicts (one Markdown block:
+    one element for the browser to draw, not a dozen)."""
     st.subheader(tr("explorer.why_heading"))
-    st.caption(tr("explorer.why_units_note"))
     c = view.claims
+    prompt = "" if presenting() else f" *{tr('explorer.offset_prompt')}*"
+    paragraphs = [f"*{tr('explorer.why_units_note')}*"]
     blocks = (
-        ("why_scale_title", ("why_scale", "why_layer")),
-        ("why_offset_title", ("why_offset",)),
-        ("why_moment_title", ("why_moment",)),
-        ("centring_title", ("centring", "centring_mean")),
-    )
-    for title, slots in blocks:
-        body = " ".join(tr.claim(c[s]) for s in slots)
-        st.markdown(f"**{tr(f'explorer.{title}')}** {body}")
-        if title == "why_offset_title" and not presenting():
-            st.caption(tr("explorer.offset_prompt"))
-    if "partial" in c:
-        st.markdown(f"**{tr('explorer.partial_title')}**")
-        st.markdown(tr.claim(c["partial"]))
-        st.caption(tr("explorer.partial_paper"))
-    if "precision_layer" in c:
-        st.markdown(f"**{tr('explorer.precision_title')}**")
-        slots = [s for s in ("precision_rms", "precision_layer") if s in c]
-        st.markdown(" ".join(tr.claim(c[s]) for s in slots))
-        st.caption(tr("explorer.precision_setup", dtype=view.dtype))
+        ("why_scale_title", ("why_scale", "why_layer"), ""),
+        ("why_offset_title", ("why_offset",), prompt),
+        ("why_moment_title", ("why_moment",), ""),
+        ("centring_title", ("centring", "centring_mean"), ""),
+        ("partial_title", ("partial",), f" *{tr('explorer.partial_paper')}*"),
+        ("precision_title", ("precision_rms", "precision_layer"),
+         f" *{tr('explorer.precision_setup', dtype=view.dtype)}*"),
+    )  # fmt: skip
+    for title, slots, after in blocks:
+        shown = [tr.claim(c[s]) for s in slots if s in c]
+        if shown:
+            paragraphs.append(f"**{tr(f'explorer.{title}')}** " + " ".join(shown) + after)
+    st.markdown("\n\n".join(paragraphs))
     if "noise" in c:
         st.warning(tr.claim(c["noise"]))
 

@@ -99,20 +99,8 @@ def coordinates_figure(
         _panel_title(labels["input"], 1.0, {"size": size}),
         _panel_title(labels["outputs"], 0.56, {"size": size}),
     ]
-    if note:
-        annotations.append(
-            {
-                "text": note,
-                "xref": "paper",
-                "yref": "paper",
-                "x": 0,
-                "xanchor": "left",
-                "y": -0.16,
-                "yanchor": "top",
-                "showarrow": False,
-                "font": {"size": size, "color": style.INPUT},
-            }
-        )
+    if note:  # below the coordinate axis, in the figure itself (and in its PNG)
+        annotations.append({**_panel_title(note, -0.16, {"size": size}), "yanchor": "top"})
     layout = {
         **style.layout(height=600 if note else 560),
         # Whole coordinates only: no tick at i = 0.5 for a short vector.
@@ -180,85 +168,60 @@ def plane_figure(
     """
     rms_ab, layer_ab = (p if np.all(np.isfinite(p)) else (None, None) for p in (rms_ab, layer_ab))
     lower = any(p[1] is not None and p[1] < 0 for p in (rms_ab, layer_ab))
-    theta = np.linspace(-np.pi if lower else 0.0, np.pi, 361 if lower else 181)
-    traces = [
-        {
-            "type": "scatter",
-            "x": radius * np.cos(theta),
-            "y": radius * np.sin(theta),
-            "mode": "lines",
-            "name": labels["circle"],
-            "line": {"color": style.MUTED, "dash": "dot", "width": 2},
-            "hoverinfo": "skip",
-        }
-    ]
     length = float(np.hypot(*x_ab))
     shown = 1.0
     if radius > 0 and length > ARROW_LIMIT * radius:
         shown = ARROW_LIMIT * radius / length
     tip = (x_ab[0] * shown, x_ab[1] * shown)
     reach = max(radius, length * shown) * 1.15 or 1.0
+    theta = np.linspace(-np.pi if lower else 0.0, np.pi, 361 if lower else 181)
+    traces = [
+        _line(radius * np.cos(theta), radius * np.sin(theta), labels["circle"], style.MUTED, 2)
+    ]
     if length > 0:
         ray = reach / length
-        traces.append(
-            {
-                "type": "scatter",
-                "x": [0, x_ab[0] * ray],
-                "y": [0, x_ab[1] * ray],
-                "mode": "lines",
-                "name": labels["ray"],
-                "line": {"color": style.INPUT, "dash": "dot", "width": 1},
-                "hoverinfo": "skip",
-            }
-        )
+        traces.append(_line([0, x_ab[0] * ray], [0, x_ab[1] * ray], labels["ray"], style.INPUT, 1))
     points = (
         (tip, labels["x"] if shown == 1.0 else labels["x_short"], style.INPUT, "input"),
         (rms_ab, labels["rms"], style.RMS, "rms"),
         (layer_ab, labels["layer"], style.LAYER, "layer"),
     )
-    for (a, b), name, color, kind in points:
-        traces.append(
-            {
-                "type": "scatter",
-                "x": [a],
-                "y": [b],
-                "mode": "markers",
-                "name": name,
-                "marker": {
-                    "color": color,
-                    "size": 15,
-                    "symbol": style.SYMBOLS[kind],
-                    "line": {"color": "white", "width": 1.5},
-                },
-                "hovertemplate": f"{name}<br>a = %{{x:.4g}}<br>b = %{{y:.4g}}<extra></extra>",
-            }
-        )
+    traces += [_point(ab, name, color, kind) for ab, name, color, kind in points]
+    layout = _merge(
+        _plane_layout(labels, tip, reach, lower),
+        _text(style.FONT_SIZE * font_scale, "xaxis", "yaxis"),
+    )
+    return _figure(traces, layout)
+
+
+def _line(x: object, y: object, name: str, color: str, width: float) -> dict:
+    return {
+        "type": "scatter", "x": x, "y": y, "mode": "lines", "name": name,
+        "line": {"color": color, "dash": "dot", "width": width}, "hoverinfo": "skip",
+    }  # fmt: skip
+
+
+def _point(ab: tuple, name: str, color: str, kind: str) -> dict:
+    marker = {"color": color, "size": 15, "symbol": style.SYMBOLS[kind]}
+    return {
+        "type": "scatter", "x": [ab[0]], "y": [ab[1]], "mode": "markers", "name": name,
+        "marker": {**marker, "line": {"color": "white", "width": 1.5}},
+        "hovertemplate": f"{name}<br>a = %{{x:.4g}}<br>b = %{{y:.4g}}<extra></extra>",
+    }  # fmt: skip
+
+
+def _plane_layout(labels: Mapping[str, str], tip: tuple, reach: float, lower: bool) -> dict:
+    """Equal axis scales, the arrow to x and the vertical ones axis."""
     arrow = {
-        "x": tip[0],
-        "y": tip[1],
-        "ax": 0,
-        "ay": 0,
-        "xref": "x",
-        "yref": "y",
-        "axref": "x",
-        "ayref": "y",
-        "showarrow": True,
-        "arrowhead": 3,
-        "arrowwidth": 2.5,
-        "arrowcolor": style.INPUT,
-        "text": "",
-    }
+        "x": tip[0], "y": tip[1], "ax": 0, "ay": 0, "xref": "x", "yref": "y", "axref": "x",
+        "ayref": "y", "showarrow": True, "arrowhead": 3, "arrowwidth": 2.5,
+        "arrowcolor": style.INPUT, "text": "",
+    }  # fmt: skip
     ones_axis = {
-        "type": "line",
-        "xref": "x",
-        "x0": 0,
-        "x1": 0,
-        "yref": "y domain",
-        "y0": 0,
-        "y1": 1,
+        "type": "line", "xref": "x", "x0": 0, "x1": 0, "yref": "y domain", "y0": 0, "y1": 1,
         "line": {"color": style.ACCENT, "width": 1},
-    }
-    layout = style.layout(
+    }  # fmt: skip
+    return style.layout(
         height=520 if lower else 460,
         annotations=[arrow],
         shapes=[ones_axis],
@@ -275,7 +238,6 @@ def plane_figure(
             "zeroline": True,
         },
     )
-    return _figure(traces, _merge(layout, _text(style.FONT_SIZE * font_scale, "xaxis", "yaxis")))
 
 
 def sphere_figure(
@@ -291,88 +253,58 @@ def sphere_figure(
 
     ``plane`` and ``sphere`` are (X, Y, Z) mesh grids, ``circle`` is (n, 3), ``points`` is
     (x, RMSNorm(x), LayerNorm(x)), each (3,): the arrays of ``core.geometry.sphere_3d``.
+    The surfaces are faint and the points labelled, so that x inside the sphere stays visible.
     """
     x, y_rms, y_layer = points
     extent = max(float(np.max(np.abs(plane[0]))), float(np.linalg.norm(x)), 1e-9) * 1.05
-    fig = go.Figure()
-    for (gx, gy, gz), name, color, opacity in (
-        # Faint surfaces, so that x and the outputs inside the sphere stay visible.
-        (sphere, labels["sphere"], style.RMS, 0.10),
-        (plane, labels["plane"], style.LAYER, 0.10),
-    ):
-        fig.add_trace(
-            go.Surface(
-                x=gx,
-                y=gy,
-                z=gz,
-                opacity=opacity,
-                showscale=False,
-                colorscale=[[0, color], [1, color]],
-                name=name,
-                showlegend=True,
-                hoverinfo="skip",
-            )
-        )
-    fig.add_trace(
-        go.Scatter3d(
-            x=circle[:, 0],
-            y=circle[:, 1],
-            z=circle[:, 2],
-            mode="lines",
-            name=labels["circle3d"],
-            line={"color": style.LAYER, "width": 5},
-            hoverinfo="skip",
-        )
-    )
-    ones = np.outer(np.ones(3) / np.sqrt(3.0), [-extent, extent])
-    fig.add_trace(
-        go.Scatter3d(
-            x=ones[0],
-            y=ones[1],
-            z=ones[2],
-            mode="lines",
-            name=labels["ones"],
-            line={"color": style.ACCENT, "width": 4, "dash": "dash"},
-            hoverinfo="skip",
-        )
-    )
     size = style.FONT_SIZE * font_scale
-    for point, name, color, kind in (
-        (x, labels["x"], style.INPUT, "input"),
-        (y_rms, labels["rms"], style.RMS, "rms"),
-        (y_layer, labels["layer"], style.LAYER, "layer"),
-    ):
-        fig.add_trace(
-            go.Scatter3d(
-                x=[0, point[0]],
-                y=[0, point[1]],
-                z=[0, point[2]],
-                mode="lines+markers+text",
-                name=name,
-                text=["", name],
-                textposition="top center",
-                textfont={"size": size, "color": color},
-                marker={"size": [0, 9], "color": color, "symbol": style.SYMBOLS[kind]},
-                line={"color": color, "width": 7},
-                hovertemplate=name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
-            )
-        )
-    axis = {
-        "range": [-extent, extent],
-        "nticks": 5,
-        "tickfont": {"size": size},
-        "title": {"font": {"size": size}},
-    }
-    fig.update_layout(
-        _merge(style.layout(height=640), _text(size)),
-        scene={
-            "xaxis": _merge(axis, {"title": {"text": "x₁"}}),
-            "yaxis": _merge(axis, {"title": {"text": "x₂"}}),
-            "zaxis": _merge(axis, {"title": {"text": "x₃"}}),
-            "aspectmode": "cube",
+    traces = [
+        _surface(sphere, labels["sphere"], style.RMS),
+        _surface(plane, labels["plane"], style.LAYER),
+        _line3d(circle.T, labels["circle3d"], style.LAYER, "solid"),
+        _line3d(np.outer(np.ones(3) / np.sqrt(3.0), [-extent, extent]), labels["ones"],
+                style.ACCENT, "dash"),
+    ]  # fmt: skip
+    ends = ((x, "x", style.INPUT, "input"), (y_rms, "rms", style.RMS, "rms"),
+            (y_layer, "layer", style.LAYER, "layer"))  # fmt: skip
+    for point, key, color, kind in ends:
+        name = labels[key]
+        traces.append(
+            {
+                "type": "scatter3d", "x": [0, point[0]], "y": [0, point[1]], "z": [0, point[2]],
+                "mode": "lines+markers+text", "name": name, "text": ["", name],
+                "textposition": "top center", "textfont": {"size": size, "color": color},
+                "marker": {"size": [0, 9], "color": color, "symbol": style.SYMBOLS[kind]},
+                "line": {"color": color, "width": 7},
+                "hovertemplate": name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
+            }
+        )  # fmt: skip
+    axis = {"range": [-extent, extent], "nticks": 5, "tickfont": {"size": size},
+            "title": {"font": {"size": size}}}  # fmt: skip
+    scene = {
+        **{
+            f"{a}axis": _merge(axis, {"title": {"text": f"x{i}"}})
+            for a, i in zip("xyz", "₁₂₃", strict=True)
         },
+        "aspectmode": "cube",
         # Looking across the all-ones axis, not along it, so that the plane perpendicular
         # to 1 and LayerNorm's circle are seen at an angle rather than face-on.
-        scene_camera={"eye": {"x": 1.45, "y": -1.1, "z": 0.55}},
-    )
-    return fig
+        "camera": {"eye": {"x": 1.45, "y": -1.1, "z": 0.55}},
+    }
+    return _figure(traces, _merge(style.layout(height=640, scene=scene), _text(size)))
+
+
+def _surface(grids: tuple, name: str, color: str) -> dict:
+    gx, gy, gz = grids
+    return {
+        "type": "surface", "x": gx, "y": gy, "z": gz, "opacity": 0.10, "showscale": False,
+        "colorscale": [[0, color], [1, color]], "name": name, "showlegend": True,
+        "hoverinfo": "skip",
+    }  # fmt: skip
+
+
+def _line3d(xyz: np.ndarray, name: str, color: str, dash: str) -> dict:
+    return {
+        "type": "scatter3d", "x": xyz[0], "y": xyz[1], "z": xyz[2], "mode": "lines",
+        "name": name, "line": {"color": color, "width": 5, "dash": dash}, "hoverinfo": "skip",
+    }  # fmt: skip
