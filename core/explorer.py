@@ -88,6 +88,7 @@ class Units:
     full: np.ndarray  # x / rms_full
     layer: np.ndarray  # (x - mu) / std
     flat: bool  # x constant to within float64 rounding (x = 0 included)
+    mean_over_spread: float  # |mu| / sqrt(Var(x)), computed scale-free (inf for a constant x)
 
 
 @dataclass(frozen=True)
@@ -275,6 +276,7 @@ def _units(x: np.ndarray, eps: float, k: int) -> Units:
         full=_divide(xs, math.sqrt(ms_s + eps_s)),
         layer=_divide(centred, math.sqrt(var_s + eps_s)),
         flat=var_s <= (FLAT_ULPS * U64) ** 2 * ms_s,
+        mean_over_spread=abs(mean_s) / math.sqrt(var_s) if var_s > 0 else math.inf,
     )
 
 
@@ -362,16 +364,18 @@ def _why_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
     claims = {"why_scale": _direction_claim(v_rms, cos_rms, u.rms_p)}
     noise = _layer_noise(u)
     ratio = u.mean / math.sqrt(u.ms) if u.ms > 0 else 0.0
-    cos_layer = float(cosine(u.layer, x))
+    cos_layer = float(cosine(x - u.mean, x))  # the direction of x - mu, whatever eps is
     if u.flat:
         claims["why_layer"] = Claim("explorer.why_layer_flat")
     else:
         kept = at_least(cos_layer, 1.0 - COS_TOL)
+        # cos(x - mu, x) carries the rounding of x - mu relative to the spread itself (no eps).
+        cos_noise = max(NOISE, 64 * U64 * u.mean_over_spread)
         claims["why_layer"] = pick(
             kept,
             "explorer.why_layer_kept",
             "explorer.why_layer_turned",
-            noise=noise,
+            noise=cos_noise,
             ratio=ratio,
             cos=cos_layer,
         )
@@ -481,13 +485,13 @@ def _plane_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
     }
     g = ctx["g_plane"]
     r_rms, r_layer = math.hypot(*plane.rms), math.hypot(*plane.layer)
-    if g == 0 or not np.any(x):
-        key = "explorer.plane_origin"
-    elif not math.isfinite(r_rms):
+    if not math.isfinite(r_rms):  # a zero RMS estimate (pRMSNorm, eps = 0), even times g = 0
         key = "explorer.plane_rms_infinite"
+    elif g == 0 or not np.any(x):
+        key = "explorer.plane_origin"
     else:
         key = "explorer.plane_same" if g > 0 else "explorer.plane_opposite"
-    claims["plane_rms"] = Claim(key, {"gain": g, "r_rms": r_rms})
+    claims["plane_rms"] = Claim(key, {"gain": g, "r_rms": r_rms}, TINY)
     noise = max(_layer_noise(u) * max(plane.radius, r_layer), TINY)
     lkey = "explorer.plane_layer_flat" if u.flat else "explorer.plane_layer"
     claims["plane_layer"] = Claim(lkey, {"r_layer": r_layer, "la": plane.layer[0]}, noise)

@@ -156,12 +156,15 @@ def plane_images_from(
     d = x.shape[-1]
     u = ones_direction(d)
     along, perp = decompose(x)
-    perp_norm = float(np.linalg.norm(perp))
+    # Lengths in units of the largest entry, so that a tiny x (1e-200) keeps its direction.
+    top = float(np.max(np.abs(perp)))
+    unit = perp / top if top > 0 else perp
+    perp_norm = top * float(np.linalg.norm(unit))
     # When x lies on the ones axis its perp part is zero (or rounding, which points anywhere)
     # and every image lies on the axis too; a zero second basis vector then gives b = 0.
     if on_axis is None:
         on_axis = perp_norm <= FLAT_ROUNDING * float(np.linalg.norm(x))
-    e2 = np.zeros(d) if on_axis else perp / perp_norm
+    e2 = np.zeros(d) if on_axis or top == 0 else unit / float(np.linalg.norm(unit))
 
     def project(y: np.ndarray) -> tuple[float, float]:
         y = np.asarray(y, dtype=np.float64)
