@@ -62,9 +62,16 @@ def read_view_mode(lang: str) -> ViewMode:
     return ViewMode(values["controls"] == "hidden", values["text"] == "large")
 
 
-# Streamlit leaves a tall empty band above the title; a projector needs that space more.
+# What Streamlit's theme cannot say (the gap above the title is the theme's paddingTop):
+# - KaTeX's display math scrolls sideways when wider than its box (overflow-x: auto). Every
+#   stacked formula sticks out of its box by two pixels of KaTeX's own table cells (.vlist-s),
+#   which made each one a scrollable region that the keyboard cannot reach (axe-core's
+#   scrollable-region-focusable); two pixels of padding hold them.
+# - On a phone, display math at the size of the text around it instead of KaTeX's 1.21 em, so
+#   that the formulas fit the screen's width.
 _BASE_CSS = """<style>
-[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
+.katex-display { padding: 0 2px; }
+@media (max-width: 640px) { .katex-display > .katex { font-size: 1em; } }
 </style>"""
 
 
@@ -133,7 +140,8 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
     if notices:
         # Kept for the session on this page: the visitor may need to reread which value changed.
         st.session_state[f"_notices_{topic}"] = notices
-    st.title(t(f"{topic}.title", lang))
+    # No anchor link: its hidden icon is one more stop for the keyboard and a screen reader.
+    st.title(t(f"{topic}.title", lang), anchor=False)
     st.markdown(t(f"{topic}.intro", lang))
     kept = st.session_state.get("_notices_app", []) + st.session_state.get(f"_notices_{topic}", [])
     if kept:
@@ -208,17 +216,19 @@ def save_box(
     if presenting():
         return
     st.subheader(t("common.save_heading", lang))
-    cols = st.columns(len(files))
-    for col, (label_key, data, file_name, mime) in zip(cols, files, strict=False):
-        col.download_button(
-            t(label_key, lang),
-            data,
-            file_name=file_name,
-            mime=mime,
-            on_click="ignore",
-            key=f"_save_{file_name}",
-            icon=":material/download:",
-        )
+    # One row that wraps, each button as wide as its label: in equal columns a long label
+    # ("Figure (HTML, works offline)") was cut off with an ellipsis.
+    with st.container(horizontal=True, gap="small"):
+        for label_key, data, file_name, mime in files:
+            st.download_button(
+                t(label_key, lang),
+                data,
+                file_name=file_name,
+                mime=mime,
+                on_click="ignore",
+                key=f"_save_{file_name}",
+                icon=":material/download:",
+            )
     st.caption(t("common.save_png_hint", lang))
     st.file_uploader(
         t("common.restore_label", lang),
