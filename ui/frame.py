@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import plotly.graph_objects as go
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from ui.export import ViewFileError, restore_state
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
@@ -17,6 +19,7 @@ from ui.params import (
     read_link_value,
     share_query,
 )
+from viz import style
 
 # Link options that change how the app is shown, not what it computes. They are not widgets, so
 # they stay in the URL as typed and are read on every run.
@@ -88,6 +91,24 @@ def apply_view_mode(mode: ViewMode) -> None:
 def view_mode() -> ViewMode:
     """The view mode ``app.py`` read from the link for this run (plain view when unrouted)."""
     return st.session_state.get(VIEW_KEY, ViewMode(hide_controls=False, large_text=False))
+
+
+# A metric's width in a metric row: two side by side, with the gap of 1 rem between them, fit
+# the 356 px a phone (390 px wide) leaves for the page.
+METRIC_WIDTH = 160
+
+
+def metric_row() -> DeltaGenerator:
+    """A row for metrics, side by side where they fit and at least two to a row on a phone
+    (``st.columns`` puts each column on a row of its own below 640 px). Give each metric
+    ``width=METRIC_WIDTH``: ``with metric_row(): st.metric(label, value, width=METRIC_WIDTH)``."""
+    return st.container(horizontal=True, gap="small")
+
+
+def readable(fig: go.Figure) -> go.Figure:
+    """``fig`` with every text at least 14 px, enlarged like the page's text with ``?text=large``
+    (``viz.style.readable``). Pages pass every figure through it before ``st.plotly_chart``."""
+    return style.readable(fig, large=view_mode().large_text)
 
 
 def presenting() -> bool:
