@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -120,15 +121,22 @@ def _table(r: StepResult, lab: dict[str, str]) -> go.Figure:
     return residual_figure(names, r.arrays["rms"], r.arrays["layer"], r.numbers["tol"], lab)
 
 
+def _centre(r: StepResult, lab: dict[str, str]) -> go.Figure:
+    """The explorer's coordinates chart: x, then both outputs with their means (dashed)."""
+    index = np.arange(int(r.numbers["d"]))
+    arrays = {"x": "x", "rms": "y_rms", "layer": "y_layer"}
+    series = {key: (index, r.arrays[name]) for key, name in arrays.items()}
+    means = {"rms": r.numbers["mean_rms"], "layer": r.numbers["mean_layer"]}
+    return coordinates_figure(series, means, lab, d=index.size)
+
+
 def _residual(r: StepResult, lab: dict[str, str]) -> go.Figure:
     readings = {"rms": r.arrays["rms_readings"], "layer": r.arrays["layer_readings"]}
     return layers_figure(r.arrays["layers"], readings, ("input_cos_ones", "token_cosine"), lab)
 
 
 FIGURES: dict[str, Callable[[StepResult, dict[str, str]], go.Figure]] = {
-    "centre": lambda r, lab: coordinates_figure(
-        r.arrays["x"], r.arrays["y_rms"], r.arrays["y_layer"], lab
-    ),
+    "centre": lambda r, lab: _centre(r, lab),
     "identity": lambda r, lab: identity_figure(r.arrays["before"], r.arrays["after"], lab),
     "rescale": lambda r, lab: outputs_figure([("", r.arrays)], lab),
     "scales": lambda r, lab: outputs_figure(
