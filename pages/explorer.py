@@ -56,7 +56,6 @@ P = {p.key: p for p in PARAMS}
 # The settings explore() takes besides x, in its keyword names.
 SETTINGS = ("eps", "gain", "gain_pattern", "seed", "bias", "rms_bias", "partial")
 SETTINGS += ("backend", "device", "dtype")
-LARGE_FIGURE_TEXT = 1.35
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -368,7 +367,7 @@ def main() -> None:
     x = input_vector(state, tr)
     view = compute(x, **{k: state[k] for k in SETTINGS})
     names = labels(tr)
-    scale = LARGE_FIGURE_TEXT if view_mode().large_text else 1.0
+    scale = style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0
     metrics(tr, view)
     coordinates(tr, view, names, scale)
     messages(tr, view)

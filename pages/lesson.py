@@ -19,7 +19,7 @@ from core import (
 )
 from core.lesson import NOISE, OPTIONS, STEP_IDS, StepResult, lesson_step
 from ui import fmt, widgets
-from ui.frame import begin_page, share_box
+from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import IntParam
 from viz.explorer import coordinates_figure, plane_figure
@@ -315,7 +315,9 @@ def step_view(step: int, tr: Translator) -> None:
         return
     verdict(r, chosen, tr)
     st.plotly_chart(
-        figure(r, tr), key=f"fig_{step_id}", alt=tr(f"lesson.{step_id}_alt", **quoted(r))
+        readable(figure(r, tr)),
+        key=f"fig_{step_id}",
+        alt=tr(f"lesson.{step_id}_alt", **quoted(r)),
     )
     st.caption(tr.claim(r.claims["caption"]))
     for slot in ("explain", "detail"):

@@ -23,7 +23,7 @@ from core.residual import (
     residual_view,
 )
 from ui import fmt, widgets
-from ui.frame import begin_page, share_box
+from ui.frame import METRIC_WIDTH, begin_page, metric_row, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import FloatParam, IntParam, LadderParam
 from viz.residual import layers_figure
@@ -77,18 +77,20 @@ def metrics(view: ResidualView, tr: Translator, layers: int) -> None:
         ("metric_out_share", "output_share_offset"),
         ("metric_tokens", "token_cosine"),
     )
-    # Two to a row: each label names its trunk in full, on a laptop and on a phone.
-    cols = [c for _ in range(2) for c in st.columns(2)]
-    for col, (label, quantity) in zip(cols, shown, strict=True):
-        col.metric(
-            tr(f"residual.{label}", layers=layers),
-            fmt.num(view.last["rms"][quantity], noise=ROUNDING),
-            delta=tr(
-                "residual.vs_layer", value=fmt.num(view.last["layer"][quantity], noise=ROUNDING)
-            ),
-            delta_color="off",
-            delta_arrow="off",
-        )
+    # Each label names its trunk in full; two to a row on a phone.
+    with metric_row():
+        for label, quantity in shown:
+            st.metric(
+                tr(f"residual.{label}", layers=layers),
+                fmt.num(view.last["rms"][quantity], noise=ROUNDING),
+                delta=tr(
+                    "residual.vs_layer",
+                    value=fmt.num(view.last["layer"][quantity], noise=ROUNDING),
+                ),
+                delta_color="off",
+                delta_arrow="off",
+                width=METRIC_WIDTH,
+            )
 
 
 def reading_table(view: ResidualView, tr: Translator, names: dict[str, str]) -> pd.DataFrame:
@@ -119,7 +121,7 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int, drift: float) -> 
     }
     titles = {**names, **{q: tr(f"residual.p_{q}") for q in PANELS}}
     st.plotly_chart(
-        layers_figure(view.layers, view.readings, PANELS, titles),
+        readable(layers_figure(view.layers, view.readings, PANELS, titles)),
         key="layers_figure",
         alt=tr("residual.figure_alt", layers=layers, drift=drift),
     )
