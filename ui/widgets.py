@@ -7,6 +7,7 @@ Every widget here uses ``bind="query-params"`` with the parameter's key as the U
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import streamlit as st
@@ -77,3 +78,47 @@ def text(param: TextParam, label: str, **kwargs: Any) -> str:
     return st.text_input(
         label, value=param.default, max_chars=param.max_len, key=param.key, bind=BIND, **kwargs
     )
+
+
+def _sync_link(param: ChoiceParam) -> None:
+    """Write ``param``'s value from the session state into the URL (dropped at the default)."""
+    value = st.session_state.get(param.key, param.default)
+    if value == param.default:
+        if param.key in st.query_params:
+            del st.query_params[param.key]
+    elif st.query_params.get(param.key) != value:
+        st.query_params[param.key] = value
+
+
+def labelled_choice(
+    param: ChoiceParam,
+    label: str,
+    labels: Mapping[str, str],
+    *,
+    kind: Literal["selectbox", "segmented", "radio"] = "segmented",
+    options: tuple[str, ...] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A choice that shows translated ``labels`` while the link keeps the param's values.
+
+    A bound widget writes its label to the URL, so this widget is not bound: it is keyed by the
+    param (so ``st.session_state[param.key]`` holds the value), seeded from the link on first
+    use, and writes the value, never the label, back to the URL when it changes. The link checks
+    (``ui.params.apply_link_params``) have already replaced a bad value by then.
+    """
+    values = list(options if options is not None else param.choices)
+    current = st.session_state.get(param.key)
+    if current is None:
+        raw = st.query_params.get(param.key)
+        current = param.parse(raw)[0] if raw is not None else param.default
+    if current not in values:
+        current = param.default if param.default in values else values[0]
+    st.session_state[param.key] = current
+    _sync_link(param)
+    common = {"key": param.key, "on_change": _sync_link, "args": (param,), **kwargs}
+    if kind == "segmented":
+        return st.segmented_control(
+            label, values, format_func=labels.__getitem__, required=True, **common
+        )
+    widget = st.selectbox if kind == "selectbox" else st.radio
+    return widget(label, values, format_func=labels.__getitem__, **common)
