@@ -12,6 +12,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
 from core.stats import _as_float_array
 
 __all__ = [
@@ -59,7 +60,7 @@ def _check_inputs(
 
 
 def rms_norm_jacobian(
-    x: ArrayLike, weight: ArrayLike | None = None, *, eps: float = 1e-6
+    x: ArrayLike, weight: ArrayLike | None = None, *, eps: float = DEFAULT_RMS_EPS
 ) -> np.ndarray:
     r"""Jacobian of :math:`y = g \odot x / r` with respect to x, shape ``(d, d)``.
 
@@ -82,7 +83,7 @@ def rms_norm_jacobian(
 
 
 def layer_norm_jacobian(
-    x: ArrayLike, weight: ArrayLike | None = None, *, eps: float = 1e-5
+    x: ArrayLike, weight: ArrayLike | None = None, *, eps: float = DEFAULT_LAYER_EPS
 ) -> np.ndarray:
     r"""Jacobian of :math:`y = g \odot (x - \mu)/\sigma + b` with respect to x, shape ``(d, d)``.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import plotly.graph_objects as go
@@ -119,11 +119,14 @@ def gradient_figure(
 
 
 def components_figure(
-    parts: Mapping[str, tuple[float, float]], labels: Mapping[str, str]
+    parts: Mapping[str, tuple[float, float]],
+    labels: Mapping[str, str],
+    number: Callable[[float], str],
 ) -> go.Figure:
     """Grouped bars: each vector's component along the ones direction and along x.
 
-    ``parts`` maps "upstream", "rms" and "layer" to (along ones, along x).
+    ``parts`` maps "upstream", "rms" and "layer" to (along ones, along x); ``number`` writes
+    the values printed on the bars (the app's one number format).
     """
     fig = go.Figure()
     groups = [labels["along_ones"], labels["along_x"]]
@@ -137,7 +140,7 @@ def components_figure(
                 y=values,
                 name=labels[key],
                 marker={"color": colors[key], "pattern": {"shape": patterns[key]}},
-                text=[f"{v:.3g}" for v in values],
+                text=[number(v) for v in values],
                 textposition="outside",
                 hovertemplate="%{x}<br>%{y:.4g}<extra>" + labels[key] + "</extra>",
             )
