@@ -24,6 +24,7 @@ CONTROLS = ChoiceParam("controls", "shown", ("shown", "hidden"))
 TEXT_SIZE = ChoiceParam("text", "normal", ("normal", "large"))
 # Set by app.py just before it runs the chosen page (see ensure_router).
 ROUTED_KEY = "_routed"
+ROUTE_TRIED_KEY = "_route_tried"
 # The view mode of the current run, set by app.py through apply_view_mode.
 VIEW_KEY = "_view_mode"
 
@@ -107,9 +108,15 @@ def ensure_router() -> None:
     in a server it happens once per process, on a first page load.)
     """
     if st.session_state.pop(ROUTED_KEY, False):
+        st.session_state.pop(ROUTE_TRIED_KEY, None)
+        return
+    if st.session_state.get(ROUTE_TRIED_KEY):
+        # Still unrouted after one try: the page is the main script itself (a test running the
+        # file alone), so it draws as a page of its own.
         return
     from ui.nav import navigation
 
+    st.session_state[ROUTE_TRIED_KEY] = True
     navigation(current_lang(), position="hidden")
     st.rerun()
 
