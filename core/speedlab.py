@@ -415,33 +415,22 @@ def measure(
     """
     widths, batches = _check("widths", widths, MAX_WIDTH), _check("batches", batches, MAX_BATCH)
     _check_choices(implementation, device, dtype, repeats)
-    itemsize = np.dtype(dtype).itemsize
-    shapes = [(b, w) for b in batches for w in widths]
-    skipped = tuple(s for s in shapes if s[0] * s[1] * itemsize > MAX_TENSOR_BYTES)
-    todo = [s for s in shapes if s not in skipped]
+    todo, skipped = _fits(widths, batches, dtype)
     table = kernel_table(implementation, device)
     session = _Session(clock or CLOCK, time_cap_s, device)
-    measurements: list[Measurement] = []
-    done = 0
-    for batch, width in todo:
-        tensors = _tensors(implementation, device, dtype, batch, width, seed)
-        cases = {name: kernel.build(*tensors) for name, kernel in table.items()}
-        samples = _rounds(cases, repeats, session, batch * width)
-        if samples is None:
-            break
-        moved = 2 * batch * width * itemsize
-        measurements += [Measurement(k, batch, width, tuple(v), moved) for k, v in samples.items()]
-        done += 1
+    setup = (implementation, device, dtype, repeats, seed)
+    total = len(todo) + 1
+
+    def report(done: int) -> None:
         if progress is not None:
-            progress(done, len(todo) + 1)
+            progress(done, total)
+
+    measurements, done = _measure_shapes(todo, table, setup, session, report)
     partial, errors = (), {}
     if done:
         largest = max(todo[:done], key=lambda s: s[0] * s[1])
-        partial, errors = _measure_partial(
-            implementation, device, dtype, largest, repeats, seed, session
-        )
-        if progress is not None:
-            progress(len(todo) + 1, len(todo) + 1)
+        partial, errors = _measure_partial(*setup, largest, session)
+        report(total)
     return SpeedRun(
         implementation=implementation,
         device=device,
@@ -462,6 +451,41 @@ def measure(
     )
 
 
+def _fits(
+    widths: Sequence[int], batches: Sequence[int], dtype: str
+) -> tuple[list[tuple[int, int]], tuple[tuple[int, int], ...]]:
+    """The (batch, width) shapes within ``MAX_TENSOR_BYTES`` per tensor, and those over it."""
+    itemsize = np.dtype(dtype).itemsize
+    shapes = [(b, w) for b in batches for w in widths]
+    over = tuple(s for s in shapes if s[0] * s[1] * itemsize > MAX_TENSOR_BYTES)
+    return [s for s in shapes if s not in over], over
+
+
+def _measure_shapes(
+    todo: Sequence[tuple[int, int]],
+    table: dict[str, Kernel],
+    setup: tuple[str, str, str, int, int],
+    session: _Session,
+    report: Callable[[int], None],
+) -> tuple[list[Measurement], int]:
+    """Every kernel at every shape in ``todo``, until the deadline; the shapes finished."""
+    implementation, device, dtype, repeats, seed = setup
+    itemsize = np.dtype(dtype).itemsize
+    measurements: list[Measurement] = []
+    done = 0
+    for batch, width in todo:
+        tensors = _tensors(implementation, device, dtype, batch, width, seed)
+        cases = {name: kernel.build(*tensors) for name, kernel in table.items()}
+        samples = _rounds(cases, repeats, session, batch * width)
+        if samples is None:
+            break
+        moved = 2 * batch * width * itemsize
+        measurements += [Measurement(k, batch, width, tuple(v), moved) for k, v in samples.items()]
+        done += 1
+        report(done)
+    return measurements, done
+
+
 def _threads(implementation: str) -> int:
     if implementation != "torch":
         return 1
@@ -474,9 +498,9 @@ def _measure_partial(
     implementation: str,
     device: str,
     dtype: str,
-    shape: tuple[int, int],
     repeats: int,
     seed: int,
+    shape: tuple[int, int],
     session: _Session,
 ) -> tuple[tuple[Measurement, ...], dict[float, float]]:
     """pRMSNorm at ``shape`` for every p, interleaved; the RMS estimate's error on the same x."""
@@ -534,13 +558,12 @@ def sweep_sizes(sweep: str, d: int, batch: int) -> tuple[list[int], list[int]]:
 def plan(sweep: str, d: int, batch: int, implementation: str, device: str, dtype: str) -> Plan:
     widths, batches = sweep_sizes(sweep, d, batch)
     itemsize = np.dtype(dtype).itemsize
-    shapes = [(b, w) for b in batches for w in widths]
-    fits = tuple(s for s in shapes if s[0] * s[1] * itemsize <= MAX_TENSOR_BYTES)
+    fits, over = _fits(widths, batches, dtype)
     largest = max(fits, key=lambda s: s[0] * s[1]) if fits else None
     table = kernel_table(implementation, device) if _backend_ready(implementation) else {}
     return Plan(
-        shapes=fits,
-        skipped=tuple(s for s in shapes if s not in fits),
+        shapes=tuple(fits),
+        skipped=over,
         kernels={name: kernel.label for name, kernel in table.items()},
         partials=PARTIALS,
         partial_shape=largest,

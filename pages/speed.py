@@ -31,7 +31,7 @@ from core.speedlab import (
     sweep_sizes,
 )
 from ui import fmt, widgets
-from ui.frame import begin_page, presenting, share_box
+from ui.frame import begin_page, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
 from viz.speed import bandwidth_figure, partial_figure, time_figure
@@ -304,8 +304,7 @@ def main() -> None:
     the_plan = plan(
         state["sweep"], state["d"], state["batch"], state["impl"], state["device"], state["dtype"]
     )
-    if not presenting():
-        show_plan(the_plan, state, tr)
+    show_plan(the_plan, state, tr)
     # The click is kept in the session state by the callback (a rerun before this line, such as
     # the router's first one, would otherwise drop it) and consumed here, once.
     st.button(
