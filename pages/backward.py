@@ -15,15 +15,22 @@ from core.backward import (
 )
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, MIN_WIDTH, ladder_upto
 from ui import fmt, widgets
-from ui.frame import begin_page, presenting, share_box
+from ui.frame import begin_page, presenting, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
+from viz import style
 from viz.backward import components_figure, gradient_figure, jacobian_figure, spectrum_figure
 
 # Beyond this offset x is almost parallel to 1 and the picture says nothing new.
 OFFSET_LIMIT = 20.0
 # Up to eps = 1: far enough past mean(x^2) ~ 1 to watch the flattened directions come back.
 PAGE_EPS = ladder_upto(EPS_LADDER, 1.0)
+
+
+def readable(fig):
+    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
+    return style.readable(fig, large=view_mode().large_text)
+
 
 PARAMS = (
     IntParam("d", 8, MIN_WIDTH, MAX_JACOBIAN_WIDTH),
@@ -81,14 +88,14 @@ def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
     lesson = view.lesson
     st.subheader(tr("backward.heatmap_heading"))
     st.plotly_chart(
-        jacobian_figure(lesson.jacobian_rms, lesson.jacobian_layer, names),
+        readable(jacobian_figure(lesson.jacobian_rms, lesson.jacobian_layer, names)),
         key="jacobians",
         alt=tr("backward.heatmap_alt", d=lesson.x.shape[-1], **view.alts["heatmap"]),
     )
     st.caption(tr.claim(view.claims["heatmap"]))
     st.subheader(tr("backward.spectrum_heading"))
     st.plotly_chart(
-        spectrum_figure(lesson.eig_rms, lesson.eig_layer, names),
+        readable(spectrum_figure(lesson.eig_rms, lesson.eig_layer, names)),
         key="spectrum",
         alt=tr("backward.spectrum_alt", **view.alts["spectrum"]),
     )
@@ -115,14 +122,14 @@ def gradients(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
     parts = {k: (lesson.parts[k].ones, lesson.parts[k].radial) for k in order}
     left, right = st.columns(2, gap="large")
     left.plotly_chart(
-        gradient_figure(lesson.upstream, lesson.grad_rms, lesson.grad_layer, names),
+        readable(gradient_figure(lesson.upstream, lesson.grad_rms, lesson.grad_layer, names)),
         key="gradients",
         alt=tr("backward.gradient_alt", d=lesson.x.shape[-1], **view.alts["gradient"]),
     )
     with right:
         st.markdown(f"**{tr('backward.components_heading')}**")
         st.plotly_chart(
-            components_figure(parts, names, number),
+            readable(components_figure(parts, names, number)),
             key="components",
             alt=tr("backward.components_alt", **view.alts["components"]),
         )

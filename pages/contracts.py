@@ -18,9 +18,10 @@ from core.contracts import (
 )
 from core.defaults import DTYPES, MIN_WIDTH
 from ui import fmt, widgets
-from ui.frame import begin_page, share_box
+from ui.frame import begin_page, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
+from viz import style
 from viz.contracts import contract_figure
 
 PRESET_NAMES = tuple(preset_names("rms"))
@@ -47,6 +48,11 @@ PARAMS = (
     LadderParam("scale", 1.0, SCALE_LADDER),
 )
 P = {p.key: p for p in PARAMS}
+
+
+def readable(fig):
+    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
+    return style.readable(fig, large=view_mode().large_text)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -154,7 +160,7 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
     }
     numbers = {"a": state["a"], "b": state["b"], "dtype": state["dtype"], "d": state["d"]}
     st.plotly_chart(
-        contract_figure(c.y_a, c.y_b, c.delta, labels),
+        readable(contract_figure(c.y_a, c.y_b, c.delta, labels)),
         key="contract",
         alt=tr("contracts.figure_alt", max_abs=c.max_abs, relative=c.relative, **numbers),
     )

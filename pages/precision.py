@@ -24,15 +24,22 @@ from core.precision import (
     precision_view,
 )
 from ui import fmt, widgets
-from ui.frame import begin_page, presenting, share_box
+from ui.frame import begin_page, presenting, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
+from viz import style
 from viz.precision import (
     error_vs_scale_figure,
     matched_figure,
     norm_vs_scale_figure,
     running_sum_figure,
 )
+
+
+def readable(fig):
+    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
+    return style.readable(fig, large=view_mode().large_text)
+
 
 PARAMS = (
     IntParam("d", 64, MIN_WIDTH, MAX_SWEEP_WIDTH),
@@ -97,8 +104,10 @@ def eps_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -> 
     right.markdown(f"**{tr('precision.formula_outside')}**")
     right.latex(NORM_FORMULA_OUTSIDE)
     st.plotly_chart(
-        norm_vs_scale_figure(
-            SWEEP_SCALES, view.norms, [fmt.num(e) for e in SWEEP_EPS], math.sqrt(view.d), labels
+        readable(
+            norm_vs_scale_figure(
+                SWEEP_SCALES, view.norms, [fmt.num(e) for e in SWEEP_EPS], math.sqrt(view.d), labels
+            )
         ),
         key="norm_sweep",
         alt=tr("precision.norm_alt", sqrt_d=math.sqrt(view.d)),
@@ -114,13 +123,15 @@ def matched_section(view: PrecisionView, tr: Translator, labels: dict[str, str])
         "outside": tr("precision.matched_outside", eps=view.eps_out),
     }
     st.plotly_chart(
-        matched_figure(
-            SWEEP_SCALES,
-            view.matched,
-            names,
-            view.knee if view.eps > 0 else None,
-            math.sqrt(view.d),
-            labels,
+        readable(
+            matched_figure(
+                SWEEP_SCALES,
+                view.matched,
+                names,
+                view.knee if view.eps > 0 else None,
+                math.sqrt(view.d),
+                labels,
+            )
         ),
         key="matched",
         alt=tr("precision.matched_alt", eps_in=view.eps, eps_out=view.eps_out),
@@ -155,7 +166,7 @@ def dtype_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -
     }
     shown = {"sum": limits.sum, "square": limits.square} if "float16" in view.errors else {}
     st.plotly_chart(
-        error_vs_scale_figure(SWEEP_SCALES, view.errors, shown, view.scale, labels),
+        readable(error_vs_scale_figure(SWEEP_SCALES, view.errors, shown, view.scale, labels)),
         key="error_sweep",
         alt=tr(
             "precision.error_alt",
@@ -183,7 +194,7 @@ def drift_section(view: PrecisionView, tr: Translator) -> None:
         "float16_max": tr("precision.float16_max", value=int(FLOAT16_MAX)),
     }
     st.plotly_chart(
-        running_sum_figure(view.sums, FLOAT16_MAX, labels),
+        readable(running_sum_figure(view.sums, FLOAT16_MAX, labels)),
         key="running_sum",
         alt=tr("precision.drift_alt", scale=view.scale, d=view.d),
     )

@@ -31,9 +31,10 @@ from core.speedlab import (
     sweep_sizes,
 )
 from ui import fmt, widgets
-from ui.frame import begin_page, share_box
+from ui.frame import begin_page, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
+from viz import style
 from viz.speed import bandwidth_figure, partial_figure, time_figure
 
 # Powers of two from the smallest sweep point to the largest size the lab allows.
@@ -48,6 +49,12 @@ MAX_REPEATS = 15
 RESULT_KEY = "_speed_result"
 REQUEST_KEY = "_speed_requested"
 SWEEPS = ("width", "batch")
+
+
+def readable(fig):
+    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
+    return style.readable(fig, large=view_mode().large_text)
+
 
 PARAMS = (
     ChoiceParam("sweep", "width", SWEEPS),
@@ -122,18 +129,24 @@ def show_plan(p: Plan, state: dict, tr: Translator) -> None:
 
 
 def show_paper(tr: Translator, view: SpeedView | None) -> None:
+    """The paper's figures beside this server's, two to a row (they fit a phone that way)."""
     st.subheader(tr("speed.paper_heading"))
     lo, hi = 1.0 - PAPER_SAVING[1], 1.0 - PAPER_SAVING[0]
-    cols = st.columns(4)
-    cols[0].metric(tr("speed.paper_metric"), tr("speed.paper_value", lo=lo, hi=hi))
-    cols[1].metric(
+    paper = st.columns(2)
+    paper[0].metric(tr("speed.paper_metric"), tr("speed.paper_value", lo=lo, hi=hi))
+    paper[1].metric(
         tr("speed.paper_partial_metric"), tr("speed.paper_partial_value", p_pct=PAPER_PARTIAL)
     )
-    for col, technique in zip(cols[2:], ("composite", "fused"), strict=True):
-        claim = view.claims.get(f"headline_{technique}") if view is not None else None
-        if claim is not None:
-            label = "paper_here_metric" if technique == "composite" else "paper_here_fused_metric"
-            col.metric(tr(f"speed.{label}"), tr("speed.times_value", value=claim.fields["ratio"]))
+    if view is not None:
+        here = st.columns(2)
+        for col, technique in zip(here, ("composite", "fused"), strict=True):
+            claim = view.claims.get(f"headline_{technique}")
+            if claim is not None:
+                stem = claim.key.split("_", 1)[1].rsplit("_", 1)[0]
+                col.metric(
+                    tr(f"speed.paper_here_{stem}_metric"),
+                    tr("speed.times_value", value=claim.fields["ratio"]),
+                )
     st.markdown(tr("speed.paper_text", citation=PAPER_CITATION, lo=lo, hi=hi))
 
 
@@ -194,13 +207,13 @@ def show_figures(view: SpeedView, tr: Translator) -> None:
     left, right = st.columns(2, gap="large")
     left.markdown(f"**{tr('speed.time_heading')}**")
     left.plotly_chart(
-        time_figure(view.axis, view.median_ms, spread, labels, fmt.num),
+        readable(time_figure(view.axis, view.median_ms, spread, labels, fmt.num)),
         key="time",
         alt=tr("speed.time_alt", size=labels["size"]),
     )
     right.markdown(f"**{tr('speed.bandwidth_heading')}**")
     right.plotly_chart(
-        bandwidth_figure(view.axis, view.gb_per_s, labels, fmt.num),
+        readable(bandwidth_figure(view.axis, view.gb_per_s, labels, fmt.num)),
         key="bandwidth",
         alt=tr("speed.bandwidth_alt", size=labels["size"]),
     )
@@ -232,7 +245,7 @@ def show_partial(view: SpeedView, tr: Translator) -> None:
         "error": tr("speed.partial_error_axis"),
     }
     st.plotly_chart(
-        partial_figure(ps, ratio, spread, error, labels, fmt.pct),
+        readable(partial_figure(ps, ratio, spread, error, labels, fmt.pct)),
         key="partial",
         alt=tr("speed.partial_alt"),
     )
@@ -246,6 +259,8 @@ def show_why(view: SpeedView, tr: Translator) -> None:
     st.markdown(tr("speed.why_composite"))
     if "rms_fused" in view.median_ms:
         st.markdown(tr("speed.why_fused"))
+    if "rms_two_pass" in view.run.labels.values():
+        st.markdown(tr("speed.why_two_pass"))
     st.markdown(tr("speed.why_gpu"))
 
 

@@ -30,9 +30,10 @@ def contract_figure(
         row_heights=[0.55, 0.45],
         subplot_titles=(labels["outputs"], labels["delta_title"]),
     )
+    # Both sides are RMSNorms: neither takes LayerNorm's blue or RMSNorm's vermillion.
     for values, key, colour, kind in (
-        (y_a, "a", style.LAYER, "layer"),
-        (y_b, "b", style.RMS, "rms"),
+        (y_a, "a", style.EXTRA[1], "layer"),
+        (y_b, "b", style.EXTRA[2], "rms"),
     ):
         fig.add_trace(
             go.Scatter(

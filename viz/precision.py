@@ -68,8 +68,8 @@ def norm_vs_scale_figure(
                 )
             )
     _reference(fig, [scales[0], scales[-1]], [sqrt_d, sqrt_d], labels["sqrt_d"], style.MUTED, "dot")
-    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power")
-    fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power")
+    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=1)
+    fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power", dtick=1)
     style.base_layout(fig, height=520)
     fig.update_layout(margin={"t": 110})
     return fig
@@ -109,8 +109,8 @@ def matched_figure(
         _reference(
             fig, [knee, knee], [max(low, 1e-300), sqrt_d], labels["knee"], style.ACCENT, "dash"
         )
-    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power")
-    fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power")
+    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=1)
+    fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power", dtick=1)
     style.base_layout(fig, height=440)
     return fig
 
@@ -146,10 +146,9 @@ def error_vs_scale_figure(
         if np.isfinite(value):
             _reference(fig, [value, value], span, labels[f"limit_{key}"], style.RMS, dash)
     _reference(fig, [chosen, chosen], span, labels["chosen"], style.MUTED, "solid")
-    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power")
-    fig.update_yaxes(type="log", title_text=labels["error"], exponentformat="power")
+    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=1)
+    fig.update_yaxes(type="log", title_text=labels["error"], exponentformat="power", dtick=1)
     style.base_layout(fig, height=480)
-    fig.update_layout(margin={"t": 110})
     return fig
 
 
@@ -179,6 +178,6 @@ def running_sum_figure(
     limit = [float16_max, float16_max]
     _reference(fig, [1, length], limit, labels["float16_max"], style.RMS, "dash")
     fig.update_xaxes(title_text=labels["index"])
-    fig.update_yaxes(type="log", title_text=labels["partial_sum"], exponentformat="power")
+    fig.update_yaxes(type="log", title_text=labels["partial_sum"], exponentformat="power", dtick=1)
     style.base_layout(fig, height=460)
     return fig

@@ -51,3 +51,24 @@ def chart_config(file_name: str) -> dict:
         "displaylogo": False,
         "toImageButtonOptions": {"format": "png", "filename": file_name, "scale": 2},
     }
+
+
+# ``?text=large`` sets the page's root font to 22 px against the usual 16.
+LARGE_TEXT_SCALE = 22 / 16
+
+
+def readable(fig: go.Figure, *, large: bool = False) -> go.Figure:
+    """Every text of ``fig`` at ``FONT_SIZE`` (times ``LARGE_TEXT_SCALE`` when ``large``):
+    ticks, axis titles, legend, hover labels, subplot titles, colour bars and bar labels.
+    Streamlit's chart theme draws ticks and legends at 12.75 px otherwise, too small for a
+    projector."""
+    font = {"size": FONT_SIZE * (LARGE_TEXT_SCALE if large else 1.0)}
+    fig.update_layout(font=font, legend={"font": font}, hoverlabel={"font": font})
+    fig.update_xaxes(tickfont=font, title_font=font)
+    fig.update_yaxes(tickfont=font, title_font=font)
+    fig.update_annotations(font_size=font["size"])
+    fig.update_traces(
+        colorbar={"tickfont": font, "title": {"font": font}}, selector={"type": "heatmap"}
+    )
+    fig.update_traces(textfont=font, selector={"type": "bar"})
+    return fig
