@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -174,3 +175,18 @@ def test_table_values_are_translated() -> None:
     values = set(table.iloc[:5, 0]) | set(table.iloc[:5, 1])
     assert {"di dalam akar", "gain = 1 + w", "setelah bobot", "sebelum bobot"} <= values
     assert not {"inside", "direct", "offset", "before", "after"} & values
+
+
+def test_eps_mistake_says_the_computed_ratio() -> None:
+    """Issue 9 item 1: the eps mistake at scale 0.01 against scale 1 is about 9,700 times, as
+    the page computes it (the change goes as (eps_a - eps_b) / (2 mean(x^2))), not 400."""
+    at = open_app("contracts", a="llama", b="llama", eps_a="1e-5", eps_b="1e-6", scale="0.01")
+    text = " ".join(i.value for i in at.info)
+    rel = [float(metrics(at)["relative error ‖Δ‖ / ‖y_A‖"])]
+    at1 = open_app("contracts", a="llama", b="llama", eps_a="1e-5", eps_b="1e-6", scale="1")
+    rel.append(float(metrics(at1)["relative error ‖Δ‖ / ‖y_A‖"]))
+    ratio = rel[0] / rel[1]  # from the metrics, each rounded to four digits
+    assert 9000 < ratio < 10500
+    shown = re.search(r"([0-9.]+) times smaller", text)
+    assert shown and abs(float(shown.group(1)) / ratio - 1) < 1e-3
+    assert "400" not in text

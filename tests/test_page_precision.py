@@ -121,3 +121,20 @@ def test_matched_eps_puts_the_knees_together() -> None:
     r = scales * np.sqrt(np.mean(z**2))
     np.testing.assert_allclose(inside, 8 * r / np.sqrt(r**2 + 1e-4), rtol=1e-12)
     np.testing.assert_allclose(outside, 8 * r / (r + 1e-2), rtol=1e-12)
+
+
+def test_eps_outside_the_root_is_named_after_rmsnorm_torch_py() -> None:
+    """Issue 9 item 9: the paper's equations have no eps; rmsnorm_torch.py puts it outside."""
+    at = open_app("precision", placement="outside")
+    caption = " ".join(c.value for c in at.caption)
+    assert "rmsnorm_torch.py" in caption and "reference code" not in caption
+
+
+def test_float16_limits_are_65520_and_the_absorption_band() -> None:
+    """Issue 9: float16 turns inf from 65520 (not above 65504); bfloat16 absorbs terms below
+    1/512 to 1/256 of the total; the early failure names squares under 2^-24."""
+    at = open_app("precision", d="4096", scale="1")
+    text = " ".join(m.value for m in at.markdown)
+    assert "from 65520 up rounds to inf" in text
+    assert "1/512" in text and "1/256" in text
+    assert "2⁻²⁴" in text and "2.441e-4" in text

@@ -112,7 +112,7 @@ def gradient_figure(
         fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=row, col=1)
         fig.update_yaxes(title_text=labels["value"], row=row, col=1)
     fig.update_xaxes(title_text=labels["coordinate"], row=2, col=1)
-    style.base_layout(fig, height=560)
+    style.base_layout(fig, height=620)
     # The legend sits above the first subplot title, clear of it.
     fig.update_layout(margin={"t": 130}, legend={"y": 1.12})
     return fig
@@ -148,5 +148,6 @@ def components_figure(
     fig.add_hline(y=0, line={"color": style.MUTED, "width": 1})
     fig.update_yaxes(title_text=labels["component"])
     style.base_layout(fig, height=420)
-    fig.update_layout(barmode="group")
+    # Bar labels at the figure's size: Plotly would shrink an outside label to the bar's width.
+    fig.update_layout(barmode="group", uniformtext={"minsize": style.FONT_SIZE, "mode": "show"})
     return fig
