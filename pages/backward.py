@@ -57,7 +57,7 @@ def controls(tr: Translator) -> dict:
         widgets.ladder(P["eps"], tr("backward.eps_label"))
         widgets.number(P["seed"], tr("backward.seed_label"), kind="input", step=1)
         options = {g: tr(f"backward.grad_option_{g}") for g in GRADIENTS}
-        grad = widgets.labelled_choice(P["grad"], tr("backward.grad_label"), options)
+        grad = widgets.labelled_choice(P["grad"], tr("backward.grad_label"), options.__getitem__)
         st.caption(tr(f"backward.grad_{grad}") + " " + tr("backward.grad_unit"))
     return {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
 

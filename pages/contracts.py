@@ -72,11 +72,11 @@ def side_controls(side: str, tr: Translator, state: dict) -> None:
     preset = {"preset": tr("contracts.option_preset")}
     eps_labels = {**preset, **{v: v for v in EPS_CHOICES[1:]}}
     state[f"eps_{side}"] = widgets.labelled_choice(
-        P[f"eps_{side}"], tr("contracts.eps_label"), eps_labels, kind="selectbox"
+        P[f"eps_{side}"], tr("contracts.eps_label"), eps_labels.__getitem__
     )
     red_labels = {**preset, **{v: v for v in RED_CHOICES[1:]}}
     state[f"red_{side}"] = widgets.labelled_choice(
-        P[f"red_{side}"], tr("contracts.red_label"), red_labels, kind="selectbox"
+        P[f"red_{side}"], tr("contracts.red_label"), red_labels.__getitem__
     )
 
 

@@ -70,7 +70,7 @@ def controls(tr: Translator) -> dict:
         st.subheader(tr("precision.group_eps"))
         options = {p: tr(f"precision.placement_option_{p}") for p in PLACEMENTS}
         placement = widgets.labelled_choice(
-            P["placement"], tr("precision.placement_label"), options
+            P["placement"], tr("precision.placement_label"), options.__getitem__
         )
         state["placement"] = placement
         st.caption(tr(f"precision.placement_{placement}"))

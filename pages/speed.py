@@ -75,7 +75,7 @@ def controls(tr: Translator) -> dict:
     with st.sidebar:
         st.header(tr("common.controls"))
         options = {s: tr(f"speed.sweep_option_{s}") for s in SWEEPS}
-        sweep = widgets.labelled_choice(P["sweep"], tr("speed.sweep_label"), options)
+        sweep = widgets.labelled_choice(P["sweep"], tr("speed.sweep_label"), options.__getitem__)
         st.caption(tr(f"speed.sweep_{sweep}"))
         widgets.ladder(P["d"], tr("speed.d_label"))
         widgets.ladder(P["batch"], tr("speed.batch_label"))

@@ -78,7 +78,9 @@ def test_a_translated_button_keeps_the_link_value(app_url: str, browser) -> None
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     page.goto(f"{app_url}/precision?lang=id")
     settle(page)
-    page.get_by_role("button", name="di luar", exact=True).click()
+    box = page.locator("[data-testid='stSelectbox']").filter(has_text="Kurva pada gambar 1")
+    box.click()
+    page.get_by_role("option", name="di luar", exact=True).click()
     page.wait_for_function("() => location.search.includes('placement=outside')", timeout=60_000)
     settle(page)
     assert "di+luar" not in page.url and "di%20luar" not in page.url

@@ -46,7 +46,7 @@ def test_link_restores_every_control():
     assert at.slider(key="offset").value == -1.5
     assert at.select_slider(key="eps").value == 0.01
     assert at.number_input(key="seed").value == 7
-    assert at.segmented_control(key="grad").value == "ones"
+    assert at.selectbox(key="grad").value == "ones"
     assert not at.warning
 
 
@@ -56,7 +56,7 @@ def test_controls_open_at_their_link_defaults():
     assert at.slider(key="offset").value == 1.0
     assert at.select_slider(key="eps").value == 1e-5
     assert at.number_input(key="seed").value == 0
-    assert at.segmented_control(key="grad").value == "random"
+    assert at.selectbox(key="grad").value == "random"
 
 
 def test_bad_link_values_give_notices():
@@ -124,12 +124,12 @@ def test_page_shows_the_claims_the_core_chose(lang, query):
 
 def test_gradient_choice_is_translated_and_the_link_keeps_its_value():
     at = open_page({"lang": "id"})
-    control = at.segmented_control(key="grad")
+    control = at.selectbox(key="grad")
     assert control.options == ["semua satu", "searah x", "acak"]
     control.set_value("x").run()
     assert not at.exception
     assert at.query_params["grad"] == "x"
-    assert at.segmented_control(key="grad").value == "x"
+    assert at.selectbox(key="grad").value == "x"
 
 
 def test_large_eps_says_damped_not_flattened():

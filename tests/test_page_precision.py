@@ -41,7 +41,7 @@ def test_link_restores_every_control() -> None:
     assert not at.exception
     assert at.number_input(key="d").value == 256
     assert at.number_input(key="seed").value == 9
-    assert at.segmented_control(key="placement").value == "inside"
+    assert at.selectbox(key="placement").value == "inside"
     assert at.select_slider(key="scale").value == 300.0
     assert at.select_slider(key="eps").value == 1e-5
 
@@ -102,7 +102,7 @@ def test_page_shows_the_claims_the_core_chose(lang: str, query: dict[str, str]) 
 
 def test_placement_buttons_are_translated_and_the_link_keeps_the_value() -> None:
     at = open_app("precision", lang="id")
-    control = at.segmented_control(key="placement")
+    control = at.selectbox(key="placement")
     assert control.options == ["keduanya", "di dalam", "di luar"]
     control.set_value("outside").run()
     assert not at.exception

@@ -41,7 +41,7 @@ def test_shows_the_plan_and_the_paper_without_measuring(lang):
 def test_link_restores_every_control():
     at = open_app("speed", **{**TINY, "impl": "torch", "device": "cpu", "sweep": "batch"})
     assert not at.exception
-    assert at.segmented_control(key="sweep").value == "batch"
+    assert at.selectbox(key="sweep").value == "batch"
     assert at.select_slider(key="d").value == 128
     assert at.select_slider(key="batch").value == 2
     assert at.segmented_control(key="impl").value == "torch"

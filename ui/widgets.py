@@ -7,12 +7,21 @@ Every widget here uses ``bind="query-params"`` with the parameter's key as the U
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any, Literal
 
 import streamlit as st
 
-from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam, fmt_number
+from ui.params import (
+    BoolParam,
+    ChoiceParam,
+    FloatParam,
+    IntParam,
+    LadderParam,
+    TextParam,
+    fmt_number,
+    read_link_value,
+)
 
 BIND = "query-params"
 
@@ -73,6 +82,26 @@ def choice(
     return widget(label, values, index=values.index(default), key=param.key, bind=BIND, **kwargs)
 
 
+def labelled_choice(
+    param: ChoiceParam, label: str, names: Callable[[str], str], **kwargs: Any
+) -> str:
+    """A select box that shows ``names(value)`` (a translated name) for each of the param's
+    values, while the link carries the value itself.
+
+    A bound widget writes its label to the URL, so this one is not bound: it takes its first
+    value from the link (``begin_page`` has already checked and corrected it) and writes the
+    chosen value back with ``st.query_params`` (none while it is the default).
+    """
+    if param.key not in st.session_state:
+        st.session_state[param.key] = read_link_value(param)[0]
+    value = st.selectbox(label, param.choices, format_func=names, key=param.key, **kwargs)
+    if value == param.default:
+        st.query_params.pop(param.key, None)
+    else:
+        st.query_params[param.key] = value
+    return value
+
+
 def text(param: TextParam, label: str, **kwargs: Any) -> str:
     """A text box; what the visitor typed stays in it, whatever the page makes of it."""
     return st.text_input(
@@ -80,45 +109,6 @@ def text(param: TextParam, label: str, **kwargs: Any) -> str:
     )
 
 
-def _sync_link(param: ChoiceParam) -> None:
-    """Write ``param``'s value from the session state into the URL (dropped at the default)."""
-    value = st.session_state.get(param.key, param.default)
-    if value == param.default:
-        if param.key in st.query_params:
-            del st.query_params[param.key]
-    elif st.query_params.get(param.key) != value:
-        st.query_params[param.key] = value
-
-
-def labelled_choice(
-    param: ChoiceParam,
-    label: str,
-    labels: Mapping[str, str],
-    *,
-    kind: Literal["selectbox", "segmented", "radio"] = "segmented",
-    options: tuple[str, ...] | None = None,
-    **kwargs: Any,
-) -> Any:
-    """A choice that shows translated ``labels`` while the link keeps the param's values.
-
-    A bound widget writes its label to the URL, so this widget is not bound: it is keyed by the
-    param (so ``st.session_state[param.key]`` holds the value), seeded from the link on first
-    use, and writes the value, never the label, back to the URL when it changes. The link checks
-    (``ui.params.apply_link_params``) have already replaced a bad value by then.
-    """
-    values = list(options if options is not None else param.choices)
-    current = st.session_state.get(param.key)
-    if current is None:
-        raw = st.query_params.get(param.key)
-        current = param.parse(raw)[0] if raw is not None else param.default
-    if current not in values:
-        current = param.default if param.default in values else values[0]
-    st.session_state[param.key] = current
-    _sync_link(param)
-    common = {"key": param.key, "on_change": _sync_link, "args": (param,), **kwargs}
-    if kind == "segmented":
-        return st.segmented_control(
-            label, values, format_func=labels.__getitem__, required=True, **common
-        )
-    widget = st.selectbox if kind == "selectbox" else st.radio
-    return widget(label, values, format_func=labels.__getitem__, **common)
+def flag(param: BoolParam, label: str, **kwargs: Any) -> bool:
+    """A checkbox; the link carries ``true`` or ``false``."""
+    return st.checkbox(label, value=bool(param.default), key=param.key, bind=BIND, **kwargs)
