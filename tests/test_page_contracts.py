@@ -165,7 +165,7 @@ def test_alerts_are_translated() -> None:
         "contracts", lang="id", a="paper", b="llama", dtype="float16", scale="100", d="4096"
     )
     alerts = [w.value for w in at.warning]
-    assert alerts and all("melampaui batas" in w for w in alerts)
+    assert alerts and all("meluap" in w for w in alerts)
     assert not any("overflowed" in w for w in alerts)
 
 
@@ -173,7 +173,7 @@ def test_table_values_are_translated() -> None:
     at = open_app("contracts", lang="id")
     table = at.table[0].value
     values = set(table.iloc[:5, 0]) | set(table.iloc[:5, 1])
-    assert {"di dalam akar", "gain = 1 + w", "setelah bobot", "sebelum bobot"} <= values
+    assert {"di dalam akar", "penguatan = 1 + w", "setelah bobot", "sebelum bobot"} <= values
     assert not {"inside", "direct", "offset", "before", "after"} & values
 
 

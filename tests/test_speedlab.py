@@ -261,3 +261,18 @@ def test_plan_lists_what_measure_will_time():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         measure(**kwargs)
+
+
+def test_the_cuda_table_and_timer_without_a_gpu(monkeypatch):
+    """The CUDA path's kernels and timer, run on the CPU: the table times F.rms_norm (fused on
+    CUDA) against F.layer_norm, and every timed call waits for the device before and after."""
+    x, w, b = _tensors()
+    table = kernel_table("torch", "cuda")
+    assert {k: v.label for k, v in table.items()}["rms_fused"] == "rms_fused"
+    rms = F.rms_norm(x, (48,), w, DEFAULT_RMS_EPS)
+    np.testing.assert_allclose(table["rms_fused"].build(x, w, b)().numpy(), rms.numpy(), rtol=1e-12)
+    waits = []
+    monkeypatch.setattr(speedlab, "_cuda_sync", lambda: lambda: waits.append(1))
+    session = speedlab._Session(TickClock(), 1e9, "cuda")
+    assert session.time(lambda: None, 10) == 1.0
+    assert len(waits) == 2 and session.calls == 1 and session.elements == 10
