@@ -145,10 +145,11 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
     c = view.comparison
     if "mistake" in view.claims:
         st.info(tr.claim(view.claims["mistake"]))
-    m1, m2, m3 = st.columns(3)
-    m1.metric(tr("contracts.metric_max"), fmt.num(c.max_abs))
-    m2.metric(tr("contracts.metric_rel"), fmt.num(c.relative))
-    m3.metric(tr("contracts.metric_dtype"), state["dtype"])
+    # Side by side where they fit, two to a row on a phone.
+    with st.container(horizontal=True, gap="small"):
+        st.metric(tr("contracts.metric_max"), fmt.num(c.max_abs), width="content")
+        st.metric(tr("contracts.metric_rel"), fmt.num(c.relative), width="content")
+        st.metric(tr("contracts.metric_dtype"), state["dtype"], width="content")
     labels = {
         "a": f"A: {state['a']}",
         "b": f"B: {state['b']}",

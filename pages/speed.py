@@ -132,21 +132,24 @@ def show_paper(tr: Translator, view: SpeedView | None) -> None:
     """The paper's figures beside this server's, two to a row (they fit a phone that way)."""
     st.subheader(tr("speed.paper_heading"))
     lo, hi = 1.0 - PAPER_SAVING[1], 1.0 - PAPER_SAVING[0]
-    paper = st.columns(2)
-    paper[0].metric(tr("speed.paper_metric"), tr("speed.paper_value", lo=lo, hi=hi))
-    paper[1].metric(
-        tr("speed.paper_partial_metric"), tr("speed.paper_partial_value", p_pct=PAPER_PARTIAL)
-    )
-    if view is not None:
-        here = st.columns(2)
-        for col, technique in zip(here, ("composite", "fused"), strict=True):
-            claim = view.claims.get(f"headline_{technique}")
+    # Side by side where they fit, two to a row on a phone.
+    with st.container(horizontal=True, gap="small"):
+        st.metric(tr("speed.paper_metric"), tr("speed.paper_value", lo=lo, hi=hi), width="content")
+        st.metric(
+            tr("speed.paper_partial_metric"),
+            tr("speed.paper_partial_value", p_pct=PAPER_PARTIAL),
+            width="content",
+        )
+        for technique in ("composite", "fused"):
+            claim = view.claims.get(f"headline_{technique}") if view is not None else None
             if claim is not None:
                 stem = claim.key.split("_", 1)[1].rsplit("_", 1)[0]
-                col.metric(
+                st.metric(
                     tr(f"speed.paper_here_{stem}_metric"),
                     tr("speed.times_value", value=claim.fields["ratio"]),
+                    width="content",
                 )
+    st.caption(tr("speed.paper_metrics_caption"))
     st.markdown(tr("speed.paper_text", citation=PAPER_CITATION, lo=lo, hi=hi))
 
 
