@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +19,21 @@ from core import (
     NormWarning,
     layer_norm,
     layer_norm_report,
+    preset_names,
     rms_norm,
     rms_norm_report,
 )
-from core.norms import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
+from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
+from core.fast import KERNELS
+from core.messages import Message
+from core.norms import (
+    layer_norm_reference,
+    mean_square,
+    rms_denominator,
+    rms_norm_reference,
+    std_denominator,
+    variance,
+)
 
 SEED = 20240607
 F64_TOL = 1e-12
@@ -33,6 +45,106 @@ def _data(shape, seed=SEED):
     rng = np.random.default_rng(seed)
     d = shape[-1]
     return rng.normal(1.0, 2.0, size=shape), rng.normal(size=d), rng.normal(size=d)
+
+
+# ---------------------------------------------------------------- the references ---------------
+
+
+def test_references_are_the_formulas_by_hand():
+    x, w, b = _data((3, 16))
+    for row, out in zip(x, rms_norm_reference(x, w, eps=0.1), strict=True):
+        rms = math.sqrt(sum(v * v for v in row) / 16 + 0.1)
+        np.testing.assert_allclose(out, [v / rms * g for v, g in zip(row, w, strict=True)])
+    for row, out in zip(x, layer_norm_reference(x, w, b, eps=0.1), strict=True):
+        mu = sum(row) / 16
+        sigma = math.sqrt(sum((v - mu) ** 2 for v in row) / 16 + 0.1)
+        expected = [(v - mu) / sigma * g + c for v, g, c in zip(row, w, b, strict=True)]
+        np.testing.assert_allclose(out, expected)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, F64_TOL), (torch.float32, F32_TOL)])
+def test_references_agree_with_torch(dtype, tol):
+    x, w, b = _data((4, 33))
+    xt, wt, bt = (torch.tensor(a, dtype=dtype) for a in (x, w, b))
+    np.testing.assert_allclose(
+        rms_norm_reference(xt, wt), F.rms_norm(xt, (33,), wt, 1e-6).double(), rtol=tol, atol=tol
+    )
+    np.testing.assert_allclose(
+        layer_norm_reference(xt, wt, bt),
+        F.layer_norm(xt, (33,), wt, bt, 1e-5).double(),
+        rtol=tol,
+        atol=tol,
+    )
+
+
+def _every_path(kind, x, w, b, eps):
+    """Each way the core computes a plain norm with a weight and a bias, by name; the names of
+    float32 computations contain "32"."""
+    norm, report = (rms_norm, rms_norm_report) if kind == "rms" else (layer_norm, layer_norm_report)
+    xt, wt, bt = (torch.tensor(a) for a in (x, w, b))
+    xf, wf, bf = (a.float() for a in (xt, wt, bt))
+    paths = {
+        "numpy float64": norm(x, w, b, eps=eps),
+        "numpy float32": norm(x.astype(np.float32), w, b, eps=eps),
+        "report": report(x, w, b, eps=eps).output,
+        "torch general": norm(xt, wt, bt, eps=eps, device="cpu"),
+        "fused float64": norm(xt, wt, bt, eps=eps),
+        "fused float32": norm(xf, wf, bf, eps=eps),
+        "torch float32 reduction": norm(xt, wt, bt, eps=eps, reduction_dtype="float32"),
+        "offset gain": norm(x, w - 1.0, b, eps=eps, gain_mode="offset"),
+        "cast before, float32": norm(xf, wf, bf, eps=eps, cast="before"),
+        "composite kernel": KERNELS[(kind, "composite")](xt, wt, bt, eps),
+        "fused kernel": KERNELS[(kind, "fused")](xt, wt, bt, eps),
+    }
+    if kind == "layer":
+        paths["torch preset"] = norm(xt, wt, bt, eps=eps, preset="torch")
+        paths["olmo preset, float32"] = norm(xt, eps=eps, preset="olmo") * wt + bt
+    return paths
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-6, 0.5])
+@pytest.mark.parametrize("shape", [(16,), (1, 7), (5, 33), (2, 3, 64)])
+def test_every_path_agrees_with_the_reference(shape, eps):
+    # At eps = 0 plain calls go the general way (the fused path takes eps > 0); the kernels
+    # called directly are checked at every eps.
+    x, w, b = _data(shape)
+    references = {
+        "rms": rms_norm_reference(x, w, eps) + b,
+        "layer": layer_norm_reference(x, w, b, eps),
+    }
+    for kind, ref in references.items():
+        for name, out in _every_path(kind, x, w, b, eps).items():
+            out = out.double().numpy() if isinstance(out, torch.Tensor) else out
+            tol = F32_TOL if "32" in name else F64_TOL
+            np.testing.assert_allclose(out, ref, rtol=tol, atol=tol, err_msg=f"{kind}: {name}")
+
+
+def test_every_rms_preset_agrees_with_the_reference_at_its_own_eps():
+    # Each preset's placement, precision and gain rule, against the textbook at float32 rounding.
+    x, w, _ = _data((4, 64))
+    for name in preset_names("rms"):
+        report = rms_norm_report(x.astype(np.float32), w.astype(np.float32), preset=name)
+        gain = 1.0 + w if report.settings["gain_mode"] == "offset" else w
+        placement = report.settings["eps_placement"]
+        eps = report.eps if placement == "inside" else 0.0  # outside/clamp: tiny eps, checked below
+        expected = rms_norm_reference(x.astype(np.float32), gain.astype(np.float32), eps)
+        np.testing.assert_allclose(report.output, expected, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_statistics_are_the_references_denominators():
+    x, _, _ = _data((3, 9))
+    ms = np.mean(x**2, axis=-1, keepdims=True)
+    var = np.mean((x - x.mean(axis=-1, keepdims=True)) ** 2, axis=-1, keepdims=True)
+    np.testing.assert_allclose(mean_square(x), ms, rtol=F64_TOL)
+    np.testing.assert_allclose(variance(x), var, rtol=F64_TOL)
+    np.testing.assert_allclose(rms_denominator(x, 0.1), np.sqrt(ms + 0.1), rtol=F64_TOL)
+    np.testing.assert_allclose(std_denominator(x, 0.1), np.sqrt(var + 0.1), rtol=F64_TOL)
+    np.testing.assert_allclose(rms_denominator(x), np.sqrt(ms + DEFAULT_RMS_EPS), rtol=F64_TOL)
+    np.testing.assert_allclose(std_denominator(x), np.sqrt(var + DEFAULT_LAYER_EPS), rtol=F64_TOL)
+    xt = torch.tensor(x)
+    assert isinstance(rms_denominator(xt), torch.Tensor)
+    np.testing.assert_allclose(std_denominator(xt).numpy(), std_denominator(x), rtol=F64_TOL)
+    np.testing.assert_allclose(mean_square(x.tolist()), ms, rtol=F64_TOL)
 
 
 # ---------------------------------------------------------------- agreement with torch ---------
@@ -85,10 +197,35 @@ def test_plain_fast_paths_still_refuse_nan_and_inf():
             layer_norm(x)
 
 
-def test_plain_layer_norm_equals_torch_kernel_exactly():
+def test_plain_layer_norm_takes_the_fused_kernel_and_the_preset_is_torchs_own():
     x, w, b = _data((5, 33))
     xt, wt, bt = (torch.tensor(a, dtype=torch.float32) for a in (x, w, b))
-    assert torch.equal(layer_norm(xt, wt, bt), F.layer_norm(xt, (33,), wt, bt, eps=1e-5))
+    ref = F.layer_norm(xt, (33,), wt, bt, eps=1e-5)
+    assert torch.equal(layer_norm(xt, wt, bt), KERNELS[("layer", "fused")](xt, wt, bt, 1e-5))
+    np.testing.assert_allclose(layer_norm(xt, wt, bt).numpy(), ref.numpy(), rtol=2e-6, atol=2e-6)
+    assert torch.equal(layer_norm(xt, wt, bt, preset="torch"), ref)
+
+
+def test_plain_calls_that_need_a_gradient_stay_differentiable():
+    x, w, b = _data((6, 20))
+    upstream = torch.tensor(_data((6, 20), seed=SEED + 1)[0])
+    for norm, ref in ((rms_norm, _torch_rms), (layer_norm, _torch_layer)):
+        leaves = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+        norm(*leaves).backward(upstream)
+        ours = [t.grad.clone() for t in leaves]
+        for t in leaves:
+            t.grad = None
+        ref(*leaves).backward(upstream)
+        for got, want in zip(ours, (t.grad for t in leaves), strict=True):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def _torch_rms(x, w, b):
+    return F.rms_norm(x, (x.shape[-1],), w, DEFAULT_RMS_EPS) + b
+
+
+def _torch_layer(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, DEFAULT_LAYER_EPS)
 
 
 def test_defaults_and_explicit_eps():
@@ -157,7 +294,8 @@ def test_partial_uses_ceil_of_p_times_d():
     np.testing.assert_allclose(report.output, x / rms, rtol=F64_TOL)
     np.testing.assert_allclose(report.stat, rms, rtol=F64_TOL)
     assert report.settings["partial_size"] == k
-    assert any("int(p*d) = 2" in note for note in report.notes)
+    (note,) = [n for n in report.notes if n.code == "partial"]
+    assert note.fields == {"k": 3, "d": 10, "k_paper": 2} and "int(p*d) = 2" in str(note)
     assert rms_norm_report(x, partial=0.7).settings["partial_size"] == 7
 
 
@@ -199,9 +337,12 @@ def test_report_statistics():
     np.testing.assert_allclose(layer.mean_square, ms, rtol=F64_TOL)
 
 
-def test_formulas_are_the_docstrings():
-    assert RMS_FORMULA in rms_norm.__doc__
-    assert LAYER_FORMULA in layer_norm.__doc__
+def test_each_formula_is_written_once_and_the_docstrings_name_it():
+    source = (Path(__file__).resolve().parents[1] / "core" / "norms.py").read_text()
+    for name, formula in (("RMS_FORMULA", RMS_FORMULA), ("LAYER_FORMULA", LAYER_FORMULA)):
+        assert f":data:`{name}`" in rms_norm.__doc__ + layer_norm.__doc__
+        assert formula not in (rms_norm.__doc__ or "") + (layer_norm.__doc__ or "")
+        assert source.count("sum_{j=1}^{d} x_j") == 2  # once in each constant
 
 
 # ---------------------------------------------------------------- kinds, dtypes, devices -------
@@ -227,11 +368,18 @@ def test_kind_in_kind_out():
 # ---------------------------------------------------------------- warnings ---------------------
 
 
+def _codes(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NormWarning)
+        result = call()
+    return result, [w.message.message.code for w in caught if w.category is NormWarning]
+
+
 def test_float16_reduction_overflow_warns_and_notes():
     x = 300 * np.ones(64)
-    with pytest.warns(NormWarning, match="overflowed to inf in float16"):
-        report = rms_norm_report(x, reduction_dtype="float16")
-    assert any("overflowed" in note for note in report.notes)
+    report, codes = _codes(lambda: rms_norm_report(x, reduction_dtype="float16"))
+    assert codes == ["overflow_square_rms"]
+    assert Message("overflow_square_rms", {"dtype": "float16"}) in report.notes
     assert np.isinf(report.mean_square).all()
     # rsqrt(inf) = 0: the honest float16 answer is 0, where float32 gives 1.
     np.testing.assert_array_equal(report.output, np.zeros(64))
@@ -242,22 +390,93 @@ def test_float16_reduction_overflow_warns_and_notes():
         )
 
 
+@pytest.mark.parametrize(
+    "code,call",
+    [
+        # One square beyond float32 (1e20² > 3.4e38) against every square finite but their sum.
+        ("overflow_square_rms", lambda: rms_norm(np.full((1, 64), 1e20, np.float32))),
+        ("overflow_sum_rms", lambda: rms_norm(np.full((1, 64), 1e19, np.float32))),
+        ("overflow_sum_rms", lambda: rms_norm(torch.full((1, 64), 1e19), device="cpu")),
+        (
+            "overflow_square_layer",
+            lambda: layer_norm(_alternating(300.0), reduction_dtype="float16"),
+        ),
+        ("overflow_sum_layer", lambda: layer_norm(_alternating(1e19).astype(np.float32))),
+        ("overflow_mean_layer", lambda: layer_norm(np.full((1, 64), 1e38, np.float32))),
+        # x.norm() of a float16 x is finite in float32, then too large for float16.
+        (
+            "overflow_norm_rms",
+            lambda: rms_norm(torch.full((1, 4096), 2000.0).half(), preset="paper"),
+        ),
+        (
+            "overflow_norm_layer",
+            lambda: layer_norm(
+                _alternating(2000.0, 4096), reduction_dtype="float16", eps_placement="clamp"
+            ),
+        ),
+    ],
+)
+def test_overflow_says_which_step_overflowed(code, call):
+    _, codes = _codes(call)
+    assert codes == [code]
+
+
+def test_an_output_beyond_the_dtype_is_named():
+    # pRMSNorm reads a zero prefix: 1000 / sqrt(eps) is far beyond float16's 65504.
+    out, codes = _codes(lambda: rms_norm(np.array([[0.0, 1000.0]], np.float16), partial=0.5))
+    assert codes == ["overflow_output"] and np.isinf(out[0, 1])
+    # A finite gain too large for float16: 2 * 40000.
+    x = torch.tensor([[1.0, 0.0, 0.0, 0.0]], dtype=torch.float16)
+    w = torch.full((4,), 40000.0, dtype=torch.float16)
+    out, codes = _codes(lambda: rms_norm(x, w, cast="before"))
+    assert codes == ["overflow_output"] and torch.isinf(out[0, 0])
+
+
+def _alternating(value, d=64):
+    row = np.full((1, d), value)
+    row[0, ::2] *= -1
+    return row
+
+
 def test_zero_vector_with_zero_eps_is_zeros_with_warning():
     for placement in ("inside", "outside", "clamp"):
-        with pytest.warns(NormWarning, match="zero vector"):
-            report = rms_norm_report(np.zeros((2, 5)), eps=0.0, eps_placement=placement)
+        report, codes = _codes(
+            lambda p=placement: rms_norm_report(np.zeros((2, 5)), eps=0.0, eps_placement=p)
+        )
+        assert codes == ["zero_vector"]
         np.testing.assert_array_equal(report.output, np.zeros((2, 5)))
-        assert any("0/0" in note for note in report.notes)
-    with pytest.warns(NormWarning, match="constant row"):
-        out = layer_norm(torch.full((3, 4), 2.0), eps=0.0)
+        assert "0/0" in str(report.notes[-1])
+    out, codes = _codes(lambda: layer_norm(torch.full((3, 4), 2.0), eps=0.0))
+    assert codes == ["zero_variance"]
     assert torch.equal(out, torch.zeros(3, 4))
 
 
+def test_an_eps_that_rounds_to_zero_is_named():
+    out, codes = _codes(lambda: rms_norm(np.zeros((1, 8)), eps=1e-9, reduction_dtype="float16"))
+    assert codes == ["zero_vector_eps_lost"]
+    np.testing.assert_array_equal(out, np.zeros((1, 8)))
+    _, codes = _codes(lambda: layer_norm(np.ones((1, 8)), eps=1e-9, reduction_dtype="float16"))
+    assert codes == ["zero_variance_eps_lost"]
+
+
 def test_zero_prefix_with_partial_gives_inf_and_says_so():
-    with pytest.warns(NormWarning, match="divided by 0") as record:
-        out = rms_norm([0.0, 0.0, 1.0, -2.0], eps=0.0, partial=0.5)
-    assert not any("zero vector" in str(w.message) for w in record)
+    out, codes = _codes(lambda: rms_norm([0.0, 0.0, 1.0, -2.0], eps=0.0, partial=0.5))
+    assert codes == ["zero_stat_inf"]
     np.testing.assert_array_equal(out, [0.0, 0.0, np.inf, -np.inf])
+
+
+def test_notes_are_coded_messages_in_english_and_hashable():
+    report = rms_norm_report(np.ones(4), preset="llama")
+    assert [n.code for n in report.notes] == ["eps_preset"]
+    assert str(report.notes[0]) == "eps = 1e-6, from preset 'llama'."
+    assert len(set(report.notes + report.notes)) == 1
+    assert [n.code for n in rms_norm_report(np.ones(4)).notes] == ["eps_default_rms"]
+    assert [n.code for n in layer_norm_report(np.ones(4), eps=0.5).notes] == ["eps_explicit"]
+    assert "eps_finfo" in [n.code for n in rms_norm_report(np.ones(4), preset="torch").notes]
+    bf16 = rms_norm_report(np.ones(4), reduction_dtype="bfloat16", cast="before")
+    assert [n.code for n in bf16.notes] == ["numpy_half_reduction", "eps_default_rms"]
+    codes = [n.code for n in layer_norm_report(np.ones(4), [1.0] * 4, preset="olmo").notes]
+    assert "preset_no_weight" in codes
 
 
 # ---------------------------------------------------------------- bad input --------------------
@@ -291,6 +510,17 @@ BAD_CALLS = [
 def test_bad_input_raises_value_error_naming_the_parameter(name, call):
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
         call()
+
+
+def test_unknown_keywords_are_type_errors_like_pythons():
+    with pytest.raises(
+        TypeError, match=r"rms_norm_report\(\) got an unexpected keyword .*'epsilon'"
+    ):
+        rms_norm_report([1.0, 2.0], epsilon=1e-5)
+    with pytest.raises(TypeError, match="'partial'"):
+        layer_norm_report([1.0, 2.0], partial=0.5)
+    with pytest.raises(TypeError):
+        rms_norm([1.0, 2.0], epsilon=1e-5)
 
 
 def test_eps_message_shape():
