@@ -23,7 +23,11 @@ time. numba ships its own LLVM in its wheel, so the kernel compiles wherever the
 compiles on the first call (about a second per dtype and weight/bias combination), never at
 ``import core``, and caches the machine code on disk for later processes.
 
-Threads. Inputs under ``PARALLEL_MIN_ELEMENTS`` run in the calling thread. Larger ones use the
+Which inputs. ``rms_norm_fast``, ``layer_norm_fast`` and ``core.rms_norm`` / ``core.layer_norm``
+take the fused kernels for inputs of at least ``FUSED_MIN_ELEMENTS``; smaller ones go to torch
+(``KERNELS`` always runs the technique it names).
+
+Threads. Inputs under ``FUSED_MIN_ELEMENTS`` run in the calling thread. Larger ones use the
 cores this process may run on (its CPU affinity, capped by a cgroup CPU quota as ``docker --cpus``
 sets it), on numba's "workqueue" threads, which sleep between launches instead of spinning against
 torch's own OpenMP threads. Rows are handed out in small chunks, so when another process takes a
@@ -59,10 +63,12 @@ from core.norms import mean_square
 
 FUSED_DTYPES = (torch.float32, torch.float64)
 
-# Below this many elements (1 MiB of float32) a fused kernel runs in the calling thread: the work
-# takes well under a millisecond, and waking threads would cost a sizeable part of it (and, when
-# other processes hold the cores, a whole time slice).
-PARALLEL_MIN_ELEMENTS = 1 << 18
+# Below this many elements (1 MiB of float32) the work takes well under a millisecond: a fused
+# kernel then runs in the calling thread (waking threads would cost a sizeable part of it and,
+# when other processes hold the cores, a whole time slice), and the entry points below leave
+# such inputs to torch, so that a small call never pays numba's start (about a second, once per
+# process) for memory traffic that does not matter.
+FUSED_MIN_ELEMENTS = 1 << 18
 # Chunks per thread: enough that a thread slowed by another process leaves its share to the
 # others, few enough that handing them out costs nothing next to a row's work.
 _CHUNKS_PER_THREAD = 8
@@ -131,7 +137,7 @@ def _launch(kind: str, *args: object) -> None:
     from core import _fused
 
     x = args[0]
-    if x.size < PARALLEL_MIN_ELEMENTS or x.shape[0] == 1 or available_cores() == 1:
+    if x.size < FUSED_MIN_ELEMENTS or x.shape[0] == 1 or available_cores() == 1:
         (_fused.rms_serial if kind == "rms" else _fused.layer_serial)(*args)
         return
     import numba
@@ -192,7 +198,7 @@ def rms_norm_fast(x: Tensor, weight: Param = None, eps: float = DEFAULT_RMS_EPS)
     d = x.shape[-1]
     if weight is not None and weight.shape != (d,):
         raise ValueError(f"weight must have shape ({d},), got {tuple(weight.shape)}")
-    if fusable(x, weight):
+    if x.numel() >= FUSED_MIN_ELEMENTS and fusable(x, weight):
         return fused("rms", x, weight, None, eps)
     return F.rms_norm(x, (d,), weight, eps)
 
@@ -204,7 +210,7 @@ def layer_norm_fast(
     ``F.layer_norm``."""
     if x.dim() == 0:
         raise ValueError("layer_norm_fast needs at least one dimension to normalize over")
-    if fusable(x, weight, bias):
+    if x.numel() >= FUSED_MIN_ELEMENTS and fusable(x, weight, bias):
         return fused("layer", x, weight, bias, eps)
     return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
 
@@ -213,7 +219,7 @@ def plain_norm(kind: str, x: Tensor, weight: Param, bias: Param, eps: float) -> 
     """The fused kernel for ``core.norms``' plain calls, or None: when it does not apply, or when
     a row's statistic is not a positive finite number (nan or inf in x, an overflow), so that the
     general path can raise or report exactly what happened."""
-    if not eps > 0 or x.dim() == 0 or x.shape[-1] == 0 or not fusable(x, weight, bias):
+    if not eps > 0 or x.numel() < FUSED_MIN_ELEMENTS or not fusable(x, weight, bias):
         return None
     y, stats = fused_norm(kind, x, weight, bias, eps)
     # 1/RMS and 1/std are at most 1/sqrt(eps); 0 only if a sum overflowed, nan only for nan in x.

@@ -80,7 +80,7 @@ def test_parallel_and_serial_kernels_are_bit_identical(norm):
     # One row function serves both, so the threads cannot change a single bit.
     x = _random((1024, 300), torch.float32, seed=6)
     w = _random((300,), torch.float32, seed=7)
-    assert x.numel() >= fast.PARALLEL_MIN_ELEMENTS
+    assert x.numel() >= fast.FUSED_MIN_ELEMENTS
     parallel = KERNELS[(norm, "fused")](x, w, None, 1e-5)
     serial = torch.empty_like(x)
     stats = [np.empty(1024, np.float32) for _ in range(1 if norm == "rms" else 2)]
@@ -152,7 +152,7 @@ def test_gradients_flow_through_the_entry_points(norm):
 
 
 def _with_bad_row(value):
-    x = torch.ones(3, 64)
+    x = torch.ones(1024, fast.FUSED_MIN_ELEMENTS // 1024)
     x[1] = value
     x[1, ::2] *= -1  # +-value: a spread for LayerNorm too
     return x
@@ -163,8 +163,9 @@ def test_plain_norm_leaves_bad_rows_to_the_general_path():
     for norm in ("rms", "layer"):
         for bad in (float("nan"), float("inf"), 1e30):
             assert plain_norm(norm, _with_bad_row(bad), None, None, 1e-5) is None, (norm, bad)
-        assert plain_norm(norm, torch.ones(3, 8), None, None, 0.0) is None
-        assert plain_norm(norm, torch.ones(3, 8), None, None, 1e-5) is not None
+        assert plain_norm(norm, _with_bad_row(1.0), None, None, 0.0) is None
+        assert plain_norm(norm, _with_bad_row(1.0), None, None, 1e-5) is not None
+        assert plain_norm(norm, torch.ones(3, 8), None, None, 1e-5) is None  # small: torch's
 
 
 def test_entry_points_reject_bad_input():

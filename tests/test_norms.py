@@ -24,7 +24,7 @@ from core import (
     rms_norm_report,
 )
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
-from core.fast import KERNELS
+from core.fast import FUSED_MIN_ELEMENTS, KERNELS
 from core.messages import Message
 from core.norms import (
     layer_norm_reference,
@@ -39,6 +39,8 @@ SEED = 20240607
 F64_TOL = 1e-12
 F32_TOL = 1e-6
 SHAPES = [(16,), (3, 16), (2, 3, 7)]
+# Large enough for a plain call to take the fused kernel (core.fast.FUSED_MIN_ELEMENTS).
+LARGE = (1024, 256)
 
 
 def _data(shape, seed=SEED):
@@ -103,7 +105,7 @@ def _every_path(kind, x, w, b, eps):
 
 
 @pytest.mark.parametrize("eps", [0.0, 1e-6, 0.5])
-@pytest.mark.parametrize("shape", [(16,), (1, 7), (5, 33), (2, 3, 64)])
+@pytest.mark.parametrize("shape", [(16,), (1, 7), (5, 33), (2, 3, 64), LARGE])
 def test_every_path_agrees_with_the_reference(shape, eps):
     # At eps = 0 plain calls go the general way (the fused path takes eps > 0); the kernels
     # called directly are checked at every eps.
@@ -174,36 +176,38 @@ def test_layer_norm_matches_torch(shape, dtype, tol):
     np.testing.assert_allclose(out_np, ref.numpy(), rtol=tol, atol=tol)
 
 
-def test_rms_norm_plain_float32_torch_takes_the_fast_path():
-    # A plain call on a float32 tensor goes to core.fast's two-pass kernel: the same numbers as
-    # torch's kernel to float32 rounding (it sums squares through vector_norm), while the
-    # "torch" preset reproduces torch's operation order bit for bit.
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_plain_large_calls_take_the_fused_kernel_and_presets_are_torchs_own(norm, dtype):
+    assert LARGE[0] * LARGE[1] >= FUSED_MIN_ELEMENTS
+    x, w, b = _data(LARGE)
+    xt, wt, bt = (torch.tensor(a, dtype=dtype) for a in (x, w, b))
+    plain = rms_norm(xt, wt, bt) if norm == "rms" else layer_norm(xt, wt, bt)
+    assert torch.equal(plain, KERNELS[(norm, "fused")](xt, wt, bt, EPS[norm]))
+    ref = _torch_rms(xt, wt, bt) if norm == "rms" else _torch_layer(xt, wt, bt)
+    tol = F32_TOL if dtype == torch.float32 else F64_TOL
+    np.testing.assert_allclose(plain.numpy(), ref.numpy(), rtol=tol, atol=tol)
+    if norm == "rms":
+        torch_own = F.rms_norm(xt, (LARGE[1],), wt, EPS[norm])
+        assert torch.equal(rms_norm(xt, wt, preset="torch", eps=EPS[norm]), torch_own)
+    else:
+        assert torch.equal(layer_norm(xt, wt, bt, preset="torch"), ref)
+
+
+def test_plain_small_calls_stay_on_torchs_operations():
     x, w, _ = _data((4, 64))
     xt, wt = torch.tensor(x, dtype=torch.float32), torch.tensor(w, dtype=torch.float32)
-    ref = F.rms_norm(xt, (64,), wt, eps=1e-6)
-    np.testing.assert_allclose(
-        rms_norm(xt, wt, eps=1e-6).numpy(), ref.numpy(), rtol=2e-6, atol=2e-6
-    )
-    assert torch.equal(rms_norm(xt, wt, eps=1e-6, preset="torch"), ref)
+    assert torch.equal(rms_norm(xt, wt, eps=1e-6), F.rms_norm(xt, (64,), wt, eps=1e-6))
 
 
 def test_plain_fast_paths_still_refuse_nan_and_inf():
     for bad in (float("nan"), float("inf")):
-        x = torch.ones(3, 8)
+        x = torch.ones(LARGE)
         x[1, 2] = bad
         with pytest.raises(ValueError, match="x"):
             rms_norm(x)
         with pytest.raises(ValueError, match="x"):
             layer_norm(x)
-
-
-def test_plain_layer_norm_takes_the_fused_kernel_and_the_preset_is_torchs_own():
-    x, w, b = _data((5, 33))
-    xt, wt, bt = (torch.tensor(a, dtype=torch.float32) for a in (x, w, b))
-    ref = F.layer_norm(xt, (33,), wt, bt, eps=1e-5)
-    assert torch.equal(layer_norm(xt, wt, bt), KERNELS[("layer", "fused")](xt, wt, bt, 1e-5))
-    np.testing.assert_allclose(layer_norm(xt, wt, bt).numpy(), ref.numpy(), rtol=2e-6, atol=2e-6)
-    assert torch.equal(layer_norm(xt, wt, bt, preset="torch"), ref)
 
 
 def test_plain_calls_that_need_a_gradient_stay_differentiable():
@@ -218,6 +222,9 @@ def test_plain_calls_that_need_a_gradient_stay_differentiable():
         ref(*leaves).backward(upstream)
         for got, want in zip(ours, (t.grad for t in leaves), strict=True):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+EPS = {"rms": DEFAULT_RMS_EPS, "layer": DEFAULT_LAYER_EPS}
 
 
 def _torch_rms(x, w, b):
