@@ -85,10 +85,11 @@ _ALL = (
         ),
         source="torch/nn/modules/normalization.py: RMSNorm (torch.nn.functional.rms_norm)",
         notes=(
-            "Computed by F.rms_norm itself. eps=None takes the machine epsilon of the opmath "
-            "type, as the torch 2.13 docs say: float32's for float16, bfloat16 and float32 "
-            "inputs, float64's for float64. On the CPU F.rms_norm is a composite of torch "
-            "operations in that type, cast once at the end; on CUDA a fused kernel."
+            "On torch tensors, computed by F.rms_norm itself. eps=None takes the machine "
+            "epsilon of the opmath type, as the torch 2.13 docs say: float32's for float16, "
+            "bfloat16 and float32 inputs, float64's for float64. On the CPU F.rms_norm is a "
+            "composite of torch operations in that type, cast once at the end; on CUDA a fused "
+            "kernel."
         ),
     ),
     Preset(
@@ -205,11 +206,11 @@ _ALL = (
         ),
         source="torch/nn/modules/normalization.py: LayerNorm (torch.nn.functional.layer_norm)",
         notes=(
-            "Computed by F.layer_norm itself, bit for bit: one fused kernel (Welford moments, "
-            "then x * rstd - mu * rstd, times w plus b with fused multiply-adds) in the opmath "
-            "type. Where torch refuses the dtypes (a weight neither x's dtype nor float32 for "
-            "half x) and where a row is 0/0, the core's two-pass formula takes over, which "
-            "differs from the kernel by a few float32 ulps."
+            "On torch tensors, computed by F.layer_norm itself, bit for bit: one fused kernel "
+            "(Welford moments, fused multiply-adds) in the opmath type. On numpy arrays, where "
+            "torch refuses the dtypes (a weight neither x's dtype nor float32 for a half x) and "
+            "where a row is 0/0, the core's two-pass formula takes over: a few float32 ulps "
+            "from the kernel."
         ),
     ),
     Preset(
@@ -226,7 +227,7 @@ _ALL = (
         source=_HF.format("olmo", "OlmoLayerNorm"),
         notes=(
             "No weight and no bias: F.layer_norm on the float32 copy of x, cast back to the "
-            "input dtype, computed by that same kernel call."
+            "input dtype, computed by that same kernel call on torch tensors."
         ),
     ),
 )
