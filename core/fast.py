@@ -111,8 +111,8 @@ def composite_norm(kind: str, x: Tensor, weight: Param, bias: Param, eps: float)
 
 def fusable(x: Tensor, *params: Param) -> bool:
     """Whether the fused kernels take ``x`` with these weight/bias: a float32/float64 CPU tensor
-    with at least one dimension, parameters of its dtype and shape (d,), and no autograd."""
-    if x.device.type != "cpu" or x.dtype not in FUSED_DTYPES or x.dim() == 0:
+    of shape (..., d) with d > 0, parameters of its dtype and shape (d,), and no autograd."""
+    if x.device.type != "cpu" or x.dtype not in FUSED_DTYPES or x.dim() == 0 or x.shape[-1] == 0:
         return False
     d = x.shape[-1]
     for p in params:
