@@ -1,6 +1,7 @@
 """core.norms against torch.nn.functional, hand formulas and the properties that must hold."""
 
 import math
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from core import (
 )
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
 from core.fast import FUSED_MIN_ELEMENTS, KERNELS
-from core.messages import Message
+from core.messages import TEXTS, Message
 from core.norms import (
     layer_norm_reference,
     mean_square,
@@ -602,3 +603,62 @@ def test_weight_dtype_rules_and_strided_input():
         rms_norm(np.ascontiguousarray(strided), reduction_dtype="bfloat16"),
         rtol=0,
     )
+
+
+# ---------------------------------------------------------------- every message is reachable ---
+
+# One call per code in assets/text/core.toml that makes the core say it: a new code needs a row.
+MESSAGE_CALLS = {
+    "eps_explicit": lambda: rms_norm_report([1.0, 2.0], eps=0.5),
+    "eps_preset": lambda: rms_norm_report([1.0, 2.0], preset="llama"),
+    "eps_finfo": lambda: rms_norm_report([1.0, 2.0], preset="torch"),
+    "eps_default_rms": lambda: rms_norm_report([1.0, 2.0]),
+    "eps_default_layer": lambda: layer_norm_report([1.0, 2.0]),
+    "numpy_half_reduction": lambda: rms_norm_report([1.0, 2.0], reduction_dtype="float16"),
+    "preset_no_weight": lambda: layer_norm_report([1.0, 2.0], [1.0, 1.0], preset="olmo"),
+    "preset_no_bias": lambda: rms_norm_report([1.0, 2.0], None, [1.0, 1.0], preset="llama"),
+    "partial": lambda: rms_norm_report([1.0, 2.0, 3.0], partial=0.5),
+    "overflow_square_rms": lambda: rms_norm_report(np.full((1, 64), 1e20, np.float32)),
+    "overflow_square_layer": lambda: layer_norm_report(
+        _alternating(300.0), reduction_dtype="float16"
+    ),
+    "overflow_sum_rms": lambda: rms_norm_report(np.full((1, 64), 1e19, np.float32)),
+    "overflow_sum_layer": lambda: layer_norm_report(_alternating(1e19).astype(np.float32)),
+    "overflow_mean_layer": lambda: layer_norm_report(np.full((1, 64), 1e38, np.float32)),
+    "overflow_norm_rms": lambda: rms_norm_report(
+        torch.full((1, 4096), 2000.0).half(), preset="paper"
+    ),
+    "overflow_norm_layer": lambda: layer_norm_report(
+        _alternating(2000.0, 4096), reduction_dtype="float16", eps_placement="clamp"
+    ),
+    "overflow_output": lambda: rms_norm_report(np.array([[0.0, 1e3]], np.float16), partial=0.5),
+    "zero_vector": lambda: rms_norm_report(np.zeros(4), eps=0.0),
+    "zero_variance": lambda: layer_norm_report(np.ones(4), eps=0.0),
+    "zero_vector_eps_lost": lambda: rms_norm_report(
+        np.zeros(4), eps=1e-9, reduction_dtype="float16"
+    ),
+    "zero_variance_eps_lost": lambda: layer_norm_report(
+        np.ones(4), eps=1e-9, reduction_dtype="float16"
+    ),
+    "zero_stat_inf": lambda: rms_norm_report([0.0, 0.0, 1.0, -2.0], eps=0.0, partial=0.5),
+    # T5 casts to a half weight's dtype: a bfloat16 result for a numpy caller.
+    "bfloat16_widened": lambda: rms_norm_report(
+        [1.0, 2.0], torch.ones(2, dtype=torch.bfloat16), preset="t5"
+    ),
+    "kernel_used": lambda: layer_norm_report(torch.ones(2, 4) * torch.arange(4), preset="torch"),
+}
+
+
+def test_every_message_code_has_a_call_that_says_it():
+    with TEXTS.open("rb") as fh:
+        assert set(MESSAGE_CALLS) == set(tomllib.load(fh))
+
+
+@pytest.mark.parametrize("code", sorted(MESSAGE_CALLS))
+def test_the_call_says_its_message_in_english(code):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NormWarning)
+        report = MESSAGE_CALLS[code]()
+    (message,) = [n for n in report.notes if n.code == code]
+    text = str(message)
+    assert text and "{" not in text, text
