@@ -1,10 +1,11 @@
-# NormLab as a hosted demo: CPU only, non-root, health-checked. Build and run:
+# NormLab as a hosted demo for a whole class: one Streamlit worker per CPU behind HAProxy, CPU only,
+# non-root, health-checked. Build and run:
 #   docker build -t normlab . && docker run -p 8501:8501 normlab
 FROM python:3.11-slim
 
-# curl is only for the HEALTHCHECK below.
+# haproxy sits in front of the workers (python -m serve); curl is only for the HEALTHCHECK.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends curl \
+    && apt-get install -y --no-install-recommends curl haproxy \
     && rm -rf /var/lib/apt/lists/*
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -21,7 +22,9 @@ COPY --chown=normlab:normlab . .
 USER normlab
 
 EXPOSE 8501
+# Through HAProxy: healthy while at least one worker answers.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD curl --fail http://localhost:8501/_stcore/health || exit 1
 
-CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]
+# One worker per CPU the container may use (its CPU quota counts), HAProxy on port 8501.
+CMD ["python", "-m", "serve", "--port=8501", "--address=0.0.0.0"]

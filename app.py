@@ -5,7 +5,8 @@ from pathlib import Path
 import streamlit as st
 
 from ui.frame import ROUTED_KEY, apply_view_mode, read_view_mode
-from ui.i18n import LANGUAGES, language_from_locale, t
+from ui.i18n import LANGUAGES, language_from_locale
+from ui.nav import navigation
 from ui.params import ChoiceParam, apply_link_params
 
 HERE = Path(__file__).resolve().parent
@@ -35,31 +36,6 @@ with st.sidebar:
         required=True,
     )
 
-# (file, url path, title key, icon, section); the first page is the landing page.
-PAGES = [
-    ("explorer.py", "explorer", "explorer.nav", ":material/tune:", "section_explore"),
-    ("lesson.py", "lesson", "lesson.nav", ":material/school:", "section_explore"),
-    # The lessons in the order of the argument: what each norm cancels, what that does to the
-    # residual stream, then the contract details, then the backward pass.
-    ("invariance.py", "invariance", "invariance.nav", ":material/balance:", "section_lessons"),
-    ("residual.py", "residual", "residual.nav", ":material/stacked_line_chart:", "section_lessons"),
-    ("precision.py", "precision", "precision.nav", ":material/straighten:", "section_lessons"),
-    ("contracts.py", "contracts", "contracts.nav", ":material/handshake:", "section_lessons"),
-    ("backward.py", "backward", "backward.nav", ":material/undo:", "section_lessons"),
-    ("speed.py", "speed", "speed.nav", ":material/speed:", "section_lab"),
-]
-
-sections: dict[str, list[st.Page]] = {}
-for index, (file, url_path, title_key, icon, section) in enumerate(PAGES):
-    page = st.Page(
-        HERE / "pages" / file,
-        title=t(title_key, lang),
-        icon=icon,
-        url_path=url_path,
-        default=index == 0,
-    )
-    sections.setdefault(t(f"common.{section}", lang), []).append(page)
-
-page = st.navigation(sections, position="hidden" if view.hide_controls else "sidebar")
+page = navigation(lang, position="hidden" if view.hide_controls else "sidebar")
 st.session_state[ROUTED_KEY] = True
 page.run()

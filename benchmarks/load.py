@@ -1,103 +1,107 @@
 """A class opening the demo at once: N visitors, each making M interactions, against one server.
 
-Run ``python -m benchmarks.load --visitors 20 --interactions 20 --timeout 300``. The script starts
-``streamlit run app.py`` on a free loopback port and lets every visitor work through the same cycle
-of interactions on the explorer: the offset slider one step to the right, a new width ``d``, a
-switch to the guided lesson and back. Before each interaction a visitor reads the page for
-``--think`` seconds (default 1.0), scaled by a seeded random factor in [0.5, 1.5] so the class
-does not click in lockstep; ``--think 0`` sends every interaction the moment the last one
-finished, a stress test rather than a class. Two kinds of visitor (``--client``):
+Run ``python -m benchmarks.load --visitors 20 --interactions 20 --timeout 300``. What it drives:
 
-``ws`` (the default)
-    A Streamlit session over the server's websocket (``/_stcore/stream``), sending the
-    ``BackMsg`` a browser sends (a rerun with the page, the link's query string and the changed
-    widget's value) and reading ``ForwardMsg`` until the run's ``script_finished``. No page is
-    drawn, so on a small machine the measured time is the server's, not twenty renderers'.
-``browser``
-    Headless Chromium, one context per visitor (Playwright's async API: its sync API may not be
-    shared across threads), pressing keys and clicking links as a person does.
+(default)
+    ``streamlit run app.py`` on a free loopback port: one process.
+``--workers N``
+    The launcher, ``python -m serve --workers N``: N Streamlit workers behind HAProxy on a free
+    loopback port, ``--seats`` visitors each.
+``--url URL``
+    A server already running anywhere; nothing is started and no memory is measured.
 
-An interaction's latency runs from the message sent (``ws``) or the key press or click
-(``browser``) until the run has finished with the result in place: the chart's values changed, or
-the other page shown; think time is not part of it. Errors are exceptions shown on a page, a run
-that did not finish successfully, JavaScript errors, lost connections, and interactions that did
-not finish within ``--step-timeout``. A ``ws`` visitor also notes the server's notice that the
-app's sources changed on disk: a source edit during the run reloads modules under the running
-sessions (a run may fail on a half-reloaded module, a widget may get a new id and drop the value
-sent for the old one), so the report says so and such a run does not pass. The server's
-resident memory (with any child processes) is sampled every 0.2 s from ``/proc``. The report
-gives errors, p50, p95 and max latency and peak RSS, and PASS or FAIL against the targets. A
-global deadline bounds the whole run; at the deadline every visitor stops and the server (and the
-browser) are killed.
+The visitors (``benchmarks/visitors.py``) each open the explorer from their own link and repeat
+the same cycle of interactions, pausing ``--think`` seconds (default 1.0, scaled by a seeded
+factor in [0.5, 1.5]) before each one; ``--think 0`` sends every interaction the moment the last
+one finished, a stress test rather than a class. ``--client ws`` (the default) speaks Streamlit's
+websocket protocol and keeps the proxy's cookie as a browser does; ``--client browser`` uses
+headless Chromium pages instead. An interaction's latency runs from the message sent (or key
+pressed) until the run has finished with the result in place. Errors are exceptions shown on a
+page, runs that did not finish successfully, JavaScript errors, lost connections, interactions
+that did not finish within ``--step-timeout``, and visitors who found no seat within
+``--load-timeout``. A source edit during the run reloads modules under the running sessions, so
+such a run is reported and does not pass.
+
+Failover: ``--kill-after S`` (with ``--workers`` of 2 or more) sends SIGKILL, S seconds after
+every visitor has loaded the page, to the worker whose cookie most visitors hold. Its visitors
+reconnect, send the link of the view they had (no widget values) and check that the same page
+and chart come back. The report counts the interactions in flight when the worker died, the
+views restored, the longest time from the kill to a restored view, and when the launcher had
+the worker answering again.
+
+Overload: with more visitors than seats, the proxy answers new visitors with its busy page; a
+visitor waits what its ``Retry-After`` says and tries again, as the page does itself. The report
+counts the busy answers, the slowest of them (a clear answer, not a hung page) and the longest
+wait for a seat.
+
+Capacity: ``--sweep 10,20,30`` runs once per visitor count and prints the largest count that
+kept 0 errors and p95 <= 1 s. Memory is the resident set of the process started and all its
+children (launcher, HAProxy, workers), sampled every 0.2 s from ``/proc``. A global deadline
+bounds every run; at the deadline every visitor stops and the server is killed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import urlencode
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from benchmarks.live import (  # noqa: E402
+from benchmarks.live import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    READY,
     free_port,
     start_server,
     stop_server,
     streamlit_command,
     wait_for_health,
 )
-from ui.i18n import t  # noqa: E402  (the repository root is on the path only from here)
+from benchmarks.visitors import (
+    DEFAULT_THINK_S,
+    THINK_JITTER,
+    BrowserVisitor,
+    Visitor,
+    WsVisitor,
+    chart_state,
+)
+from serve.config import COOKIE, DEFAULT_SEATS
+from serve.launcher import is_healthy, read_state
 
-EXCEPTION = "[data-testid='stException']"
+__all__ = ["CHROMIUM", "THINK_JITTER", "Report", "WsVisitor", "chart_state", "main", "run_load"]
+
 CLIENTS = ("ws", "browser")
 
-# Targets from the project issue, for 20 visitors x 20 interactions on the 2-core reference box.
+# Targets from the project issues, on the 2-core reference box: 20 visitors x 20 interactions on
+# one process, 40 x 20 on the launcher with two workers.
 TARGET_P95_S = 1.0
-TARGET_PEAK_RSS_MB = 800.0
 TARGET_ERRORS = 0
+# 800 MB for one process; the launcher gets 400 MB per worker plus 400 MB (1.2 GB for two).
+RSS_PER_WORKER_MB = 400.0
 RSS_PERIOD_S = 0.2
 # After the global deadline the server gets this long to exit on SIGTERM before SIGKILL.
 SHUTDOWN_GRACE_S = 5.0
-# The slider's step on the explorer; each move is one step, so every run misses the cache.
-OFFSET_STEP = 0.1
+# How often the failover run asks whether the killed worker answers again.
+BACK_POLL_S = 0.2
 
-# The first Plotly chart's RMSNorm trace: its length and first value tell a redrawn chart apart.
-CHART_STATE = """() => {
-  const plot = document.querySelector('.js-plotly-plot');
-  if (!plot || !plot._fullData) return null;
-  const trace = plot._fullData.find(t => t.name === 'RMSNorm(x)');
-  return trace ? [trace.y.length, trace.y[0]] : null;
-}"""
-# Widths typed into the ``d`` box in turn: small enough that a redraw is quick, different so
-# every change misses the cache of the visitor before.
-WIDTHS = (48, 64, 96, 32)
-# A key press the slider did not take (still being drawn) is repeated after this long, this often.
-PRESS_WAIT_S = 2.0
-PRESS_TRIES = 3
-# One lap of what a visitor does; repeated until the interaction count is reached.
-CYCLE = ("slider", "slider", "slider", "width", "slider", "lesson", "explorer", "slider")
-# Reading the chart before the next move: a few seconds for a student, one by default so the
-# run stays short; each pause is scaled by a factor drawn in [1 - JITTER, 1 + JITTER].
-DEFAULT_THINK_S = 1.0
-THINK_JITTER = 0.5
-# With the visitor's number, seeds its pauses: the same class behaves the same in every run.
-THINK_SEED = 20
+
+def rss_target_mb(workers: int) -> float:
+    """The memory target: one process (``workers`` 0) or the launcher with ``workers``."""
+    return RSS_PER_WORKER_MB * (max(workers, 1) + 1)
 
 
 @dataclass
@@ -106,17 +110,39 @@ class Report:
     interactions_planned: int
     client: str = "ws"
     think_s: float = DEFAULT_THINK_S
+    # "streamlit run app.py", "launcher, N workers" or the URL driven.
+    target: str = "streamlit run app.py"
+    workers: int = 0
+    seats: int = 0
     interactions_done: int = 0
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
     p50_s: float = float("nan")
     p95_s: float = float("nan")
     max_s: float = float("nan")
-    peak_rss_mb: float = 0.0
+    # NaN when the server was not started here (``--url``).
+    peak_rss_mb: float = float("nan")
+    rss_target_mb: float = rss_target_mb(0)
     wall_s: float = 0.0
     deadline_hit: bool = False
     # Sessions the server told that the app's sources changed on disk during the run.
     source_changes: int = 0
+    # Overload: busy pages answered, to how many visitors, the slowest answer, the longest wait.
+    busy_answers: int = 0
+    busy_visitors: int = 0
+    busy_answer_max_s: float = float("nan")
+    busy_wait_max_s: float = 0.0
+    # Failover: the worker killed, the visitors it held, what happened to them.
+    killed: str = ""
+    killed_holding: int = 0
+    moved_visitors: int = 0
+    failed_in_flight: int = 0
+    failed_samples: list[str] = field(default_factory=list)
+    views_restored: int = 0
+    recovery_max_s: float = float("nan")
+    worker_back_s: float = float("nan")
+    # The launcher's log: workers restarted, HAProxy's servers marked DOWN or UP.
+    launcher_events: list[str] = field(default_factory=list)
     passed: bool = False
 
     def lines(self) -> list[str]:
@@ -126,7 +152,14 @@ class Report:
             think = f"{self.think_s:g} s {jitter} before each interaction (not in the latency)"
         else:
             think = "0 s (stress test: each interaction sent as the last one finished)"
+        if math.isnan(self.peak_rss_mb):
+            rss = "not measured (a server this script did not start)"
+        else:
+            rss = (
+                f"{self.peak_rss_mb:.0f} MB, all processes (target <= {self.rss_target_mb:.0f} MB)"
+            )
         lines = [
+            f"target        {self.target}",
             f"client        {self.client}",
             f"visitors      {self.visitors}",
             f"think time    {think}",
@@ -135,9 +168,28 @@ class Report:
             f"latency p50   {self.p50_s * 1e3:.0f} ms",
             f"latency p95   {self.p95_s * 1e3:.0f} ms (target <= {TARGET_P95_S * 1e3:.0f} ms)",
             f"latency max   {self.max_s * 1e3:.0f} ms",
-            f"peak RSS      {self.peak_rss_mb:.0f} MB (target <= {TARGET_PEAK_RSS_MB:.0f} MB)",
+            f"peak RSS      {rss}",
             f"wall time     {self.wall_s:.1f} s" + (" (deadline hit)" if self.deadline_hit else ""),
         ]
+        if self.busy_answers:
+            lines.append(
+                f"busy answers  {self.busy_answers} to {self.busy_visitors} visitors, slowest "
+                f"{self.busy_answer_max_s * 1e3:.0f} ms; longest wait for a seat "
+                f"{self.busy_wait_max_s:.1f} s"
+            )
+        if self.killed:
+            lines += [
+                f"failover      killed {self.killed}, which held {self.killed_holding} visitors; "
+                f"{self.failed_in_flight} interactions failed in flight",
+                f"              {self.views_restored} views restored, {self.moved_visitors} "
+                f"visitors moved; longest kill-to-restored-view {self.recovery_max_s:.2f} s; "
+                f"{self.killed} answering again after {self.worker_back_s:.1f} s",
+            ]
+        downs = sum(" is DOWN" in event for event in self.launcher_events)
+        if self.launcher_events:
+            lines.append(
+                f"launcher log  {len(self.launcher_events)} events, {downs} servers marked DOWN"
+            )
         if self.source_changes:
             lines.append(
                 f"sources       changed on disk during the run ({self.source_changes} sessions "
@@ -191,398 +243,39 @@ class RssSampler(threading.Thread):
             self.stop.wait(RSS_PERIOD_S)
 
 
-class Visitor(ABC):
-    """One person in the class: the cycle of interactions, their latencies and their errors."""
+class Failover:
+    """``after_s`` seconds after every visitor's first load, SIGKILL the worker whose cookie
+    most visitors hold, then time how long the launcher takes to have it answering again."""
 
-    def __init__(self, number: int, think_s: float = DEFAULT_THINK_S) -> None:
-        self.number = number
-        self.think_s = think_s
-        self.rng = np.random.default_rng((THINK_SEED, number))
-        self.latencies: list[float] = []
-        self.errors: list[str] = []
-        self.source_changed = False
+    def __init__(self, run_dir: Path, after_s: float) -> None:
+        self.run_dir, self.after_s = run_dir, after_s
+        self.killed, self.holding = "", 0
+        self.kill_at = self.back_s = float("nan")
 
-    def error(self, what: str) -> None:
-        self.errors.append(f"visitor {self.number}: {what}")
-
-    @abstractmethod
-    async def open(self) -> None:
-        """The explorer from the visitor's link, run to the end; not counted as an interaction."""
-
-    async def act(self, kind: str) -> None:
-        """One interaction of ``CYCLE``; appends its latency, raises if it did not take effect."""
-        if kind == "slider":
-            await self.slider()
-        elif kind == "width":
-            await self.width_change()
-        else:
-            await self.switch(kind)
-
-    @abstractmethod
-    async def slider(self) -> None:
-        """Move the explorer's offset slider one step."""
-
-    @abstractmethod
-    async def width_change(self) -> None:
-        """Type a new width d."""
-
-    @abstractmethod
-    async def switch(self, topic: str) -> None:
-        """Go to the page ``topic`` (or back to the explorer)."""
-
-    @abstractmethod
-    async def shows_exception(self) -> bool:
-        """Whether the page now shows an exception."""
-
-    async def run(self, interactions: int) -> None:
-        try:
-            await self.open()
-        except Exception as exc:  # any failure to load is this visitor's error
-            self.error(f"first load failed: {type(exc).__name__}: {str(exc)[:120]}")
-            return
-        for i in range(interactions):
-            kind = CYCLE[i % len(CYCLE)]
-            if self.think_s > 0:
-                await asyncio.sleep(
-                    self.think_s * self.rng.uniform(1 - THINK_JITTER, 1 + THINK_JITTER)
-                )
-            try:
-                await self.act(kind)
-            except Exception as exc:  # a timeout or a lost connection counts as an error
-                self.error(f"{kind} #{i + 1} failed: {type(exc).__name__}: {str(exc)[:120]}")
-                # Back to a known state, so one failure does not cascade into the rest.
-                try:
-                    await self.open()
-                except Exception:  # the page is gone: this visitor stops
-                    return
-                continue
-            if await self.shows_exception():
-                self.error(f"{kind} #{i + 1}: the page shows an exception")
+    async def __call__(self, crowd: Sequence[WsVisitor]) -> None:
+        await asyncio.gather(*(v.loaded.wait() for v in crowd))
+        await asyncio.sleep(self.after_s)
+        workers = read_state(self.run_dir)["workers"]
+        # Visitors still connected: one that finished its interactions has left.
+        holders = Counter(v.cookies.get(COOKIE) for v in crowd if v.conn is not None)
+        self.killed = max(workers, key=lambda name: holders[name])
+        self.holding = holders[self.killed]
+        os.kill(workers[self.killed]["pid"], signal.SIGKILL)
+        self.kill_at = time.monotonic()
+        url = f"http://127.0.0.1:{workers[self.killed]['port']}"
+        while not await asyncio.to_thread(is_healthy, url):
+            await asyncio.sleep(BACK_POLL_S)
+        self.back_s = time.monotonic() - self.kill_at
 
 
-class BrowserVisitor(Visitor):
-    """A visitor in a browser context of headless Chromium, pressing keys and clicking links."""
-
-    def __init__(
-        self,
-        number: int,
-        context,
-        base_url: str,
-        step_timeout_s: float,
-        load_timeout_s: float,
-        think_s: float = DEFAULT_THINK_S,
-    ) -> None:
-        super().__init__(number, think_s)
-        self.context, self.base_url = context, base_url
-        self.timeout_ms = step_timeout_s * 1e3
-        self.load_timeout_ms = load_timeout_s * 1e3
-        self.page = None
-        self.width = 0
-
-    async def chart(self):
-        return await self.page.evaluate(CHART_STATE)
-
-    async def chart_differs(self, before) -> None:
-        await self.page.wait_for_function(
-            f"(before) => {{ const now = ({CHART_STATE})(); "
-            "return now !== null && JSON.stringify(now) !== JSON.stringify(before); }",
-            arg=before,
-            timeout=self.timeout_ms,
-        )
-
-    async def settled(self, timeout_ms: float | None = None) -> None:
-        await self.page.wait_for_selector(READY, timeout=timeout_ms or self.timeout_ms)
-
-    async def open(self) -> None:
-        """The first load: the whole class fetches the app's scripts at once, so it gets the
-        longer ``load_timeout`` and is not counted as an interaction."""
-        if self.page is None:
-            self.page = await self.context.new_page()
-            self.page.on("pageerror", lambda exc: self.error(f"JavaScript error: {exc}"))
-        url = f"{self.base_url}/?lang=en&d=64&seed={self.number}"
-        await self.page.goto(url, wait_until="commit", timeout=self.load_timeout_ms)
-        await self.settled(self.load_timeout_ms)
-        await self.page.wait_for_function(
-            f"({CHART_STATE})() !== null", timeout=self.load_timeout_ms
-        )
-
-    async def slider(self) -> None:
-        from playwright.async_api import TimeoutError as PlaywrightTimeout
-
-        before = await self.chart()
-        slider = self.page.get_by_role("slider").nth(0)  # the sidebar's first: offset
-        value = await slider.get_attribute("aria-valuenow")
-        for _ in range(PRESS_TRIES):
-            # A press that lands while the widget is still being drawn moves nothing; the
-            # latency counts from the press the slider took.
-            await slider.focus()
-            start = time.perf_counter()
-            await slider.press("ArrowRight")
-            try:
-                await self.page.wait_for_function(
-                    "([el, v]) => el.getAttribute('aria-valuenow') !== v",
-                    arg=[await slider.element_handle(), value],
-                    timeout=PRESS_WAIT_S * 1e3,
-                )
-                break
-            except PlaywrightTimeout:
-                continue
-        await self.chart_differs(before)
-        await self.settled()
-        self.latencies.append(time.perf_counter() - start)
-
-    async def width_change(self) -> None:
-        before = await self.chart()
-        # The next width in turn that differs from the one shown, so the chart must change.
-        self.width += 1
-        while WIDTHS[self.width % len(WIDTHS)] == before[0]:
-            self.width += 1
-        box = self.page.locator("[data-testid='stNumberInput'] input").nth(0)  # d
-        await box.fill(str(WIDTHS[self.width % len(WIDTHS)]))
-        start = time.perf_counter()
-        await box.press("Enter")
-        await self.chart_differs(before)
-        await self.settled()
-        self.latencies.append(time.perf_counter() - start)
-
-    async def switch(self, topic: str) -> None:
-        link = self.page.locator("[data-testid='stSidebarNavLink']").filter(
-            has_text=t(f"{topic}.nav", "en")
-        )
-        start = time.perf_counter()
-        await link.first.click()
-        await self.page.get_by_role("heading", name=t(f"{topic}.title", "en")).first.wait_for(
-            timeout=self.timeout_ms
-        )
-        await self.settled()
-        if topic == "explorer":
-            await self.page.wait_for_function(
-                f"({CHART_STATE})() !== null", timeout=self.timeout_ms
-            )
-        self.latencies.append(time.perf_counter() - start)
-
-    async def shows_exception(self) -> bool:
-        return bool(await self.page.locator(EXCEPTION).count())
-
-
-# Streamlit's websocket route and the subprotocol its frontend asks for. The server reads an XSRF
-# token there only to trust a login cookie, and lets in a client that sends no Origin header, so
-# this client sends neither and gets the session a browser gets.
-STREAM_PATH = "/_stcore/stream"
-SUBPROTOCOL = "streamlit"
-# Every widget's id is "$$ID-<hash>-<key>" for a widget given a key, as all the explorer's are.
-WIDGET_ID_PREFIX = "$$ID-"
-# The explorer's coordinates chart, and the widgets the interactions move.
-CHART_KEY, OFFSET_KEY, WIDTH_KEY = "coords", "offset", "d"
-# The landing page's url path is empty; the cycle calls it by its name.
-HOME = "explorer"
-
-
-class NoEffect(Exception):
-    """A run that finished without the result the interaction asked for."""
-
-
-def chart_state(spec: str) -> tuple[int, float] | None:
-    """Length and first value of the RMSNorm trace in a Plotly figure's JSON, as the browser
-    client reads them from the drawn chart."""
-    for trace in json.loads(spec).get("data", []):
-        if trace.get("name") == "RMSNorm(x)":
-            y = trace["y"]
-            # Plotly sends numpy arrays as typed binary: {"dtype": "f8", "bdata": base64}.
-            if isinstance(y, dict):
-                values = np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"])
-            else:
-                values = np.asarray(y, dtype=np.float64)
-            return (int(values.size), float(values[0])) if values.size else None
-    return None
-
-
-@dataclass
-class Run:
-    """What the server sent for one script run: the page, widget ids by key, the chart."""
-
-    page: str = ""
-    ids: dict[str, str] = field(default_factory=dict)
-    chart: tuple[int, float] | None = None
-    exceptions: list[str] = field(default_factory=list)
-
-    def take(self, element) -> None:
-        """Note what matters in one ``Element`` proto of a ``new_element`` delta."""
-        kind = element.WhichOneof("type")
-        if kind == "exception":
-            self.exceptions.append(element.exception.message)
-            return
-        widget_id = getattr(getattr(element, kind), "id", "")
-        if not (isinstance(widget_id, str) and widget_id.startswith(WIDGET_ID_PREFIX)):
-            return
-        key = widget_id.split("-", 2)[2]
-        self.ids[key] = widget_id
-        if kind == "plotly_chart" and key == CHART_KEY:
-            self.chart = chart_state(element.plotly_chart.spec)
-
-
-class WsVisitor(Visitor):
-    """A visitor as a Streamlit session over the websocket, speaking the frontend's protocol.
-
-    Like the browser, it sends a ``rerun_script`` ``BackMsg`` carrying a ``ClientState``: the page
-    (``page_script_hash``), the link's query string and the values of the widgets it moved
-    (``widget_states``), and it reads ``ForwardMsg`` until ``script_finished``. Widget ids come
-    from the ``new_element`` deltas of the run before, found by the key at their end.
-    """
-
-    def __init__(
-        self,
-        number: int,
-        ws_url: str,
-        step_timeout_s: float,
-        load_timeout_s: float,
-        think_s: float = DEFAULT_THINK_S,
-    ) -> None:
-        super().__init__(number, think_s)
-        self.ws_url = ws_url
-        self.step_timeout_s, self.load_timeout_s = step_timeout_s, load_timeout_s
-        self.conn = None
-        self.pages: dict[str, str] = {}  # url path (HOME for the landing page) -> script hash
-        self.shown = Run()
-        self.params: dict[str, object] = {}
-        self.width = 0
-
-    async def close(self) -> None:
-        if self.conn is not None:
-            await self.conn.close()
-            self.conn = None
-
-    async def open(self) -> None:
-        """The first load: every visitor connects at once, so it gets ``load_timeout``."""
-        from websockets.asyncio.client import connect
-
-        await self.close()
-        self.conn = await connect(
-            self.ws_url,
-            subprotocols=[SUBPROTOCOL],
-            # A run's charts may pass the client's 1 MiB default; the server bounds its messages.
-            max_size=None,
-            open_timeout=self.load_timeout_s,
-            # At the deadline a busy server may not answer the closing handshake soon.
-            close_timeout=1.0,
-        )
-        # The link a visitor opens: the same width for all, a seed each.
-        self.params = {"lang": "en", "d": 64, "seed": self.number, OFFSET_KEY: 0.0}
-        await self.rerun(timeout_s=self.load_timeout_s)
-        if self.shown.chart is None:
-            raise self.no_chart()
-
-    def no_chart(self) -> NoEffect:
-        """The error for a run of the explorer without its chart, with the run's exception."""
-        shown = "; ".join(self.shown.exceptions)
-        return NoEffect("the explorer drew no chart" + (f" ({shown[:120]})" if shown else ""))
-
-    async def rerun(
-        self, *, page: str = "", widgets: Sequence = (), timeout_s: float | None = None
-    ) -> float:
-        """Ask for a run and wait for its end; the seconds from sending to ``script_finished``."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-
-        msg = BackMsg()
-        state = msg.rerun_script
-        state.query_string = urlencode(self.params)
-        state.page_script_hash = page
-        state.widget_states.widgets.extend(widgets)
-        state.context_info.locale = "en-US"
-        state.context_info.timezone = "UTC"
-        start = time.perf_counter()
-        await self.conn.send(msg.SerializeToString())
-        self.shown = await asyncio.wait_for(
-            self.receive_run(), timeout_s if timeout_s is not None else self.step_timeout_s
-        )
-        return time.perf_counter() - start
-
-    async def receive_run(self) -> Run:
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-        run = Run()
-        while True:
-            msg = ForwardMsg()
-            msg.ParseFromString(await self.conn.recv())
-            kind = msg.WhichOneof("type")
-            if kind == "new_session":
-                # A run stopped early for a rerun is followed by a new one; only the last counts.
-                run = Run(page=msg.new_session.page_script_hash)
-            elif kind == "navigation":
-                self.pages = {
-                    (p.url_pathname or HOME): p.page_script_hash for p in msg.navigation.app_pages
-                }
-            elif kind == "session_event" and msg.session_event.script_changed_on_disk:
-                self.source_changed = True
-            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                run.take(msg.delta.new_element)
-            elif kind == "script_finished":
-                status = msg.script_finished
-                if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                    continue
-                if status != ForwardMsg.FINISHED_SUCCESSFULLY:
-                    name = ForwardMsg.ScriptFinishedStatus.Name(status)
-                    raise NoEffect(f"the script finished with {name}")
-                return run
-
-    def explorer_widgets(self) -> list:
-        """The moved widgets' values, as the browser sends every widget value it holds."""
-        from streamlit.proto.WidgetStates_pb2 import WidgetState
-
-        ids = self.shown.ids
-        return [
-            WidgetState(id=ids[OFFSET_KEY], double_array_value={"data": [self.params[OFFSET_KEY]]}),
-            WidgetState(id=ids[WIDTH_KEY], double_value=float(self.params[WIDTH_KEY])),
-        ]
-
-    async def slider(self) -> None:
-        before = self.shown.chart
-        # One step right; the link follows a bound widget, as the address bar does.
-        self.params[OFFSET_KEY] = round(self.params[OFFSET_KEY] + OFFSET_STEP, 1)
-        sent_id = self.shown.ids[OFFSET_KEY]
-        self.latencies.append(await self.rerun(widgets=self.explorer_widgets()))
-        if self.shown.chart is None:
-            raise self.no_chart()
-        if self.shown.chart == before:
-            # A new id means the server did not know the one sent, so it kept the old value.
-            renamed = self.shown.ids.get(OFFSET_KEY) != sent_id
-            raise NoEffect(
-                f"the chart did not change for offset = {self.params[OFFSET_KEY]}"
-                + (" (the slider's widget id changed)" if renamed else "")
-            )
-
-    async def width_change(self) -> None:
-        # The next width in turn that differs from the one shown, so the chart must change.
-        self.width += 1
-        while WIDTHS[self.width % len(WIDTHS)] == self.params[WIDTH_KEY]:
-            self.width += 1
-        d = WIDTHS[self.width % len(WIDTHS)]
-        self.params[WIDTH_KEY] = d
-        self.latencies.append(await self.rerun(widgets=self.explorer_widgets()))
-        if self.shown.chart is None:
-            raise self.no_chart()
-        if self.shown.chart[0] != d:
-            raise NoEffect(f"the chart does not have d = {d}")
-
-    async def switch(self, topic: str) -> None:
-        # A click on a navigation link: the page's hash, and the new page's widgets from the link.
-        target = self.pages[topic]
-        self.latencies.append(await self.rerun(page=target))
-        if self.shown.page != target:
-            raise NoEffect(f"the server ran another page than {topic}")
-        if topic == HOME and self.shown.chart is None:
-            raise self.no_chart()
-
-    async def shows_exception(self) -> bool:
-        return bool(self.shown.exceptions)
-
-
-async def until_deadline(crowd: Sequence[Visitor], interactions: int, deadline: float) -> bool:
-    """Run every visitor at once; whether ``deadline`` stopped them before they were done."""
+async def until_deadline(
+    crowd: Sequence[Visitor], interactions: int, deadline: float, extra: Sequence = ()
+) -> bool:
+    """Run every visitor (and ``extra`` coroutines) at once; whether ``deadline`` stopped them."""
     remaining = max(1.0, deadline - time.monotonic())
     try:
         await asyncio.wait_for(
-            asyncio.gather(*(v.run(interactions) for v in crowd)), timeout=remaining
+            asyncio.gather(*(v.run(interactions) for v in crowd), *extra), timeout=remaining
         )
     except TimeoutError:
         return True
@@ -596,12 +289,13 @@ async def drive_ws(
     timeouts: tuple[float, float],
     deadline: float,
     think_s: float,
+    failover: Failover | None = None,
 ) -> tuple[list[WsVisitor], bool]:
     """Run every visitor at once until done or ``deadline``; ``timeouts`` are (step, load) s."""
-    ws_url = "ws://" + base_url.split("://", 1)[1] + STREAM_PATH
-    crowd = [WsVisitor(number, ws_url, *timeouts, think_s) for number in range(visitors)]
+    crowd = [WsVisitor(number, base_url, *timeouts, think_s) for number in range(visitors)]
+    extra = [failover(crowd)] if failover is not None else []
     try:
-        hit = await until_deadline(crowd, interactions, deadline)
+        hit = await until_deadline(crowd, interactions, deadline, extra)
     finally:
         await asyncio.gather(*(v.close() for v in crowd), return_exceptions=True)
     return crowd, hit
@@ -614,6 +308,7 @@ async def drive_browser(
     timeouts: tuple[float, float],
     deadline: float,
     think_s: float,
+    failover: None = None,
 ) -> tuple[list[BrowserVisitor], bool]:
     """Run every visitor at once until done or ``deadline``; ``timeouts`` are (step, load) s."""
     from playwright.async_api import async_playwright
@@ -631,12 +326,15 @@ async def drive_browser(
     return crowd, hit
 
 
-def summarise(report: Report, crowd: Sequence, interactions: int) -> Report:
-    """Fill ``report`` from each visitor's ``latencies`` and ``errors``."""
+def summarise(
+    report: Report, crowd: Sequence, interactions: int, failover: Failover | None = None
+) -> Report:
+    """Fill ``report`` from each visitor's latencies, errors, failures, busy answers."""
     latencies = np.array([s for v in crowd for s in v.latencies])
     errors = [e for v in crowd for e in v.errors]
+    failed = [f for v in crowd for f in getattr(v, "failed", [])]
     report.source_changes = sum(bool(getattr(v, "source_changed", False)) for v in crowd)
-    unfinished = report.visitors * interactions - len(latencies) - len(errors)
+    unfinished = report.visitors * interactions - len(latencies) - len(errors) - len(failed)
     report.interactions_done = len(latencies)
     # Interactions never reached (deadline, a visitor that could not load) are errors too.
     report.errors = len(errors) + max(0, unfinished)
@@ -645,38 +343,107 @@ def summarise(report: Report, crowd: Sequence, interactions: int) -> Report:
         report.p50_s = float(np.percentile(latencies, 50))
         report.p95_s = float(np.percentile(latencies, 95))
         report.max_s = float(latencies.max())
+    busy = [getattr(v, "busy_answers", []) for v in crowd]
+    report.busy_answers = sum(len(b) for b in busy)
+    report.busy_visitors = sum(bool(b) for b in busy)
+    if report.busy_answers:
+        report.busy_answer_max_s = max(max(b) for b in busy if b)
+        report.busy_wait_max_s = max(getattr(v, "busy_wait_s", 0.0) for v in crowd)
+    if failover is not None:
+        summarise_failover(report, crowd, failed, failover)
     report.passed = (
         report.errors <= TARGET_ERRORS
         and latencies.size > 0
         and report.p95_s <= TARGET_P95_S
-        and report.peak_rss_mb <= TARGET_PEAK_RSS_MB
+        and not report.peak_rss_mb > report.rss_target_mb  # NaN (not measured) passes
         and not report.source_changes
+        and (failover is None or report.moved_visitors > 0)
     )
     return report
 
 
+def summarise_failover(
+    report: Report, crowd: Sequence, failed: list[str], failover: Failover
+) -> None:
+    restored = [t for v in crowd for t in getattr(v, "restored_at", [])]
+    report.killed, report.killed_holding = failover.killed, failover.holding
+    report.failed_in_flight, report.failed_samples = len(failed), failed[:10]
+    report.views_restored = len(restored)
+    report.moved_visitors = sum(bool(getattr(v, "restored_at", [])) for v in crowd)
+    after_kill = [t - failover.kill_at for t in restored if t >= failover.kill_at]
+    report.recovery_max_s = max(after_kill, default=float("nan"))
+    report.worker_back_s = failover.back_s
+
+
+def start_target(workers: int, seats: int, port: int) -> tuple[subprocess.Popen, Path | None]:
+    """``streamlit run app.py``, or the launcher with ``workers`` and its run folder."""
+    if not workers:
+        return start_server(streamlit_command(port), port, own_session=True), None
+    run_dir = Path(tempfile.mkdtemp(prefix="normlab-load-"))
+    command = [sys.executable, "-m", "serve", "--workers", str(workers), "--seats", str(seats)]
+    command += ["--port", str(port), "--address", "127.0.0.1", "--run-dir", str(run_dir)]
+    # The launcher's log (workers restarted, HAProxy's servers going DOWN and UP) for the report.
+    log = run_dir / "launcher.log"
+    return start_server(command, port, own_session=True, log=log), run_dir
+
+
+def launcher_events(log: Path) -> list[str]:
+    """The launcher's restarts and HAProxy's servers going DOWN or coming UP, from its log."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    keep = re.compile(r"Server sessions/\S+ is (DOWN|UP)|exited with")
+    return [line.strip() for line in lines if keep.search(line)]
+
+
+def wait_until_ready(base_url: str, run_dir: Path | None, deadline: float) -> None:
+    """The launcher writes ``state.json`` once its workers answer and HAProxy runs."""
+    while run_dir is not None and not (run_dir / "state.json").exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the launcher did not start before the deadline")
+        time.sleep(0.2)
+    wait_for_health(base_url, timeout=max(0.0, deadline - time.monotonic()))
+
+
+@dataclass
+class Options:
+    """How to run: the client, the pauses, the timeouts, the target and the failover."""
+
+    client: str = "ws"
+    think_s: float = DEFAULT_THINK_S
+    step_timeout_s: float = 30.0
+    load_timeout_s: float = 120.0
+    url: str | None = None
+    workers: int = 0
+    seats: int = DEFAULT_SEATS
+    kill_after_s: float | None = None
+
+
 def run_load(
-    visitors: int,
-    interactions: int,
-    timeout_s: float,
-    *,
-    client: str = "ws",
-    think_s: float = DEFAULT_THINK_S,
-    step_timeout_s: float = 30.0,
-    load_timeout_s: float = 120.0,
+    visitors: int, interactions: int, timeout_s: float, options: Options | None = None
 ) -> Report:
-    """Start the server, let the class in through ``client`` (``ws`` or ``browser``), report."""
-    drive = {"ws": drive_ws, "browser": drive_browser}[client]
+    """Start the target (unless ``options.url``), let the class in, report."""
+    opts = options or Options()
     start = time.monotonic()
     deadline = start + timeout_s
     report = Report(
         visitors=visitors,
         interactions_planned=visitors * interactions,
-        client=client,
-        think_s=think_s,
+        client=opts.client,
+        think_s=opts.think_s,
+        target=opts.url or describe_target(opts.workers, opts.seats),
+        workers=opts.workers,
+        seats=opts.seats if opts.workers else 0,
+        rss_target_mb=rss_target_mb(opts.workers),
     )
+    if opts.url:
+        crowd, failover = drive(
+            opts, opts.url.rstrip("/"), None, visitors, interactions, deadline, report
+        )
+        return finish(report, crowd, interactions, failover, start)
     port = free_port()
-    server = start_server(streamlit_command(port), port, own_session=True)
+    server, run_dir = start_target(opts.workers, opts.seats, port)
     sampler = RssSampler(server.pid)
     sampler.start()
     # Whatever happens to the event loop, the server does not outlive the deadline by much.
@@ -685,31 +452,89 @@ def run_load(
     )
     watchdog.daemon = True
     watchdog.start()
-    crowd: list[Visitor] = []
+    crowd, failover = [], None
     try:
         base_url = f"http://127.0.0.1:{port}"
-        wait_for_health(base_url, timeout=max(0.0, deadline - time.monotonic()))
-        crowd, report.deadline_hit = asyncio.run(
-            drive(
-                base_url,
-                visitors,
-                interactions,
-                (step_timeout_s, load_timeout_s),
-                deadline,
-                think_s,
-            )
-        )
+        wait_until_ready(base_url, run_dir, deadline)
+        crowd, failover = drive(opts, base_url, run_dir, visitors, interactions, deadline, report)
     finally:
         watchdog.cancel()
         sampler.stop.set()
         sampler.join()
         stop_server(server, grace_s=SHUTDOWN_GRACE_S)
+        if run_dir is not None:
+            report.launcher_events = launcher_events(run_dir / "launcher.log")
+            shutil.rmtree(run_dir, ignore_errors=True)
     report.peak_rss_mb = sampler.peak / (1 << 20)
+    return finish(report, crowd, interactions, failover, start)
+
+
+def describe_target(workers: int, seats: int) -> str:
+    if not workers:
+        return "streamlit run app.py (one process)"
+    return f"python -m serve: {workers} workers behind HAProxy, {seats} seats each"
+
+
+def drive(
+    opts: Options,
+    base_url: str,
+    run_dir: Path | None,
+    visitors: int,
+    interactions: int,
+    deadline: float,
+    report: Report | None = None,
+) -> tuple[list[Visitor], Failover | None]:
+    """The class at ``base_url`` until done or ``deadline``; notes a deadline hit in ``report``."""
+    drivers: dict[str, Callable] = {"ws": drive_ws, "browser": drive_browser}
+    failover = None
+    if opts.kill_after_s is not None and run_dir is not None:
+        failover = Failover(run_dir, opts.kill_after_s)
+    crowd, hit = asyncio.run(
+        drivers[opts.client](
+            base_url,
+            visitors,
+            interactions,
+            (opts.step_timeout_s, opts.load_timeout_s),
+            deadline,
+            opts.think_s,
+            failover,
+        )
+    )
+    if report is not None:
+        report.deadline_hit = hit
+    return crowd, failover
+
+
+def finish(
+    report: Report, crowd: Sequence, interactions: int, failover: Failover | None, start: float
+) -> Report:
     report.wall_s = time.monotonic() - start
-    return summarise(report, crowd, interactions)
+    return summarise(report, crowd, interactions, failover)
 
 
-def main(argv: list[str] | None = None) -> int:
+def sweep(counts: list[int], interactions: int, timeout_s: float, opts: Options) -> list[Report]:
+    """One run per visitor count; prints a row each and the largest count that passed."""
+    reports = []
+    print("visitors  errors  p50 ms  p95 ms  peak RSS MB  result")
+    for count in counts:
+        report = run_load(count, interactions, timeout_s, opts)
+        reports.append(report)
+        print(
+            f"{count:8d}  {report.errors:6d}  {report.p50_s * 1e3:6.0f}  "
+            f"{report.p95_s * 1e3:6.0f}  {report.peak_rss_mb:11.0f}  "
+            + ("PASS" if report.passed else "FAIL"),
+            flush=True,
+        )
+    capacity = 0
+    for report in reports:
+        if not report.passed:
+            break
+        capacity = report.visitors
+    print(f"capacity: {capacity} visitors at 0 errors and p95 <= {TARGET_P95_S * 1e3:.0f} ms")
+    return reports
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--visitors", type=int, default=20)
     parser.add_argument("--interactions", type=int, default=20)
@@ -727,39 +552,78 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds a visitor reads the page before each interaction, scaled by a seeded "
         f"random factor in [{1 - THINK_JITTER:g}, {1 + THINK_JITTER:g}]; 0 for a stress test",
     )
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--url", help="drive a server already running at this address")
+    target.add_argument(
+        "--workers", type=int, default=0, help="start the launcher with this many workers"
+    )
+    parser.add_argument(
+        "--seats",
+        type=int,
+        default=DEFAULT_SEATS,
+        help="with --workers: visitors per worker before the busy page (default %(default)s)",
+    )
+    parser.add_argument(
+        "--kill-after",
+        type=float,
+        help="with --workers >= 2: SIGKILL the busiest worker this many seconds after the "
+        "first loads",
+    )
+    parser.add_argument(
+        "--sweep", help="comma-separated visitor counts: one run each, and the capacity"
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="global deadline, seconds")
     parser.add_argument(
         "--step-timeout",
         type=float,
         default=30.0,
-        help="seconds one interaction may take before it counts as an error",
+        help="seconds one interaction (or a reconnect) may take before it counts as an error",
     )
     parser.add_argument(
         "--load-timeout",
         type=float,
         default=120.0,
-        help="seconds the first load (all visitors at once) may take",
+        help="seconds the first load (all visitors at once, busy pages included) may take",
     )
-    parser.add_argument("--json", type=Path, help="also write the report as JSON here")
+    parser.add_argument("--json", type=Path, help="also write the report(s) as JSON here")
     args = parser.parse_args(argv)
     if args.client == "browser" and not Path(CHROMIUM).exists():
         parser.error(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    if args.visitors < 1 or args.interactions < 1:
-        parser.error("--visitors and --interactions must be at least 1")
+    if args.visitors < 1 or args.interactions < 1 or args.workers < 0 or args.seats < 1:
+        parser.error("--visitors, --interactions and --seats must be at least 1")
     if args.think < 0:
         parser.error("--think must not be negative")
-    report = run_load(
-        args.visitors,
-        args.interactions,
-        args.timeout,
+    if args.kill_after is not None and (args.workers < 2 or args.client != "ws"):
+        parser.error("--kill-after needs --workers 2 or more and the ws client")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    opts = Options(
         client=args.client,
         think_s=args.think,
         step_timeout_s=args.step_timeout,
         load_timeout_s=args.load_timeout,
+        url=args.url,
+        workers=args.workers,
+        seats=args.seats,
+        kill_after_s=args.kill_after,
     )
+    if args.sweep:
+        counts = [int(c) for c in args.sweep.split(",")]
+        reports = sweep(counts, args.interactions, args.timeout, opts)
+        if args.json is not None:
+            args.json.write_text(json.dumps([asdict(r) for r in reports], indent=2))
+        return 0
+    report = run_load(args.visitors, args.interactions, args.timeout, opts)
     print("\n".join(report.lines()))
     for sample in report.error_samples:
         print(f"  {sample}")
+    for sample in report.failed_samples:
+        print(f"  failed in flight: {sample}")
+    for event in report.launcher_events[:20]:
+        print(f"  launcher: {event}")
     if args.json is not None:
         args.json.write_text(json.dumps(asdict(report), indent=2))
     return 0 if report.passed else 1

@@ -279,4 +279,5 @@ def main() -> None:
     share_box(PARAMS, lang)
 
 
-main()
+if __name__ == "__main__":
+    main()

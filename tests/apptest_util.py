@@ -9,6 +9,9 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from core.claims import Claim
+from ui.i18n import translator
+
 TIMEOUT = 120
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -59,3 +62,32 @@ def trace(spec: dict, name: str, axis: str = "y") -> np.ndarray:
         if tr.get("name") == name:
             return decode(tr[axis])
     raise KeyError(f"no trace named {name!r}: {[tr.get('name') for tr in spec['data']]}")
+
+
+SHOWN_KINDS = (
+    "markdown",
+    "caption",
+    "warning",
+    "error",
+    "info",
+    "success",
+    "title",
+    "header",
+    "subheader",
+)
+
+
+def shown_text(at: AppTest) -> list[str]:
+    """Every string the page renders as Markdown, with metric labels and values."""
+    bodies = [element.value for kind in SHOWN_KINDS for element in at.get(kind)]
+    for m in at.get("metric"):
+        bodies += [m.label, str(m.value)]
+    return bodies
+
+
+def assert_claims_shown(at: AppTest, claims: dict[str, Claim], lang: str) -> None:
+    """Each claim the core chose for this state is on the page, in ``lang``, word for word."""
+    tr = translator(lang)
+    page = "\n".join(shown_text(at))
+    for slot, claim in claims.items():
+        assert tr.claim(claim) in page, f"{slot}: {tr.claim(claim)[:120]!r} is not on the page"

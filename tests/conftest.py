@@ -1,19 +1,15 @@
-"""Shared fixtures: the repository root on sys.path, a live app server, a headless browser."""
+"""Shared fixtures: a live app server and a headless browser (pyproject.toml puts the
+repository root on the import path)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 # Test files import these from here; they live with the benchmarks, which start servers too.
-from benchmarks.live import (  # noqa: E402  (the repository root is on the path only from here)
+from benchmarks.live import (
     CHROMIUM,
     CHROMIUM_ARGS,
     READY,

@@ -32,7 +32,7 @@ def _messages(call) -> list[str]:
         (
             lambda: rms_norm(300 * np.ones(64), reduction_dtype="float16"),
             "RMSNorm: the sum of squares overflowed to infinity in float16",
-            "RMSNorm: jumlah kuadrat meluap menjadi tak hingga dalam float16",
+            "RMSNorm: jumlah kuadrat meluap menjadi tak berhingga dalam float16",
         ),
     ],
 )

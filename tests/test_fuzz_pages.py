@@ -1,14 +1,13 @@
 """Fuzz every page with hostile links: no exception, every notice names its parameter, and no
 visitor text reaches the page as Markdown or HTML outside an inert code span.
 
-The pages and their link parameters are read from the source with ``ast`` (importing a page
-would run it): app.py's ``PAGES`` list, then each page's ``PARAMS`` tuple of ``*Param(...)``
-calls. A page added to the router is fuzzed without touching this file.
+The pages come from the registry ``ui.nav.PAGES`` and their link parameters from each page's
+``PARAMS`` (importing a page draws nothing). A page added to the registry is fuzzed without
+touching this file.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -18,43 +17,20 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from ui.i18n import LANGUAGES, t
+from ui.nav import PAGES as NAV_PAGES
+from ui.nav import page_params
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120
 
 
-def router_pages() -> list[str]:
-    """File names in app.py's PAGES list, in order."""
-    tree = ast.parse((ROOT / "app.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(target, ast.Name) and target.id == "PAGES" for target in node.targets
-        ):
-            return [ast.literal_eval(entry.elts[0]) for entry in node.value.elts]
-    raise AssertionError("app.py has no PAGES list")
+def param_kinds(name: str) -> dict[str, tuple[str, str | None]]:
+    """``key -> (Param class, default as link text)`` for a page's PARAMS tuple."""
+    return {p.key: (type(p).__name__, p.serialise(p.default)) for p in page_params(name)}
 
 
-def page_params(file: str) -> dict[str, tuple[str, str | None]]:
-    """``key -> (Param class, literal default or None)`` for a page's PARAMS tuple."""
-    tree = ast.parse((ROOT / "pages" / file).read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(target, ast.Name) and target.id == "PARAMS" for target in node.targets
-        ):
-            out = {}
-            for call in ast.walk(node.value):
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
-                    if call.func.id.endswith("Param") and call.args:
-                        key = ast.literal_eval(call.args[0])
-                        default = call.args[1] if len(call.args) > 1 else None
-                        literal = str(default.value) if isinstance(default, ast.Constant) else None
-                        out[key] = (call.func.id, literal)
-            return out
-    raise AssertionError(f"pages/{file} has no PARAMS tuple")
-
-
-PAGES = router_pages()
-PARAMS = {file: page_params(file) for file in PAGES}
+PAGES = [f"{spec.name}.py" for spec in NAV_PAGES]
+PARAMS = {f"{spec.name}.py": param_kinds(spec.name) for spec in NAV_PAGES}
 
 # Values no Int/Float/Ladder/Choice parameter accepts: each must produce a notice naming the key.
 INVALID = (
@@ -229,3 +205,14 @@ def test_hostile_router_parameters(query: dict[str, str]) -> None:
         for raw in query.values():
             if len(raw.strip()) >= 4:
                 assert raw not in element.proto.body
+
+
+@pytest.mark.parametrize("key,value", [("controls", "hidden"), ("text", "large")])
+def test_a_view_option_given_twice_is_named_in_a_notice(key: str, value: str) -> None:
+    """``?text=normal&text=large`` takes the last value, and says so, like widget parameters."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params[key] = ["normal" if key == "text" else "shown", value]
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    lines = notice_lines(at, at.session_state["lang"])
+    assert any(f"`{key}`" in line for line in lines), lines

@@ -1,6 +1,8 @@
-"""Short runs of the load script: over the websocket (3 visitors x 5 interactions) and in real
-headless Chromium (2 x 3). Each starts the app, stops by itself and reports every number it
-promises; the pure parts (percentiles, verdict, reading the chart) are checked on their own."""
+"""Short runs of the load script: over the websocket (3 visitors x 5 interactions), in real
+headless Chromium (2 x 3), and through the launcher with two workers: one killed under four
+visitors, and a stress run with more visitors than seats. Each starts what it drives, stops by
+itself and reports every number it promises; the pure parts (percentiles, verdict, reading the
+chart, the cookie jar) are checked on their own."""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from serve_util import need_haproxy
 
 from benchmarks import load
+from benchmarks.visitors import Cookies, ws_url
+from serve.config import COOKIE, RETRY_S
 
 ROOT = Path(__file__).resolve().parent.parent
 # A few visitors cost a few seconds each on an idle machine; the deadline leaves room for a loaded
@@ -49,6 +54,7 @@ def check_report(done: subprocess.CompletedProcess, report: dict, client: str, n
     assert 0 < report["p50_s"] <= report["p95_s"] <= report["max_s"] < DEADLINE_S
     # A Streamlit server with numpy, torch and plotly loaded holds well over 50 MB.
     assert 50 < report["peak_rss_mb"] < 4096
+    assert report["rss_target_mb"] == load.rss_target_mb(report["workers"])
     assert report["passed"] == (done.returncode == 0)
     # Another edit of the app's sources during the run would void it (see load.Report).
     assert report["source_changes"] == 0
@@ -61,6 +67,7 @@ def check_report(done: subprocess.CompletedProcess, report: dict, client: str, n
         "latency p95",
         "latency max",
         "peak RSS",
+        "target",
         "result",
     ):
         assert label in done.stdout
@@ -84,6 +91,65 @@ def browser_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
     )
 
 
+@pytest.fixture(scope="module")
+def failover_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    need_haproxy()
+    out = tmp_path_factory.mktemp("load") / "report.json"
+    return run_script(
+        out,
+        *("--workers", "2", "--visitors", "4", "--interactions", "6", "--think", "0.5"),
+        *("--kill-after", "1"),
+    )
+
+
+@pytest.fixture(scope="module")
+def overload_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    need_haproxy()
+    out = tmp_path_factory.mktemp("load") / "report.json"
+    # Two workers of one seat each and four visitors who never pause: two wait for a seat.
+    return run_script(
+        out,
+        *("--workers", "2", "--seats", "1", "--visitors", "4", "--interactions", "3"),
+        *("--think", "0"),
+    )
+
+
+@pytest.mark.slow
+def test_failover_smoke_restores_every_moved_view(failover_smoke) -> None:
+    done, report = failover_smoke
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert report["target"].startswith("python -m serve: 2 workers")
+    assert report["killed"] in ("w1", "w2")
+    # Everyone on the killed worker moved, and nobody was left with a broken page: a view that
+    # did not come back would be an error.
+    assert report["errors"] == 0, report["error_samples"]
+    assert 1 <= report["moved_visitors"] <= report["killed_holding"]
+    assert report["views_restored"] >= report["moved_visitors"]
+    assert report["interactions_done"] + report["failed_in_flight"] == 4 * 6
+    assert report["failed_in_flight"] <= report["moved_visitors"]
+    assert 0 < report["recovery_max_s"] < DEADLINE_S
+    assert 0 < report["worker_back_s"] < DEADLINE_S
+    assert "failover      killed" in done.stdout
+
+
+@pytest.mark.slow
+def test_overload_smoke_answers_busy_at_once_and_seats_everyone_later(overload_smoke) -> None:
+    done, report = overload_smoke
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert report["think_s"] == 0 and report["seats"] == 1
+    assert report["busy_visitors"] == 2
+    assert report["busy_answers"] >= 2
+    # A clear answer, not a hung page: each busy page arrived (a request left waiting for a seat
+    # would have run into the load timeout and counted as an error).
+    assert 0 < report["busy_answer_max_s"] < load.Options().load_timeout_s
+    # Each waiting visitor tried again when the page said, and got in.
+    assert report["busy_wait_max_s"] >= RETRY_S
+    assert report["errors"] == 0, report["error_samples"]
+    assert report["interactions_done"] == 4 * 3
+    assert "busy answers  " in done.stdout
+
+
+@pytest.mark.slow
 def test_ws_smoke_run_has_no_errors_and_reports_every_number(ws_smoke) -> None:
     done, report = ws_smoke
     check_report(done, report, "ws", 3, 5)
@@ -91,6 +157,7 @@ def test_ws_smoke_run_has_no_errors_and_reports_every_number(ws_smoke) -> None:
     assert report["think_s"] == 0.2 and "0.2 s +-50%" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_browser_smoke_run_has_no_errors_and_reports_every_number(browser_smoke) -> None:
     done, report = browser_smoke
@@ -124,6 +191,59 @@ def test_percentiles_and_verdict_follow_the_latencies() -> None:
     report = load.summarise(load.Report(visitors=2, interactions_planned=6), crowd, 3)
     # One failed interaction and three never reached (the second visitor did not load).
     assert report.errors == 4 and not report.passed
+
+
+def test_the_cookie_jar_keeps_what_the_proxy_and_the_app_set() -> None:
+    from email.message import Message
+
+    jar = Cookies()
+    assert jar.header() == {}
+    answer = Message()
+    answer["Set-Cookie"] = f"{COOKIE}=w1; path=/; HttpOnly; SameSite=Lax"
+    answer["Set-Cookie"] = "_streamlit_xsrf=2|ab|cd|1; Path=/; SameSite=Lax"
+    jar.update(answer)
+    assert jar.get(COOKIE) == "w1"
+    # A redispatch sets the cookie again: the new worker replaces the old one.
+    moved = Message()
+    moved["Set-Cookie"] = f"{COOKIE}=w2; path=/"
+    jar.update(moved)
+    assert jar.header() == {"Cookie": f"{COOKIE}=w2; _streamlit_xsrf=2|ab|cd|1"}
+
+
+def test_websocket_address_follows_the_page_address() -> None:
+    assert ws_url("http://127.0.0.1:8501") == "ws://127.0.0.1:8501/_stcore/stream"
+    assert ws_url("https://demo.example/normlab/") == "wss://demo.example/normlab/_stcore/stream"
+
+
+def test_memory_target_grows_with_the_workers() -> None:
+    assert load.rss_target_mb(0) == load.rss_target_mb(1) == 800
+    assert load.rss_target_mb(2) == 1200
+
+
+def test_failover_and_busy_numbers_reach_the_report() -> None:
+    class Stub:
+        def __init__(self, restored: list[float], failed: list[str], busy: list[float]) -> None:
+            # Two interactions each: one visitor lost one in flight.
+            self.latencies, self.errors = [0.1, 0.2][len(failed) :], []
+            self.restored_at, self.failed, self.busy_answers = restored, failed, busy
+            self.busy_wait_s = 5.5 if busy else 0.0
+
+    failover = load.Failover(Path("."), 1.0)
+    failover.killed, failover.holding, failover.kill_at, failover.back_s = "w1", 2, 100.0, 3.0
+    crowd = [Stub([100.4], ["visitor 0: slider #2"], []), Stub([101.2], [], [0.01, 0.02])]
+    crowd.append(Stub([], [], []))
+    report = load.summarise(
+        load.Report(visitors=3, interactions_planned=6), crowd, 2, failover=failover
+    )
+    assert report.failed_in_flight == 1 and report.errors == 0
+    assert report.moved_visitors == 2 and report.views_restored == 2
+    assert math.isclose(report.recovery_max_s, 1.2)
+    assert report.busy_answers == 2 and report.busy_visitors == 1
+    assert report.busy_answer_max_s == 0.02 and report.busy_wait_max_s == 5.5
+    assert report.passed
+    text = "\n".join(report.lines())
+    assert "killed w1, which held 2 visitors; 1 interactions failed in flight" in text
+    assert "busy answers  2 to 1 visitors" in text
 
 
 def test_think_pauses_are_seeded_and_within_the_jitter() -> None:

@@ -35,7 +35,7 @@ def test_runs_through_the_router_in_both_languages(lang):
     at.run()
     assert not at.exception
     assert len(at.get("plotly_chart")) == 4
-    assert at.title[0].value.startswith("The backward" if lang == "en" else "Lintasan mundur")
+    assert at.title[0].value.startswith("The backward" if lang == "en" else "Propagasi balik")
 
 
 def test_link_restores_every_control():

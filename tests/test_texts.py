@@ -35,7 +35,7 @@ def test_every_literal_key_in_the_code_exists() -> None:
         for d in ("app.py", "pages", "ui")
         for p in ([ROOT / d] if d.endswith(".py") else sorted((ROOT / d).glob("*.py")))
     ]
-    pattern = re.compile(r"""\bt\(\s*["']([a-z_]+\.[a-z0-9_]+)["']""")
+    pattern = re.compile(r"""\b(?:t|tr)\(\s*["']([a-z_]+\.[a-z0-9_]+)["']""")
     missing = {
         (path.name, key)
         for path in sources

@@ -9,7 +9,14 @@ import streamlit as st
 
 from ui.export import ViewFileError, restore_state
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
-from ui.params import ChoiceParam, Param, apply_link_params, notice, share_query
+from ui.params import (
+    ChoiceParam,
+    Param,
+    apply_link_params,
+    notice,
+    read_link_value,
+    share_query,
+)
 
 # Link options that change how the app is shown, not what it computes. They are not widgets, so
 # they stay in the URL as typed and are read on every run.
@@ -17,6 +24,9 @@ CONTROLS = ChoiceParam("controls", "shown", ("shown", "hidden"))
 TEXT_SIZE = ChoiceParam("text", "normal", ("normal", "large"))
 # Set by app.py just before it runs the chosen page (see ensure_router).
 ROUTED_KEY = "_routed"
+ROUTE_TRIED_KEY = "_route_tried"
+# The view mode of the current run, set by app.py through apply_view_mode.
+VIEW_KEY = "_view_mode"
 
 _HIDE_CONTROLS_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
@@ -37,14 +47,14 @@ class ViewMode:
 def read_view_mode(lang: str) -> ViewMode:
     """``?controls=hidden`` (figures only, for projecting) and ``?text=large``.
 
-    An unknown value is dropped from the URL with a notice, like any other link parameter.
+    A bad or repeated value is corrected in the URL with a notice, like any other link parameter.
     """
     values = {}
     for param in (CONTROLS, TEXT_SIZE):
-        raw = st.query_params.get(param.key)
-        value, problem = (param.default, None) if raw is None else param.parse(raw)
+        value, problem, raw = read_link_value(param)
         if problem is not None:
-            del st.query_params[param.key]
+            # Not a widget: the corrected value goes back into the URL, so the link stays true.
+            st.query_params[param.key] = param.serialise(value)
             st.session_state.setdefault("_notices_app", []).append(
                 notice(param.key, raw, problem, lang)
             )
@@ -60,11 +70,23 @@ _BASE_CSS = """<style>
 
 def apply_view_mode(mode: ViewMode) -> None:
     """Hide the sidebar and enlarge the type as the link asks (our own CSS, no visitor text)."""
+    st.session_state[VIEW_KEY] = mode
     st.html(_BASE_CSS)
     if mode.hide_controls:
         st.html(_HIDE_CONTROLS_CSS)
     if mode.large_text:
         st.html(_LARGE_TEXT_CSS)
+
+
+def view_mode() -> ViewMode:
+    """The view mode ``app.py`` read from the link for this run (plain view when unrouted)."""
+    return st.session_state.get(VIEW_KEY, ViewMode(hide_controls=False, large_text=False))
+
+
+def presenting() -> bool:
+    """Presenter view (``?controls=hidden``): figures and their explanations only, so a page
+    shows no save, upload or share box and no sentence that points to a hidden control."""
+    return view_mode().hide_controls
 
 
 def current_lang() -> str:
@@ -78,20 +100,25 @@ def ensure_router() -> None:
 
     Streamlit decides once per server process whether the app is a "pages/ directory" app: if
     the very first visitor after a start opens a deep link (``/invariance``), it runs that page
-    file alone, without ``app.py``, and keeps doing so until someone loads ``app.py`` (AppTest
-    even starts every run that way). A page that finds itself outside the router (``app.py``
-    marks each run it routes) while that legacy mode is on switches the mode off and reruns, so
-    the router runs and opens the same page. (That rerun drops a plain ``st.button`` click made
-    in the same run, which only AppTest meets: in a server it happens once per process, on a
-    first page load.)
+    file alone, without ``app.py``, and keeps doing so until some script calls
+    ``st.navigation`` (AppTest even starts every run that way). A page that finds itself outside
+    the router (``app.py`` marks each run it routes) builds the same ``st.navigation``, which turns
+    that legacy mode off for the process, and reruns, so ``app.py`` runs and opens the same page.
+    (The rerun drops a plain ``st.button`` click made in the same run, which only AppTest meets:
+    in a server it happens once per process, on a first page load.)
     """
     if st.session_state.pop(ROUTED_KEY, False):
+        st.session_state.pop(ROUTE_TRIED_KEY, None)
         return
-    from streamlit.runtime.pages_manager import PagesManager
+    if st.session_state.get(ROUTE_TRIED_KEY):
+        # Still unrouted after one try: the page is the main script itself (a test running the
+        # file alone), so it draws as a page of its own.
+        return
+    from ui.nav import navigation
 
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    st.session_state[ROUTE_TRIED_KEY] = True
+    navigation(current_lang(), position="hidden")
+    st.rerun()
 
 
 def begin_page(topic: str, params: Sequence[Param]) -> str:
@@ -122,11 +149,13 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
 def share_box(params: Sequence[Param], lang: str, extra: dict[str, str] | None = None) -> str:
     """Show a copyable link that reproduces the current view, and a presenter-link builder.
 
-    Returns the plain link.
+    Returns the plain link. In the presenter view nothing is drawn.
     """
     query = share_query(params, lang, extra)
     base = st.context.url or ""
     link = f"{base}?{query}"
+    if presenting():
+        return link
     st.subheader(t("common.share_heading", lang))
     st.caption(t("common.share_help", lang))
     st.code(link, language=None, wrap_lines=True)
@@ -174,7 +203,10 @@ def save_box(
 ) -> None:
     """Download buttons for ``files`` (text key, data or a callable, file name, MIME type) and
     an uploader that restores a view saved as JSON by this page. Pass callables for anything
-    costly: Streamlit calls them only when the button is clicked, not on every rerun."""
+    costly: Streamlit calls them only when the button is clicked, not on every rerun. In the
+    presenter view nothing is drawn."""
+    if presenting():
+        return
     st.subheader(t("common.save_heading", lang))
     cols = st.columns(len(files))
     for col, (label_key, data, file_name, mime) in zip(cols, files, strict=False):

@@ -7,37 +7,116 @@ language, so a sentence and its translation sit next to each other::
     en = "Explorer"
     id = "Penjelajah"
 
-``t("explorer.title", "id")`` looks it up. Placeholders use ``str.format`` fields.
+A page binds a translator once, ``tr = translator(lang)``, and asks ``tr("explorer.title")``.
+Placeholders use ``str.format`` fields; numbers are passed as numbers and written by
+:func:`ui.fmt.num` (so every page writes them one way).
+
+A text that states a fact about the numbers carries ``claim = true`` beside its languages: it is
+shown only through a :class:`core.claims.Claim` the core chose (``tr.claim``), never by key
+(see :mod:`core.claims`). Core notes and warnings (:class:`core.messages.Message`) are texts of
+the topic ``core``, found by their code (``tr.message``).
 """
 
 from __future__ import annotations
 
+import numbers
 import tomllib
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+from core.claims import Claim
+from core.messages import Message
+from ui import fmt
 
 LANGUAGES: dict[str, str] = {"en": "English", "id": "Bahasa Indonesia"}
 DEFAULT_LANGUAGE = "en"
 TEXT_DIR = Path(__file__).resolve().parent.parent / "assets" / "text"
+# Entries of a key's table that are not languages.
+META_FIELDS = ("claim",)
 
 
 @cache
-def catalogue() -> dict[str, dict[str, str]]:
-    """Every key (``topic.name``) mapped to its texts by language code."""
-    entries: dict[str, dict[str, str]] = {}
+def _load() -> tuple[dict[str, dict[str, str]], dict[str, dict[str, Any]]]:
+    texts: dict[str, dict[str, str]] = {}
+    meta: dict[str, dict[str, Any]] = {}
     for path in sorted(TEXT_DIR.glob("*.toml")):
         with path.open("rb") as fh:
             table = tomllib.load(fh)
-        for name, texts in table.items():
-            entries[f"{path.stem}.{name}"] = texts
-    return entries
+        for name, entry in table.items():
+            key = f"{path.stem}.{name}"
+            texts[key] = {k: v for k, v in entry.items() if k not in META_FIELDS}
+            meta[key] = {k: v for k, v in entry.items() if k in META_FIELDS}
+    return texts, meta
+
+
+def catalogue() -> dict[str, dict[str, str]]:
+    """Every key (``topic.name``) mapped to its texts by language code."""
+    return _load()[0]
+
+
+def metadata(key: str) -> dict[str, Any]:
+    """The non-language entries of ``key`` (``claim``)."""
+    return _load()[1][key]
+
+
+def is_claim(key: str) -> bool:
+    """Whether ``key`` states a fact about the numbers (``claim = true`` in its table)."""
+    return bool(_load()[1].get(key, {}).get("claim", False))
+
+
+def _format_value(name: str, value: Any, noise: float) -> Any:
+    if isinstance(value, bool) or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        if name.endswith("_pct"):
+            return fmt.pct(float(value), noise=noise)
+        return fmt.num(float(value), noise=noise)
+    return value
 
 
 def t(key: str, lang: str, /, **values: object) -> str:
-    """The text for ``key`` in ``lang``, with ``values`` substituted."""
+    """The text for ``key`` in ``lang``, with ``values`` substituted (numbers via ``fmt.num``)."""
+    return _render(key, lang, values, 0.0)
+
+
+def _render(key: str, lang: str, values: Mapping[str, Any], noise: float) -> str:
     texts = catalogue()[key]
     text = texts.get(lang) or texts[DEFAULT_LANGUAGE]
-    return text.format(**values) if values else text
+    if not values:
+        return text
+    return text.format(**{k: _format_value(k, v, noise) for k, v in values.items()})
+
+
+class Translator:
+    """Texts in one language: ``tr(key, **values)``, ``tr.claim(c)``, ``tr.message(m)``."""
+
+    def __init__(self, lang: str) -> None:
+        self.lang = lang if lang in LANGUAGES else DEFAULT_LANGUAGE
+
+    def __call__(self, key: str, /, **values: object) -> str:
+        if is_claim(key):
+            raise ValueError(f"{key} states a fact about the numbers: show it with tr.claim()")
+        return _render(key, self.lang, values, 0.0)
+
+    def claim(self, claim: Claim) -> str:
+        """The sentence the core chose, with its numbers."""
+        if not is_claim(claim.key):
+            raise ValueError(f"{claim.key} is not marked claim = true in its text file")
+        return _render(claim.key, self.lang, claim.fields, claim.noise)
+
+    def message(self, message: Message) -> str:
+        """A core note or warning, by its code."""
+        return _render(f"core.{message.code}", self.lang, message.fields, 0.0)
+
+
+@cache
+def translator(lang: str) -> Translator:
+    """The translator for ``lang`` (an unknown code gives English)."""
+    return Translator(lang)
 
 
 def language_from_locale(locale: str | None) -> str:

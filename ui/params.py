@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import streamlit as st
-from streamlit.runtime.state import get_session_state
 
 from ui.i18n import t
+from ui.st_private import drop_query_param
 
 # Longest raw value echoed back in a notice; a hostile link can be megabytes long.
 ECHO_LIMIT = 40
@@ -174,18 +174,21 @@ class TextParam(Param):
         return raw, None
 
 
-def _drop_raw(key: str) -> None:
-    """Remove ``key`` from the URL and from the snapshot Streamlit seeds bound widgets from.
+def read_link_value(param: Param) -> tuple[object, Problem | None, str | None]:
+    """``param``'s value from the URL: (value, what was wrong or None, the raw text or None).
 
-    Deleting through ``st.query_params`` alone leaves the page-load snapshot in place, and a
-    bound widget would still take a value Streamlit can read (``d=7.5`` as 7) over the one set
-    in ``st.session_state``. The pinned Streamlit exposes the refresh used after page switches.
+    The one check every link parameter goes through, widget or not: a malformed, out-of-range or
+    unknown value is replaced, and a parameter given more than once takes its last value with a
+    notice.
     """
-    with get_session_state().query_params() as qp:
-        del qp[key]
-        refresh = getattr(qp, "set_initial_query_params_from_current", None)
-        if refresh is not None:
-            refresh()
+    raws = st.query_params.get_all(param.key)
+    if not raws:
+        return param.default, None, None
+    raw = raws[-1]
+    value, problem = param.parse(raw)
+    if len(raws) > 1 and problem is None:
+        problem = Problem("repeated", {"count": str(len(raws))})
+    return value, problem, raw
 
 
 def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
@@ -195,23 +198,18 @@ def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
     left for Streamlit's own binding to apply.
     """
     notices: list[str] = []
-    query = st.query_params
     for param in params:
-        if param.key not in query:
+        value, problem, raw = read_link_value(param)
+        if raw is None:
             continue
-        raws = query.get_all(param.key)
-        raw = raws[-1] if raws else ""
-        value, problem = param.parse(raw)
-        if len(raws) > 1 and problem is None:
-            problem = Problem("repeated", {"count": str(len(raws))})
         if problem is None:
             if not isinstance(param, TextParam) and param.serialise(value) != raw:
                 # Another spelling of a valid value (``EN``, ``1e-3`` for ``0.001``): Streamlit
                 # would reject it, so set it here, without a notice.
-                _drop_raw(param.key)
+                drop_query_param(param.key)
                 st.session_state[param.key] = value
             continue
-        _drop_raw(param.key)
+        drop_query_param(param.key)
         st.session_state[param.key] = value
         notices.append(notice(param.key, raw, problem, lang))
     return notices

@@ -1,0 +1,89 @@
+"""Sentences held to the numbers: verdicts the core computes, and the claims they choose.
+
+A page never decides on its own that two outputs are "the same" or that an offset "is gone". The
+core computes the condition behind such a sentence as a :class:`Verdict` (whether it holds, the
+number it looked at and the tolerance it used) and returns a :class:`Claim`: the key of the text
+that is true in this state, with the numbers the text quotes. The page renders the claim
+(``Translator.claim``); it shows a different, true sentence where the condition fails, never
+none.
+
+The registry of factual texts is the text files themselves: a key in ``assets/text/*.toml`` that
+states a fact about the numbers carries ``claim = true``. The translator refuses to render such a
+key except through a :class:`Claim`, and the claims test (``tests/test_claims.py``) requires an
+independent check for every one of them (``tests/claims/``) and runs it on random link states,
+extremes included. Keys whose names mark them as captions or explanations must say
+``claim = true`` or ``claim = false`` explicitly, so a new caption cannot skip the decision.
+
+Each page's core function returns its claims in a mapping from slot (where the page shows it) to
+:class:`Claim`::
+
+    verdict = at_most(abs(mean_layer), tol=1e-9 * scale)
+    claims["why_offset"] = pick(verdict, "explorer.offset_cancelled", "explorer.offset_left",
+                                mean=mean_layer)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A condition checked on the numbers: ``holds``, the ``measured`` value and the ``tol``."""
+
+    holds: bool
+    measured: float
+    tol: float
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+
+def at_most(measured: float, tol: float) -> Verdict:
+    """Holds when ``measured <= tol`` (a NaN never holds)."""
+    measured = float(measured)
+    return Verdict(bool(measured <= tol), measured, float(tol))
+
+
+def at_least(measured: float, tol: float) -> Verdict:
+    """Holds when ``measured >= tol`` (a NaN never holds)."""
+    measured = float(measured)
+    return Verdict(bool(measured >= tol), measured, float(tol))
+
+
+def close(a: float, b: float, *, rtol: float, atol: float = 0.0) -> Verdict:
+    """Holds when ``|a - b| <= atol + rtol * |b|``; ``measured`` is ``|a - b|``."""
+    diff = abs(float(a) - float(b))
+    tol = atol + rtol * abs(float(b))
+    return Verdict(bool(diff <= tol) and math.isfinite(diff), diff, tol)
+
+
+def both(*verdicts: Verdict) -> Verdict:
+    """All of ``verdicts`` hold; measured and tol come from the first that fails, or the last."""
+    for v in verdicts:
+        if not v.holds:
+            return v
+    return verdicts[-1]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence to show: ``key`` names its text, ``fields`` are the numbers it quotes.
+
+    ``noise``: below it a float field is rounding noise and reads ``≈ 0``. Fields whose names end
+    in ``_pct`` are fractions shown as percentages.
+    """
+
+    key: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    noise: float = 0.0
+
+
+def pick(
+    verdict: Verdict | bool, if_true: str, if_false: str, /, *, noise: float = 0.0, **fields: Any
+) -> Claim:
+    """The claim whose text is true: ``if_true`` when ``verdict`` holds, else ``if_false``."""
+    return Claim(if_true if verdict else if_false, fields, noise)

@@ -1,0 +1,414 @@
+r"""Training the three variants of ``core.model`` on ``core.corpus``, and the reference runs.
+
+A run is deterministic on a given machine and thread count: ``TrainConfig.seed`` is split by
+``numpy.random.SeedSequence`` into one seed for the initial weights and one for the order of
+the training batches, each driving its own ``torch.Generator``. Variants with the same seed
+therefore start from the same weights (``core.model.init_weights``) and see the same batches in
+the same order; only the norm differs.
+
+The optimiser is AdamW with nanoGPT's schedule: a linear warm-up, then a cosine decay from
+``lr`` to ``min_lr`` at ``steps``. Weight decay applies to matrices only.
+
+A run records, per step, the training loss (of the batch, before the update) and the seconds
+the step took; every ``eval_every`` steps the validation loss on fixed windows of the
+validation text; and, at the end, the time of a forward pass with and without its norms
+(``core.model.norms_bypassed``, same weights), whose difference is the norm's share.
+
+Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock) and
+``max_work``, counted in token-parameters,
+
+.. math:: W = \sum_{\text{passes}} \text{tokens} \times \text{parameters},
+
+so a training step of b sequences of t bytes costs b t P whatever the machine's speed.
+
+``python -m core.train --reference`` trains every variant with three seeds and writes the
+curves, checkpoints and a summary to ``assets/train/``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from core.corpus import Corpus, load_corpus
+from core.model import GPT, ModelConfig, norms_bypassed
+
+__all__ = [
+    "STOP_REASONS",
+    "Batches",
+    "TrainConfig",
+    "TrainResult",
+    "evaluate",
+    "learning_rate",
+    "main",
+    "make_optimizer",
+    "start",
+    "stream_seeds",
+    "time_forward",
+    "train",
+    "train_step",
+    "val_windows",
+]
+
+STOP_REASONS = ("steps", "wall_clock", "work", "callback")
+# Validation windows are scored this many at a time, always, so that a loss recomputed from a
+# checkpoint sums in the same order as during training.
+EVAL_CHUNK = 64
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a run depends on besides the machine. ``None`` caps mean no cap."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    steps: int = 500
+    batch_size: int = 16
+    lr: float = 3e-3
+    min_lr: float = 3e-4
+    warmup: int = 50
+    weight_decay: float = 0.1
+    # nanoGPT's shakespeare_char settings: beta2 0.99 because each batch holds few tokens.
+    betas: tuple[float, float] = (0.9, 0.99)
+    grad_clip: float = 1.0
+    eval_every: int = 50
+    eval_windows: int = 128
+    timing_repeats: int = 10
+    seed: int = 0
+    max_seconds: float | None = None
+    max_work: float | None = None
+
+    def __post_init__(self) -> None:
+        ints = ("steps", "batch_size", "warmup", "eval_every", "eval_windows", "timing_repeats")
+        for name in ints:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0 (got {value!r})")
+        if self.batch_size < 1 or self.eval_every < 1 or self.eval_windows < 1:
+            raise ValueError("batch_size, eval_every and eval_windows must be at least 1")
+        if not 0 < self.min_lr <= self.lr:
+            raise ValueError(f"need 0 < min_lr <= lr (got {self.min_lr}, {self.lr})")
+        for name in ("max_seconds", "max_work"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be None or a finite number >= 0 (got {value!r})")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "betas": list(self.betas)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        fields = ModelConfig.__dataclass_fields__
+        model = ModelConfig(**{k: v for k, v in data["model"].items() if k in fields})
+        rest = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "model"}
+        return cls(model=model, **{**rest, "betas": tuple(rest.get("betas", cls.betas))})
+
+
+def stream_seeds(seed: int) -> tuple[int, int]:
+    """(initial-weights seed, batch-order seed): two independent streams from one seed."""
+    children = np.random.SeedSequence(seed).spawn(2)
+    return tuple(int(child.generate_state(1, dtype=np.uint64)[0] >> 1) for child in children)
+
+
+class Batches:
+    """The training batches of one seed, in order: batch i is the same for every variant.
+
+    Each batch is ``batch_size`` windows of ``block_size + 1`` bytes at uniformly drawn
+    offsets; inputs are the first ``block_size`` bytes, targets the last (shifted by one).
+    """
+
+    def __init__(self, data: np.ndarray, batch_size: int, block_size: int, seed: int) -> None:
+        if data.size <= block_size + 1:
+            raise ValueError(f"the text ({data.size} bytes) is shorter than one window")
+        self.data = torch.from_numpy(data.astype(np.int64))
+        self.batch_size, self.block_size = batch_size, block_size
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def next(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(inputs, targets), each (batch_size, block_size) int64."""
+        high = self.data.numel() - self.block_size  # last start whose window fits, plus one
+        starts = torch.randint(high, (self.batch_size,), generator=self.generator)
+        chunk = self.data[starts[:, None] + torch.arange(self.block_size + 1)]
+        return chunk[:, :-1], chunk[:, 1:]
+
+
+def val_windows(data: np.ndarray, block_size: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` evenly spaced windows of the validation text, the same for every run and seed."""
+    starts = np.linspace(0, data.size - block_size - 1, n).round().astype(np.int64)
+    chunk = torch.from_numpy(data.astype(np.int64)[starts[:, None] + np.arange(block_size + 1)])
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+@torch.no_grad()
+def evaluate(model: GPT, windows: tuple[torch.Tensor, torch.Tensor]) -> float:
+    """Mean cross-entropy (nats per byte) over the windows, scored ``EVAL_CHUNK`` at a time."""
+    x, y = windows
+    total = 0.0
+    for i in range(0, x.shape[0], EVAL_CHUNK):
+        logits, _ = model(x[i : i + EVAL_CHUNK])
+        loss = F.cross_entropy(
+            logits.flatten(0, 1), y[i : i + EVAL_CHUNK].flatten(), reduction="sum"
+        )
+        total += float(loss)
+    return total / y.numel()
+
+
+def learning_rate(step: int, config: TrainConfig) -> float:
+    r"""Linear warm-up over ``warmup`` steps, then cosine from ``lr`` to ``min_lr`` at ``steps``.
+
+    .. math:: \eta_s = \eta_{min} + \tfrac12 (1 + \cos \pi p)(\eta - \eta_{min}),
+        \quad p = \frac{s - s_w}{S - s_w}
+    """
+    if step < config.warmup:
+        return config.lr * (step + 1) / config.warmup
+    progress = min(1.0, (step - config.warmup) / max(1, config.steps - config.warmup))
+    return config.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (config.lr - config.min_lr)
+
+
+def make_optimizer(model: GPT, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW; matrices (and embeddings) decay, norm gains and biases do not (as in nanoGPT)."""
+    params = list(model.parameters())
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": config.weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
+
+
+def start(config: TrainConfig, corpus: Corpus | None = None) -> tuple[GPT, Any, Batches]:
+    """A run's starting point: the seeded model, its optimiser and its batch stream."""
+    corpus = corpus or load_corpus()
+    init_seed, data_seed = stream_seeds(config.seed)
+    model = GPT(config.model, seed=init_seed)
+    batches = Batches(corpus.train, config.batch_size, config.model.block_size, data_seed)
+    return model, make_optimizer(model, config), batches
+
+
+def train_step(
+    model: GPT, optimizer: Any, x: torch.Tensor, y: torch.Tensor, lr: float, grad_clip: float
+) -> float:
+    """One AdamW update at learning rate ``lr``; returns the batch's loss before the update."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    _, loss = model(x, y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return float(loss.detach())
+
+
+def time_forward(model: GPT, x: torch.Tensor, repeats: int) -> tuple[float, float]:
+    """Median seconds of a training-mode forward pass (autograd recording) with the model's
+    norms, and with every norm replaced by the identity (same weights); runs alternate so that
+    a change in the machine's load touches both alike. One warm-up pass of each first."""
+    with_norm, without = [], []
+    for i in range(repeats + 1):
+        t0 = time.perf_counter()
+        model(x)
+        t1 = time.perf_counter()
+        with norms_bypassed(model):
+            model(x)
+        t2 = time.perf_counter()
+        if i > 0:
+            with_norm.append(t1 - t0)
+            without.append(t2 - t1)
+    return float(np.median(with_norm)), float(np.median(without))
+
+
+@dataclass
+class TrainResult:
+    """What a run reached. The lists grow while it runs (a callback may read them).
+
+    ``train_loss[i]`` and ``step_seconds[i]`` belong to step i; ``elapsed_seconds[i]`` is the
+    training time up to the end of step i (steps only, no validation). ``val_loss[j]`` was
+    measured after ``val_steps[j]`` updates (0: the initial weights). ``stopped_by`` is one of
+    ``STOP_REASONS``, None while running. ``work`` counts token-parameters (module docstring).
+    """
+
+    config: TrainConfig
+    parameters: int
+    train_loss: list[float] = field(default_factory=list)
+    step_seconds: list[float] = field(default_factory=list)
+    elapsed_seconds: list[float] = field(default_factory=list)
+    val_steps: list[int] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    work: int = 0
+    wall_seconds: float = 0.0
+    stopped_by: str | None = None
+    forward_seconds: float | None = None
+    forward_identity_seconds: float | None = None
+    model: Any = field(default=None, repr=False)
+
+    @property
+    def steps_done(self) -> int:
+        return len(self.train_loss)
+
+    @property
+    def norm_share(self) -> float | None:
+        """(t_forward - t_forward_without_norms) / t_forward; None when not measured."""
+        if self.forward_seconds is None or self.forward_identity_seconds is None:
+            return None
+        return (self.forward_seconds - self.forward_identity_seconds) / self.forward_seconds
+
+    def curves(self) -> dict[str, Any]:
+        """Plain data for JSON: the settings, every curve and the timings."""
+        # Not asdict(self): that would deep-copy the model.
+        data = {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)}
+        for key in ("model", "config"):
+            del data[key]
+        return {
+            "config": self.config.as_dict(),
+            "steps_done": self.steps_done,
+            **data,
+            "norm_share": self.norm_share,
+        }
+
+
+class _Budget:
+    """The two caps. ``spend`` runs a piece of work only if it fits, and times it."""
+
+    def __init__(self, config: TrainConfig, result: TrainResult) -> None:
+        self.config, self.result = config, result
+        self.started = time.perf_counter()
+        self.last: dict[str, float] = {}
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def refuses(self, kind: str, work: int, estimate: float | None = None) -> str | None:
+        """Why this piece of work must not start, or None. Its duration is estimated by the
+        last piece of the same kind (0 for the first), so a run stops before the cap."""
+        cap_work, cap_seconds = self.config.max_work, self.config.max_seconds
+        if cap_work is not None and self.result.work + work > cap_work:
+            return "work"
+        expected = self.last.get(kind, 0.0) if estimate is None else estimate
+        if cap_seconds is not None and self.elapsed() + expected > cap_seconds:
+            return "wall_clock"
+        return None
+
+    def spend(self, kind: str, work: int, fn: Callable[[], Any]) -> tuple[str | None, Any]:
+        reason = self.refuses(kind, work)
+        if reason is not None:
+            return reason, None
+        t0 = time.perf_counter()
+        value = fn()
+        self.last[kind] = time.perf_counter() - t0
+        self.result.work += work
+        return None, value
+
+
+def train(
+    config: TrainConfig,
+    *,
+    callback: Callable[[TrainResult], bool | None] | None = None,
+    corpus: Corpus | None = None,
+) -> TrainResult:
+    """Train one run; stop at ``config.steps``, at a cap, or when ``callback`` returns False.
+
+    ``callback(result)`` is called after every step and validation with the growing result.
+    The returned result holds the trained model in ``result.model``.
+    """
+    corpus = corpus or load_corpus()
+    model, optimizer, batches = start(config, corpus)
+    result = TrainResult(config=config, parameters=model.num_params(), model=model)
+    budget = _Budget(config, result)
+    result.stopped_by = _loop(model, optimizer, batches, corpus, budget, callback)
+    if result.stopped_by == "steps":
+        _measure_norm_share(model, batches, budget)
+    result.wall_seconds = budget.elapsed()
+    return result
+
+
+def _loop(model, optimizer, batches, corpus, budget, callback) -> str:
+    """The steps and validations of ``train``; returns why it stopped."""
+    config, result = budget.config, budget.result
+    tokens = config.batch_size * config.model.block_size
+    windows = val_windows(corpus.val, config.model.block_size, config.eval_windows)
+    eval_work = windows[1].numel() * result.parameters
+    for step in range(config.steps + 1):
+        if step % config.eval_every == 0 or step == config.steps:
+            reason, loss = budget.spend("eval", eval_work, lambda: evaluate(model, windows))
+            if reason is not None:
+                return reason
+            result.val_steps.append(step)
+            result.val_loss.append(loss)
+            if callback is not None and callback(result) is False:
+                return "callback"
+        if step == config.steps:
+            return "steps"
+        lr = learning_rate(step, config)
+        step_fn = partial(_step_on_next_batch, model, optimizer, batches, lr, config.grad_clip)
+        reason, loss = budget.spend("step", tokens * result.parameters, step_fn)
+        if reason is not None:
+            return reason
+        result.train_loss.append(loss)
+        result.step_seconds.append(budget.last["step"])
+        previous = result.elapsed_seconds[-1] if result.elapsed_seconds else 0.0
+        result.elapsed_seconds.append(previous + budget.last["step"])
+        if callback is not None and callback(result) is False:
+            return "callback"
+    return "steps"
+
+
+def _step_on_next_batch(model, optimizer, batches, lr, grad_clip) -> float:
+    """Draw the next batch only when the step runs, so a refused step leaves the order intact."""
+    return train_step(model, optimizer, *batches.next(), lr, grad_clip)
+
+
+def _measure_norm_share(model: GPT, batches: Batches, budget: _Budget) -> None:
+    """``time_forward`` on one more batch, if the caps leave room for it (a forward pass takes
+    about a third of a step; twice that is the estimate, to stay under the cap)."""
+    repeats = budget.config.timing_repeats
+    if repeats == 0:
+        return
+    x, _ = batches.next()
+    passes = 2 * (repeats + 1)
+    estimate = passes * budget.last.get("step", 0.0) * 2 / 3
+    if budget.refuses("timing", passes * x.numel() * budget.result.parameters, estimate):
+        return
+    result = budget.result
+    result.forward_seconds, result.forward_identity_seconds = time_forward(model, x, repeats)
+    result.work += passes * x.numel() * result.parameters
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m core.train --reference``: the shipped runs (see ``core.reference``)."""
+    import argparse
+
+    from core import reference
+
+    parser = argparse.ArgumentParser(prog="python -m core.train", description=main.__doc__)
+    parser.add_argument("--reference", action="store_true", help="train and write the runs")
+    parser.add_argument("--out", default=str(reference.REFERENCE_DIR), help="output folder")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=reference.REFERENCE_THREADS,
+        help="torch CPU threads (default 1: on shared cores, two threads wait on each other)",
+    )
+    parser.add_argument("--steps", type=int, default=None, help="override the step count")
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=list(reference.REFERENCE_SEEDS), help="seeds"
+    )
+    args = parser.parse_args(argv)
+    if not args.reference:
+        parser.error("nothing to do: pass --reference")
+    summary = reference.run_reference(
+        args.out, threads=args.threads, steps=args.steps, seeds=args.seeds
+    )
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("data",)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+"""Independent checks of the sentences the pages show (see ``core/claims.py``).
+
+One module per page, named after it, defines:
+
+``STATES``
+    a hypothesis strategy of link states (dicts of the page's parameters, as the page's core
+    function takes them), covering the extremes a link can reach: the smallest and largest
+    widths, eps at its maximum, large offsets, every dtype and every preset pair.
+``view(state)``
+    the page's core function called for that state; its result has ``claims``, a mapping from
+    slot to :class:`core.claims.Claim`.
+``CHECKS``
+    a dict from text key to a function ``check(state, claim)`` that recomputes, independently
+    of the core (plain numpy in float64, torch.nn.functional, autograd), what the sentence says,
+    including the numbers it quotes, and raises ``AssertionError`` when it is false.
+
+``tests/test_claims.py`` runs every module: every claim shown in every sampled state must have
+a check and pass it, and every text marked ``claim = true`` must have a check.
+"""

@@ -1,0 +1,127 @@
+"""core.activations: the hooked readings against a manual forward pass, on the shipped
+checkpoints and on a small model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core.activations import DEFAULT_TEXT, read_activations, stream_stats
+from core.corpus import encode
+from core.model import GPT, NORM_KINDS, ModelConfig
+from core.reference import REFERENCE_SEEDS, checkpoint_path
+from core.stats import batch_vector_stats
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ModelConfig(norm="rms", n_layer=3, n_head=2, n_embd=16, block_size=32)
+
+
+def manual_streams(model: GPT, text: str) -> list[np.ndarray]:
+    """The residual stream written out block by block, without hooks: L + 1 arrays (n, d)."""
+    ids = torch.from_numpy(encode(text).astype(np.int64))
+    t = model.config.block_size
+    per_layer: list[list[np.ndarray]] = [[] for _ in range(model.config.n_layer + 1)]
+    with torch.no_grad():
+        for start in range(0, ids.numel(), t):
+            row = ids[start : start + t][None, :]
+            x = model.wte(row) + model.wpe(torch.arange(row.shape[1]))
+            per_layer[0].append(x[0].double().numpy())
+            for i, block in enumerate(model.blocks):
+                x = x + block.attn(block.ln_1(x))
+                x = x + block.mlp(block.ln_2(x))
+                per_layer[i + 1].append(x[0].double().numpy())
+    return [np.concatenate(parts) for parts in per_layer]
+
+
+def expected_readings(h: np.ndarray, k: int) -> dict:
+    """The readings from core.stats's per-vector statistics and a plain sort."""
+    stats = batch_vector_stats(h)
+    magnitude = np.abs(h).mean(axis=0)
+    dims = np.argsort(magnitude)[::-1][:k]
+    return {
+        "mean": stats["mean"].mean(),
+        "cos_ones": stats["cos_ones"].mean(),
+        "mean_share": (stats["mean"] ** 2 / stats["second_moment"]).mean(),
+        "rms": stats["rms"].mean(),
+        "dims": dims,
+        "ratio": magnitude.max() / np.median(magnitude),
+    }
+
+
+def check_against_manual(model: GPT, text: str, k: int) -> None:
+    readings = read_activations(model, text, outliers=k)
+    streams = manual_streams(model, text)
+    assert readings.layers.tolist() == list(range(model.config.n_layer + 1))
+    assert readings.tokens == len(text.encode("utf-8")) == streams[0].shape[0]
+    for layer, h in enumerate(streams):
+        want = expected_readings(h, k)
+        for key in ("mean", "cos_ones", "mean_share", "rms"):
+            np.testing.assert_allclose(getattr(readings, key)[layer], want[key], rtol=1e-12)
+        np.testing.assert_array_equal(readings.outlier_dims[layer], want["dims"])
+        np.testing.assert_allclose(
+            readings.outlier_magnitude[layer], np.abs(h).mean(0)[want["dims"]], rtol=1e-12
+        )
+        np.testing.assert_allclose(readings.outlier_ratio[layer], want["ratio"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("norm", NORM_KINDS)
+def test_hook_readings_match_a_manual_forward_pass(norm: str) -> None:
+    model = GPT(ModelConfig(**{**SMALL.__dict__, "norm": norm}), seed=1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(2)))
+    # Two full rows and a short one, with a two-byte character.
+    check_against_manual(model, "x" * 40 + " naïve " + DEFAULT_TEXT[:20], k=3)
+
+
+@pytest.mark.parametrize("norm", NORM_KINDS)
+def test_readings_on_the_shipped_checkpoints(norm: str) -> None:
+    path = checkpoint_path(norm, REFERENCE_SEEDS[0])
+    readings = read_activations(path)
+    assert readings.checkpoint == path.name and readings.norm == norm
+    assert readings.text == DEFAULT_TEXT
+    from core.checkpoint import load_checkpoint
+
+    model, _ = load_checkpoint(path)
+    check_against_manual(model, DEFAULT_TEXT, k=4)
+    # Token by token the share of RMS^2 that is mean^2 is cos^2, so its mean bounds mean(cos)^2.
+    assert np.all(readings.mean_share >= readings.cos_ones**2 - 1e-12)
+    assert np.all((readings.mean_share >= 0) & (readings.mean_share <= 1))
+    assert np.all(np.diff(readings.outlier_magnitude, axis=1) <= 0)
+
+
+def test_stream_stats_of_a_pure_offset_and_a_zero_vector() -> None:
+    h = np.vstack([np.full(8, 2.0), np.zeros(8)])
+    stats = stream_stats(h, 2)
+    assert stats["mean"] == pytest.approx(1.0)
+    assert stats["cos_ones"] == pytest.approx(0.5)  # 1 for the offset row, 0 for the zero row
+    assert stats["mean_share"] == pytest.approx(0.5)
+    assert stats["rms"] == pytest.approx(1.0)
+
+
+def test_bad_input_is_refused() -> None:
+    model = GPT(SMALL, seed=0)
+    with pytest.raises(ValueError, match="empty"):
+        read_activations(model, "")
+    with pytest.raises(ValueError, match="outliers"):
+        read_activations(model, "abc", outliers=0)
+    with pytest.raises(ValueError, match="outliers"):
+        read_activations(model, "abc", outliers=SMALL.n_embd + 1)
+
+
+def test_readings_module_and_corpus_import_without_torch() -> None:
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import core, core.activations, core.corpus, core.checkpoint\n"
+        "print(core.corpus.load_corpus().val.size > 0, core.activations.OUTLIERS)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "4"]

@@ -1,0 +1,76 @@
+"""Every sentence that states a fact about the numbers holds in every sampled link state.
+
+The registry of factual texts is ``claim = true`` in ``assets/text/*.toml``; the checks live in
+``tests/claims/<page>.py`` (see its package docstring). Hypothesis samples link states, extremes
+included, and each claim the core chose is checked by code that does not share the core's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import tests.claims as claims_pkg
+from ui.i18n import TEXT_DIR, catalogue, is_claim, metadata
+
+MODULES = {
+    info.name: importlib.import_module(f"tests.claims.{info.name}")
+    for info in pkgutil.iter_modules(claims_pkg.__path__)
+}
+CHECKED = {key for module in MODULES.values() for key in module.CHECKS}
+CLAIM_KEYS = sorted(key for key in catalogue() if is_claim(key))
+# Names that mark a text as a caption or an explanation: each must decide, with ``claim = true``
+# or ``claim = false``, whether it states a fact about the numbers.
+EXPLAINING = re.compile(r"(caption|explain|why_|verdict|finding|summary|headline|conclusion)")
+TOPICS = sorted(path.stem for path in TEXT_DIR.glob("*.toml"))
+SWEEP = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _check_state(module, state) -> None:
+    shown = module.view(state).claims
+    for slot, claim in shown.items():
+        assert claim.key in module.CHECKS, f"{slot}: no independent check for {claim.key}"
+        assert is_claim(claim.key), f"{slot}: {claim.key} is not marked claim = true"
+        module.CHECKS[claim.key](state, claim)
+
+
+@pytest.mark.parametrize("page", sorted(MODULES))
+def test_every_shown_claim_holds(page: str) -> None:
+    module = MODULES[page]
+
+    @SWEEP
+    @given(module.STATES)
+    def sweep(state) -> None:
+        _check_state(module, state)
+
+    sweep()
+
+
+@pytest.mark.parametrize("key", CLAIM_KEYS)
+def test_every_factual_text_has_an_independent_check(key: str) -> None:
+    assert key in CHECKED, f"{key} is marked claim = true but no tests/claims module checks it"
+
+
+def test_every_check_belongs_to_a_factual_text() -> None:
+    assert CHECKED <= set(CLAIM_KEYS), sorted(CHECKED - set(CLAIM_KEYS))
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_captions_and_explanations_say_whether_they_state_facts(topic: str) -> None:
+    undecided = [
+        key
+        for key in catalogue()
+        if key.startswith(f"{topic}.")
+        and EXPLAINING.search(key.split(".", 1)[1])
+        and not key.endswith(("_heading", "_label", "_title"))
+        and "claim" not in metadata(key)
+    ]
+    assert not undecided, f"mark claim = true or claim = false: {undecided}"

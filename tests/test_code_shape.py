@@ -1,0 +1,56 @@
+"""App code stays readable: no function longer than a screen, and pages stay thin.
+
+"A function longer than a screen usually hides two concepts; name them" (STYLE.md). Data tables
+are module-level assignments, not functions, so they are not counted.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP_DIRS = ("core", "viz", "ui", "pages")
+# About a screen of code, docstring included.
+MAX_FUNCTION_LINES = 60
+FILES = sorted(
+    [ROOT / "app.py"] + [p for d in APP_DIRS for p in (ROOT / d).glob("*.py")],
+    key=lambda p: str(p),
+)
+
+
+def long_functions(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = node.end_lineno - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{node.name} ({length} lines, line {node.lineno})")
+    return found
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_function_is_longer_than_a_screen(path: Path) -> None:
+    assert not long_functions(path), long_functions(path)
+
+
+def test_core_and_viz_stay_out_of_each_other_and_out_of_streamlit() -> None:
+    for path in FILES:
+        rel = path.relative_to(ROOT)
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        } | {
+            (node.module or "").split(".")[0]
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom)
+        }
+        if rel.parts[0] == "core":
+            assert not imported & {"streamlit", "plotly", "ui", "viz", "pages"}, rel
+        if rel.parts[0] == "viz":
+            assert not imported & {"streamlit", "core", "ui", "pages"}, rel

@@ -1,0 +1,197 @@
+"""The launcher (``python -m serve``): HAProxy's configuration, the busy page, the CPU count, and
+a live launcher with two workers: affinity, the seats, a killed worker replaced, a clean stop."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from serve_util import launched, need_haproxy, session, worker_cookie
+
+from benchmarks.load import process_tree
+from serve.__main__ import main as serve_main
+from serve.config import (
+    BUSY_MARKER,
+    COOKIE,
+    RETRY_S,
+    Plan,
+    busy_page,
+    busy_response,
+    haproxy_config,
+    usable_cpus,
+    write_run_files,
+)
+from serve.launcher import HAPROXY, is_healthy
+from ui.i18n import LANGUAGES, t
+
+PLAN = Plan(address="0.0.0.0", port=8501, worker_ports=(40001, 40002, 40003), seats=7)
+# The launcher's replacement worker: a cold start on a busy two-core machine.
+RESTART_TIMEOUT_S = 90.0
+
+
+def backend(config: str, name: str) -> str:
+    """The lines of one ``backend`` section."""
+    return re.search(rf"^backend {name}\n(.*?)(?=^\S|\Z)", config, re.M | re.S).group(1)
+
+
+def test_both_backends_name_every_worker_with_its_cookie(tmp_path: Path) -> None:
+    config = haproxy_config(PLAN, tmp_path)
+    sessions, pages = backend(config, "sessions"), backend(config, "pages")
+    for i, port in enumerate(PLAN.worker_ports, start=1):
+        assert f"server w{i} 127.0.0.1:{port} cookie w{i}" in sessions
+        # The page backend follows the session backend's health instead of checking twice.
+        assert f"server w{i} 127.0.0.1:{port} cookie w{i} track sessions/w{i}" in pages
+    assert len(re.findall(r"^\s+server ", sessions, re.M)) == 3
+    # The websocket's answer sets the cookie; the page backend only reads it.
+    assert f"cookie {COOKIE} insert indirect nocache httponly" in sessions
+    assert re.search(rf"cookie {COOKIE} indirect$", pages, re.M)
+    assert "option httpchk GET /_stcore/health" in sessions
+    assert "http-check expect string ok" in sessions
+
+
+def test_config_fails_over_passes_websockets_and_counts_seats(tmp_path: Path) -> None:
+    config = haproxy_config(PLAN, tmp_path)
+    assert re.search(r"^\s+option redispatch", config, re.M)
+    assert "use_backend sessions if stream" in config
+    assert "acl stream path /_stcore/stream" in config
+    assert re.search(r"^\s+timeout tunnel 1h", config, re.M)
+    assert "bind 0.0.0.0:8501" in config
+    assert "nbsrv(sessions),mul(7)" in config
+    assert f"Retry-After {RETRY_S}" in config
+    assert "$" not in config  # every field of the template filled in
+
+
+def test_haproxy_accepts_the_written_config(tmp_path: Path) -> None:
+    need_haproxy()
+    config = write_run_files(PLAN, tmp_path)
+    checked = subprocess.run([HAPROXY, "-c", "-f", str(config)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # No warning either: HAProxy prints them even when the file is valid.
+    assert "WARNING" not in checked.stdout + checked.stderr
+    for lang in LANGUAGES:
+        assert (tmp_path / f"busy-{lang}.html").read_text() == busy_page(lang, PLAN.retry_s)
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_busy_page_says_so_in_the_language_and_reloads_the_same_link(lang: str) -> None:
+    page = busy_page(lang, retry_s=4)
+    assert f'<html lang="{lang}">' in page
+    assert t("serve.busy_title", lang) in page
+    assert t("serve.busy_body", lang, retry_s=4) in page
+    assert BUSY_MARKER in page
+    # A refresh without a URL reloads the address as it is: the link and its settings stay.
+    assert '<meta http-equiv="refresh" content="4">' in page
+    # Nothing fetched from anywhere: the page is whole by itself.
+    assert not re.search(r"""(src|href)=|https?://""", page)
+
+
+def test_busy_response_is_a_whole_503_with_retry_after() -> None:
+    response = busy_response("en", retry_s=3)
+    head, body = response.split(b"\r\n\r\n", 1)
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "HTTP/1.0 503 Service Unavailable"
+    assert "Retry-After: 3" in lines
+    assert f"Content-Length: {len(body)}" in lines
+    assert body.decode() == busy_page("en", retry_s=3)
+
+
+def test_usable_cpus_follow_the_containers_quota(tmp_path: Path) -> None:
+    affinity = len(os.sched_getaffinity(0))
+    quota = tmp_path / "cpu.max"
+    quota.write_text("max 100000\n")
+    assert usable_cpus(quota) == affinity
+    quota.write_text("50000 100000\n")  # half a CPU still runs one worker
+    assert usable_cpus(quota) == 1
+    quota.write_text(f"{100000 * (affinity + 3)} 100000\n")  # a quota above the CPUs present
+    assert usable_cpus(quota) == affinity
+    assert usable_cpus(tmp_path / "absent") == affinity
+
+
+@pytest.mark.parametrize("args", [["--workers", "0"], ["--seats", "0"]])
+def test_the_command_line_rejects_zero(args: list[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        serve_main(args)
+    assert stop.value.code == 2
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    """The launcher with two workers of one seat each: two visitors fill the house."""
+    with launched(workers=2, seats=1) as served:
+        yield served
+
+
+def fetch(url: str, **headers: str) -> tuple[int, dict, str]:
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return resp.status, resp.headers, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers, err.read().decode()
+
+
+@pytest.mark.slow
+def test_visitors_are_spread_and_kept_by_the_cookie(two_workers) -> None:
+    status, _, body = fetch(f"{two_workers.url}/_stcore/health")
+    assert (status, body.strip()) == (200, "ok")
+    with session(two_workers.url) as first, session(two_workers.url) as second:
+        names = {worker_cookie(first.response.headers), worker_cookie(second.response.headers)}
+        # leastconn: the second visitor goes to the worker without a session.
+        assert names == {"w1", "w2"}
+    # A visitor who brings its cookie back stays where it was: no new cookie is set.
+    with session(two_workers.url, worker="w2") as again:
+        assert worker_cookie(again.response.headers) is None
+
+
+@pytest.mark.slow
+def test_a_full_house_answers_new_visitors_with_the_busy_page(two_workers) -> None:
+    html = {"Accept": "text/html"}
+    with session(two_workers.url), session(two_workers.url):
+        # An answer, not a wait for a seat: the proxy itself says the house is full.
+        status, headers, body = fetch(f"{two_workers.url}/?d=12&lang=id", **html)
+        assert status == 503
+        assert headers["Retry-After"] == str(RETRY_S)
+        assert BUSY_MARKER in body and '<html lang="id">' in body
+        # Seated visitors keep everything else: health, scripts, media.
+        assert fetch(f"{two_workers.url}/_stcore/health")[0] == 200
+    # Both left; after the admission window a new visitor is let in again.
+    deadline = time.monotonic() + 30
+    while fetch(f"{two_workers.url}/?d=12", **html)[0] != 200:
+        assert time.monotonic() < deadline, "the house stayed full after everyone left"
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_a_killed_workers_visitor_moves_and_the_worker_comes_back(two_workers) -> None:
+    before = two_workers.state()["workers"]["w1"]
+    os.kill(before["pid"], signal.SIGKILL)
+    # At once, before the launcher's replacement answers: the dead worker's cookie is redispatched
+    # to the live one, and the answer moves the cookie there.
+    with session(two_workers.url, worker="w1") as moved:
+        assert worker_cookie(moved.response.headers) == "w2"
+    deadline = time.monotonic() + RESTART_TIMEOUT_S
+    while True:
+        after = two_workers.state()["workers"]["w1"]
+        if after["pid"] != before["pid"] and is_healthy(f"http://127.0.0.1:{after['port']}"):
+            break
+        assert time.monotonic() < deadline, "the launcher did not bring w1 back"
+        time.sleep(0.3)
+    assert after["restarts"] == before["restarts"] + 1 and after["port"] == before["port"]
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_launcher_stops_every_process() -> None:
+    with launched(workers=1, seats=1) as served:
+        children = process_tree(served.proc.pid)[1:]
+        assert len(children) >= 2  # the worker and HAProxy
+        served.proc.send_signal(signal.SIGTERM)
+        assert served.proc.wait(timeout=30) == 0
+        # The launcher waited for each child, so none is left, not even as a zombie.
+        assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []

@@ -1,0 +1,71 @@
+"""The page registry: every page of the app, in the order of the navigation.
+
+``app.py`` builds ``st.navigation`` from it, and the tests import it (and each page's ``PARAMS``
+through :func:`page_params`) instead of reading the router's source. A new page is one entry
+here, one file in ``pages/`` (which ends with ``if __name__ == "__main__": main()``, so that
+importing it for its ``PARAMS`` draws nothing) and one text file in ``assets/text/``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from ui.i18n import t
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES_DIR = ROOT / "pages"
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One page: ``name`` is its file ``pages/<name>.py``, its URL path and its text topic."""
+
+    name: str
+    icon: str
+    section: str  # a key of common.toml: section_explore, section_lessons, section_lab
+
+    @property
+    def file(self) -> Path:
+        return PAGES_DIR / f"{self.name}.py"
+
+    @property
+    def title_key(self) -> str:
+        return f"{self.name}.nav"
+
+
+# The first page is the landing page. The lessons follow the argument: what each norm cancels,
+# what that does to the residual stream, then the contract details, then the backward pass.
+PAGES: tuple[PageSpec, ...] = (
+    PageSpec("explorer", ":material/tune:", "section_explore"),
+    PageSpec("lesson", ":material/school:", "section_explore"),
+    PageSpec("invariance", ":material/balance:", "section_lessons"),
+    PageSpec("residual", ":material/stacked_line_chart:", "section_lessons"),
+    PageSpec("precision", ":material/straighten:", "section_lessons"),
+    PageSpec("contracts", ":material/handshake:", "section_lessons"),
+    PageSpec("backward", ":material/undo:", "section_lessons"),
+    PageSpec("speed", ":material/speed:", "section_lab"),
+)
+
+
+def page_params(name: str) -> tuple:
+    """The ``PARAMS`` tuple of ``pages/<name>.py`` (importing a page module draws nothing)."""
+    return tuple(importlib.import_module(f"pages.{name}").PARAMS)
+
+
+def navigation(lang: str, *, position: str = "sidebar") -> st.navigation:
+    """``st.navigation`` over :data:`PAGES`, titled and sectioned in ``lang``."""
+    sections: dict[str, list[st.Page]] = {}
+    for index, spec in enumerate(PAGES):
+        page = st.Page(
+            spec.file,
+            title=t(spec.title_key, lang),
+            icon=spec.icon,
+            url_path=spec.name,
+            default=index == 0,
+        )
+        sections.setdefault(t(f"common.{spec.section}", lang), []).append(page)
+    return st.navigation(sections, position=position)
