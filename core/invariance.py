@@ -1,12 +1,17 @@
 """Table 1 of the RMSNorm paper, re-derived by computing it.
 
 Zhang & Sennrich (2019), "Root Mean Square Layer Normalization", list which changes to the data
-or to the preceding weights leave a norm's output unchanged. Here each change is applied to a
-seeded random linear layer and the outputs are compared, so every tick in the table is a number
-the reader can inspect. Setup: a batch ``x`` of n cases with m inputs, a linear map ``weight``
-of shape (d, m) and an additive ``bias`` (d,), pre-activations ``A = x @ weight.T + bias`` of
-shape (n, d), and outputs ``norm(A)`` over the last axis. The bias starts at zero; only the
-extra ``shift_ones`` row moves it.
+or to the preceding weights leave a norm's output unchanged (in their Table 1 the changes are the
+columns and the norms the rows). Here each change is applied to a seeded random linear layer and
+the outputs are compared, so every tick in the table is a number the reader can inspect. Setup: a
+batch ``x`` of n cases with m inputs, a linear map ``weight`` of shape (d, m) and an additive
+``bias`` (d,), pre-activations ``A = x @ weight.T + bias`` of shape (n, d), and outputs
+``norm(A)`` over the last axis. The bias starts at zero; only the extra ``shift_ones`` row moves
+it.
+
+One draw order serves every caller: ``transformed_setup`` draws the setup and then the change
+from one generator seeded with ``seed``, so the table, the residual of one transform and the case
+a page shows up close are the same computation.
 """
 
 from __future__ import annotations
@@ -19,23 +24,37 @@ from numbers import Real
 import numpy as np
 from numpy.typing import ArrayLike
 
+from core.claims import Claim, at_least, at_most, close, pick
+from core.defaults import DEFAULT_RMS_EPS
 from core.geometry import ones_direction
 from core.norms import layer_norm, rms_norm
 from core.stats import _as_float_array, cosine
 
 __all__ = [
     "NORMS",
+    "SHIFT_LADDER",
+    "SIZE_LADDER",
+    "TABLE_TOL",
     "TRANSFORMS",
+    "CaseView",
+    "InvarianceLab",
     "InvarianceRow",
     "Setup",
     "Transform",
+    "ShiftView",
+    "invariance_lab",
     "invariance_residual",
     "invariance_table",
     "make_setup",
+    "output_change",
     "shift_sweep",
+    "transformed_setup",
 ]
 
 NORMS: dict[str, Callable[..., np.ndarray]] = {"layer": layer_norm, "rms": rms_norm}
+# A residual below this is rounding: float64 leaves about 1e-15 on an invariant pair, and a real
+# change at the sizes the pages offer (0.1 to 10) leaves more than 1e-3.
+TABLE_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -67,8 +86,7 @@ def _check_real(value: object, *, name: str, allowed: str, positive: bool) -> fl
 def make_setup(*, n: int = 16, m: int = 8, d: int = 8, seed: int = 0) -> Setup:
     """A standard-normal batch and weight matrix from ``np.random.default_rng(seed)``, zero bias.
 
-    The transforms use a generator seeded the same way after these draws, so the setup a page
-    shows is the one ``invariance_residual`` transforms.
+    ``transformed_setup`` draws the same setup first and the change after it.
     """
     return _make_setup(n=n, m=m, d=d, rng=np.random.default_rng(seed))
 
@@ -117,27 +135,37 @@ def _shift_ones(s: Setup, size: float, rng: np.random.Generator) -> Setup:
     return replace(s, bias=s.bias + size)
 
 
+def _negative_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
+    return replace(s, weight=-size * s.weight)
+
+
 @dataclass(frozen=True)
 class Transform:
-    """One column of the paper's Table 1 (or the extra ones-shift row).
+    """One change of Table 1 (or one of the extra rows the paper does not list).
 
     ``apply(setup, size, rng)`` returns the changed setup; ``size`` is the factor delta for a
-    rescale and the magnitude of gamma or c for a shift. ``paper_layer`` and ``paper_rms`` are
-    what Table 1 states (True: invariant); they are None for ``shift_ones``, which the paper
-    does not list.
+    rescale (minus delta for ``negative_rescale``) and the magnitude of gamma or c for a shift.
+    ``layer_invariant`` and ``rms_invariant`` are what the algebra says (True: the output does
+    not change); for a row of the paper they are what Table 1 states.
     """
 
     id: str
     title: str
     description: str
-    paper_layer: bool | None
-    paper_rms: bool | None
+    layer_invariant: bool
+    rms_invariant: bool
+    in_paper: bool
     apply: Callable[[Setup, float, np.random.Generator], Setup]
 
     @property
-    def in_paper(self) -> bool:
-        """Whether this transform is a row of the paper's Table 1."""
-        return self.paper_layer is not None
+    def paper_layer(self) -> bool | None:
+        """Table 1's LayerNorm entry, None where the paper has no such change."""
+        return self.layer_invariant if self.in_paper else None
+
+    @property
+    def paper_rms(self) -> bool | None:
+        """Table 1's RMSNorm entry, None where the paper has no such change."""
+        return self.rms_invariant if self.in_paper else None
 
 
 TRANSFORMS: dict[str, Transform] = {
@@ -149,6 +177,7 @@ TRANSFORMS: dict[str, Transform] = {
             "W' = delta W: every pre-activation of every case is multiplied by delta.",
             True,
             True,
+            True,
             _weight_matrix_rescale,
         ),
         Transform(
@@ -158,21 +187,24 @@ TRANSFORMS: dict[str, Transform] = {
             "amount gamma . x, a shift along 1.",
             True,
             False,
+            True,
             _weight_matrix_recenter,
         ),
         Transform(
             "weight_vector_rescale",
             "Weight vector re-scaling",
             "w_i' = delta w_i for one unit i: one coordinate of every pre-activation is "
-            "multiplied by delta, the others are not.",
+            "multiplied by delta, the others are not (a per-coordinate scale).",
             False,
             False,
+            True,
             _weight_vector_rescale,
         ),
         Transform(
             "dataset_rescale",
             "Dataset re-scaling",
             "x' = delta x for every case: every pre-activation is multiplied by delta.",
+            True,
             True,
             True,
             _dataset_rescale,
@@ -184,6 +216,7 @@ TRANSFORMS: dict[str, Transform] = {
             "per unit, so the shift is not along 1.",
             False,
             False,
+            True,
             _dataset_recenter,
         ),
         Transform(
@@ -192,16 +225,26 @@ TRANSFORMS: dict[str, Transform] = {
             "x' = delta x for one case only: that case's pre-activation is multiplied by delta.",
             True,
             True,
+            True,
             _single_case_rescale,
         ),
         Transform(
             "shift_ones",
             "Shift along the ones direction",
-            "A' = A + c 1: every pre-activation moves by c along the all-ones direction "
-            "(not a row of the paper's table).",
-            None,
-            None,
+            "A' = A + c 1: every pre-activation moves by c along the all-ones direction.",
+            True,
+            False,
+            False,
             _shift_ones,
+        ),
+        Transform(
+            "negative_rescale",
+            "Negative re-scaling",
+            "W' = -delta W: every pre-activation is multiplied by -delta; both outputs flip sign.",
+            False,
+            False,
+            False,
+            _negative_rescale,
         ),
     )
 }
@@ -209,7 +252,7 @@ TRANSFORMS: dict[str, Transform] = {
 
 @dataclass(frozen=True)
 class InvarianceRow:
-    """Measured and published invariance of both norms under one transform.
+    """Measured and expected invariance of both norms under one transform.
 
     A norm counts as invariant when its residual (see ``invariance_residual``) is below the
     table's ``tol``; ``paper_layer`` and ``paper_rms`` are copied from the ``Transform``.
@@ -240,23 +283,40 @@ def _lookup(transform: str | Transform) -> Transform:
     return TRANSFORMS[transform]
 
 
+def transformed_setup(
+    transform: str | Transform, *, size: float, seed: int, n: int = 16, m: int = 8, d: int = 8
+) -> tuple[Setup, Setup]:
+    """The setup before and after ``transform``: both drawn from one generator seeded with
+    ``seed``, the setup first, then whatever the change draws (gamma, the unit, the case)."""
+    transform = _lookup(transform)
+    size = _check_real(size, name="size", allowed="a finite number > 0", positive=True)
+    rng = np.random.default_rng(seed)
+    before = _make_setup(n=n, m=m, d=d, rng=rng)
+    return before, transform.apply(before, size, rng)
+
+
+def output_change(before: Setup, after: Setup, *, eps: float) -> dict[str, np.ndarray]:
+    r"""Each norm's change per case, :math:`\lVert y'_k - y_k \rVert_2 / \sqrt{d}`, shape (n,).
+
+    Each output row has length sqrt(d) when eps = 0, so the number is scale-free and lies in
+    [0, 2]: 0 is invariant, 2 is a sign flip.
+    """
+    eps = _check_real(eps, name="eps", allowed="a finite number >= 0", positive=False)
+    a_before, a_after = before.preactivations(), after.preactivations()
+    d = a_before.shape[-1]
+    return {
+        name: np.linalg.norm(norm(a_after, eps=eps) - norm(a_before, eps=eps), axis=-1)
+        / math.sqrt(d)  # (n, d) -> (n,)
+        for name, norm in NORMS.items()
+    }
+
+
 def _residuals(
     transform: Transform, *, size: float, n: int, m: int, d: int, seed: int, eps: float
 ) -> dict[str, float]:
-    """Residual of each norm under ``transform``, both measured on the same setup and change."""
-    size = _check_real(size, name="size", allowed="a finite number > 0", positive=True)
-    eps = _check_real(eps, name="eps", allowed="a finite number >= 0", positive=False)
-    rng = np.random.default_rng(seed)
-    before = _make_setup(n=n, m=m, d=d, rng=rng)
-    after = transform.apply(before, size, rng)
-    a_before, a_after = before.preactivations(), after.preactivations()
-    residuals = {}
-    for name, norm in NORMS.items():
-        change = norm(a_after, eps=eps) - norm(a_before, eps=eps)
-        # Each output row has length sqrt(d) when eps = 0, so dividing the worst row's change
-        # by sqrt(d) gives a scale-free number in [0, 2]: 0 is invariant, 2 is a sign flip.
-        residuals[name] = float(np.max(np.linalg.norm(change, axis=-1)) / math.sqrt(d))
-    return residuals
+    """Residual of each norm under ``transform``: the worst case's change."""
+    before, after = transformed_setup(transform, size=size, n=n, m=m, d=d, seed=seed)
+    return {name: float(np.max(c)) for name, c in output_change(before, after, eps=eps).items()}
 
 
 def invariance_residual(
@@ -288,7 +348,7 @@ def invariance_table(
     *,
     size: float = 2.0,
     seed: int = 0,
-    tol: float = 1e-9,
+    tol: float = TABLE_TOL,
     n: int = 16,
     m: int = 8,
     d: int = 8,
@@ -318,8 +378,18 @@ def invariance_table(
     return rows
 
 
+def _constant_weight(gain: float | None, d: int) -> np.ndarray | None:
+    if gain is None:
+        return None
+    if isinstance(gain, bool) or not isinstance(gain, Real) or not math.isfinite(gain):
+        raise ValueError(f"gain must be None or a finite nonzero number; got {gain!r}")
+    if gain == 0:
+        raise ValueError("gain must be None or a finite nonzero number; got 0")
+    return np.full(d, float(gain))
+
+
 def shift_sweep(
-    x: ArrayLike, offsets: ArrayLike, *, eps: float = 1e-6, gain: float | None = None
+    x: ArrayLike, offsets: ArrayLike, *, eps: float = DEFAULT_RMS_EPS, gain: float | None = None
 ) -> dict[str, np.ndarray]:
     r"""What survives of x after adding c * 1, for every c in ``offsets`` at once.
 
@@ -335,13 +405,7 @@ def shift_sweep(
     offsets = _as_float_array(offsets, name="offsets", ndim=1)
     eps = _check_real(eps, name="eps", allowed="a finite number >= 0", positive=False)
     d = x.shape[-1]
-    weight = None
-    if gain is not None:
-        if isinstance(gain, bool) or not isinstance(gain, Real) or not math.isfinite(gain):
-            raise ValueError(f"gain must be None or a finite nonzero number; got {gain!r}")
-        if gain == 0:
-            raise ValueError("gain must be None or a finite nonzero number; got 0")
-        weight = np.full(d, float(gain))
+    weight = _constant_weight(gain, d)
     shifted = x + offsets[:, None]  # (k, d): one row per offset, normalised in one call
     rms_shifted = rms_norm(shifted, weight, eps=eps)
     u = ones_direction(d)
@@ -356,3 +420,265 @@ def shift_sweep(
         "layer_cosine": cosine(layer_shifted, layer_norm(x, weight, eps=eps)),
         "rms_energy_along_ones": fraction,
     }
+
+
+# --- The invariance lab: one change up close, the table, and what a shift along 1 erases -------
+
+# No factor 1 on the size ladder: it changes nothing, so every row would read "invariant".
+SIZE_LADDER = (0.1, 0.25, 0.5, 2.0, 3.0, 5.0, 10.0)
+# Beyond |c| = 1000 the cosine curve is flat to plotting precision; nothing new is shown.
+SHIFT_LADDER = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 300.0, 1000.0)
+SWEEP_POINTS = 401
+# The collapse curves start at c = 0.1, well inside the range where x still dominates.
+COLLAPSE_START = 0.1
+COLLAPSE_POINTS = 120
+# The shift sweep uses RMSNorm's usual eps for both norms; the table uses eps = 0, as the paper.
+SWEEP_EPS = DEFAULT_RMS_EPS
+# The two cases of the setup whose images the shift sweep follows.
+CASE_A, CASE_B = 0, 1
+# The sweep's cosine has "reached" its large-|c| limit when it is this close to it.
+LIMIT_REACHED = 0.01
+# c "dominates" when the spread is within this relative distance of its large-c form.
+LARGE_C_RTOL = 0.01
+# LayerNorm's distance "does not depend on c" within this relative change; rounding x + c at
+# |c| = 1000 moves it by about 1e-13.
+UNCHANGED_RTOL = 1e-9
+
+Pair = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class CaseView:
+    """The case (of the ``n`` in the batch) a change moved most: pre-activation and outputs,
+    before and after. ``change[norm]`` is this case's residual; ``flip[norm]`` is
+    ``|y' + y| / sqrt(d)``, which is 0 where the change only flipped the output's sign.
+    """
+
+    case: int
+    n: int
+    pre: Pair
+    outputs: dict[str, Pair]
+    change: dict[str, float]
+    flip: dict[str, float]
+
+
+@dataclass(frozen=True)
+class ShiftView:
+    """The shift sweep of case ``CASE_A`` and how cases ``CASE_A`` and ``CASE_B`` merge.
+
+    ``sweep`` is ``shift_sweep`` over [-c_max, c_max]; ``offsets`` (k,) are the collapse curve's
+    c values with ``spread`` (standard deviation of the coordinates of RMSNorm(x + c 1)),
+    ``dist_rms`` and ``dist_layer`` (distance between the two cases' images); ``at_zero`` holds
+    the same three at c = 0; ``pair_*`` are both images at c_max; ``x_*`` describe case A.
+    """
+
+    sweep: dict[str, np.ndarray]
+    offsets: np.ndarray
+    spread: np.ndarray
+    dist_rms: np.ndarray
+    dist_layer: np.ndarray
+    at_zero: dict[str, float]
+    pair_rms: Pair
+    pair_layer: Pair
+    x_mean: float
+    x_std: float
+    x_rms: float
+
+
+@dataclass(frozen=True)
+class InvarianceLab:
+    """Everything the invariance lab shows for one link state, with the claims it makes."""
+
+    transform: str
+    size: float
+    seed: int
+    c_max: float
+    case: CaseView
+    residual: dict[str, float]
+    rows: list[InvarianceRow]
+    shift: ShiftView
+    claims: dict[str, Claim]
+
+
+def _case_view(transform: str, size: float, seed: int) -> tuple[CaseView, dict[str, float]]:
+    before, after = transformed_setup(transform, size=size, seed=seed)
+    change = output_change(before, after, eps=0.0)
+    a_before, a_after = before.preactivations(), after.preactivations()
+    moved = change["layer"] + change["rms"]  # (n,)
+    # The first case that moved most; cases within rounding of each other tie (a sign flip
+    # moves every case by 2), and where nothing moves beyond rounding that is case 0.
+    case = int(np.argmax(moved >= np.max(moved) - TABLE_TOL))
+    outputs, flip = {}, {}
+    for name, norm in NORMS.items():
+        y_before, y_after = norm(a_before[case], eps=0.0), norm(a_after[case], eps=0.0)
+        outputs[name] = (y_before, y_after)
+        flip[name] = float(np.linalg.norm(y_after + y_before) / math.sqrt(y_before.size))
+    view = CaseView(
+        case=case,
+        n=a_before.shape[0],
+        pre=(a_before[case], a_after[case]),
+        outputs=outputs,
+        change={name: float(c[case]) for name, c in change.items()},
+        flip=flip,
+    )
+    return view, {name: float(np.max(c)) for name, c in change.items()}
+
+
+def _images(a: np.ndarray, b: np.ndarray, offsets: np.ndarray) -> dict[str, np.ndarray]:
+    """Both norms of a + c 1 and b + c 1 for every c: (k, d) each."""
+    out = {}
+    for name, norm in NORMS.items():
+        out[f"{name}_a"] = norm(a + offsets[:, None], eps=SWEEP_EPS)
+        out[f"{name}_b"] = norm(b + offsets[:, None], eps=SWEEP_EPS)
+    return out
+
+
+def _shift_view(seed: int, c_max: float) -> ShiftView:
+    a = make_setup(seed=seed).preactivations()
+    x_a, x_b = a[CASE_A], a[CASE_B]
+    offsets = np.geomspace(COLLAPSE_START, c_max, COLLAPSE_POINTS)
+    images = _images(x_a, x_b, np.concatenate([[0.0], offsets]))  # row 0 is c = 0
+    spread = np.std(images["rms_a"], axis=-1)  # (k + 1, d) -> (k + 1,)
+    dist = {n: np.linalg.norm(images[f"{n}_a"] - images[f"{n}_b"], axis=-1) for n in NORMS}
+    return ShiftView(
+        sweep=shift_sweep(x_a, np.linspace(-c_max, c_max, SWEEP_POINTS), eps=SWEEP_EPS),
+        offsets=offsets,
+        spread=spread[1:],
+        dist_rms=dist["rms"][1:],
+        dist_layer=dist["layer"][1:],
+        at_zero={
+            "spread": float(spread[0]),
+            "dist_rms": float(dist["rms"][0]),
+            "dist_layer": float(dist["layer"][0]),
+        },
+        pair_rms=(images["rms_a"][-1], images["rms_b"][-1]),
+        pair_layer=(images["layer_a"][-1], images["layer_b"][-1]),
+        x_mean=float(np.mean(x_a)),
+        x_std=float(np.std(x_a)),
+        x_rms=float(math.sqrt(np.mean(x_a**2))),
+    )
+
+
+def _case_claims(view: CaseView) -> dict[str, Claim]:
+    moved = at_least(max(view.change.values()), TABLE_TOL)
+    claims = {
+        "case_intro": pick(
+            moved,
+            "invariance.case_intro_moved",
+            "invariance.case_intro_still",
+            case=view.case,
+            n=view.n,
+        )
+    }
+    names = {"layer": "LayerNorm", "rms": "RMSNorm"}
+    for name in ("rms", "layer"):
+        if at_most(view.change[name], TABLE_TOL):
+            key = "invariance.case_cancelled"
+        elif at_most(view.flip[name], TABLE_TOL):
+            key = "invariance.case_flipped"
+        else:
+            key = "invariance.case_moved"
+        claims[f"case_{name}"] = Claim(
+            key, {"norm": names[name], "change": view.change[name]}, TABLE_TOL
+        )
+    return claims
+
+
+def _row_claims(rows: list[InvarianceRow], size: float, seed: int) -> dict[str, Claim]:
+    in_paper = [row for row in rows if row.matches_paper is not None]
+    agree = sum(bool(row.matches_paper) for row in in_paper)
+    claims = {
+        "table": Claim(
+            "invariance.table_caption",
+            {"tol": TABLE_TOL, "agree": agree, "total": len(in_paper), "size": size, "seed": seed},
+        )
+    }
+    for row in rows:
+        t = TRANSFORMS[row.id]
+        expected = (row.layer_invariant, row.rms_invariant) == (t.layer_invariant, t.rms_invariant)
+        claims[f"why_{row.id}"] = pick(
+            expected,
+            f"invariance.why_{row.id}",
+            "invariance.why_unexpected",
+            noise=TABLE_TOL,
+            transform=row.id,
+            layer=row.layer_residual,
+            rms=row.rms_residual,
+            tol=TABLE_TOL,
+        )
+    return claims
+
+
+def _sweep_claims(s: ShiftView, c_max: float) -> dict[str, Claim]:
+    sweep = s.sweep
+    low = float(np.min(sweep["layer_cosine"]))
+    cos_far = float(sweep["rms_cosine"][-1])
+    # As c -> +inf, RMSNorm(x + c 1) -> 1 up to its length, and cos(1, x) = mean(x) / RMS(x).
+    limit = s.x_mean / s.x_rms
+    gap = abs(cos_far - limit)
+    return {
+        "sweep_layer": pick(
+            at_least(low, 1.0 - TABLE_TOL),
+            "invariance.sweep_layer_flat",
+            "invariance.sweep_layer_moves",
+            c=c_max,
+            low=low,
+        ),
+        "sweep_rms": Claim(
+            "invariance.sweep_rms",
+            {
+                "case": CASE_A,
+                "c": c_max,
+                "cos_far": cos_far,
+                "cos_neg": float(sweep["rms_cosine"][0]),
+                "energy_far": float(sweep["rms_energy_along_ones"][-1]),
+            },
+        ),
+        "sweep_limit": pick(
+            at_most(gap, LIMIT_REACHED),
+            "invariance.sweep_limit_reached",
+            "invariance.sweep_limit_not_yet",
+            limit=limit,
+            neg_limit=-limit,
+            c=c_max,
+            cos_far=cos_far,
+            gap=gap,
+        ),
+    }
+
+
+def _collapse_claims(s: ShiftView, c_max: float) -> dict[str, Claim]:
+    denom = abs(c_max + s.x_mean)
+    bound = s.x_std / denom
+    spread = float(s.spread[-1])
+    collapse = {"c": c_max, "spread": spread, "std": s.x_std, "denom": denom, "bound": bound}
+    collapse["off_pct"] = abs(bound - spread) / spread
+    dist_layer, dist_layer0 = float(s.dist_layer[-1]), s.at_zero["dist_layer"]
+    pair = {"a": CASE_A, "b": CASE_B, "c": c_max, "dist": float(s.dist_rms[-1])}
+    pair.update(dist0=s.at_zero["dist_rms"], dist_layer=dist_layer, dist_layer0=dist_layer0)
+    dominates = close(spread, bound, rtol=LARGE_C_RTOL)
+    kept = close(dist_layer, dist_layer0, rtol=UNCHANGED_RTOL)
+    return {
+        "collapse": pick(
+            dominates, "invariance.collapse_dominates", "invariance.collapse_not_yet", **collapse
+        ),
+        "pair": pick(kept, "invariance.pair_kept", "invariance.pair_changed", **pair),
+    }
+
+
+def invariance_lab(*, transform: str, size: float, seed: int, c_max: float) -> InvarianceLab:
+    """The invariance lab's state: ``transform`` at ``size`` on the setup drawn from ``seed``
+    (16 cases, 8 inputs, 8 units, eps = 0), the whole table, and the shift sweep up to ``c_max``
+    (eps = ``SWEEP_EPS``), with every claim the page makes about them."""
+    _lookup(transform)
+    c_max = _check_real(c_max, name="c_max", allowed="a finite number > 0", positive=True)
+    case, residual = _case_view(transform, size, seed)
+    rows = invariance_table(size=size, seed=seed)
+    shift = _shift_view(seed, c_max)
+    claims = {
+        **_case_claims(case),
+        **_row_claims(rows, size, seed),
+        **_sweep_claims(shift, c_max),
+        **_collapse_claims(shift, c_max),
+    }
+    return InvarianceLab(transform, size, seed, c_max, case, residual, rows, shift, claims)

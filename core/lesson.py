@@ -2,28 +2,42 @@
 
 Each step asks the reader to predict how RMSNorm and LayerNorm behave, then reveals the
 computation that settles it. ``lesson_step(step_id)`` runs that computation with the rest of
-``core`` and returns the numbers the page quotes, the arrays its figure draws, and ``correct``:
-the option whose statement the measured numbers make true. The answer key is a measurement, so
-a change in the norms that broke a claim would change the verdict the page shows.
+``core`` and returns the numbers the page quotes, the arrays its figure draws, ``correct`` (the
+option whose statement the measured numbers make true, None if none does) and the claims the page
+shows: the answer, the figure's caption and the explanation. The answer key is a measurement,
+so a change in the norms that broke a claim would change what the page says.
 
-Every step uses the same seeded vector ``lesson_vector()``: width 8, standard-normal draws plus
+Most steps use the same seeded vector ``lesson_vector()``: width 8, standard-normal draws plus
 a common offset, so that its mean is plainly not zero.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.claims import Claim, pick
+from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS, EPS_LADDER
 from core.geometry import plane_images
 from core.inputs import make_input
-from core.invariance import TRANSFORMS, invariance_table, shift_sweep
-from core.norms import DEFAULT_RMS_EPS, layer_norm, rms_norm
+from core.invariance import (
+    TABLE_TOL,
+    TRANSFORMS,
+    invariance_table,
+    output_change,
+    shift_sweep,
+    transformed_setup,
+)
+from core.jacobian import layer_norm_jacobian, rms_norm_jacobian
+from core.norms import layer_norm, rms_norm
+from core.residual import residual_view
 from core.stats import second_moment_identity, vector_stats
 
 __all__ = [
+    "EXPLAINED",
     "LESSON_EPS",
     "OPTIONS",
     "STEP_IDS",
@@ -36,28 +50,54 @@ STEP_IDS: tuple[str, ...] = (
     "centre",
     "identity",
     "rescale",
+    "scales",
     "shift",
     "sweep",
     "plane",
+    "recenter",
     "table",
     "eps",
     "precision",
+    "gradient",
+    "residual",
     "gain",
 )
 
 # Every step's options. "Which norm ignores the change?" steps share one set of four.
 _WHICH = ("A", "B", "C", "D")
 OPTIONS: dict[str, tuple[str, ...]] = {
-    "centre": ("A", "B", "C"),
+    "centre": _WHICH,
     "identity": _WHICH,
     "rescale": _WHICH,
+    "scales": _WHICH,
     "shift": _WHICH,
     "sweep": ("A", "B", "C"),
-    "plane": ("A", "B", "C"),
+    "plane": _WHICH,
+    "recenter": _WHICH,
     "table": _WHICH,
     "eps": ("A", "B"),
     "precision": ("A", "B", "C"),
+    "gradient": _WHICH,
+    "residual": _WHICH,
     "gain": ("A", "B", "C"),
+}
+# The option each step's explanation is written for. Where the numbers make another option true,
+# the page shows ``lesson.explain_other`` instead of an explanation that would then be false.
+EXPLAINED: dict[str, str] = {
+    "centre": "B",
+    "identity": "A",
+    "rescale": "A",
+    "scales": "B",
+    "shift": "C",
+    "sweep": "B",
+    "plane": "B",
+    "recenter": "D",
+    "table": "C",
+    "eps": "B",
+    "precision": "B",
+    "gradient": "C",
+    "residual": "B",
+    "gain": "B",
 }
 
 # Eight coordinates: each one stays readable in a figure and in the prose.
@@ -69,6 +109,8 @@ LESSON_OFFSET = 1.5
 # The usual RMSNorm eps (Llama, T5, Gemma configs). Used by both norms so that they differ only
 # in the centring.
 LESSON_EPS = DEFAULT_RMS_EPS
+# float64 rounding leaves about 1e-16 on unit-size numbers; a shown number below this reads "≈ 0".
+NOISE = 1e-12
 
 # A change below this (largest coordinate change of a unit-RMS output, or relative change of a
 # statistic) counts as "unchanged". It sits far above what eps = 1e-6 moves under a rescale
@@ -76,6 +118,9 @@ LESSON_EPS = DEFAULT_RMS_EPS
 SAME_TOL = 1e-4
 
 RESCALE_FACTOR = 10.0
+NEGATIVE_FACTOR = -10.0
+# The per-coordinate scale draws each factor log-uniformly between these.
+COORD_SCALE = (0.5, 2.0)
 SHIFT_C = 3.0
 # The sweep's largest |c|: about 30 times the spread of x, where RMSNorm's output has turned
 # almost entirely onto the ones direction.
@@ -83,14 +128,8 @@ SWEEP_LIMIT = 50.0
 SWEEP_POINTS = 201
 # "Almost entirely": the share of the output's energy along 1 that counts as pointing along it.
 ALONG_ONES = 0.99
-
-# The invariance table's linear layer: a batch of 16 cases with 8 inputs into 8 units is the
-# smallest that shows every row of the paper's table and still reads at a glance. Residuals
-# below TABLE_TOL are rounding (float64 leaves about 1e-15).
-TABLE_CASES = 16
-TABLE_INPUTS = 8
-TABLE_UNITS = 8
-TABLE_TOL = 1e-9
+# Angles (degrees) that agree to this are the same angle.
+ANGLE_TOL = 1e-6
 
 # Shrinks x to RMS about 1.5e-3, where mean(x^2) is about 2e-6: comparable to eps = 1e-6, so
 # where eps sits decides the output.
@@ -101,28 +140,49 @@ EPS_PLACEMENTS = ("inside", "outside", "clamp")
 # A relative difference of output RMS above this is one a reader would notice in a plot.
 VISIBLE_CHANGE = 0.01
 
-# A real hidden size (Llama-3 8B) and an offset that makes the sum of squares large, the setting
-# where the reduction's precision shows in the last bits.
+# A real hidden size (Llama-3 8B) of plain normal draws.
 PRECISION_WIDTH = 4096
-PRECISION_OFFSET = 30.0
 # Differences up to this many units in the last place of float32 are rounding, not a different
-# formula.
+# formula; a relative difference above VISIBLE_CHANGE would be visible.
 ULP_LIMIT = 4
+
+# The residual step: the residual page's defaults.
+RESIDUAL_SETTING = {"layers": 24, "d": 256, "drift": 0.5, "seed": 0, "eps": DEFAULT_LAYER_EPS}
+# Mean token cosines that differ by at least this differ; at least ALIKE_LEVEL is "alike".
+TOKENS_APART = 0.1
+ALIKE_LEVEL = 0.5
+
+# The stored weights w of the gain step: small values around 0 (gain 1 + w means about 1).
+GAIN_SPREAD = 0.1
+# "Nearly the same output": no coordinate moves by more than this share of the largest output.
+NEARLY = 0.05
 
 
 @dataclass(frozen=True)
 class StepResult:
     """What one lesson step shows.
 
-    ``correct`` is the option id whose statement the numbers make true; ``numbers`` are plain
-    floats the explanations quote; ``arrays`` are what the figure draws; ``rows`` are table rows.
+    ``correct`` is the option id whose statement the numbers make true (None: no option is);
+    ``numbers`` are plain floats the question, the options and the alt text quote; ``arrays`` are
+    what the figure draws; ``rows`` are table rows; ``claims`` are the sentences that state facts
+    about the numbers (slots ``answer``, ``caption``, ``explain`` and step-specific ones).
     """
 
     step_id: str
-    correct: str
+    correct: str | None
     numbers: dict[str, float]
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     rows: list[dict[str, object]] = field(default_factory=list)
+    claims: dict[str, Claim] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Measured:
+    correct: str | None
+    numbers: dict[str, float]
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    rows: list[dict[str, object]] = field(default_factory=list)
+    claims: dict[str, Claim] = field(default_factory=dict)
 
 
 def lesson_vector() -> np.ndarray:
@@ -145,34 +205,37 @@ def _max_change(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a - b)))
 
 
-def _centre() -> StepResult:
+def _matching(candidates: dict[str, float], measured: float, tol: float) -> str | None:
+    """The first option whose value is within ``tol`` of ``measured``."""
+    return next((k for k, v in candidates.items() if abs(v - measured) <= tol), None)
+
+
+def _centre() -> _Measured:
     x = lesson_vector()
-    y_rms = rms_norm(x, eps=LESSON_EPS)
-    y_layer = layer_norm(x, eps=LESSON_EPS)
+    y_rms, y_layer = rms_norm(x, eps=LESSON_EPS), layer_norm(x, eps=LESSON_EPS)
     sx = vector_stats(x)
     mean_rms = float(np.mean(y_rms))
-    if abs(mean_rms) < SAME_TOL:
-        correct = "A"
-    else:
-        correct = "B" if np.sign(mean_rms) == np.sign(sx.mean) else "C"
-    return StepResult(
-        "centre",
-        correct,
+    ratio = sx.mean / sx.rms
+    options = {"A": 0.0, "B": ratio, "C": sx.mean, "D": 1.0}
+    return _Measured(
+        _matching(options, mean_rms, SAME_TOL),
         {
             "d": LESSON_WIDTH,
             "mean_x": sx.mean,
             "rms_x": sx.rms,
             "std_x": math.sqrt(sx.variance),
+            "ratio": ratio,
             "mean_rms": mean_rms,
             "mean_layer": float(np.mean(y_layer)),
             "rms_rms": vector_stats(y_rms).rms,
             "rms_layer": vector_stats(y_layer).rms,
+            "eps": LESSON_EPS,
         },
         {"x": x, "y_rms": y_rms, "y_layer": y_layer},
     )
 
 
-def _identity() -> StepResult:
+def _identity() -> _Measured:
     x = lesson_vector()
     before = second_moment_identity(x)
     after = second_moment_identity(x + SHIFT_C)
@@ -186,24 +249,24 @@ def _identity() -> StepResult:
     numbers = {f"{n}_before": v for n, v in zip(names, before, strict=True)}
     numbers.update({f"{n}_after": v for n, v in zip(names, after, strict=True)})
     numbers["c"] = SHIFT_C
-    return StepResult(
-        "identity",
-        correct,
-        numbers,
-        {"before": np.array(before), "after": np.array(after)},
-    )
+    return _Measured(correct, numbers, {"before": np.array(before), "after": np.array(after)})
 
 
-def _transformed(step_id: str, x_after: np.ndarray, size: float) -> StepResult:
-    x = lesson_vector()
-    outputs = {}
+def _pair(x: np.ndarray, x_after: np.ndarray) -> dict[str, np.ndarray]:
+    """Both norms of x and of the changed x: ``rms_before``, ``rms_after``, ``layer_*``."""
+    out = {}
     for name, norm in (("rms", rms_norm), ("layer", layer_norm)):
-        outputs[f"{name}_before"] = norm(x, eps=LESSON_EPS)
-        outputs[f"{name}_after"] = norm(x_after, eps=LESSON_EPS)
+        out[f"{name}_before"] = norm(x, eps=LESSON_EPS)
+        out[f"{name}_after"] = norm(x_after, eps=LESSON_EPS)
+    return out
+
+
+def _transformed(x_after: np.ndarray, size: float) -> _Measured:
+    x = lesson_vector()
+    outputs = _pair(x, x_after)
     change_rms = _max_change(outputs["rms_after"], outputs["rms_before"])
     change_layer = _max_change(outputs["layer_after"], outputs["layer_before"])
-    return StepResult(
-        step_id,
+    return _Measured(
         _which(change_rms < SAME_TOL, change_layer < SAME_TOL),
         {
             "size": size,
@@ -211,12 +274,43 @@ def _transformed(step_id: str, x_after: np.ndarray, size: float) -> StepResult:
             "change_layer": change_layer,
             "mean_x": float(np.mean(x)),
             "mean_after": float(np.mean(x_after)),
+            "eps": LESSON_EPS,
         },
         {"x": x, "x_after": x_after, **outputs},
     )
 
 
-def _sweep() -> StepResult:
+def coordinate_scale() -> np.ndarray:
+    """The per-coordinate scale s of the scales step: log-uniform in ``COORD_SCALE``, (8,)."""
+    lo, hi = np.log(COORD_SCALE)
+    return np.exp(np.random.default_rng([LESSON_SEED, 2]).uniform(lo, hi, LESSON_WIDTH))
+
+
+def _scales() -> _Measured:
+    x, s = lesson_vector(), coordinate_scale()
+    neg, coord = _pair(x, NEGATIVE_FACTOR * x), _pair(x, s * x)
+    numbers = {"factor": NEGATIVE_FACTOR, "s_min": float(s.min()), "s_max": float(s.max())}
+    for name in ("rms", "layer"):
+        before = neg[f"{name}_before"]
+        numbers[f"neg_change_{name}"] = _max_change(neg[f"{name}_after"], before)
+        numbers[f"flip_{name}"] = float(np.max(np.abs(neg[f"{name}_after"] + before)))
+        numbers[f"coord_change_{name}"] = _max_change(coord[f"{name}_after"], before)
+    flips = max(numbers["flip_rms"], numbers["flip_layer"]) < SAME_TOL
+    cancels = max(numbers["neg_change_rms"], numbers["neg_change_layer"]) < SAME_TOL
+    coord_cancel = [numbers[f"coord_change_{n}"] < SAME_TOL for n in ("rms", "layer")]
+    # Options: (what -10 does to both outputs, whether both or neither cancel s).
+    table = {
+        ("cancel", (True, True)): "A",
+        ("flip", (False, False)): "B",
+        ("cancel", (False, False)): "C",
+        ("flip", (True, True)): "D",
+    }
+    effect = "flip" if flips else ("cancel" if cancels else "other")
+    arrays = {f"neg_{k}": v for k, v in neg.items()} | {f"coord_{k}": v for k, v in coord.items()}
+    return _Measured(table.get((effect, tuple(coord_cancel))), numbers, {"s": s, **arrays})
+
+
+def _sweep() -> _Measured:
     x = lesson_vector()
     offsets = np.linspace(-SWEEP_LIMIT, SWEEP_LIMIT, SWEEP_POINTS)
     sweep = shift_sweep(x, offsets, eps=LESSON_EPS)
@@ -228,39 +322,42 @@ def _sweep() -> StepResult:
     elif cos_far > ALONG_ONES:
         correct = "A"
     else:
-        correct = "C"
-    return StepResult(
-        "sweep",
+        correct = "C" if vector_stats(far).rms < 1 - ALONG_ONES else None
+    return _Measured(
         correct,
         {
             "c_max": SWEEP_LIMIT,
             "energy_far": energy_far,
             "cos_far": cos_far,
             "layer_cos_min": float(np.min(sweep["layer_cosine"])),
-            "spread_far": float(np.max(far) - np.min(far)),
+            "spread_far": float(np.std(far)),
+            "spread_x": float(np.std(rms_norm(x, eps=LESSON_EPS))),
             "energy_x": float(sweep["rms_energy_along_ones"][SWEEP_POINTS // 2]),
         },
         {k: np.asarray(v) for k, v in sweep.items()},
     )
 
 
-def _plane() -> StepResult:
-    x = lesson_vector()
-    p = plane_images(x, eps_rms=LESSON_EPS, eps_layer=LESSON_EPS)
-    angle_x = math.atan2(p.point[1], p.point[0])
-    angle_rms = math.atan2(p.rms[1], p.rms[0])
-    layer_on_axis = abs(p.layer[0]) < SAME_TOL * p.radius
-    rms_on_ray = abs(angle_rms - angle_x) < SAME_TOL
-    # Options: A the same point, B LayerNorm on the axis and RMSNorm on x's ray, C elsewhere.
-    if np.allclose(p.rms, p.layer, rtol=0, atol=SAME_TOL * p.radius):
-        correct = "A"
-    elif layer_on_axis and rms_on_ray:
-        correct = "B"
-    else:
-        correct = "C"
-    return StepResult(
-        "plane",
-        correct,
+def _angle_from_ones(point: tuple[float, float]) -> float:
+    """Degrees between a point (a, b) of the plane and the ones direction (the a axis)."""
+    return math.degrees(math.atan2(point[1], point[0]))
+
+
+def _plane() -> _Measured:
+    p = plane_images(lesson_vector(), eps_rms=LESSON_EPS, eps_layer=LESSON_EPS)
+    angle_x, angle_rms, angle_layer = (_angle_from_ones(q) for q in (p.point, p.rms, p.layer))
+    # Options: A both at 90°, B RMSNorm on x's angle and LayerNorm at 90°, C the other way
+    # round, D both on x's angle.
+    on_x = [abs(a - angle_x) < ANGLE_TOL for a in (angle_rms, angle_layer)]
+    square = [abs(a - 90.0) < ANGLE_TOL for a in (angle_rms, angle_layer)]
+    table = {
+        (False, False, True, True): "A",
+        (True, False, False, True): "B",
+        (False, True, True, False): "C",
+        (True, True, False, False): "D",
+    }
+    return _Measured(
+        table.get((*on_x, *square)),
         {
             "x_a": p.point[0],
             "x_b": p.point[1],
@@ -269,28 +366,68 @@ def _plane() -> StepResult:
             "layer_a": p.layer[0],
             "layer_b": p.layer[1],
             "radius": p.radius,
-            "angle_x": math.degrees(angle_x),
-            "angle_rms": math.degrees(angle_rms),
+            "angle_x": angle_x,
+            "angle_rms": angle_rms,
+            "angle_layer": angle_layer,
+            "len_rms": math.hypot(*p.rms),
+            "len_layer": math.hypot(*p.layer),
         },
         {"point": np.array(p.point), "rms": np.array(p.rms), "layer": np.array(p.layer)},
     )
 
 
-def _table() -> StepResult:
-    rows = invariance_table(
-        seed=LESSON_SEED, n=TABLE_CASES, m=TABLE_INPUTS, d=TABLE_UNITS, tol=TABLE_TOL
+def _recenter() -> _Measured:
+    before, after = transformed_setup("dataset_recenter", size=1.0, seed=LESSON_SEED)
+    change = output_change(before, after, eps=0.0)  # per case, (n,) each
+    shift = after.preactivations()[0] - before.preactivations()[0]  # W gamma, the same per case
+    case = int(np.argmax(change["rms"] + change["layer"]))
+    a_before, a_after = before.preactivations()[case], after.preactivations()[case]
+    cos_ones = float(np.sum(shift) / (np.linalg.norm(shift) * math.sqrt(shift.size)))
+    return _Measured(
+        _which(np.max(change["rms"]) < TABLE_TOL, np.max(change["layer"]) < TABLE_TOL),
+        {
+            "case": case,
+            "res_rms": float(np.max(change["rms"])),
+            "res_layer": float(np.max(change["layer"])),
+            "shift_mean": float(np.mean(shift)),
+            "shift_spread": float(np.std(shift)),
+            "shift_angle": math.degrees(math.acos(min(1.0, abs(cos_ones)))),
+        },
+        {"shift": shift, **_pair_exact(a_before, a_after)},
     )
+
+
+def _pair_exact(a: np.ndarray, a_after: np.ndarray) -> dict[str, np.ndarray]:
+    """Both norms (eps = 0, as in the paper's table) of a pre-activation before and after."""
+    out = {}
+    for name, norm in (("rms", rms_norm), ("layer", layer_norm)):
+        out[f"{name}_before"], out[f"{name}_after"] = norm(a, eps=0.0), norm(a_after, eps=0.0)
+    return out
+
+
+def _table() -> _Measured:
+    rows = invariance_table(seed=LESSON_SEED)
     asked = next(r for r in rows if r.id == "weight_matrix_recenter")
-    return StepResult(
-        "table",
+    in_paper = [r for r in rows if r.matches_paper is not None]
+    # The explanation reads a pattern off every row; it holds only where every row is as the
+    # algebra says.
+    pattern = all(
+        (r.layer_invariant, r.rms_invariant)
+        == (TRANSFORMS[r.id].layer_invariant, TRANSFORMS[r.id].rms_invariant)
+        for r in rows
+    )
+    other = {} if pattern else {"explain": Claim("lesson.explain_other", {})}
+    return _Measured(
         _which(asked.rms_invariant, asked.layer_invariant),
         {
             "asked_rms": asked.rms_residual,
             "asked_layer": asked.layer_residual,
-            "cases": TABLE_CASES,
-            "inputs": TABLE_INPUTS,
-            "units": TABLE_UNITS,
+            "cases": 16,
+            "inputs": 8,
+            "units": 8,
             "tol": TABLE_TOL,
+            "agree": sum(bool(r.matches_paper) for r in in_paper),
+            "total": len(in_paper),
         },
         {
             "rms": np.array([r.rms_residual for r in rows]),
@@ -299,8 +436,6 @@ def _table() -> StepResult:
         [
             {
                 "id": r.id,
-                "rms_residual": r.rms_residual,
-                "layer_residual": r.layer_residual,
                 "rms_invariant": r.rms_invariant,
                 "layer_invariant": r.layer_invariant,
                 "paper_rms": r.paper_rms,
@@ -309,10 +444,11 @@ def _table() -> StepResult:
             }
             for r in rows
         ],
+        other,
     )
 
 
-def _eps() -> StepResult:
+def _eps() -> _Measured:
     base = lesson_vector()
     x = TINY_SCALE * base
     out_rms = {
@@ -324,8 +460,7 @@ def _eps() -> StepResult:
         for p in EPS_PLACEMENTS
     }  # (k, d) -> (k,)
     gap = abs(out_rms["inside"] - out_rms["outside"]) / out_rms["outside"]
-    return StepResult(
-        "eps",
+    return _Measured(
         "B" if gap > VISIBLE_CHANGE else "A",
         {
             "eps": LESSON_EPS,
@@ -334,82 +469,207 @@ def _eps() -> StepResult:
             "out_inside": out_rms["inside"],
             "out_outside": out_rms["outside"],
             "out_clamp": out_rms["clamp"],
-            "gap_percent": 100.0 * gap,
-            "visible_percent": 100.0 * VISIBLE_CHANGE,
+            "gap_pct": gap,
+            "visible_pct": VISIBLE_CHANGE,
         },
         {"input_rms": EPS_CURVE_SCALES * vector_stats(base).rms, **curves},
     )
 
 
-def _precision() -> StepResult:
-    x = make_input(PRECISION_WIDTH, seed=LESSON_SEED, offset=PRECISION_OFFSET).astype(np.float32)
-    low = rms_norm(x, eps=LESSON_EPS, reduction_dtype="float32")
-    high = rms_norm(x, eps=LESSON_EPS, reduction_dtype="float64")
-    # Distance in float32 units in the last place of the float64-reduced (more exact) result.
-    ulps = np.rint(np.abs(low.astype(np.float64) - high) / np.spacing(high)).astype(np.int64)
-    n_diff = int(np.count_nonzero(ulps))
-    worst = int(np.max(ulps))
+def _ulps(y: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """Distance of float32 ``y`` from float32 ``exact`` in units in the last place of exact."""
+    gap = np.abs(y.astype(np.float64) - exact.astype(np.float64))
+    return np.rint(gap / np.spacing(np.abs(exact)).astype(np.float64)).astype(np.int64)
+
+
+def precision_outputs(x: np.ndarray, eps: float) -> dict[str, np.ndarray]:
+    """RMSNorm of a float32 ``x`` three ways (numpy):
+
+    - ``divide``: every step in float32, mean of squares, root, then x divided by the root;
+    - ``multiply``: the same, but x times the float32 reciprocal of the root (as rsqrt code does);
+    - ``exact``: every step in float64, rounded to float32 once at the end.
+    """
+    eps32 = np.float32(eps)
+    mean_square = np.mean(x * x)  # float32 throughout: (d,) -> ()
+    root = np.sqrt(mean_square + eps32)
+    x64 = x.astype(np.float64)
+    return {
+        "divide": x / root,
+        "multiply": x * (np.float32(1.0) / root),
+        "exact": (x64 / np.sqrt(np.mean(x64 * x64) + eps)).astype(np.float32),
+        "mean_square": np.array([mean_square, np.float32(np.mean(x64 * x64))]),
+    }
+
+
+def _precision() -> _Measured:
+    x = make_input(PRECISION_WIDTH, seed=LESSON_SEED).astype(np.float32)
+    y = precision_outputs(x, LESSON_EPS)
+    ulps = {k: _ulps(y[k], y["exact"]) for k in ("divide", "multiply")}
+    rel = np.abs(y["divide"].astype(np.float64) - y["exact"]) / np.abs(y["exact"])
+    n_diff, worst = int(np.count_nonzero(ulps["divide"])), int(ulps["divide"].max())
+    max_rel = float(np.max(rel))
     if n_diff == 0:
         correct = "A"
+    elif worst <= ULP_LIMIT:
+        correct = "B"
     else:
-        correct = "B" if worst <= ULP_LIMIT else "C"
-    counts = np.bincount(ulps)
-    return StepResult(
-        "precision",
+        correct = "C" if max_rel > VISIBLE_CHANGE else None
+    same_reduction = bool(y["mean_square"][0] == y["mean_square"][1])
+    counts = np.bincount(ulps["divide"])
+    numbers = {
+        "d": PRECISION_WIDTH,
+        "n_diff": n_diff,
+        "n_same": PRECISION_WIDTH - n_diff,
+        "n_diff_mul": int(np.count_nonzero(ulps["multiply"])),
+        "worst_ulps": worst,
+        "max_rel": max_rel,
+        "mean_x": float(np.mean(x)),
+        "visible_pct": VISIBLE_CHANGE,
+    }
+    reduction = pick(
+        same_reduction,
+        "lesson.precision_reduction_exact",
+        "lesson.precision_reduction_rounds",
+        mean_square=float(y["mean_square"][0]),
+    )
+    return _Measured(
         correct,
-        {
-            "d": PRECISION_WIDTH,
-            "n_diff": n_diff,
-            "n_same": PRECISION_WIDTH - n_diff,
-            "worst_ulps": worst,
-            "max_rel": float(np.max(np.abs(low.astype(np.float64) - high) / np.abs(high))),
-            "mean_x": float(np.mean(x)),
-        },
+        numbers,
         {"ulps": np.arange(counts.size), "counts": counts},
+        claims={"detail": reduction},
     )
 
 
-def _gain() -> StepResult:
-    x = lesson_vector()
-    # A freshly initialised zero-centred checkpoint stores w = 0, meaning gain 1 + w = 1.
-    stored = np.zeros(LESSON_WIDTH)
-    meant = rms_norm(x, stored, eps=LESSON_EPS, gain_mode="offset")
-    loaded = rms_norm(x, stored, eps=LESSON_EPS, gain_mode="direct")
-    # Options: A the intended output, B zeros, C some other output.
-    if np.allclose(loaded, meant, rtol=0, atol=SAME_TOL):
-        correct = "A"
-    elif np.allclose(loaded, 0.0, rtol=0, atol=SAME_TOL):
+def upstream_gradient() -> np.ndarray:
+    """The gradient step's g = dL/dy: standard normal, (8,), its own seeded stream."""
+    return np.random.default_rng([LESSON_SEED, 1]).standard_normal(LESSON_WIDTH)
+
+
+def _gradient() -> _Measured:
+    x, g = lesson_vector(), upstream_gradient()
+    eps_values = np.array(EPS_LADDER)  # 0 first, then a log ladder up to 10
+    cos = {"rms": [], "layer": []}
+    for eps in eps_values:
+        for name, jacobian in (("rms", rms_norm_jacobian), ("layer", layer_norm_jacobian)):
+            grad = jacobian(x, eps=float(eps)).T @ g  # the input gradient dL/dx: (d,)
+            cos[name].append(float(np.sum(grad) / (np.linalg.norm(grad) * math.sqrt(grad.size))))
+    arrays = {k: np.abs(np.array(v)) for k, v in cos.items()}
+    worst_layer = float(np.max(arrays["layer"]))
+    least_rms = float(np.min(arrays["rms"]))
+    return _Measured(
+        _which(least_rms < NOISE, worst_layer < NOISE),
+        {
+            "worst_layer": worst_layer,
+            "least_rms": least_rms,
+            "cos_rms": cos["rms"][EPS_LADDER.index(LESSON_EPS)],
+            "eps": LESSON_EPS,
+            "eps_max": float(eps_values[-1]),
+        },
+        {"eps": eps_values, **arrays},
+    )
+
+
+def _residual() -> _Measured:
+    view = residual_view(**RESIDUAL_SETTING)
+    rms, layer = view.last["rms"]["token_cosine"], view.last["layer"]["token_cosine"]
+    if rms - layer >= TOKENS_APART:
         correct = "B"
-    else:
+    elif layer - rms >= TOKENS_APART:
         correct = "C"
-    return StepResult(
-        "gain",
+    else:
+        correct = "A" if min(rms, layer) >= ALIKE_LEVEL else "D"
+    return _Measured(
         correct,
         {
+            **{k: float(v) for k, v in RESIDUAL_SETTING.items()},
+            "n": view.n,
+            "tok_rms": rms,
+            "tok_layer": layer,
+            "cos_rms": view.last["rms"]["input_cos_ones"],
+            "cos_layer": view.last["layer"]["input_cos_ones"],
+            "offset_rms": view.last["rms"]["stream_mean"],
+            "total": RESIDUAL_SETTING["layers"] * RESIDUAL_SETTING["drift"],
+            "apart": TOKENS_APART,
+        },
+        {"layers": view.layers, **{f"{n}_readings": view.readings[n] for n in ("rms", "layer")}},
+    )
+
+
+def stored_weight() -> np.ndarray:
+    """The gain step's stored w: small normal values around 0, (8,), its own seeded stream."""
+    return GAIN_SPREAD * np.random.default_rng([LESSON_SEED, 3]).standard_normal(LESSON_WIDTH)
+
+
+def _gain() -> _Measured:
+    x, w = lesson_vector(), stored_weight()
+    meant = rms_norm(x, w, eps=LESSON_EPS, gain_mode="offset")  # gain 1 + w
+    loaded = rms_norm(x, w, eps=LESSON_EPS, gain_mode="direct")  # gain w
+    flips = int(np.count_nonzero(np.sign(loaded) != np.sign(meant)))
+    ratio = vector_stats(loaded).rms / vector_stats(meant).rms
+    cos = float(np.dot(loaded, meant) / (np.linalg.norm(loaded) * np.linalg.norm(meant)))
+    # Options: A nearly the same, B much smaller with signs flipped, C the same direction only
+    # shorter.
+    if _max_change(loaded, meant) <= NEARLY * float(np.max(np.abs(meant))):
+        correct = "A"
+    elif cos >= 1 - SAME_TOL:
+        correct = "C"
+    else:
+        correct = "B" if ratio < 0.5 and flips > 0 else None
+    return _Measured(
+        correct,
+        {
+            "w_min": float(w.min()),
+            "w_max": float(w.max()),
             "rms_meant": vector_stats(meant).rms,
             "rms_loaded": vector_stats(loaded).rms,
-            "change": _max_change(loaded, meant),
+            "ratio": ratio,
+            "flips": flips,
+            "d": LESSON_WIDTH,
+            "negative": int(np.count_nonzero(w < 0)),
         },
         {"x": x, "meant": meant, "loaded": loaded},
     )
+
+
+_BUILDERS: dict[str, Callable[[], _Measured]] = {
+    "centre": _centre,
+    "identity": _identity,
+    "rescale": lambda: _transformed(RESCALE_FACTOR * lesson_vector(), RESCALE_FACTOR),
+    "scales": _scales,
+    "shift": lambda: _transformed(lesson_vector() + SHIFT_C, SHIFT_C),
+    "sweep": _sweep,
+    "plane": _plane,
+    "recenter": _recenter,
+    "table": _table,
+    "eps": _eps,
+    "precision": _precision,
+    "gradient": _gradient,
+    "residual": _residual,
+    "gain": _gain,
+}
+
+
+def _claims(step_id: str, m: _Measured) -> dict[str, Claim]:
+    """The answer, the caption and the explanation, then the step's own claims."""
+    answer = (
+        Claim("lesson.answer", {"letter": m.correct})
+        if m.correct is not None
+        else Claim("lesson.answer_none", {})
+    )
+    explain = pick(
+        m.correct == EXPLAINED[step_id],
+        f"lesson.{step_id}_explain",
+        "lesson.explain_other",
+        noise=NOISE,
+        **m.numbers,
+    )
+    caption = Claim(f"lesson.{step_id}_caption", m.numbers, NOISE)
+    return {"answer": answer, "caption": caption, "explain": explain, **m.claims}
 
 
 def lesson_step(step_id: str) -> StepResult:
     """Run the computation behind step ``step_id`` (one of ``STEP_IDS``)."""
     if step_id not in STEP_IDS:
         raise ValueError(f"step_id must be one of {', '.join(STEP_IDS)}; got {step_id!r}")
-    if step_id == "rescale":
-        return _transformed("rescale", RESCALE_FACTOR * lesson_vector(), RESCALE_FACTOR)
-    if step_id == "shift":
-        return _transformed("shift", lesson_vector() + SHIFT_C, SHIFT_C)
-    builders = {
-        "centre": _centre,
-        "identity": _identity,
-        "sweep": _sweep,
-        "plane": _plane,
-        "table": _table,
-        "eps": _eps,
-        "precision": _precision,
-        "gain": _gain,
-    }
-    return builders[step_id]()
+    m = _BUILDERS[step_id]()
+    return StepResult(step_id, m.correct, m.numbers, m.arrays, m.rows, _claims(step_id, m))

@@ -28,26 +28,32 @@ from numbers import Real
 
 import numpy as np
 
+from core.claims import Claim, at_least, at_most, both, close, pick
+from core.defaults import DEFAULT_LAYER_EPS
 from core.geometry import ones_direction
 from core.norms import layer_norm, rms_norm
 from core.stats import cosine
 
 __all__ = [
+    "DRIFT_LIMIT",
     "MAX_LAYERS",
-    "MAX_WIDTH",
     "NORMS",
     "QUANTITIES",
     "RESIDUAL_FORMULA",
+    "STREAM_MAX_WIDTH",
     "TOKENS",
     "ResidualTrace",
+    "ResidualView",
     "block_weight",
     "initial_stream",
+    "residual_view",
     "simulate_residual",
 ]
 
+# Two lines, so that it fits a phone's width.
 RESIDUAL_FORMULA = (
-    r"h_{l+1} = h_l + c\,\mathbf{1} + W_l\,\mathrm{norm}(h_l), \qquad "
-    r"(W_l)_{ij} \sim \mathcal{N}(0, 1/d)"
+    r"\begin{gathered} h_{l+1} = h_l + c\,\mathbf{1} + W_l\,\mathrm{norm}(h_l), \\ "
+    r"(W_l)_{ij} \sim \mathcal{N}(0, 1/d) \end{gathered}"
 )
 
 NORMS = ("layer", "rms")
@@ -57,7 +63,10 @@ TOKENS = 8
 # L + 1 weight matrices of d x d float64 are drawn one at a time; at these bounds a run draws
 # 49 * 1024^2 normals (about 0.5 s on one core) and never holds more than one 8 MB matrix.
 MAX_LAYERS = 48
-MAX_WIDTH = 1024
+STREAM_MAX_WIDTH = 1024
+# A drift of 2 per block already makes the offset dominate within a few layers; more adds
+# nothing but a longer wait for the same picture.
+DRIFT_LIMIT = 2.0
 
 QUANTITIES = (
     "stream_mean",
@@ -184,7 +193,7 @@ def simulate_residual(
     d: int = 256,
     drift: float = 0.5,
     seed: int = 0,
-    eps: float = 1e-5,
+    eps: float = DEFAULT_LAYER_EPS,
     n: int = TOKENS,
 ) -> ResidualTrace:
     """Run L pre-norm blocks (module docstring) twice, with LayerNorm and with RMSNorm; read them.
@@ -202,7 +211,7 @@ def simulate_residual(
         A ``ResidualTrace`` with L + 1 readings per quantity and norm.
     """
     layers = _check_int(layers, name="layers", lo=1, hi=MAX_LAYERS)
-    d = _check_int(d, name="d", lo=2, hi=MAX_WIDTH)
+    d = _check_int(d, name="d", lo=2, hi=STREAM_MAX_WIDTH)
     n = _check_int(n, name="n", lo=2, hi=64)
     seed = _check_int(seed, name="seed", lo=0, hi=2**63 - 1)
     drift = _check_real(drift, name="drift", nonnegative=False)
@@ -232,4 +241,146 @@ def simulate_residual(
         eps=eps,
         d=d,
         n=n,
+    )
+
+
+# --- What the residual page shows: the last projection's readings and the claims about them ----
+
+# A reading of LayerNorm's output along 1 below this is rounding (float64 leaves about 1e-16).
+ROUNDING = 1e-9
+# A cosine with 1 below this counts as orthogonal: rounding a large offset out of a narrow stream
+# (d = 2, an offset of 100 against a spread of 1e-4) leaves about 1e-10, a real component far more.
+ORTHOGONAL = 1e-6
+# The norm's output has length sqrt(d) "up to eps" when it is within this relative distance.
+LENGTH_RTOL = 1e-3
+# A share along W 1 counts as far above chance from ten times the 1/d a random direction holds.
+ABOVE_CHANCE = 10.0
+# Mean token cosines that differ by less than this count as "about as alike".
+ALIKE = 0.1
+
+
+@dataclass(frozen=True)
+class ResidualView:
+    r"""The residual page's state for one link: both trunks' readings and the claims.
+
+    ``readings`` is ``ResidualTrace.readings``; ``last[norm][quantity]`` is the reading at the
+    last projection (index L); ``stream_gap`` is
+    :math:`\lVert h_L^{rms} - h_L^{layer} \rVert / \lVert h_L^{layer} \rVert` over all tokens
+    and ``offset_gap`` the same relative difference of the two mean offsets.
+    """
+
+    layers: np.ndarray
+    readings: dict[str, dict[str, np.ndarray]]
+    last: dict[str, dict[str, float]]
+    stream_gap: float
+    offset_gap: float
+    d: int
+    n: int
+    claims: dict[str, Claim]
+
+
+def _stream_claims(last: dict, d: int, layers: int, drift: float, eps: float) -> dict:
+    """The offset each stream carries and the length of what each norm hands on."""
+    rms, lay = last["rms"], last["layer"]
+    sqrt_d = math.sqrt(d)
+    lengths = both(
+        close(rms["input_norm"], sqrt_d, rtol=LENGTH_RTOL),
+        close(lay["input_norm"], sqrt_d, rtol=LENGTH_RTOL),
+    )
+    return {
+        "offset": Claim(
+            "residual.offset_reading",
+            {
+                "layers": layers,
+                "offset_rms": rms["stream_mean"],
+                "offset_layer": lay["stream_mean"],
+                "total": layers * drift,
+            },
+        ),
+        "length": pick(
+            lengths,
+            "residual.length_sqrt_d",
+            "residual.length_below",
+            len_rms=rms["input_norm"],
+            len_layer=lay["input_norm"],
+            sqrt_d=sqrt_d,
+            eps=eps,
+        ),
+    }
+
+
+def _norm_claims(readings: dict, last: dict, d: int) -> dict:
+    rms, lay = last["rms"], last["layer"]
+    # At every layer: LayerNorm's output along 1, and how far RMSNorm turned the stream.
+    worst_layer = float(np.max(np.abs(readings["layer"]["input_cos_ones"])))
+    turned = readings["rms"]["input_cos_ones"] - readings["rms"]["stream_cos_ones"]
+    kept = float(np.max(np.abs(turned)))
+    tokens = rms["token_cosine"] - lay["token_cosine"]
+    if tokens >= ALIKE:
+        tokens_key = "residual.tokens_rms_alike"
+    elif tokens <= -ALIKE:
+        tokens_key = "residual.tokens_layer_alike"
+    else:
+        tokens_key = "residual.tokens_both"
+    return {
+        "layer": pick(
+            at_most(worst_layer, ORTHOGONAL),
+            "residual.explain_layer",
+            "residual.explain_layer_leaks",
+            noise=ROUNDING,
+            cos_layer=lay["input_cos_ones"],
+            worst=worst_layer,
+        ),
+        "rms": pick(
+            at_most(kept, ROUNDING),
+            "residual.explain_rms",
+            "residual.explain_rms_turned",
+            cos_rms=rms["input_cos_ones"],
+            share_rms=rms["input_share_ones"],
+        ),
+        "share": pick(
+            at_least(rms["output_share_offset"], ABOVE_CHANCE / d),
+            "residual.share_above_chance",
+            "residual.share_near_chance",
+            out_rms=rms["output_share_offset"],
+            out_layer=lay["output_share_offset"],
+            random=1.0 / d,
+        ),
+        "tokens": Claim(
+            tokens_key,
+            {"tok_rms": rms["token_cosine"], "tok_layer": lay["token_cosine"], "alike": ALIKE},
+        ),
+    }
+
+
+def residual_view(
+    *, layers: int, d: int, drift: float, seed: int, eps: float = DEFAULT_LAYER_EPS
+) -> ResidualView:
+    """The synthetic trunk of ``simulate_residual`` for one link state, read at the last
+    projection, with every claim the page makes about it."""
+    trace = simulate_residual(layers=layers, d=d, drift=drift, seed=seed, eps=eps)
+    last = {
+        name: {q: float(values[-1]) for q, values in trace.readings[name].items()} for name in NORMS
+    }
+    h_rms, h_layer = trace.streams["rms"][-1], trace.streams["layer"][-1]  # (n, d) each
+    stream_gap = float(np.linalg.norm(h_rms - h_layer) / np.linalg.norm(h_layer))
+    m_rms, m_layer = last["rms"]["stream_mean"], last["layer"]["stream_mean"]
+    offset_gap = abs(m_rms - m_layer) / max(abs(m_rms), abs(m_layer), np.finfo(float).tiny)
+    claims = {
+        **_stream_claims(last, d, layers, drift, eps),
+        **_norm_claims(trace.readings, last, d),
+        "swap": pick(
+            at_most(offset_gap, stream_gap),
+            "residual.explain_swap",
+            "residual.explain_swap_offsets_too",
+            layers=layers,
+            gap_pct=stream_gap,
+            offset_gap_pct=offset_gap,
+            offset_rms=m_rms,
+            offset_layer=m_layer,
+        ),
+        "table": Claim("residual.table_caption", {"n": trace.n, "layers": layers, "random": 1 / d}),
+    }
+    return ResidualView(
+        trace.layers, trace.readings, last, stream_gap, offset_gap, d, trace.n, claims
     )

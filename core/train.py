@@ -21,6 +21,9 @@ Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock)
 
 so a training step of b sequences of t bytes costs b t P whatever the machine's speed.
 
+``train_together`` advances several runs step by step in turn, so that a change in the machine's
+load falls on each alike.
+
 ``python -m core.train --reference`` trains every variant with three seeds and writes the
 curves, checkpoints and a summary to ``assets/train/``.
 """
@@ -31,7 +34,7 @@ import copy
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from typing import Any
@@ -57,6 +60,7 @@ __all__ = [
     "time_forward",
     "train",
     "train_step",
+    "train_together",
     "val_windows",
 ]
 
@@ -319,19 +323,89 @@ def train(
     ``callback(result)`` is called after every step and validation with the growing result.
     The returned result holds the trained model in ``result.model``.
     """
+    run = _Run(config, corpus or load_corpus())
+    while run.advance():
+        if callback is not None and callback(run.result) is False:
+            run.stop("callback")
+    return run.finish()
+
+
+def train_together(
+    configs: Sequence[TrainConfig],
+    *,
+    callback: Callable[[list[TrainResult]], bool | None] | None = None,
+    corpus: Corpus | None = None,
+) -> list[TrainResult]:
+    """Train several runs step by step in turn: run 1's step s, run 2's step s, ..., then s + 1.
+
+    Each run is the same as ``train(config)`` alone (its own seeded weights and batches, its own
+    caps), but a change in the machine's load falls on every run alike, which makes their step
+    times comparable. The wall-clock caps count from the common start, and the first run the
+    clock stops stops the others (they end at most one step apart). ``callback(results)`` is
+    called after each round; False stops every run.
+    """
     corpus = corpus or load_corpus()
-    model, optimizer, batches = start(config, corpus)
-    result = TrainResult(config=config, parameters=model.num_params(), model=model)
-    budget = _Budget(config, result)
-    result.stopped_by = _loop(model, optimizer, batches, corpus, budget, callback)
-    if result.stopped_by == "steps":
-        _measure_norm_share(model, batches, budget)
-    result.wall_seconds = budget.elapsed()
-    return result
+    runs = [_Run(config, corpus) for config in configs]
+    active = list(runs)
+    while active:
+        active = _round(active)
+        if callback is not None and callback([run.result for run in runs]) is False:
+            for run in active:
+                run.stop("callback")
+            active = []
+    return [run.finish() for run in runs]
 
 
-def _loop(model, optimizer, batches, corpus, budget, callback) -> str:
-    """The steps and validations of ``train``; returns why it stopped."""
+def _round(active: list[_Run]) -> list[_Run]:
+    """One piece of each run; the runs still going. The wall clock is shared: once it stops
+    one run, it stops the others at once, so they end at most one step apart."""
+    going = []
+    for run in active:
+        if run.advance():
+            going.append(run)
+        elif run.result.stopped_by == "wall_clock":
+            for other in active:
+                other.stop("wall_clock")
+            return []
+    return going
+
+
+class _Run:
+    """One run in progress: ``advance`` does its next piece of work (a validation or a step)."""
+
+    def __init__(self, config: TrainConfig, corpus: Corpus) -> None:
+        model, optimizer, batches = start(config, corpus)
+        self.model, self.batches = model, batches
+        self.result = TrainResult(config=config, parameters=model.num_params(), model=model)
+        self.budget = _Budget(config, self.result)
+        self.pieces = _pieces(model, optimizer, batches, corpus, self.budget)
+
+    def advance(self) -> bool:
+        """Do the next piece; False once the run has stopped (``result.stopped_by`` says why)."""
+        if self.result.stopped_by is not None:
+            return False
+        try:
+            next(self.pieces)
+        except StopIteration as stop:
+            self.result.stopped_by = stop.value
+            return False
+        return True
+
+    def stop(self, reason: str) -> None:
+        if self.result.stopped_by is None:
+            self.result.stopped_by = reason
+        self.pieces.close()
+
+    def finish(self) -> TrainResult:
+        """After the last piece: the norm's share of a forward pass (a completed run only)."""
+        if self.result.stopped_by == "steps":
+            _measure_norm_share(self.model, self.batches, self.budget)
+        self.result.wall_seconds = self.budget.elapsed()
+        return self.result
+
+
+def _pieces(model, optimizer, batches, corpus, budget) -> Iterator[None]:
+    """The validations and steps of a run, one per ``next``; returns why it stopped."""
     config, result = budget.config, budget.result
     tokens = config.batch_size * config.model.block_size
     windows = val_windows(corpus.val, config.model.block_size, config.eval_windows)
@@ -343,8 +417,7 @@ def _loop(model, optimizer, batches, corpus, budget, callback) -> str:
                 return reason
             result.val_steps.append(step)
             result.val_loss.append(loss)
-            if callback is not None and callback(result) is False:
-                return "callback"
+            yield
         if step == config.steps:
             return "steps"
         lr = learning_rate(step, config)
@@ -356,8 +429,7 @@ def _loop(model, optimizer, batches, corpus, budget, callback) -> str:
         result.step_seconds.append(budget.last["step"])
         previous = result.elapsed_seconds[-1] if result.elapsed_seconds else 0.0
         result.elapsed_seconds.append(previous + budget.last["step"])
-        if callback is not None and callback(result) is False:
-            return "callback"
+        yield
     return "steps"
 
 

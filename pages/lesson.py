@@ -1,27 +1,38 @@
-"""Guided lesson: the article's argument in ten steps, each a prediction the numbers then settle."""
+"""Guided lesson: the article's argument in fourteen steps, each a prediction the numbers settle."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core import IDENTITY_FORMULA, LAYER_FORMULA, PRESETS, RMS_FORMULA
-from core.lesson import OPTIONS, STEP_IDS, StepResult, lesson_step
-from ui import widgets
+from core import (
+    IDENTITY_FORMULA,
+    LAYER_FORMULA,
+    LAYER_JACOBIAN_FORMULA,
+    PRESETS,
+    RMS_FORMULA,
+    RMS_JACOBIAN_FORMULA,
+)
+from core.lesson import NOISE, OPTIONS, STEP_IDS, StepResult, lesson_step
+from ui import fmt, widgets
 from ui.frame import begin_page, share_box
-from ui.i18n import t
-from ui.params import IntParam, fmt_number
+from ui.i18n import Translator, translator
+from ui.params import IntParam
 from viz.explorer import coordinates_figure, plane_figure
+from viz.invariance import sweep_figure
 from viz.lesson import (
-    before_after_figure,
     eps_figure,
     gain_figure,
+    gradient_figure,
     identity_figure,
+    outputs_figure,
     residual_figure,
-    sweep_figure,
     ulp_figure,
 )
+from viz.residual import layers_figure
 
 N_STEPS = len(STEP_IDS)
 PARAMS = (IntParam("step", 1, 1, N_STEPS),)
@@ -30,6 +41,12 @@ P = {p.key: p for p in PARAMS}
 # which Streamlit drops whenever a step (and so its radio) is not on screen.
 ANSWERS = "lesson_answers"
 REVEALED = "lesson_revealed"
+# Figure labels from the lesson's texts (``lesson.label_<key>``) and the explorer's.
+LESSON_LABELS = (
+    "before after var mean2 rms2 outputs layer_cos rms_cos energy offset cosine residual inside "
+    "outside clamp marked input_rms output_rms ulps count meant loaded coord eps grad_cos"
+).split()
+EXPLORER_LABELS = ("axis_a", "axis_b", "circle", "ray", "x_short")
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -38,14 +55,13 @@ def compute(step_id: str) -> StepResult:
     return lesson_step(step_id)
 
 
-# float64 rounding leaves about 1e-16 on unit-size numbers; anything below this is rounding and
-# reads as 0 rather than as a puzzling -2.776e-17.
-ROUNDING = 1e-12
-
-
-def fmt(value: float) -> str:
-    """Four significant digits, for prose and tables; rounding noise shows as 0."""
-    return "0" if abs(value) < ROUNDING else f"{value:.4g}"
+def quoted(r: StepResult) -> dict[str, str]:
+    """The step's numbers as the question, the options and the alt text quote them: rounding
+    noise reads "≈ 0", fractions named ``*_pct`` as percentages."""
+    return {
+        k: fmt.pct(v) if k.endswith("_pct") else fmt.num(v, noise=NOISE)
+        for k, v in r.numbers.items()
+    }
 
 
 def _go(step: int) -> None:
@@ -60,162 +76,226 @@ def _reveal(step_id: str) -> None:
     st.session_state[REVEALED][step_id] = True
 
 
-def sidebar(lang: str) -> int:
+def mark(step_id: str, tr: Translator) -> str:
+    """Where the visitor stands on a step, in words a screen reader reads."""
+    if step_id not in st.session_state[REVEALED]:
+        return tr("lesson.mark_open")
+    right = st.session_state[ANSWERS].get(step_id) == compute(step_id).correct
+    return tr("lesson.mark_right" if right else "lesson.mark_wrong")
+
+
+def sidebar(tr: Translator) -> int:
     """The step control (bound to the URL) and where the visitor stands on every step."""
-    answers, revealed = st.session_state[ANSWERS], st.session_state[REVEALED]
     with st.sidebar:
-        st.header(t("common.controls", lang))
-        step = widgets.number(P["step"], t("lesson.step_label", lang))
+        st.header(tr("common.controls"))
+        step = widgets.number(P["step"], tr("lesson.step_label"))
+        st.subheader(tr("lesson.steps_heading"))
         lines = []
         for k, step_id in enumerate(STEP_IDS, start=1):
-            if step_id in revealed:
-                right = answers.get(step_id) == compute(step_id).correct
-                mark = t("lesson.mark_right" if right else "lesson.mark_wrong", lang)
-            else:
-                mark = t("lesson.mark_open", lang)
-            title = t(f"lesson.{step_id}_title", lang)
-            lines.append(f"{k}. {mark} **{title}**" if k == step else f"{k}. {mark} {title}")
+            title = tr(f"lesson.{step_id}_title")
+            title = f"**{title}**" if k == step else title
+            lines.append(f"{k}. {title} — {mark(step_id, tr)}")
         st.markdown("\n".join(lines))
     return step
 
 
-def labels_for(lang: str) -> dict[str, str]:
-    keys = (
-        "before",
-        "after",
-        "var",
-        "mean2",
-        "rms2",
-        "layer_cos",
-        "rms_cos",
-        "energy",
-        "offset",
-        "residual",
-        "inside",
-        "outside",
-        "clamp",
-        "marked",
-        "input_rms",
-        "output_rms",
-        "ulps",
-        "count",
-        "meant",
-        "loaded",
-        "outputs",
-    )
-    explorer_keys = ("axis_a", "axis_b", "circle", "ray", "x_short")
+def labels_for(tr: Translator, r: StepResult) -> dict[str, str]:
+    numbers = {"factor": r.numbers.get("factor", 0.0), "case": int(r.numbers.get("case", 0))}
     return {
-        "input": t("common.input", lang),
+        "input": tr("common.input"),
         "x": "x",
-        "rms": t("common.rms_norm", lang),
-        "layer": t("common.layer_norm", lang),
-        "coordinate": t("common.coordinate", lang),
-        "value": t("common.value", lang),
-        **{k: t(f"lesson.label_{k}", lang) for k in keys},
-        **{k: t(f"explorer.{k}", lang) for k in explorer_keys},
+        "rms": tr("common.rms_norm"),
+        "layer": tr("common.layer_norm"),
+        "coordinate": tr("common.coordinate"),
+        "value": tr("common.value"),
+        **{k: tr(f"lesson.label_{k}") for k in LESSON_LABELS},
+        "neg": tr("lesson.label_neg", factor=numbers["factor"]),
+        "case": tr("lesson.label_case", case=numbers["case"]),
+        **{k: tr(f"explorer.{k}") for k in EXPLORER_LABELS},
     }
 
 
-def figure(r: StepResult, labels: dict[str, str], lang: str) -> go.Figure:
+def _table(r: StepResult, lab: dict[str, str]) -> go.Figure:
+    names = [lab[f"transform_{row['id']}"] for row in r.rows]
+    return residual_figure(names, r.arrays["rms"], r.arrays["layer"], r.numbers["tol"], lab)
+
+
+def _residual(r: StepResult, lab: dict[str, str]) -> go.Figure:
+    readings = {"rms": r.arrays["rms_readings"], "layer": r.arrays["layer_readings"]}
+    return layers_figure(r.arrays["layers"], readings, ("input_cos_ones", "token_cosine"), lab)
+
+
+FIGURES: dict[str, Callable[[StepResult, dict[str, str]], go.Figure]] = {
+    "centre": lambda r, lab: coordinates_figure(
+        r.arrays["x"], r.arrays["y_rms"], r.arrays["y_layer"], lab
+    ),
+    "identity": lambda r, lab: identity_figure(r.arrays["before"], r.arrays["after"], lab),
+    "rescale": lambda r, lab: outputs_figure([("", r.arrays)], lab),
+    "scales": lambda r, lab: outputs_figure(
+        [
+            (lab["neg"], {k[4:]: v for k, v in r.arrays.items() if k.startswith("neg_")}),
+            (lab["coord"], {k[6:]: v for k, v in r.arrays.items() if k.startswith("coord_")}),
+        ],
+        lab,
+    ),
+    "shift": lambda r, lab: outputs_figure([("", r.arrays)], lab),
+    "sweep": lambda r, lab: sweep_figure(r.arrays, lab),
+    "plane": lambda r, lab: plane_figure(
+        tuple(r.arrays["point"]),
+        tuple(r.arrays["rms"]),
+        tuple(r.arrays["layer"]),
+        r.numbers["radius"],
+        lab,
+    ),
+    "recenter": lambda r, lab: outputs_figure([(lab["case"], r.arrays)], lab),
+    "table": _table,
+    "eps": lambda r, lab: eps_figure(
+        r.arrays["input_rms"],
+        {p: r.arrays[p] for p in ("inside", "outside", "clamp")},
+        r.numbers["rms_x"],
+        lab,
+    ),
+    "precision": lambda r, lab: ulp_figure(r.arrays["ulps"], r.arrays["counts"], lab),
+    "gradient": lambda r, lab: gradient_figure(
+        r.arrays["eps"], r.arrays["rms"], r.arrays["layer"], lab
+    ),
+    "residual": _residual,
+    "gain": lambda r, lab: gain_figure(r.arrays["meant"], r.arrays["loaded"], lab),
+}
+
+
+def figure(r: StepResult, tr: Translator) -> go.Figure:
     """The figure that answers step ``r.step_id``."""
-    a = r.arrays
-    if r.step_id == "centre":
-        return coordinates_figure(a["x"], a["y_rms"], a["y_layer"], labels)
-    if r.step_id == "identity":
-        return identity_figure(a["before"], a["after"], labels)
-    if r.step_id in ("rescale", "shift"):
-        return before_after_figure(a, labels)
-    if r.step_id == "sweep":
-        return sweep_figure(a, labels)
-    if r.step_id == "plane":
-        radius = r.numbers["radius"]
-        return plane_figure(tuple(a["point"]), tuple(a["rms"]), tuple(a["layer"]), radius, labels)
+    lab = labels_for(tr, r)
     if r.step_id == "table":
-        names = [t(f"lesson.transform_{row['id']}", lang) for row in r.rows]
-        return residual_figure(names, a["rms"], a["layer"], r.numbers["tol"], labels)
-    if r.step_id == "eps":
-        curves = {p: a[p] for p in ("inside", "outside", "clamp")}
-        return eps_figure(a["input_rms"], curves, r.numbers["rms_x"], labels)
-    if r.step_id == "precision":
-        return ulp_figure(a["ulps"], a["counts"], labels)
-    return gain_figure(a["meant"], a["loaded"], labels)
+        lab.update(
+            {f"transform_{row['id']}": tr(f"lesson.transform_{row['id']}") for row in r.rows}
+        )
+    if r.step_id == "residual":
+        lab.update(
+            rms=tr("residual.rms_trunk"),
+            layer=tr("residual.layer_trunk"),
+            layer_axis=tr("residual.layer_axis"),
+            input_cos_ones=tr("residual.p_input_cos_ones"),
+            token_cosine=tr("residual.p_token_cosine"),
+        )
+    return FIGURES[r.step_id](r, lab)
 
 
-def extras(r: StepResult, lang: str) -> None:
+def formulas(pairs: tuple[tuple[str, str], ...], *, side_by_side: bool = True) -> None:
+    """Formulas, each named (RMSNorm first, as on every page); wide ones one under the other."""
+    places = st.columns(len(pairs)) if side_by_side else [st.container() for _ in pairs]
+    for place, (name, formula) in zip(places, pairs, strict=True):
+        place.markdown(f"**{name}**")
+        place.latex(formula)
+
+
+def mark_cell(value: bool | None, tr: Translator) -> str:
+    return "—" if value is None else tr("lesson.yes" if value else "lesson.no")
+
+
+def invariance_table(r: StepResult, tr: Translator) -> None:
+    """Measured and published verdicts of every transformation, RMSNorm's columns first."""
+    columns = {}
+    for norm in ("rms", "layer"):
+        columns[tr(f"lesson.col_{norm}")] = [
+            mark_cell(row[f"{norm}_invariant"], tr) for row in r.rows
+        ]
+        columns[tr(f"lesson.col_paper_{norm}")] = [
+            mark_cell(row[f"paper_{norm}"], tr) for row in r.rows
+        ]
+    index = [tr(f"lesson.transform_{row['id']}") for row in r.rows]
+    frame = pd.DataFrame(columns, index=index)
+    frame.index.name = tr("lesson.col_transform")
+    st.table(frame)
+    numbers = {k: r.numbers[k] for k in ("cases", "inputs", "units", "tol")}
+    st.caption(tr("lesson.table_note", **numbers))
+
+
+def presets_table(tr: Translator) -> None:
+    """The contract of each RMSNorm preset, its values in words."""
+    presets = [p for p in PRESETS.values() if p.kind == "rms"]
+    frame = pd.DataFrame(
+        {
+            tr("lesson.col_eps"): [
+                tr("lesson.eps_finfo") if p.eps is None else fmt.num(p.eps) for p in presets
+            ],
+            tr("lesson.col_placement"): [
+                tr(f"lesson.placement_{p.eps_placement}") for p in presets
+            ],
+            tr("lesson.col_reduction"): [
+                p.reduction_dtype or tr("lesson.reduction_input") for p in presets
+            ],
+            tr("lesson.col_gain"): [tr(f"lesson.gain_{p.gain_mode}") for p in presets],
+        },
+        index=[p.title for p in presets],
+    )
+    frame.index.name = tr("lesson.col_preset")
+    st.table(frame)
+    st.caption(tr("lesson.presets_note"))
+
+
+def extras(r: StepResult, tr: Translator) -> None:
     """Formulas and tables that go with a step's answer."""
+    rms, layer = tr("common.rms_norm"), tr("common.layer_norm")
     if r.step_id == "centre":
-        st.latex(RMS_FORMULA)
-        st.latex(LAYER_FORMULA)
+        formulas(((rms, RMS_FORMULA), (layer, LAYER_FORMULA)))
     elif r.step_id == "identity":
         n = r.numbers
         st.latex(IDENTITY_FORMULA)
         for when in ("before", "after"):
-            st.latex(
-                rf"{fmt(n[f'rms2_{when}'])} = {fmt(n[f'var_{when}'])} + {fmt(n[f'mean2_{when}'])}"
-            )
+            terms = (fmt.tex(n[f"{q}_{when}"]) for q in ("rms2", "var", "mean2"))
+            st.latex("{} = {} + {}".format(*terms))
     elif r.step_id == "table":
-        yes, no = t("lesson.yes", lang), t("lesson.no", lang)
-
-        def mark(value: bool | None) -> str:
-            return "" if value is None else (yes if value else no)
-
-        table = pd.DataFrame(
-            {
-                t("lesson.col_transform", lang): [
-                    t(f"lesson.transform_{row['id']}", lang) for row in r.rows
-                ],
-                t("lesson.col_layer", lang): [mark(row["layer_invariant"]) for row in r.rows],
-                t("lesson.col_rms", lang): [mark(row["rms_invariant"]) for row in r.rows],
-                t("lesson.col_paper_layer", lang): [mark(row["paper_layer"]) for row in r.rows],
-                t("lesson.col_paper_rms", lang): [mark(row["paper_rms"]) for row in r.rows],
-            }
-        )
-        st.table(table.set_index(t("lesson.col_transform", lang)))
-        st.caption(t("lesson.table_note", lang, **{k: fmt(v) for k, v in r.numbers.items()}))
+        invariance_table(r, tr)
+    elif r.step_id == "gradient":
+        jacobians = ((rms, RMS_JACOBIAN_FORMULA), (layer, LAYER_JACOBIAN_FORMULA))
+        formulas(jacobians, side_by_side=False)
     elif r.step_id == "gain":
-        presets = [p for p in PRESETS.values() if p.kind == "rms"]
-        st.table(
-            pd.DataFrame(
-                {
-                    t("lesson.col_preset", lang): [p.title for p in presets],
-                    "eps": [fmt_number(p.eps) if p.eps is not None else "finfo" for p in presets],
-                    t("lesson.col_placement", lang): [p.eps_placement for p in presets],
-                    t("lesson.col_reduction", lang): [p.reduction_dtype or "x" for p in presets],
-                    t("lesson.col_gain", lang): [p.gain_mode for p in presets],
-                }
-            ).set_index(t("lesson.col_preset", lang))
-        )
-        st.caption(t("lesson.presets_note", lang))
+        presets_table(tr)
 
 
-def step_view(step: int, lang: str) -> None:
-    """Question, prediction, reveal, verdict, figure and explanation of one step."""
-    step_id = STEP_IDS[step - 1]
-    r = compute(step_id)
-    numbers = {k: fmt(v) for k, v in r.numbers.items()}
-    answers, revealed = st.session_state[ANSWERS], st.session_state[REVEALED]
-    title = t(f"lesson.{step_id}_title", lang)
-    st.progress(step / N_STEPS, text=t("lesson.progress", lang, k=step, n=N_STEPS, title=title))
-    st.subheader(f"{step}. {title}")
-    st.markdown(t(f"lesson.{step_id}_question", lang, **numbers))
+def prediction(step_id: str, r: StepResult, tr: Translator) -> str | None:
+    """The options as a radio (locked once revealed); returns the visitor's pick."""
     options = OPTIONS[step_id]
-    chosen = answers.get(step_id)
-    is_revealed = step_id in revealed
-    # This radio is not bound to the URL, so its labels may be translated; its values are the
-    # option letters, which is what the session stores.
+    chosen = st.session_state[ANSWERS].get(step_id)
+    # Not bound to the URL, so its labels may be translated; its values are the option letters.
     st.radio(
-        t("lesson.prediction", lang),
+        tr("lesson.prediction"),
         options,
         index=options.index(chosen) if chosen in options else None,
-        format_func=lambda o: f"**{o}** · {t(f'lesson.{step_id}_{o}', lang, **numbers)}",
+        format_func=lambda o: f"**{o}** · {tr(f'lesson.{step_id}_{o}', **quoted(r))}",
         key=f"pick_{step_id}",
         on_change=_remember,
         args=(step_id,),
-        disabled=is_revealed,
+        disabled=step_id in st.session_state[REVEALED],
     )
-    if not is_revealed:
+    return chosen
+
+
+def verdict(r: StepResult, chosen: str, tr: Translator) -> None:
+    """Right or not, the answer the numbers give, with the option's words."""
+    answer = tr.claim(r.claims["answer"])
+    if r.correct is not None:
+        answer += f"\n\n**{r.correct}** · {tr(f'lesson.{r.step_id}_{r.correct}', **quoted(r))}"
+    if chosen == r.correct:
+        st.success(f"{tr('lesson.verdict_right')} {answer}")
+    else:
+        st.error(f"{tr('lesson.verdict_wrong', chosen=chosen)} {answer}")
+
+
+def step_view(step: int, tr: Translator) -> None:
+    """Question, prediction, reveal, verdict, figure and explanation of one step."""
+    step_id = STEP_IDS[step - 1]
+    r = compute(step_id)
+    title = tr(f"lesson.{step_id}_title")
+    st.progress(step / N_STEPS, text=tr("lesson.progress", k=step, n=N_STEPS, title=title))
+    st.subheader(f"{step}. {title}")
+    st.markdown(tr(f"lesson.{step_id}_question", **quoted(r)))
+    chosen = prediction(step_id, r, tr)
+    if step_id not in st.session_state[REVEALED]:
         st.button(
-            t("lesson.reveal", lang),
+            tr("lesson.reveal"),
             key=f"reveal_{step_id}",
             type="primary",
             disabled=chosen is None,
@@ -223,29 +303,25 @@ def step_view(step: int, lang: str) -> None:
             args=(step_id,),
         )
         if chosen is None:
-            st.caption(t("lesson.reveal_locked", lang))
+            st.caption(tr("lesson.reveal_locked"))
         return
-    right_text = t(f"lesson.{step_id}_{r.correct}", lang, **numbers)
-    if chosen == r.correct:
-        st.success(t("lesson.verdict_right", lang, answer=r.correct, text=right_text))
-    else:
-        st.error(t("lesson.verdict_wrong", lang, chosen=chosen, answer=r.correct, text=right_text))
-    labels = labels_for(lang)
+    verdict(r, chosen, tr)
     st.plotly_chart(
-        figure(r, labels, lang),
-        key=f"fig_{step_id}",
-        alt=t(f"lesson.{step_id}_alt", lang, **numbers),
+        figure(r, tr), key=f"fig_{step_id}", alt=tr(f"lesson.{step_id}_alt", **quoted(r))
     )
-    st.caption(t(f"lesson.{step_id}_caption", lang, **numbers))
-    st.markdown(t(f"lesson.{step_id}_explain", lang, **numbers))
-    extras(r, lang)
+    st.caption(tr.claim(r.claims["caption"]))
+    for slot in ("explain", "detail"):
+        if slot in r.claims:
+            st.markdown(tr.claim(r.claims[slot]))
+    extras(r, tr)
 
 
-def navigation(step: int, lang: str) -> None:
-    """Previous and next buttons; they move the URL-bound ``step``."""
+def navigation(step: int, tr: Translator) -> None:
+    """Previous and next buttons; they move the URL-bound ``step``. "Next" is the primary
+    button only once this step is revealed: until then the primary move is "Reveal"."""
     left, middle, right = st.columns([1, 2, 1])
     left.button(
-        t("lesson.previous", lang),
+        tr("lesson.previous"),
         key="previous",
         disabled=step <= 1,
         on_click=_go,
@@ -254,29 +330,29 @@ def navigation(step: int, lang: str) -> None:
     )
     answers, revealed = st.session_state[ANSWERS], st.session_state[REVEALED]
     right_count = sum(answers.get(s) == compute(s).correct for s in revealed)
-    middle.caption(t("lesson.score", lang, right=right_count, revealed=len(revealed), n=N_STEPS))
+    middle.caption(tr("lesson.score", right=right_count, revealed=len(revealed), n=N_STEPS))
     right.button(
-        t("lesson.next", lang),
+        tr("lesson.next"),
         key="next",
         disabled=step >= N_STEPS,
         on_click=_go,
         args=(step + 1,),
-        type="primary",
+        type="primary" if STEP_IDS[step - 1] in revealed else "secondary",
         width="stretch",
     )
     if step == N_STEPS and len(revealed) == N_STEPS:
-        st.info(t("lesson.finished", lang, right=right_count, n=N_STEPS))
+        st.info(tr("lesson.finished", right=right_count, n=N_STEPS))
 
 
 def main() -> None:
-    lang = begin_page("lesson", PARAMS)
+    tr = translator(begin_page("lesson", PARAMS))
     st.session_state.setdefault(ANSWERS, {})
     st.session_state.setdefault(REVEALED, {})
-    step = sidebar(lang)
-    step_view(step, lang)
+    step = sidebar(tr)
+    step_view(step, tr)
     st.divider()
-    navigation(step, lang)
-    share_box(PARAMS, lang)
+    navigation(step, tr)
+    share_box(PARAMS, tr.lang)
 
 
 if __name__ == "__main__":

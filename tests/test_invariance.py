@@ -9,27 +9,24 @@ import numpy as np
 import pytest
 
 from core.invariance import (
+    CASE_A,
+    TABLE_TOL,
     TRANSFORMS,
     InvarianceRow,
     Transform,
+    invariance_lab,
     invariance_residual,
     invariance_table,
     make_setup,
     shift_sweep,
+    transformed_setup,
 )
 from core.stats import vector_stats
+from tests.claims.invariance import EXPECTED, PAPER_ROWS, TRANSFORM_IDS
 
-# Table 1 of "Root Mean Square Layer Normalization" (LayerNorm and RMSNorm rows), plus the extra
-# shift along 1 that the paper does not list: (LayerNorm invariant, RMSNorm invariant).
-PAPER = {
-    "weight_matrix_rescale": (True, True),
-    "weight_matrix_recenter": (True, False),
-    "weight_vector_rescale": (False, False),
-    "dataset_rescale": (True, True),
-    "dataset_recenter": (False, False),
-    "single_case_rescale": (True, True),
-}
-EXPECTED = {**PAPER, "shift_ones": (True, False)}
+# Table 1 of "Root Mean Square Layer Normalization" for its six changes, and what the algebra
+# gives for the two extra rows: (LayerNorm invariant, RMSNorm invariant).
+PAPER = {t: EXPECTED[t] for t in TRANSFORM_IDS[:PAPER_ROWS]}
 
 # Rounding leaves about 1e-15 on an invariant pair; a genuine change at these sizes leaves more
 # than 1e-2. Both bounds are orders of magnitude from the data, so neither can flake.
@@ -72,7 +69,9 @@ def test_residual_matches_table_and_accepts_transform_objects():
 
 def test_residual_is_scale_free():
     # A sign flip of every output row moves each by 2 sqrt(d); the residual reads 2.
-    flip = Transform("flip", "flip", "x' = -x", None, None, lambda s, size, rng: replace(s, x=-s.x))
+    flip = Transform(
+        "flip", "flip", "x' = -x", False, False, False, lambda s, size, rng: replace(s, x=-s.x)
+    )
     np.testing.assert_allclose(invariance_residual("rms", flip, d=6), 2.0, rtol=1e-12)
 
 
@@ -116,6 +115,7 @@ def test_transforms_change_what_they_say():
     np.testing.assert_allclose(delta("weight_matrix_rescale"), (size - 1) * a, rtol=1e-12)
     np.testing.assert_allclose(delta("dataset_rescale"), (size - 1) * a, rtol=1e-12)
     np.testing.assert_allclose(delta("shift_ones"), size, rtol=1e-12)
+    np.testing.assert_allclose(delta("negative_rescale"), (-size - 1) * a, rtol=1e-12)
     # The original setup is untouched by every transform.
     np.testing.assert_array_equal(before.preactivations(), a)
 
@@ -196,3 +196,68 @@ def test_shift_sweep_zero_output_counts_as_no_direction():
 def test_bad_inputs_raise_naming_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_one_draw_order_for_the_setup_and_the_change():
+    before, after = transformed_setup("dataset_recenter", size=0.5, seed=11)
+    plain = make_setup(seed=11)
+    np.testing.assert_array_equal(before.x, plain.x)
+    np.testing.assert_array_equal(before.weight, plain.weight)
+    # The change draws after the setup, from the same generator.
+    rng = np.random.default_rng(11)
+    rng.standard_normal(plain.x.shape)  # the batch
+    rng.standard_normal(plain.weight.shape)  # the weights
+    np.testing.assert_array_equal(after.x, plain.x + 0.5 * rng.standard_normal(plain.x.shape[1]))
+
+
+def test_negative_rescale_flips_both_outputs():
+    before, after = transformed_setup("negative_rescale", size=3.0, seed=2)
+    for norm in (rms_norm_ref, layer_norm_ref):
+        y, y2 = norm(before.preactivations()), norm(after.preactivations())
+        np.testing.assert_allclose(y2, -y, rtol=1e-12, atol=1e-14)
+    assert invariance_residual("rms", "negative_rescale", size=3.0, seed=2) == pytest.approx(2.0)
+
+
+def rms_norm_ref(a):
+    return a / np.sqrt(np.mean(a**2, axis=-1, keepdims=True))
+
+
+def layer_norm_ref(a):
+    c = a - np.mean(a, axis=-1, keepdims=True)
+    return c / np.sqrt(np.mean(c**2, axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+def test_lab_shows_the_tables_worst_case(transform):
+    lab = invariance_lab(transform=transform, size=0.5, seed=9, c_max=50.0)
+    row = next(r for r in lab.rows if r.id == transform)
+    assert lab.residual == {"layer": row.layer_residual, "rms": row.rms_residual}
+    before, after = transformed_setup(transform, size=0.5, seed=9)
+    k = lab.case.case
+    np.testing.assert_array_equal(lab.case.pre[0], before.preactivations()[k])
+    np.testing.assert_array_equal(lab.case.pre[1], after.preactivations()[k])
+    for name, ref in (("rms", rms_norm_ref), ("layer", layer_norm_ref)):
+        y, y2 = ref(before.preactivations()[k]), ref(after.preactivations()[k])
+        np.testing.assert_allclose(lab.case.outputs[name][1], y2, rtol=1e-12, atol=1e-14)
+        expected = np.linalg.norm(y2 - y) / math.sqrt(y.size)
+        np.testing.assert_allclose(lab.case.change[name], expected, atol=1e-12)
+        # The case shown is one of those that moved most.
+        if max(lab.residual.values()) > TABLE_TOL:
+            assert (
+                lab.case.change["layer"] + lab.case.change["rms"]
+                >= max(lab.residual.values()) - TABLE_TOL
+            )
+
+
+def test_lab_shift_view_follows_the_closed_forms():
+    lab = invariance_lab(transform="shift_ones", size=2.0, seed=4, c_max=300.0)
+    s = lab.shift
+    x = make_setup(seed=4).preactivations()[CASE_A]
+    c = s.offsets
+    eps = 1e-6
+    exact = np.std(x) / np.sqrt(np.var(x) + (np.mean(x) + c) ** 2 + eps)
+    np.testing.assert_allclose(s.spread, exact, rtol=1e-9)
+    np.testing.assert_allclose(s.dist_layer, s.at_zero["dist_layer"], rtol=1e-9)
+    # Far out, the distance of two RMSNorm images falls like 1/c.
+    np.testing.assert_allclose(s.dist_rms[-1] * c[-1], s.dist_rms[-2] * c[-2], rtol=0.01)
+    assert s.sweep["offsets"][0] == -300.0 and s.sweep["offsets"][-1] == 300.0

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 
 from core.residual import (
     MAX_LAYERS,
-    MAX_WIDTH,
     NORMS,
     QUANTITIES,
+    STREAM_MAX_WIDTH,
     block_weight,
     initial_stream,
+    residual_view,
     simulate_residual,
 )
 
@@ -144,7 +145,7 @@ def test_seed_changes_the_draws():
         (dict(layers=0), "layers"),
         (dict(layers=MAX_LAYERS + 1), "layers"),
         (dict(d=1), "d"),
-        (dict(d=MAX_WIDTH + 1), "d"),
+        (dict(d=STREAM_MAX_WIDTH + 1), "d"),
         (dict(drift=float("nan")), "drift"),
         (dict(eps=-1.0), "eps"),
         (dict(seed=-1), "seed"),
@@ -155,3 +156,32 @@ def test_seed_changes_the_draws():
 def test_bad_arguments_are_named(kwargs, word):
     with pytest.raises(ValueError, match=rf"^{word} "):
         simulate_residual(**kwargs)
+
+
+def test_view_reads_the_last_projection_of_the_same_trace():
+    kwargs = dict(layers=9, d=48, drift=0.6, seed=4, eps=1e-5)
+    trace = simulate_residual(**kwargs)
+    v = residual_view(**kwargs)
+    for name in NORMS:
+        for q in QUANTITIES:
+            assert v.last[name][q] == trace.readings[name][q][-1]
+    h_rms, h_layer = trace.streams["rms"][-1], trace.streams["layer"][-1]
+    expected = np.linalg.norm(h_rms - h_layer) / np.linalg.norm(h_layer)
+    np.testing.assert_allclose(v.stream_gap, expected, rtol=1e-12)
+
+
+def test_streams_differ_although_their_offsets_agree():
+    # The audit's finding: at the page's defaults the final streams differ by tens of percent;
+    # only the mean offsets are close.
+    v = residual_view(layers=24, d=256, drift=0.5, seed=0, eps=1e-5)
+    assert 0.3 < v.stream_gap < 0.6
+    assert v.offset_gap < 0.1
+    assert v.claims["swap"].key == "residual.explain_swap"
+
+
+def test_eps_shortens_the_norms_output_and_the_claim_says_so():
+    v = residual_view(layers=2, d=16, drift=0.0, seed=1, eps=1.0)
+    assert v.claims["length"].key == "residual.length_below"
+    assert v.last["rms"]["input_norm"] < math.sqrt(16) * 0.99
+    v = residual_view(layers=2, d=16, drift=0.0, seed=1, eps=0.0)
+    assert v.claims["length"].key == "residual.length_sqrt_d"

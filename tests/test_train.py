@@ -34,6 +34,7 @@ from core.train import (
     stream_seeds,
     train,
     train_step,
+    train_together,
     val_windows,
 )
 
@@ -185,6 +186,38 @@ def test_callback_sees_the_growing_result_and_can_stop_it() -> None:
     result = train(TINY, callback=stop_after_three)
     assert result.stopped_by == "callback" and result.steps_done == 3
     assert seen == [0, 1, 2, 3]
+
+
+def test_runs_trained_together_are_the_runs_trained_alone() -> None:
+    configs = [replace(TINY, model=replace(TINY.model, norm=n)) for n in NORM_KINDS]
+    rounds: list[list[int]] = []
+    together = train_together(
+        configs, callback=lambda rs: rounds.append([r.steps_done for r in rs])
+    )
+    for config, result in zip(configs, together, strict=True):
+        alone = train(config)
+        assert result.config == config and result.stopped_by == "steps"
+        assert result.train_loss == alone.train_loss and result.val_loss == alone.val_loss
+        assert result.val_steps == alone.val_steps and result.work == alone.work
+        assert result.forward_seconds is not None
+    # Step by step in turn: after each round every run has done the same number of steps.
+    assert all(len(set(done)) == 1 for done in rounds)
+    assert rounds[-1] == [TINY.steps] * len(configs)
+
+
+def test_runs_trained_together_stop_together() -> None:
+    configs = [
+        replace(TINY, steps=10_000, max_seconds=2.0, model=replace(TINY.model, norm=n))
+        for n in ("rms", "layer")
+    ]
+    results = train_together(configs, callback=lambda rs: time.sleep(0.02))
+    assert [r.stopped_by for r in results] == ["wall_clock", "wall_clock"]
+    done = [r.steps_done for r in results]
+    assert 0 < min(done) and max(done) - min(done) <= 1
+    uncapped = [replace(c, max_seconds=None) for c in configs]
+    stopped = train_together(uncapped, callback=lambda rs: False if rs[0].steps_done == 2 else None)
+    assert [r.stopped_by for r in stopped] == ["callback", "callback"]
+    assert [r.steps_done for r in stopped] == [2, 2]
 
 
 @pytest.mark.parametrize(

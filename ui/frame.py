@@ -117,7 +117,7 @@ def ensure_router() -> None:
     from ui.nav import navigation
 
     st.session_state[ROUTE_TRIED_KEY] = True
-    navigation(current_lang(), position="hidden")
+    navigation(current_lang(), position="hidden", icons=False)
     st.rerun()
 
 

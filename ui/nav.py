@@ -38,7 +38,8 @@ class PageSpec:
 
 
 # The first page is the landing page. The lessons follow the argument: what each norm cancels,
-# what that does to the residual stream, then the contract details, then the backward pass.
+# what that does to the residual stream, then the contract details, then the backward pass, then
+# what LayerNorm's projection and scaling do for the attention that reads the keys.
 PAGES: tuple[PageSpec, ...] = (
     PageSpec("explorer", ":material/tune:", "section_explore"),
     PageSpec("lesson", ":material/school:", "section_explore"),
@@ -47,7 +48,9 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("precision", ":material/straighten:", "section_lessons"),
     PageSpec("contracts", ":material/handshake:", "section_lessons"),
     PageSpec("backward", ":material/undo:", "section_lessons"),
+    PageSpec("attention", ":material/center_focus_strong:", "section_lessons"),
     PageSpec("speed", ":material/speed:", "section_lab"),
+    PageSpec("training", ":material/model_training:", "section_lab"),
 )
 
 
@@ -56,14 +59,19 @@ def page_params(name: str) -> tuple:
     return tuple(importlib.import_module(f"pages.{name}").PARAMS)
 
 
-def navigation(lang: str, *, position: str = "sidebar") -> st.navigation:
-    """``st.navigation`` over :data:`PAGES`, titled and sectioned in ``lang``."""
+def navigation(lang: str, *, position: str = "sidebar", icons: bool = True) -> st.navigation:
+    """``st.navigation`` over :data:`PAGES`, titled and sectioned in ``lang``.
+
+    Without ``icons`` no page has an icon: Streamlit makes the current page's icon the favicon
+    unless ``st.set_page_config`` named one, and a Material icon is fetched from Google's font
+    servers, which an offline app must never ask.
+    """
     sections: dict[str, list[st.Page]] = {}
     for index, spec in enumerate(PAGES):
         page = st.Page(
             spec.file,
             title=t(spec.title_key, lang),
-            icon=spec.icon,
+            icon=spec.icon if icons else None,
             url_path=spec.name,
             default=index == 0,
         )

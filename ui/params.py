@@ -138,6 +138,22 @@ class ChoiceParam(Param):
 
 
 @dataclass(frozen=True)
+class BoolParam(Param):
+    """On or off (a checkbox): ``true`` or ``false`` in the link, as Streamlit writes them."""
+
+    def parse(self, raw: str) -> tuple[object, Problem | None]:
+        value = raw.strip().lower()
+        if value in ("true", "false"):
+            return value == "true", None
+        return self.default, Problem(
+            "unknown_choice", {"allowed": "true, false", "value": self.serialise(self.default)}
+        )
+
+    def serialise(self, value: object) -> str:
+        return "true" if value else "false"
+
+
+@dataclass(frozen=True)
 class LadderParam(Param):
     """A number chosen from a fixed ladder of values (a log-scale select slider)."""
 

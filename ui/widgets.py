@@ -7,11 +7,21 @@ Every widget here uses ``bind="query-params"`` with the parameter's key as the U
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import streamlit as st
 
-from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam, fmt_number
+from ui.params import (
+    BoolParam,
+    ChoiceParam,
+    FloatParam,
+    IntParam,
+    LadderParam,
+    TextParam,
+    fmt_number,
+    read_link_value,
+)
 
 BIND = "query-params"
 
@@ -72,8 +82,33 @@ def choice(
     return widget(label, values, index=values.index(default), key=param.key, bind=BIND, **kwargs)
 
 
+def labelled_choice(
+    param: ChoiceParam, label: str, names: Callable[[str], str], **kwargs: Any
+) -> str:
+    """A select box that shows ``names(value)`` (a translated name) for each of the param's
+    values, while the link carries the value itself.
+
+    A bound widget writes its label to the URL, so this one is not bound: it takes its first
+    value from the link (``begin_page`` has already checked and corrected it) and writes the
+    chosen value back with ``st.query_params`` (none while it is the default).
+    """
+    if param.key not in st.session_state:
+        st.session_state[param.key] = read_link_value(param)[0]
+    value = st.selectbox(label, param.choices, format_func=names, key=param.key, **kwargs)
+    if value == param.default:
+        st.query_params.pop(param.key, None)
+    else:
+        st.query_params[param.key] = value
+    return value
+
+
 def text(param: TextParam, label: str, **kwargs: Any) -> str:
     """A text box; what the visitor typed stays in it, whatever the page makes of it."""
     return st.text_input(
         label, value=param.default, max_chars=param.max_len, key=param.key, bind=BIND, **kwargs
     )
+
+
+def flag(param: BoolParam, label: str, **kwargs: Any) -> bool:
+    """A checkbox; the link carries ``true`` or ``false``."""
+    return st.checkbox(label, value=bool(param.default), key=param.key, bind=BIND, **kwargs)

@@ -1,8 +1,11 @@
-"""Figures for the invariance lab: one case before and after a change, the shift sweep, the loss."""
+"""Figures for the invariance lab: one case before and after a change, the shift sweep, the loss.
+
+The guided lesson draws its shift sweep with :func:`sweep_figure` too.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -11,6 +14,8 @@ from plotly.subplots import make_subplots
 from viz import style
 
 Pair = tuple[np.ndarray, np.ndarray]
+# One curve: (y values, legend name, colour, dash).
+Series = tuple[np.ndarray, str, str, str]
 
 
 def _line(
@@ -25,25 +30,37 @@ def _line(
         line={"color": color, "dash": dash, "width": 2},
         legendgroup=group,
         showlegend=legend,
-        hovertemplate="i = %{x}<br>%{y:.5g}<extra>" + name + "</extra>",
+        hovertemplate="i = %{x}<br>%{y:.4g}<extra>" + name + "</extra>",
     )
 
 
-def before_after_figure(pre: Pair, layer: Pair, rms: Pair, labels: Mapping[str, str]) -> go.Figure:
-    """Three panels for one case: the pre-activation, LayerNorm and RMSNorm, before and after.
+def curves(x: np.ndarray, series: Sequence[Series]) -> list[go.Scatter]:
+    """Thick lines against ``x`` (the offset c), one per series, for a shared-axis figure."""
+    return [
+        go.Scatter(
+            x=x,
+            y=values,
+            name=name,
+            mode="lines",
+            line={"color": color, "dash": dash, "width": 3},
+            hovertemplate="c = %{x:.4g}<br>%{y:.4g}<extra>" + name + "</extra>",
+        )
+        for values, name, color, dash in series
+    ]
+
+
+def before_after_figure(pre: Pair, rms: Pair, layer: Pair, labels: Mapping[str, str]) -> go.Figure:
+    """Three panels for one case: the pre-activation, RMSNorm and LayerNorm, before and after.
 
     Before is a solid line with filled markers, after a dashed line with open markers, in the
     series' colour, so an invariant norm shows the dashed line lying on the solid one.
     """
     return _paired_panels(
-        ((pre, style.INPUT, "input"), (layer, style.LAYER, "layer"), (rms, style.RMS, "rms")),
-        (labels["pre"], labels["layer"], labels["rms"]),
+        ((pre, style.INPUT, "input"), (rms, style.RMS, "rms"), (layer, style.LAYER, "layer")),
+        (labels["pre"], labels["rms"], labels["layer"]),
         ((labels["before"], "solid"), (labels["after"], "dash")),
         labels,
         shared_yaxes=False,
-        spacing=0.07,
-        margin_top=120,
-        legend_y=1.12,
     )
 
 
@@ -54,9 +71,6 @@ def _paired_panels(
     labels: Mapping[str, str],
     *,
     shared_yaxes: bool,
-    spacing: float,
-    margin_top: int,
-    legend_y: float,
 ) -> go.Figure:
     """One panel per ``(pair, colour, kind)``, each pair drawn as two lines in the panel's
     colour: the first with filled markers, the second with open ones, dashed as ``styles``
@@ -65,74 +79,47 @@ def _paired_panels(
         rows=1,
         cols=len(panels),
         shared_yaxes=shared_yaxes,
-        horizontal_spacing=spacing,
+        horizontal_spacing=0.07,
         subplot_titles=titles,
     )
     for col, (pair, color, kind) in enumerate(panels, start=1):
         symbols = (style.SYMBOLS[kind], style.SYMBOLS[kind] + "-open")
         for values, (name, dash), symbol in zip(pair, styles, symbols, strict=True):
-            fig.add_trace(
-                _line(
-                    values,
-                    name=name,
-                    color=color,
-                    dash=dash,
-                    symbol=symbol,
-                    legend=False,
-                    group=name,
-                ),
-                row=1,
-                col=col,
+            trace = _line(
+                values, name=name, color=color, dash=dash, symbol=symbol, legend=False, group=name
             )
+            fig.add_trace(trace, row=1, col=col)
         fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=1, col=col)
         fig.update_xaxes(title_text=labels["coordinate"], row=1, col=col)
     for name, dash in styles:
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                name=name,
-                mode="lines",
-                line={"color": style.INPUT, "dash": dash, "width": 2},
-            )
-        )
+        legend_line = {"color": style.INPUT, "dash": dash, "width": 2}
+        fig.add_trace(go.Scatter(x=[None], y=[None], name=name, mode="lines", line=legend_line))
     fig.update_yaxes(title_text=labels["value"], row=1, col=1)
-    style.base_layout(fig, height=420)
-    fig.update_layout(margin={"t": margin_top}, legend={"y": legend_y})
+    style.base_layout(fig, height=440)
+    # Subplot titles sit just above the panels; the legend goes above them.
+    fig.update_annotations(font_size=style.FONT_SIZE)
+    fig.update_layout(margin={"t": 120}, legend={"y": 1.16})
     return fig
 
 
-def sweep_figure(
-    offsets: np.ndarray,
-    rms_cosine: np.ndarray,
-    layer_cosine: np.ndarray,
-    energy: np.ndarray,
-    labels: Mapping[str, str],
-) -> go.Figure:
+def sweep_figure(sweep: Mapping[str, np.ndarray], labels: Mapping[str, str]) -> go.Figure:
     """Cosine between norm(x + c 1) and norm(x) against c for both norms, and RMSNorm's share
-    of output energy along 1, on one axis (all three live in [-1, 1])."""
-    fig = go.Figure()
+    of output energy along 1, on one axis (all three live in [-1, 1]); the arrays are those of
+    ``core.invariance.shift_sweep``."""
     series = (
-        (layer_cosine, labels["layer_cos"], style.LAYER, "dash"),
-        (rms_cosine, labels["rms_cos"], style.RMS, "solid"),
-        (energy, labels["energy"], style.ACCENT, "dot"),
+        (sweep["rms_cosine"], labels["rms_cos"], style.RMS, "solid"),
+        (sweep["layer_cosine"], labels["layer_cos"], style.LAYER, "dash"),
+        (sweep["rms_energy_along_ones"], labels["energy"], style.ACCENT, "dot"),
     )
-    for values, name, color, dash in series:
-        fig.add_trace(
-            go.Scatter(
-                x=offsets,
-                y=values,
-                name=name,
-                mode="lines",
-                line={"color": color, "dash": dash, "width": 3},
-                hovertemplate="c = %{x:.4g}<br>%{y:.4f}<extra>" + name + "</extra>",
-            )
-        )
+    fig = go.Figure(curves(sweep["offsets"], series))
     fig.add_hline(y=0, line={"color": style.MUTED, "width": 1})
     fig.add_vline(x=0, line={"color": style.MUTED, "width": 1})
     fig.update_xaxes(title_text=labels["offset"])
     fig.update_yaxes(title_text=labels["cosine"], range=[-1.08, 1.08])
-    return style.base_layout(fig, height=420)
+    style.base_layout(fig, height=460)
+    # Three legend entries take two lines on a phone; keep them clear of the plot.
+    fig.update_layout(margin={"t": 100})
+    return fig
 
 
 def collapse_figure(
@@ -144,39 +131,28 @@ def collapse_figure(
 ) -> go.Figure:
     """Log-log: RMSNorm's spread around its mean and the distance between two cases' images
     fall like 1/c; LayerNorm's distance stays put. A dotted 1/c line is the reference slope."""
-    fig = go.Figure()
-    series = (
-        (dist_layer, labels["dist_layer"], style.LAYER, "dash"),
-        (dist_rms, labels["dist_rms"], style.RMS, "solid"),
-        (spread, labels["spread"], style.RMS, "dot"),
-    )
-    for values, name, color, dash in series:
-        fig.add_trace(
-            go.Scatter(
-                x=offsets,
-                y=values,
-                name=name,
-                mode="lines",
-                line={"color": color, "dash": dash, "width": 3},
-                hovertemplate="c = %{x:.4g}<br>%{y:.4g}<extra>" + name + "</extra>",
-            )
-        )
     # Anchored at the last point of the distance curve so the eye compares slopes, not levels;
     # drawn over the last decade only, where the 1/c regime holds.
     tail = offsets >= offsets[-1] / 10
-    fig.add_trace(
-        go.Scatter(
-            x=offsets[tail],
-            y=dist_rms[-1] * offsets[-1] / offsets[tail],
-            name=labels["slope"],
-            mode="lines",
-            line={"color": style.MUTED, "dash": "dot", "width": 2},
-            hoverinfo="skip",
-        )
+    slope = np.full(offsets.shape, np.nan)
+    slope[tail] = dist_rms[-1] * offsets[-1] / offsets[tail]
+    series = (
+        (dist_rms, labels["dist_rms"], style.RMS, "solid"),
+        (spread, labels["spread"], style.RMS, "dot"),
+        (dist_layer, labels["dist_layer"], style.LAYER, "dash"),
+        (slope, labels["slope"], style.MUTED, "dot"),
     )
-    fig.update_xaxes(title_text=labels["offset"], type="log")
-    fig.update_yaxes(title_text=labels["amount"], type="log")
-    style.base_layout(fig, height=440)
+    fig = go.Figure(curves(offsets, series))
+    values = np.concatenate([spread, dist_rms, dist_layer])
+    fig.update_xaxes(
+        title_text=labels["offset"], type="log", **style.log_ticks(offsets[0], offsets[-1])
+    )
+    fig.update_yaxes(
+        title_text=labels["amount"],
+        type="log",
+        **style.log_ticks(float(np.min(values)), float(np.max(values))),
+    )
+    style.base_layout(fig, height=460)
     fig.update_layout(margin={"t": 110})
     return fig
 
@@ -189,7 +165,4 @@ def pair_figure(rms: Pair, layer: Pair, labels: Mapping[str, str]) -> go.Figure:
         ((labels["a"], "solid"), (labels["b"], "dot")),
         labels,
         shared_yaxes=True,
-        spacing=0.06,
-        margin_top=110,
-        legend_y=1.14,
     )

@@ -23,7 +23,8 @@ def layers_figure(
     """One panel per quantity in ``panels``, reading against layer index, both norms per panel.
 
     ``readings[norm][quantity]`` has the same length as ``layers``; ``labels`` names the norms
-    ("layer", "rms"), the x axis ("layer_axis") and every quantity in ``panels``.
+    ("layer", "rms"), the x axis ("layer_axis") and every quantity in ``panels`` (short: two
+    panel titles share a phone's width).
     """
     rows = math.ceil(len(panels) / COLUMNS)
     fig = make_subplots(
@@ -34,7 +35,7 @@ def layers_figure(
         horizontal_spacing=0.1,
         subplot_titles=[labels[q] for q in panels],
     )
-    series = (("layer", style.LAYER, "dash"), ("rms", style.RMS, "solid"))
+    series = (("rms", style.RMS, "solid"), ("layer", style.LAYER, "dash"))
     # Markers only while they stay apart; a 48-layer line reads better without them.
     mode = "lines+markers" if len(layers) <= 25 else "lines"
     for index, quantity in enumerate(panels):
@@ -60,7 +61,11 @@ def layers_figure(
         fig.update_yaxes(rangemode="tozero", row=row, col=col)
         if row == rows:
             fig.update_xaxes(title_text=labels["layer_axis"], row=row, col=col)
-    style.base_layout(fig, height=300 * rows + 80)
+    height, top, bottom = 300 * rows + 130, 130, 50
+    style.base_layout(fig, height=height)
     fig.update_annotations(font_size=style.FONT_SIZE)
-    fig.update_layout(margin={"t": 110}, legend={"y": 1.04})
+    # The legend goes above the subplot titles: 55 px above the plot area.
+    fig.update_layout(
+        margin={"t": top, "b": bottom}, legend={"y": 1 + 55 / (height - top - bottom)}
+    )
     return fig

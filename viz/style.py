@@ -4,6 +4,8 @@ The palette is Okabe & Ito's (2008), chosen so that the three series stay distin
 any common colour-vision deficiency; the series also differ in marker shape and dash.
 """
 
+import math
+
 import plotly.graph_objects as go
 
 INPUT = "#555555"  # grey: the raw vector
@@ -51,3 +53,30 @@ def chart_config(file_name: str) -> dict:
         "displaylogo": False,
         "toImageButtonOptions": {"format": "png", "filename": file_name, "scale": 2},
     }
+
+
+def _tick_text(value: float) -> str:
+    """A tick label written as ``ui.fmt.num`` writes numbers: ``20``, ``0.05``, ``1e-5``."""
+    if 1e-3 <= value < 1e5:
+        return f"{value:.4g}"
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def log_ticks(lo: float, hi: float, *, most: int = 8) -> dict:
+    """Ticks for a log axis over [lo, hi] (both > 0), as ``update_xaxes`` keywords.
+
+    Every label is the whole number (``20``, never a bare ``2`` standing for 20): steps of
+    1-2-5 where at most ``most`` fit, else every decade, or every few decades on a long axis.
+    """
+    low, high = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    inside = [lo * (1 - 1e-9), hi * (1 + 1e-9)]
+    for mantissas in ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 5), (1,)):
+        values = [m * 10.0**e for e in range(low, high + 1) for m in mantissas]
+        values = [v for v in values if inside[0] <= v <= inside[1]]
+        if len(values) <= most:
+            break
+    else:
+        step = math.ceil((high - low + 1) / most)
+        values = [10.0**e for e in range(low, high + 1, step)]
+    return {"tickvals": values, "ticktext": [_tick_text(v) for v in values]}

@@ -1,0 +1,466 @@
+r"""Attention over normalised keys: the projection and the scaling of Brody, Alon & Yahav (2023).
+
+"On the Expressivity Role of LayerNorm in Transformers' Attention" (Findings of ACL 2023,
+arXiv:2305.02582) splits LayerNorm into two parts and shows what each does for the attention
+that reads its output. A handful of keys :math:`k_1, \dots, k_n` in d = 2 or 3 dimensions, one
+query q, and scaled dot-product attention
+
+.. math:: s_i = \frac{q \cdot k_i}{\sqrt{d}}, \qquad a = \operatorname{softmax}(s)
+
+over three versions of the keys: as drawn ("raw"), after RMSNorm and after LayerNorm, both with
+gain 1, no bias and eps = 0, so that the geometry is exact.
+
+- **Projection.** LayerNorm subtracts the mean, so every key it returns is ⟂ 1, and the query
+  q ∥ 1 gives every key the score 0: uniform attention. RMSNorm keeps the component along 1.
+- **Scaling.** Both return keys of norm √d. Key i is *un-selectable* when it lies in the convex
+  hull of the other keys: then :math:`q \cdot k_i \le \max_{j \ne i} q \cdot k_j` for every q, so
+  no query gives it more weight than every other key; conversely a key outside that hull is
+  separated from it by a hyperplane, whose normal is a query that scores it strictly highest.
+  Distinct points on a sphere are all vertices of their hull, so neither norm leaves a key
+  un-selectable unless keys coincide (LayerNorm at d = 2 sends every key to (1, −1) or (−1, 1)).
+
+The keys are :math:`k = \text{spread} \cdot z + \text{offset} \cdot \mathbf{1}`, z the first n rows
+and d columns of a (MAX_KEYS, 3) standard normal sample seeded with ``seed``, so that adding a
+key or a dimension keeps the others. The query is :math:`q = \text{length} \cdot u` with
+
+.. math:: u = \cos\theta \, \hat{\mathbf{1}}
+    + \sin\theta \, (\cos\varphi \, e_1 + \sin\varphi \, e_2),
+
+θ the angle from 1 and φ the turn around 1 (d = 3 only), :math:`\hat{\mathbf 1} = \mathbf
+1/\sqrt d`, :math:`e_1 = (-1, 1, 0)/\sqrt2`, :math:`e_2 = (-1, -1, 2)/\sqrt6` (at d = 2,
+:math:`e_1 = (-1, 1)/\sqrt2`, and θ runs over the whole circle).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import combinations
+
+import numpy as np
+from scipy.optimize import linprog
+from scipy.spatial import ConvexHull, QhullError
+
+from core.claims import Claim, at_most, both, pick
+from core.norms import layer_norm, rms_norm
+
+SCORE_FORMULA = (
+    r"s_i = \frac{q \cdot k_i}{\sqrt{d}}, \qquad "
+    r"a_i = \frac{e^{s_i}}{\sum_{j=1}^{n} e^{s_j}}"
+)
+
+DIMS = (2, 3)
+MIN_KEYS, MAX_KEYS = 3, 12
+SPREAD_RANGE = (0.1, 5.0)
+OFFSET_RANGE = (-10.0, 10.0)
+LENGTH_LADDER = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
+CASES = ("raw", "rms", "layer")
+# eps = 0 for both norms: the paper's decomposition has none, and with it every key lands at
+# norm sqrt(d) exactly (an eps > 0 pulls keys with a small spread inside the sphere).
+NORM_EPS = 0.0
+
+# A key is un-selectable when its best margin (below) is at most this. The margin is measured on
+# the keys centred and scaled to radius 1 (hull membership ignores both), so the tolerance is
+# relative. It grows linearly with a key's distance from the others' hull (two keys δ apart on a
+# circle: about 0.6 δ), so 1e-12 separates keys that coincide up to rounding (LayerNorm's at
+# d = 2, about 1e-14 apart at the largest offset) from any two that the sample puts apart.
+SELECT_TOL = 1e-12
+# Keys whose centred cloud is smaller than this, relative to their norm, sit at one point.
+SAME_POINT = 1e-9
+# Relative tolerances for "every key has norm sqrt(d)", "every key is ⟂ 1", "these weights tie"
+# and "every score is equal": float64 rounding leaves about 1e-15 of the quantity's scale.
+NORM_TOL = 1e-9
+PLANE_TOL = 1e-9
+TIE_TOL = 1e-9
+UNIFORM_TOL = 1e-9
+# How close to 1 (radians) the best query must be to count as the closed form q ∥ 1.
+ANGLE_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class BestQuery:
+    """The unit direction u that makes the scores most equal, and attention along it."""
+
+    direction: np.ndarray  # (d,)
+    angle: float  # degrees from 1
+    turn: float  # degrees around 1 (0 at d = 2)
+    width: float  # max_i u·k_i − min_i u·k_i
+    spread: float  # length · width / sqrt(d): max − min of the scores
+    weights: np.ndarray  # (n,) softmax at q = length · u
+
+
+@dataclass(frozen=True)
+class KeySet:
+    """One version of the keys and what follows from their geometry alone."""
+
+    case: str
+    keys: np.ndarray  # (n, d)
+    norms: np.ndarray  # (n,)
+    along_ones: np.ndarray  # (n,) k · 1/sqrt(d)
+    margins: np.ndarray  # (n,) best selection margin; <= SELECT_TOL: un-selectable
+    unselectable: tuple[int, ...]
+    hull: np.ndarray  # for drawing: d = 2 vertex loop (m,), d = 3 triangles (f, 3); may be empty
+    best: BestQuery
+
+
+@dataclass(frozen=True)
+class CaseView:
+    """A key set under the chosen query."""
+
+    keyset: KeySet
+    scores: np.ndarray  # (n,)
+    weights: np.ndarray  # (n,)
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The page's whole state: keys, query, attention in each case, and the claims."""
+
+    d: int
+    n: int
+    length: float
+    direction: np.ndarray  # (d,) unit query direction
+    query: np.ndarray  # (d,)
+    cases: dict[str, CaseView]
+    claims: dict[str, Claim]
+
+
+# --- keys and query --------------------------------------------------------------------------
+
+
+def draw_keys(d: int, n: int, seed: int, spread: float, offset: float) -> np.ndarray:
+    """spread · z + offset · 1, z the first n × d block of a seeded (MAX_KEYS, 3) normal sample."""
+    z = np.random.default_rng(seed).standard_normal((MAX_KEYS, 3))[:n, :d]  # (n, d)
+    return spread * z + offset
+
+
+def normalised(raw: np.ndarray) -> dict[str, np.ndarray]:
+    """The three versions of the keys, each (n, d): raw, RMSNorm, LayerNorm (eps = 0)."""
+    return {
+        "raw": raw,
+        "rms": np.asarray(rms_norm(raw, eps=NORM_EPS)),
+        "layer": np.asarray(layer_norm(raw, eps=NORM_EPS)),
+    }
+
+
+def plane_basis(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(1/sqrt(d), e_1, e_2): the ones direction and an orthonormal basis of the plane ⟂ 1."""
+    ones = np.ones(d) / math.sqrt(d)
+    if d == 2:
+        return ones, np.array([-1.0, 1.0]) / math.sqrt(2.0), np.zeros(2)
+    return (
+        ones,
+        np.array([-1.0, 1.0, 0.0]) / math.sqrt(2.0),
+        np.array([-1.0, -1.0, 2.0]) / math.sqrt(6.0),
+    )
+
+
+def query_direction(d: int, angle: float, turn: float) -> np.ndarray:
+    """The unit vector at ``angle`` degrees from 1 and ``turn`` degrees around it (d = 3)."""
+    ones, e1, e2 = plane_basis(d)
+    theta, phi = math.radians(angle), math.radians(turn if d == 3 else 0.0)
+    return math.cos(theta) * ones + math.sin(theta) * (math.cos(phi) * e1 + math.sin(phi) * e2)
+
+
+def direction_angles(u: np.ndarray) -> tuple[float, float]:
+    """(angle, turn) in degrees of a unit vector: the inverse of :func:`query_direction`.
+
+    A direction along ±1 up to rounding (1e-12) reads exactly 0° or 180°, turn 0°."""
+    ones, e1, e2 = plane_basis(u.shape[-1])
+    along, a, b = float(u @ ones), float(u @ e1), float(u @ e2)
+    across = abs(a) if u.shape[-1] == 2 else math.hypot(a, b)
+    if across <= 1e-12:
+        return (0.0 if along > 0 else 180.0), 0.0
+    if u.shape[-1] == 2:
+        return math.degrees(math.atan2(a, along)), 0.0
+    return math.degrees(math.atan2(across, along)), math.degrees(math.atan2(b, a))
+
+
+def attention(keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scores q·k_i/sqrt(d) and their softmax: (n, d), (d,) -> (n,), (n,)."""
+    scores = keys @ query / math.sqrt(keys.shape[-1])  # (n, d) @ (d,) -> (n,)
+    shifted = np.exp(scores - scores.max())
+    return scores, shifted / shifted.sum()
+
+
+# --- scaling: which keys can be selected -----------------------------------------------------
+
+
+def selection_margins(keys: np.ndarray) -> np.ndarray:
+    """For each key, max over queries q in the box [-1, 1]^d of min_{j != i} q·(k_i − k_j).
+
+    A linear program per key (HiGHS), on the keys centred and scaled to radius 1. Positive: some
+    query scores key i strictly above every other key. At most 0: key i is in the convex hull of
+    the others (the two are equivalent by the separating-hyperplane theorem).
+    """
+    centred = keys - keys.mean(axis=0)  # (n, d)
+    radius = float(np.max(np.linalg.norm(centred, axis=1)))
+    n, d = keys.shape
+    if radius <= SAME_POINT * float(np.max(np.linalg.norm(keys, axis=1))):
+        # Every key at one point up to rounding (LayerNorm at d = 2 when all keys fall on one
+        # side): they always tie. Scaled up, their rounding noise would look like a shape.
+        return np.zeros(n)
+    unit = centred / radius
+    cost = np.zeros(d + 1)
+    cost[-1] = -1.0  # maximise t
+    bounds = [(-1.0, 1.0)] * d + [(None, None)]
+    margins = np.empty(n)
+    for i in range(n):
+        diffs = unit[i] - np.delete(unit, i, axis=0)  # (n - 1, d)
+        a_ub = np.hstack([-diffs, np.ones((n - 1, 1))])  # t − q·(k_i − k_j) <= 0
+        result = linprog(cost, A_ub=a_ub, b_ub=np.zeros(n - 1), bounds=bounds, method="highs")
+        margins[i] = -result.fun
+    return margins
+
+
+def hull_for_drawing(keys: np.ndarray) -> np.ndarray:
+    """The convex hull to draw: d = 2 its vertices in order, d = 3 its triangles (flat hulls
+    such as LayerNorm's coplanar keys are joggled by Qhull); empty where there is none."""
+    if len(np.unique(np.round(keys, 12), axis=0)) <= keys.shape[1]:
+        return np.zeros((0,), dtype=int)
+    try:
+        hull = ConvexHull(keys, qhull_options="QJ")
+    except (QhullError, ValueError):
+        return np.zeros((0,), dtype=int)
+    return np.asarray(hull.vertices if keys.shape[1] == 2 else hull.simplices)
+
+
+# --- projection: the query that makes the scores most equal ----------------------------------
+
+
+def _unit_rows(vectors: np.ndarray, scale: float) -> np.ndarray:
+    lengths = np.linalg.norm(vectors, axis=1)  # (m, d) -> (m,)
+    keep = lengths > 1e-12 * max(scale, 1e-300)
+    return vectors[keep] / lengths[keep, None]
+
+
+def candidate_directions(keys: np.ndarray) -> np.ndarray:
+    """Unit directions among which the minimum width of the keys is attained, (m, d).
+
+    The width max u·k − min u·k over unit u is smallest perpendicular to an edge of the convex
+    hull at d = 2, and at d = 3 perpendicular to a face or to two edges (Houle & Toussaint,
+    1988). Edges join two keys and faces hold three, so the directions perpendicular to every
+    difference of two keys (d = 2), and the normals of every three keys and of every two
+    differences (d = 3), contain the minimiser. 1 and the axes are added so that keys lying on
+    one line or at one point (where every direction ⟂ that line is as good) are covered.
+    """
+    d = keys.shape[1]
+    diffs = np.array([keys[i] - keys[j] for i, j in combinations(range(len(keys)), 2)])
+    axes = np.eye(d)
+    if d == 2:
+        found = diffs @ np.array([[0.0, 1.0], [-1.0, 0.0]])  # each difference turned by 90°
+    else:
+        pairs = np.array(list(combinations(range(len(diffs)), 2)))
+        found = np.vstack(
+            [np.cross(diffs[pairs[:, 0]], diffs[pairs[:, 1]])]
+            + [np.cross(diffs, axis) for axis in axes]
+        )
+    scale = float(np.max(np.abs(diffs))) ** 2 if len(diffs) else 1.0
+    # 1 first: where it ties with another direction (LayerNorm's keys), it is the one chosen.
+    return np.vstack([np.ones((1, d)) / math.sqrt(d), axes, _unit_rows(found, scale)])
+
+
+def best_query(keys: np.ndarray, length: float) -> BestQuery:
+    """The unit direction minimising the score spread over unit queries, exactly (see
+    :func:`candidate_directions`); among equally good ones, the closest to ±1."""
+    n, d = keys.shape
+    centred = keys - keys.mean(axis=0)  # widths ignore a common shift
+    dirs = candidate_directions(centred)  # (m, d)
+    proj = dirs @ centred.T  # (m, n)
+    widths = proj.max(axis=1) - proj.min(axis=1)  # (m,)
+    # Widths within rounding of the minimum tie (relative to the keys' norm, so that keys at one
+    # point up to rounding tie in every direction).
+    scale = max(float(np.max(np.linalg.norm(keys, axis=1))), 1e-300)
+    good = widths <= widths.min() + 1e-12 * scale
+    ones = np.ones(d) / math.sqrt(d)
+    # Rounded, so that a normal equal to 1 up to rounding does not win over 1 itself.
+    closeness = np.round(np.abs(dirs[good] @ ones), 12)
+    choice = int(np.flatnonzero(good)[np.argmax(closeness)])
+    u = dirs[choice] if dirs[choice] @ ones >= 0 else -dirs[choice]
+    angle, turn = direction_angles(u)
+    width = float(widths[choice])
+    _, weights = attention(keys, length * u)
+    return BestQuery(u, angle, turn, width, length * width / math.sqrt(d), weights)
+
+
+@lru_cache(maxsize=64)
+def key_sets(d: int, n: int, seed: int, spread: float, offset: float, length: float) -> tuple:
+    """The three :class:`KeySet` for one link's keys (cached: the query does not change them)."""
+    sets = []
+    for case, keys in normalised(draw_keys(d, n, seed, spread, offset)).items():
+        keys.setflags(write=False)
+        margins = selection_margins(keys)
+        sets.append(
+            KeySet(
+                case=case,
+                keys=keys,
+                norms=np.linalg.norm(keys, axis=1),
+                along_ones=keys.sum(axis=1) / math.sqrt(d),
+                margins=margins,
+                unselectable=tuple(int(i) for i in np.flatnonzero(margins <= SELECT_TOL)),
+                hull=hull_for_drawing(keys),
+                best=best_query(keys, length),
+            )
+        )
+    return tuple(sets)
+
+
+# --- the page's state and its sentences ------------------------------------------------------
+
+
+def key_names(indices) -> str:
+    """``k1, k4``: keys named from 1, as the figures label them."""
+    return ", ".join(f"k{int(i) + 1}" for i in indices)
+
+
+def _check_args(d: int, n: int, spread: float, offset: float, length: float) -> None:
+    if d not in DIMS:
+        raise ValueError(f"d must be one of {DIMS} (got {d!r})")
+    if not MIN_KEYS <= n <= MAX_KEYS:
+        raise ValueError(f"n must be in [{MIN_KEYS}, {MAX_KEYS}] (got {n!r})")
+    if not SPREAD_RANGE[0] <= spread <= SPREAD_RANGE[1]:
+        raise ValueError(f"spread must be in {SPREAD_RANGE} (got {spread!r})")
+    if not OFFSET_RANGE[0] <= offset <= OFFSET_RANGE[1]:
+        raise ValueError(f"offset must be in {OFFSET_RANGE} (got {offset!r})")
+    if not (math.isfinite(length) and length > 0):
+        raise ValueError(f"length must be a finite number > 0 (got {length!r})")
+
+
+def _geometry_claims(case: str, ks: KeySet, d: int, n: int) -> dict[str, Claim]:
+    """Norms (scaling), the component along 1 (projection) and which keys can be selected."""
+    root_d = math.sqrt(d)
+    dev = float(np.max(np.abs(ks.norms - root_d)))
+    scale = float(np.max(ks.norms))
+    off = float(np.max(np.abs(ks.along_ones)))
+    claims = {
+        f"norms_{case}": pick(
+            at_most(dev, NORM_TOL * root_d),
+            "attention.norms_equal",
+            "attention.norms_range",
+            noise=NORM_TOL * root_d,
+            root_d=root_d,
+            dev=dev,
+            lo=float(ks.norms.min()),
+            hi=float(ks.norms.max()),
+        ),
+        f"plane_{case}": pick(
+            at_most(off, PLANE_TOL * scale),
+            "attention.plane_in",
+            "attention.plane_out",
+            noise=PLANE_TOL * scale,
+            dev=off,
+            lo=float(ks.along_ones.min()),
+            hi=float(ks.along_ones.max()),
+        ),
+    }
+    hidden = ks.unselectable
+    claims[f"select_{case}"] = (
+        Claim("attention.select_some", {"count": len(hidden), "n": n, "keys": key_names(hidden)})
+        if hidden
+        else Claim("attention.select_all", {"n": n})
+    )
+    return claims
+
+
+def _top_claim(weights: np.ndarray) -> Claim:
+    """Which key the chosen query attends to most (ties named as ties)."""
+    top = float(weights.max())
+    tied = np.flatnonzero(weights >= top * (1.0 - TIE_TOL))
+    if len(tied) == len(weights):
+        return Claim("attention.top_uniform", {"w_pct": top})
+    if len(tied) == 1:
+        return Claim("attention.top_one", {"key": key_names(tied), "w_pct": top})
+    return Claim("attention.top_tied", {"keys": key_names(tied), "w_pct": top})
+
+
+def _uniform_claim(ks: KeySet, d: int, length: float) -> Claim:
+    """How equal the best unit direction makes the scores."""
+    best = ks.best
+    tol = UNIFORM_TOL * length * float(np.max(ks.norms)) / math.sqrt(d)
+    exact = at_most(best.spread, tol)
+    fields = {
+        "angle": best.angle,
+        "turn": best.turn,
+        "spread": best.spread,
+        "length": length,
+        "ratio": math.exp(best.spread),
+        "w_min_pct": float(best.weights.min()),
+        "w_max_pct": float(best.weights.max()),
+        "w_pct": 1.0 / len(best.weights),
+    }
+    # The turn around 1 names a direction only at d = 3 and away from ±1.
+    turned = "_turn" if d == 3 and best.angle not in (0.0, 180.0) else ""
+    return pick(
+        exact,
+        f"attention.uniform_exact{turned}",
+        f"attention.uniform_close{turned}",
+        noise=tol,
+        **fields,
+    )
+
+
+def _layer_claims(ks: KeySet, d: int, length: float) -> dict[str, Claim]:
+    """LayerNorm's closed form q ∥ 1, and at d = 2 its two points ±(1, −1)."""
+    best = ks.best
+    tol = UNIFORM_TOL * length * float(np.max(ks.norms)) / math.sqrt(d)
+    closed = both(at_most(math.radians(abs(best.angle)), ANGLE_TOL), at_most(best.spread, tol))
+    claims = {
+        "closed_form": pick(
+            closed,
+            "attention.layer_closed_form",
+            "attention.layer_closed_form_off",
+            noise=tol,
+            angle=abs(best.angle),
+            spread=best.spread,
+        )
+    }
+    if d == 2:
+        point = np.array([1.0, -1.0])
+        to_first = np.linalg.norm(ks.keys - point, axis=1)  # (n, 2) -> (n,)
+        to_second = np.linalg.norm(ks.keys + point, axis=1)
+        dev = float(np.max(np.minimum(to_first, to_second)))
+        first = int(np.sum(to_first <= to_second))
+        claims["two_points"] = pick(
+            at_most(dev, NORM_TOL * math.sqrt(d)),
+            "attention.layer_two_points",
+            "attention.layer_two_points_off",
+            noise=NORM_TOL * math.sqrt(d),
+            first=first,
+            second=len(ks.keys) - first,
+            dev=dev,
+        )
+    return claims
+
+
+def attention_sandbox(
+    *,
+    d: int,
+    n: int,
+    seed: int,
+    spread: float,
+    offset: float,
+    angle: float,
+    turn: float,
+    length: float,
+) -> Sandbox:
+    """Keys, the query, attention over raw, RMSNorm and LayerNorm keys, and the claims.
+
+    Claims by slot: ``norms_<case>``, ``plane_<case>``, ``select_<case>``, ``top_<case>`` and
+    ``uniform_<case>`` for each case in :data:`CASES`; ``closed_form``; ``two_points`` at d = 2.
+    """
+    _check_args(d, n, spread, offset, length)
+    if not (math.isfinite(angle) and math.isfinite(turn)):
+        raise ValueError(f"angle and turn must be finite (got {angle!r}, {turn!r})")
+    direction = query_direction(d, angle, turn)
+    query = length * direction
+    cases: dict[str, CaseView] = {}
+    claims: dict[str, Claim] = {}
+    for ks in key_sets(d, n, int(seed), float(spread), float(offset), float(length)):
+        scores, weights = attention(ks.keys, query)
+        cases[ks.case] = CaseView(ks, scores, weights)
+        claims.update(_geometry_claims(ks.case, ks, d, n))
+        claims[f"top_{ks.case}"] = _top_claim(weights)
+        claims[f"uniform_{ks.case}"] = _uniform_claim(ks, d, length)
+    claims.update(_layer_claims(cases["layer"].keyset, d, length))
+    return Sandbox(d, n, float(length), direction, query, cases, claims)

@@ -1,0 +1,190 @@
+"""Attention sandbox: LayerNorm's projection and scaling (Brody, Alon & Yahav, 2023), with
+RMSNorm beside it, on a handful of keys and one query."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core import LAYER_FORMULA, RMS_FORMULA
+from core.attention import (
+    CASES,
+    LENGTH_LADDER,
+    MAX_KEYS,
+    MIN_KEYS,
+    OFFSET_RANGE,
+    SCORE_FORMULA,
+    SPREAD_RANGE,
+    Sandbox,
+    attention_sandbox,
+)
+from ui import widgets
+from ui.frame import begin_page, presenting, share_box, view_mode
+from ui.i18n import Translator, translator
+from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
+from viz import style
+from viz.attention import keys_figure, weights_figure
+
+PARAMS = (
+    ChoiceParam("d", "3", ("2", "3")),
+    IntParam("n", 7, MIN_KEYS, MAX_KEYS),
+    IntParam("seed", 7, 0, 2**31 - 1),
+    FloatParam("spread", 1.0, *SPREAD_RANGE),
+    FloatParam("offset", 0.0, *OFFSET_RANGE),
+    IntParam("angle", 60, -180, 180),
+    IntParam("turn", 30, -180, 180),
+    LadderParam("length", 3.0, LENGTH_LADDER),
+)
+P = {p.key: p for p in PARAMS}
+COLORS = {"raw": style.INPUT, "rms": style.RMS, "layer": style.LAYER}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def compute(
+    d: int, n: int, seed: int, spread: float, offset: float, angle: int, turn: int, length: float
+) -> Sandbox:
+    """The page's whole state for one link (cached: a link always gives the same numbers)."""
+    return attention_sandbox(
+        d=d, n=n, seed=seed, spread=spread, offset=offset, angle=angle, turn=turn, length=length
+    )
+
+
+def controls(tr: Translator) -> dict:
+    """The sidebar controls; every one is carried by the URL under its key."""
+    with st.sidebar:
+        st.header(tr("common.controls"))
+        d = widgets.choice(P["d"], tr("attention.d_label"), kind="segmented")
+        widgets.number(P["n"], tr("attention.n_label"), step=1)
+        widgets.number(P["seed"], tr("attention.seed_label"), kind="input", step=1)
+        widgets.number(P["spread"], tr("attention.spread_label"), step=0.1)
+        widgets.number(P["offset"], tr("attention.offset_label"), step=0.5)
+        st.caption(tr("attention.keys_help"))
+        widgets.number(P["angle"], tr("attention.angle_label"), step=1)
+        widgets.number(
+            P["turn"],
+            tr("attention.turn_label"),
+            step=1,
+            disabled=d != "3",
+            help=tr("attention.turn_help"),
+        )
+        widgets.ladder(P["length"], tr("attention.length_label"))
+    state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
+    state["d"] = int(state["d"])
+    return state
+
+
+def _point_query(angle: float, turn: float) -> None:
+    """``on_click`` of a "point the query here" button: runs before the widgets are drawn."""
+    st.session_state["angle"] = int(round(angle))
+    st.session_state["turn"] = int(round(turn))
+
+
+def formulas(tr: Translator) -> None:
+    """Attention, then RMSNorm, then LayerNorm, each named."""
+    st.subheader(tr("attention.formulas_heading"))
+    cols = st.columns(3)
+    for col, label, formula in (
+        (cols[0], tr("attention.formula_attention"), SCORE_FORMULA),
+        (cols[1], tr("common.rms_norm"), RMS_FORMULA),
+        (cols[2], tr("common.layer_norm"), LAYER_FORMULA),
+    ):
+        col.markdown(f"**{label}**")
+        col.latex(formula)
+    st.caption(tr("attention.formula_note"))
+
+
+def _weights(weights, case: str, box: Sandbox, tr: Translator, key: str, alt: str) -> None:
+    figure = weights_figure(
+        weights,
+        unselectable=box.cases[case].keyset.unselectable,
+        color=COLORS[case],
+        labels={"weight": tr("attention.weight_axis"), "key": tr("attention.key_axis")},
+        large=view_mode().large_text,
+        height=320 if view_mode().large_text else 260,
+    )
+    name = tr(f"attention.case_{case}")
+    st.plotly_chart(
+        figure, key=key, alt=tr(alt, case=name, n=box.n), config=style.chart_config(key)
+    )
+
+
+def keys_section(box: Sandbox, tr: Translator) -> None:
+    """The three versions of the keys side by side, attention under the chosen query below."""
+    st.subheader(tr("attention.keys_heading"))
+    st.caption(tr("attention.marks"))
+    for col, case in zip(st.columns(3), CASES, strict=True):
+        view = box.cases[case]
+        ks = view.keyset
+        with col:
+            name = tr(f"attention.case_{case}")
+            st.markdown(f"**{name}**")
+            figure = keys_figure(
+                ks.keys,
+                hull=ks.hull,
+                unselectable=ks.unselectable,
+                direction=box.direction,
+                color=COLORS[case],
+                radius=None if case == "raw" else box.d**0.5,
+                plane=case != "raw",
+                large=view_mode().large_text,
+                height=480 if view_mode().large_text else 400,
+            )
+            st.plotly_chart(
+                figure,
+                key=f"keys_{case}",
+                alt=tr("attention.keys_alt", case=name, n=box.n),
+                config=style.chart_config(f"keys_{case}"),
+            )
+            _weights(view.weights, case, box, tr, f"weights_{case}", "attention.weights_alt")
+            slots = ("top", "select", "norms", "plane")
+            st.markdown("\n".join(f"- {tr.claim(box.claims[f'{s}_{case}'])}" for s in slots))
+    if box.d == 2:
+        st.markdown(tr.claim(box.claims["two_points"]))
+        st.markdown(tr("attention.explain_d2"))
+
+
+def uniform_section(box: Sandbox, tr: Translator) -> None:
+    """The unit query that makes the scores most equal, for each version of the keys."""
+    st.subheader(tr("attention.uniform_heading"))
+    st.markdown(tr("attention.explain_uniform"))
+    for col, case in zip(st.columns(3), CASES, strict=True):
+        best = box.cases[case].keyset.best
+        with col:
+            st.markdown(f"**{tr(f'attention.case_{case}')}**")
+            _weights(best.weights, case, box, tr, f"best_{case}", "attention.best_alt")
+            lines = [tr.claim(box.claims[f"uniform_{case}"])]
+            if case == "layer":
+                lines.append(tr.claim(box.claims["closed_form"]))
+            st.markdown(" ".join(lines))
+            if not presenting():
+                st.button(
+                    tr("attention.use_best"),
+                    key=f"use_{case}",
+                    on_click=_point_query,
+                    args=(best.angle, best.turn),
+                    icon=":material/explore:",
+                )
+
+
+def paper_section(tr: Translator) -> None:
+    st.subheader(tr("attention.paper_heading"))
+    for key in ("explain_projection", "explain_scaling", "explain_offset", "explain_eps"):
+        st.markdown(tr(f"attention.{key}"))
+    st.caption(tr("attention.paper_text"))
+
+
+def main() -> None:
+    lang = begin_page("attention", PARAMS)
+    tr = translator(lang)
+    state = controls(tr)
+    box = compute(**state)
+    if not presenting():
+        st.info(tr("attention.first_move"))
+    keys_section(box, tr)
+    uniform_section(box, tr)
+    formulas(tr)
+    paper_section(tr)
+    share_box(PARAMS, lang)
+
+
+if __name__ == "__main__":
+    main()

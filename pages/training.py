@@ -1,0 +1,291 @@
+"""Training lab: tiny transformers that differ only in their norm, shipped runs and live ones."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import streamlit as st
+
+from core.defaults import DEFAULT_LAYER_EPS
+from core.model import NORM_KINDS
+from core.reference import REFERENCE
+from core.speedlab import exclusive
+from core.training_view import (
+    LIVE_DEFAULTS,
+    LIVE_DEPTHS,
+    LIVE_EPS,
+    LIVE_LRS,
+    LIVE_STEPS,
+    LIVE_WIDTHS,
+    LIVE_WORK,
+    TRAIN_LOCK,
+    RunCurves,
+    TrainingView,
+    live_configs,
+    live_curves,
+    live_seconds,
+    progress,
+    reference_spread,
+    reference_view,
+    run_record,
+    train_live,
+    training_view,
+)
+from ui import fmt, widgets
+from ui.frame import begin_page, presenting, share_box
+from ui.i18n import Translator, translator
+from ui.params import BoolParam, IntParam, LadderParam
+from viz.training import final_loss_figure, loss_figure, per_run_figure
+
+# The link names of the three variants (``none`` alone would read oddly in a link).
+VARIANT_KEYS = {"rms": "rms", "layer": "layer", "none": "nonorm"}
+PARAMS = (
+    BoolParam("rms", True),
+    BoolParam("layer", True),
+    BoolParam("nonorm", False),
+    LadderParam("width", float(LIVE_DEFAULTS["width"]), tuple(float(w) for w in LIVE_WIDTHS)),
+    IntParam("depth", LIVE_DEFAULTS["depth"], *LIVE_DEPTHS),
+    LadderParam("eps", DEFAULT_LAYER_EPS, LIVE_EPS),
+    LadderParam("lr", LIVE_DEFAULTS["lr"], LIVE_LRS),
+    IntParam("steps", LIVE_DEFAULTS["steps"], *LIVE_STEPS),
+    IntParam("seed", 0, 0, 2**31 - 1),
+)
+P = {p.key: p for p in PARAMS}
+LIVE_KEY = "_training_live"
+# The growing chart is redrawn at most this often: each redraw sends every point again.
+DRAW_EVERY_S = 0.5
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def shipped() -> TrainingView:
+    return reference_view()
+
+
+def controls(tr: Translator) -> dict:
+    """The sidebar controls, each bound to the URL under its key."""
+    with st.sidebar:
+        st.header(tr("common.controls"))
+        st.markdown(f"**{tr('training.variants_label')}**")
+        for norm, key in VARIANT_KEYS.items():
+            widgets.flag(P[key], tr(f"training.variant_{norm}"))
+        widgets.ladder(P["width"], tr("training.width_label"))
+        widgets.number(P["depth"], tr("training.depth_label"), step=1)
+        widgets.ladder(P["eps"], tr("training.eps_label"), help=tr("training.eps_help"))
+        widgets.ladder(P["lr"], tr("training.lr_label"))
+        widgets.number(P["steps"], tr("training.steps_label"), kind="input", step=10)
+        widgets.number(P["seed"], tr("training.seed_label"), kind="input", step=1)
+    state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
+    state["width"] = int(state["width"])
+    state["norms"] = tuple(n for n, key in VARIANT_KEYS.items() if state[key])
+    return state
+
+
+def names(tr: Translator) -> dict[str, str]:
+    keys = ("validation", "training", "loss", "seed", "mean", "step_axis", "seconds_axis")
+    return {
+        **{n: tr(f"training.variant_{n}") for n in NORM_KINDS},
+        **{k: tr(f"training.{k}") for k in keys},
+    }
+
+
+def figure_runs(runs: Sequence[RunCurves], x: str) -> list[dict]:
+    """The curves as ``viz.training`` draws them, against step or against seconds."""
+    return [
+        {
+            "norm": r.norm,
+            "seed": r.seed,
+            "train_x": r.train_steps if x == "step" else r.train_seconds,
+            "train_y": r.train_loss,
+            "val_x": r.val_steps if x == "step" else r.val_seconds,
+            "val_y": r.val_loss,
+        }
+        for r in runs
+    ]
+
+
+def show_claims(view: TrainingView, tr: Translator, slots: Sequence[str]) -> None:
+    for slot in slots:
+        if slot in view.claims:
+            st.markdown(tr.claim(view.claims[slot]))
+
+
+def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
+    """Loss against step and against training time, side by side, and what they say."""
+    last = {"step": view.equal_step, "seconds": view.equal_seconds}
+    left, right = st.columns(2, gap="large")
+    for column, x in ((left, "step"), (right, "seconds")):
+        with column:
+            st.markdown(f"**{tr(f'training.{x}_heading')}**")
+            st.plotly_chart(
+                loss_figure(figure_runs(view.runs, x), labels, x_title=labels[f"{x}_axis"]),
+                key=f"{key}_{x}",
+                alt=tr(f"training.{x}_alt", **last),
+            )
+    st.caption(tr("training.loss_note"))
+    for slot in [f"diverged_{n}" for n in NORM_KINDS] + ["steps", "time"]:
+        show_claims(view, tr, [slot])
+
+
+def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
+    """The validation loss at the equal step: per norm over its seeds."""
+    st.subheader(tr("training.final_heading", step=view.equal_step))
+    columns = st.columns(len(view.norms))
+    for column, (norm, summary) in zip(columns, view.norms.items(), strict=True):
+        column.metric(labels[norm], fmt.num(summary.mean_at_step))
+        if len(summary.seeds) > 1:
+            lo, hi, n = summary.lowest, summary.highest, len(summary.seeds)
+            column.caption(tr("training.final_range", lo=lo, hi=hi, n=n))
+    data = {
+        n: {"seeds": s.seeds, "losses": s.at_step, "mean": s.mean_at_step}
+        for n, s in view.norms.items()
+    }
+    st.plotly_chart(
+        final_loss_figure(data, labels),
+        key=f"{key}_finals",
+        alt=tr("training.final_alt", step=view.equal_step),
+    )
+    show_claims(view, tr, ["spread", "none"])
+
+
+def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
+    """Median time per step, the norms' share of a forward pass, and the paper beside them."""
+    st.subheader(tr("training.time_heading"))
+    columns = st.columns(len(view.norms))
+    for column, (norm, summary) in zip(columns, view.norms.items(), strict=True):
+        column.metric(labels[norm], tr("training.ms_value", ms=summary.median_step_ms))
+    left, right = st.columns(2, gap="large")
+    step_runs = [{"norm": r.norm, "seed": r.seed, "value": r.median_step_ms} for r in view.runs]
+    share_runs = [{"norm": r.norm, "seed": r.seed, "value": r.norm_share} for r in view.runs]
+    with left:
+        st.markdown(f"**{tr('training.step_time_heading')}**")
+        fig = per_run_figure(step_runs, labels, y_title=tr("training.ms_axis"))
+        st.plotly_chart(fig, key=f"{key}_step_time", alt=tr("training.step_time_alt"))
+    with right:
+        st.markdown(f"**{tr('training.share_heading')}**")
+        fig = per_run_figure(share_runs, labels, y_title=tr("training.share_axis"), percent=True)
+        st.plotly_chart(fig, key=f"{key}_share", alt=tr("training.share_alt"))
+    show_claims(view, tr, ["step_time", "share", "noise", "why", "paper", "machine"])
+
+
+def shipped_section(tr: Translator, labels: dict) -> None:
+    st.header(tr("training.shipped_heading"))
+    model = REFERENCE.model
+    st.caption(
+        tr(
+            "training.shipped_setup",
+            layers=model.n_layer,
+            width=model.n_embd,
+            heads=model.n_head,
+            steps=REFERENCE.steps,
+            batch=REFERENCE.batch_size,
+            block=model.block_size,
+            lr=REFERENCE.lr,
+            eps=model.eps,
+        )
+    )
+    view = shipped()
+    curves(view, tr, labels, "shipped")
+    finals(view, tr, labels, "shipped")
+    timings(view, tr, labels, "shipped")
+
+
+def settings_text(state: dict, tr: Translator) -> str:
+    variants = ", ".join(tr(f"training.variant_{n}") for n in state["norms"]) or "–"
+    fields = {k: state[k] for k in ("width", "depth", "eps", "lr", "steps", "seed")}
+    return tr("training.live_settings", variants=variants, **fields)
+
+
+def run_live(state: dict, tr: Translator, labels: dict) -> None:
+    """Train now if no other visitor is; keep the result in this session only."""
+    cap = live_seconds()
+    configs = live_configs(
+        state["norms"],
+        **{k: state[k] for k in ("width", "depth", "eps", "lr", "steps", "seed")},
+        max_seconds=cap,
+    )
+    with exclusive(TRAIN_LOCK) as acquired:
+        if not acquired:
+            st.warning(tr("training.busy"))
+            return
+        bar = st.progress(0.0, text=tr("training.starting"))
+        chart = st.container(key="live_growing").empty()
+        started, drawn = time.perf_counter(), [0.0, 0]
+        live = {"state": dict(state), "results": None, "view": None}
+        st.session_state[LIVE_KEY] = live
+
+        def draw(results) -> None:
+            live["results"] = results
+            now = time.perf_counter()
+            if now - drawn[0] < DRAW_EVERY_S:
+                return
+            drawn[0], drawn[1] = now, drawn[1] + 1
+            p = progress(results, now - started)
+            text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
+            bar.progress(p.fraction, text=text)
+            runs = figure_runs(live_curves(results), "step")
+            fig = loss_figure(runs, labels, x_title=labels["step_axis"], x_max=p.steps)
+            chart.plotly_chart(fig, key=f"growing_{drawn[1]}", alt=tr("training.growing_alt"))
+
+        results = train_live(configs, draw)
+        live["results"] = results
+        bar.empty()
+        chart.empty()
+    finish(live)
+
+
+def finish(live: dict) -> None:
+    """Turn the session's runs into the page state; drop the models (the result is not kept
+    beyond this session, and a model is the largest part of it)."""
+    if live["view"] is None and live["results"]:
+        records = [run_record(r) for r in live["results"]]
+        spread = reference_spread(shipped())
+        live["view"] = training_view(records, reference_spread=spread, live=True)
+    live["results"] = None
+
+
+def live_section(state: dict, tr: Translator, labels: dict) -> None:
+    st.header(tr("training.live_heading"))
+    st.caption(tr("training.live_limits", cap=live_seconds(), work=LIVE_WORK))
+    st.caption(tr("training.live_settings_heading") + " " + settings_text(state, tr))
+    if not presenting():
+        st.caption(tr("training.live_pick"))
+    if not state["norms"]:
+        st.info(tr("training.no_variant"))
+    pressed = st.button(
+        tr("training.train"),
+        key="train",
+        type="primary",
+        icon=":material/model_training:",
+        disabled=not state["norms"],
+    )
+    if pressed:
+        run_live(state, tr, labels)
+    live = st.session_state.get(LIVE_KEY)
+    if live is None:
+        st.info(tr("training.not_started"))
+        return
+    finish(live)
+    if live["view"] is None:
+        st.info(tr("training.not_started"))
+        return
+    if live["state"] != state:
+        st.caption(tr("training.stale", settings=settings_text(live["state"], tr)))
+    view = live["view"]
+    show_claims(view, tr, ["stopped"])
+    curves(view, tr, labels, "live")
+    finals(view, tr, labels, "live")
+    timings(view, tr, labels, "live")
+
+
+def main() -> None:
+    tr = translator(begin_page("training", PARAMS))
+    state = controls(tr)
+    labels = names(tr)
+    shipped_section(tr, labels)
+    live_section(state, tr, labels)
+    share_box(PARAMS, tr.lang)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+"""The guided lesson's sentences, every step rechecked from its documented setting.
+
+Each ``ref_<step>`` rebuilds the step's example from its recipe (the lesson's x is the seed-3
+normal draw plus 1.5; other draws come from their own seeded streams) with torch.nn.functional,
+autograd or plain float64 numpy, and returns the option its numbers make true with the numbers the
+step's texts quote. A claim's fields must match those numbers, its answer the option, and an
+explanation is shown only where the option is the one it was written for.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from hypothesis import strategies as st
+
+from core.claims import Claim
+from core.defaults import EPS_LADDER
+from core.lesson import EXPLAINED, STEP_IDS, lesson_step
+from tests.claims import invariance as inv
+from tests.claims import residual as res
+
+STATES = st.fixed_dictionaries({"step": st.integers(1, len(STEP_IDS))})
+EPS = 1e-6
+D = 8
+SAME = 1e-4  # "unchanged" in the lesson's options: far above eps effects, far below a change
+# The option each explanation is written for (what its texts assert): metadata of the texts,
+# not a number the core computes.
+WRITTEN_FOR = EXPLAINED
+
+
+def view(state: dict):
+    return lesson_step(STEP_IDS[state["step"] - 1])
+
+
+def x_lesson() -> np.ndarray:
+    return np.random.default_rng(3).standard_normal(D) + 1.5
+
+
+def rms(a: np.ndarray, eps: float = EPS) -> np.ndarray:
+    t = torch.from_numpy(np.asarray(a, dtype=np.float64))
+    return F.rms_norm(t, (t.shape[-1],), eps=eps).numpy()
+
+
+def layer(a: np.ndarray, eps: float = EPS) -> np.ndarray:
+    t = torch.from_numpy(np.asarray(a, dtype=np.float64))
+    return F.layer_norm(t, (t.shape[-1],), eps=eps).numpy()
+
+
+def which(rms_same: bool, layer_same: bool) -> str:
+    return {(True, True): "A", (True, False): "B", (False, True): "C"}.get(
+        (rms_same, layer_same), "D"
+    )
+
+
+def cos_ones(v: np.ndarray) -> float:
+    return float(np.sum(v) / (np.linalg.norm(v) * math.sqrt(v.size)))
+
+
+def ref_centre() -> tuple[str | None, dict]:
+    x = x_lesson()
+    mean, root = np.mean(x), math.sqrt(np.mean(x**2))
+    y_rms, y_layer = rms(x), layer(x)
+    # The explanation equates sqrt(mean(x^2) + eps) with RMS(x) to four digits.
+    assert abs(math.sqrt(np.mean(x**2) + EPS) / root - 1) < 5e-5
+    options = {"A": 0.0, "B": mean / root, "C": mean, "D": 1.0}
+    letter = next((k for k, v in options.items() if abs(v - np.mean(y_rms)) <= SAME), None)
+    numbers = {"mean_x": mean, "rms_x": root, "std_x": np.std(x), "mean_rms": np.mean(y_rms)}
+    numbers.update(mean_layer=np.mean(y_layer), rms_rms=math.sqrt(np.mean(y_rms**2)))
+    numbers.update(rms_layer=math.sqrt(np.mean(y_layer**2)), d=D, eps=EPS)
+    return letter, numbers
+
+
+def ref_identity() -> tuple[str | None, dict]:
+    x, c = x_lesson(), 3.0
+    numbers = {"c": c}
+    for when, v in (("before", x), ("after", x + c)):
+        numbers[f"rms2_{when}"] = np.mean(v**2)
+        numbers[f"var_{when}"] = np.var(v)
+        numbers[f"mean2_{when}"] = np.mean(v) ** 2
+        # The identity the bars show: RMS^2 = Var + mu^2.
+        assert math.isclose(np.mean(v**2), np.var(v) + np.mean(v) ** 2, rel_tol=1e-12)
+    moved = [
+        not math.isclose(numbers[f"{q}_before"], numbers[f"{q}_after"], rel_tol=SAME)
+        for q in ("rms2", "var")
+    ]
+    return {(True, False): "A", (False, True): "B", (True, True): "C"}.get(
+        tuple(moved), "D"
+    ), numbers
+
+
+def _changed(x_after: np.ndarray, size: float) -> tuple[str, dict]:
+    x = x_lesson()
+    ch = {n: float(np.max(np.abs(f(x_after) - f(x)))) for n, f in (("rms", rms), ("layer", layer))}
+    numbers = {"size": size, "change_rms": ch["rms"], "change_layer": ch["layer"]}
+    numbers.update(mean_x=np.mean(x), mean_after=np.mean(x_after), eps=EPS)
+    return which(ch["rms"] < SAME, ch["layer"] < SAME), numbers
+
+
+def ref_rescale() -> tuple[str | None, dict]:
+    return _changed(10.0 * x_lesson(), 10.0)
+
+
+def ref_shift() -> tuple[str | None, dict]:
+    x = x_lesson()
+    # "every coordinate pulled towards the same value": RMSNorm's output spreads less.
+    assert np.std(rms(x + 3.0)) < np.std(rms(x))
+    return _changed(x + 3.0, 3.0)
+
+
+def ref_scales() -> tuple[str | None, dict]:
+    x = x_lesson()
+    s = np.exp(np.random.default_rng([3, 2]).uniform(math.log(0.5), math.log(2.0), D))
+    numbers = {"factor": -10.0, "s_min": s.min(), "s_max": s.max()}
+    for n, f in (("rms", rms), ("layer", layer)):
+        numbers[f"flip_{n}"] = float(np.max(np.abs(f(-10.0 * x) + f(x))))
+        numbers[f"neg_change_{n}"] = float(np.max(np.abs(f(-10.0 * x) - f(x))))
+        numbers[f"coord_change_{n}"] = float(np.max(np.abs(f(s * x) - f(x))))
+    flips = max(numbers["flip_rms"], numbers["flip_layer"]) < SAME
+    keeps = max(numbers["neg_change_rms"], numbers["neg_change_layer"]) < SAME
+    effect = "flip" if flips else ("keep" if keeps else "other")
+    cancelled = sum(numbers[f"coord_change_{n}"] < SAME for n in ("rms", "layer"))
+    s_effect = {2: "both", 0: "neither"}.get(cancelled, "one")
+    table = {
+        ("keep", "both"): "A",
+        ("flip", "neither"): "B",
+        ("keep", "neither"): "C",
+        ("flip", "both"): "D",
+    }
+    return table.get((effect, s_effect)), numbers
+
+
+def ref_sweep() -> tuple[str | None, dict]:
+    x, c = x_lesson(), 50.0
+    far, plain = rms(x + c), rms(x)
+    energy = float(np.sum(far) ** 2 / (D * np.sum(far**2)))
+    cos_far = float(far @ plain / (np.linalg.norm(far) * np.linalg.norm(plain)))
+    offsets = np.linspace(-c, c, 201)
+    shifted, base = layer(x + offsets[:, None]), layer(x)
+    cos_layer = shifted @ base / (np.linalg.norm(shifted, axis=-1) * np.linalg.norm(base))
+    letter = "B" if energy > 0.99 else ("A" if cos_far > 0.99 else None)
+    numbers = {"c_max": c, "energy_far": energy, "cos_far": cos_far}
+    numbers.update(layer_cos_min=np.min(cos_layer), spread_far=np.std(far))
+    numbers.update(spread_x=np.std(plain), energy_x=cos_ones(x) ** 2)
+    return letter, numbers
+
+
+def plane_point(v: np.ndarray) -> tuple[float, float]:
+    """(component along 1, length of the rest), as the plane draws a vector."""
+    a = np.sum(v) / math.sqrt(v.size)
+    return float(a), float(np.linalg.norm(v - np.mean(v)))
+
+
+def ref_plane() -> tuple[str | None, dict]:
+    x = x_lesson()
+    points = {"x": plane_point(x), "rms": plane_point(rms(x)), "layer": plane_point(layer(x))}
+    angle = {k: math.degrees(math.atan2(b, a)) for k, (a, b) in points.items()}
+    on_x = tuple(abs(angle[k] - angle["x"]) < 1e-6 for k in ("rms", "layer"))
+    square = tuple(abs(angle[k] - 90.0) < 1e-6 for k in ("rms", "layer"))
+    table = {
+        ((False, False), (True, True)): "A",
+        ((True, False), (False, True)): "B",
+        ((False, True), (True, False)): "C",
+        ((True, True), (False, False)): "D",
+    }
+    numbers = {"radius": math.sqrt(D)}
+    for k, (a, b) in points.items():
+        numbers[f"{k}_a"], numbers[f"{k}_b"], numbers[f"angle_{k}"] = a, b, angle[k]
+    numbers["len_rms"], numbers["len_layer"] = (math.hypot(*points[k]) for k in ("rms", "layer"))
+    return table.get((on_x, square)), numbers
+
+
+def ref_recenter() -> tuple[str | None, dict]:
+    a, a2 = inv.preactivations(3, "dataset_recenter", 1.0)
+    ch = inv.changes(3, "dataset_recenter", 1.0)
+    shift = a2[0] - a[0]
+    np.testing.assert_allclose(a2 - a, np.broadcast_to(shift, a.shape), atol=1e-12)
+    numbers = {"res_rms": np.max(ch["rms"]), "res_layer": np.max(ch["layer"])}
+    numbers.update(shift_mean=np.mean(shift), shift_spread=np.std(shift))
+    numbers.update(shift_angle=math.degrees(math.acos(abs(cos_ones(shift)))))
+    numbers["case"] = int(np.argmax(ch["rms"] + ch["layer"]))
+    return which(numbers["res_rms"] < inv.TOL, numbers["res_layer"] < inv.TOL), numbers
+
+
+def ref_table() -> tuple[str | None, dict]:
+    layer_res, rms_res = inv.residuals(3, "weight_matrix_recenter", 2.0)
+    agree = sum(
+        (r[0] < inv.TOL, r[1] < inv.TOL) == inv.EXPECTED[t]
+        for t in inv.TRANSFORM_IDS[: inv.PAPER_ROWS]
+        for r in [inv.residuals(3, t, 2.0)]
+    )
+    # The pattern the explanation reads off the whole table, the two extra rows included.
+    for t in inv.TRANSFORM_IDS:
+        layer_t, rms_t = inv.residuals(3, t, 2.0)
+        assert (layer_t < inv.TOL, rms_t < inv.TOL) == inv.EXPECTED[t], t
+    np.testing.assert_allclose(inv.residuals(3, "negative_rescale", 2.0), 2.0, rtol=1e-9)
+    numbers = {"asked_rms": rms_res, "asked_layer": layer_res, "tol": inv.TOL}
+    numbers.update(agree=agree, total=inv.PAPER_ROWS, cases=16, inputs=8, units=8)
+    return which(rms_res < inv.TOL, layer_res < inv.TOL), numbers
+
+
+def ref_eps() -> tuple[str | None, dict]:
+    x = 1e-3 * x_lesson()
+    ms = np.mean(x**2)
+    inside, outside = math.sqrt(ms / (ms + EPS)), math.sqrt(ms) / (math.sqrt(ms) + EPS)
+    clamp = math.sqrt(ms) * math.sqrt(D) / max(math.sqrt(ms * D), EPS)  # F.normalize times sqrt(d)
+    gap = abs(inside - outside) / outside
+    # "For ordinary activations all curves reach 1": at the curves' largest input RMS.
+    big = 10.0 * x_lesson()
+    for placement_rms in (rms(big, EPS), big / (np.sqrt(np.mean(big**2)) + EPS)):
+        assert abs(math.sqrt(np.mean(placement_rms**2)) - 1) < 1e-6
+    numbers = {"rms_x": math.sqrt(ms), "mean_square_x": ms, "out_inside": inside}
+    numbers.update(out_outside=outside, out_clamp=clamp, gap_pct=gap, visible_pct=0.01, eps=EPS)
+    return ("B" if gap > 0.01 else "A"), numbers
+
+
+def ref_precision() -> tuple[str | None, dict]:
+    x = np.random.default_rng(3).standard_normal(4096).astype(np.float32)
+    x64 = x.astype(np.float64)
+    exact = (x64 / np.sqrt(np.sum(x64**2) / x.size + EPS)).astype(np.float32)
+    root = np.sqrt(np.float32(np.mean(np.square(x))) + np.float32(EPS))
+    divided, multiplied = x / root, x * (np.float32(1) / root)
+    spacing = np.spacing(np.abs(exact)).astype(np.float64)
+    ulps = np.rint(np.abs(divided.astype(np.float64) - exact) / spacing)
+    n_diff = int(np.count_nonzero(divided != exact))
+    max_rel = float(np.max(np.abs(divided.astype(np.float64) - exact) / np.abs(exact)))
+    letter = "A" if n_diff == 0 else ("B" if ulps.max() <= 4 else None)
+    numbers = {"d": 4096, "n_diff": n_diff, "n_same": 4096 - n_diff, "worst_ulps": ulps.max()}
+    numbers.update(n_diff_mul=int(np.count_nonzero(multiplied != exact)), max_rel=max_rel)
+    numbers.update(mean_x=np.mean(x64), visible_pct=0.01)
+    numbers["mean_square"] = float(np.mean(np.square(x)))
+    numbers["reduction_exact"] = bool(np.mean(np.square(x)) == np.float32(np.mean(x64**2)))
+    return letter, numbers
+
+
+def ref_gradient() -> tuple[str | None, dict]:
+    x = torch.tensor(x_lesson())
+    g = torch.from_numpy(np.random.default_rng([3, 1]).standard_normal(D))
+    cos = {"rms": [], "layer": []}
+    for eps in EPS_LADDER:
+        for name, norm in (("rms", F.rms_norm), ("layer", F.layer_norm)):
+            xx = x.clone().requires_grad_(True)
+            (norm(xx, (D,), eps=eps) @ g).backward()  # autograd: x.grad = J^T g
+            cos[name].append(cos_ones(xx.grad.numpy()))
+    worst_layer = max(abs(c) for c in cos["layer"])
+    least_rms = min(abs(c) for c in cos["rms"])
+    numbers = {"worst_layer": worst_layer, "least_rms": least_rms, "eps": EPS}
+    numbers.update(cos_rms=cos["rms"][EPS_LADDER.index(EPS)], eps_max=EPS_LADDER[-1])
+    # "Rounding level": far below anything a component along 1 would leave.
+    return which(least_rms < 1e-12, worst_layer < 1e-12), numbers
+
+
+def ref_residual() -> tuple[str | None, dict]:
+    t = res.trunk(24, 256, 0.5, 0, 1e-5)
+    tok = {n: res.token_cosine(t[n]["p"][-1]) for n in ("rms", "layer")}
+    cos = {n: float(np.mean(res._cos(t[n]["z"][-1], np.ones(256)))) for n in ("rms", "layer")}
+    gap = tok["rms"] - tok["layer"]
+    letter = "B" if gap >= 0.1 else ("C" if gap <= -0.1 else None)
+    numbers = {"tok_rms": tok["rms"], "tok_layer": tok["layer"], "cos_rms": cos["rms"]}
+    numbers.update(cos_layer=cos["layer"], offset_rms=np.mean(t["rms"]["h"][-1]), total=12.0)
+    numbers.update(layers=24, d=256, drift=0.5, n=8)
+    return letter, numbers
+
+
+def ref_gain() -> tuple[str | None, dict]:
+    x = x_lesson()
+    w = 0.1 * np.random.default_rng([3, 3]).standard_normal(D)
+    meant, loaded = rms(x) * (1 + w), rms(x) * w
+    ratio = math.sqrt(np.mean(loaded**2) / np.mean(meant**2))
+    flips = int(np.count_nonzero(np.sign(loaded) != np.sign(meant)))
+    assert flips == np.count_nonzero(w < 0)  # "the coordinates with w < 0 flip sign"
+    cos = loaded @ meant / (np.linalg.norm(loaded) * np.linalg.norm(meant))
+    if np.max(np.abs(loaded - meant)) <= 0.05 * np.max(np.abs(meant)):
+        letter = "A"
+    elif cos >= 1 - SAME:
+        letter = "C"
+    else:
+        letter = "B" if ratio < 0.5 and flips > 0 else None
+    numbers = {"w_min": w.min(), "w_max": w.max(), "ratio": ratio, "flips": flips, "d": D}
+    numbers.update(rms_meant=math.sqrt(np.mean(meant**2)), negative=int(np.sum(w < 0)))
+    numbers["rms_loaded"] = math.sqrt(np.mean(loaded**2))
+    return letter, numbers
+
+
+REFS = {step: globals()[f"ref_{step}"] for step in STEP_IDS}
+
+
+@cache
+def reference(step: int) -> tuple[str | None, dict]:
+    return REFS[STEP_IDS[step - 1]]()
+
+
+def check_fields(state: dict, claim: Claim) -> None:
+    """Every number the reference computes and the claim carries must agree."""
+    _, numbers = reference(state["step"])
+    for name, value in numbers.items():
+        if name in claim.fields:
+            np.testing.assert_allclose(
+                claim.fields[name], value, rtol=1e-6, atol=1e-12, err_msg=name
+            )
+
+
+def check_answer(state: dict, claim: Claim) -> None:
+    letter, _ = reference(state["step"])
+    if claim.key == "lesson.answer_none":
+        assert letter is None
+    else:
+        assert claim.fields["letter"] == letter, (STEP_IDS[state["step"] - 1], letter)
+
+
+def check_explain(state: dict, claim: Claim) -> None:
+    step_id = STEP_IDS[state["step"] - 1]
+    letter, _ = reference(state["step"])
+    written = claim.key == f"lesson.{step_id}_explain"
+    assert written == (letter == WRITTEN_FOR[step_id]), (claim.key, letter)
+    check_fields(state, claim)
+
+
+def check_reduction(state: dict, claim: Claim) -> None:
+    _, numbers = reference(state["step"])
+    exact = claim.key == "lesson.precision_reduction_exact"
+    assert exact == numbers["reduction_exact"]
+    np.testing.assert_allclose(claim.fields["mean_square"], numbers["mean_square"], rtol=1e-7)
+
+
+CHECKS = {
+    "lesson.answer": check_answer,
+    "lesson.answer_none": check_answer,
+    "lesson.explain_other": check_explain,
+    **{f"lesson.{s}_caption": check_fields for s in STEP_IDS},
+    **{f"lesson.{s}_explain": check_explain for s in STEP_IDS},
+    "lesson.precision_reduction_exact": check_reduction,
+    "lesson.precision_reduction_rounds": check_reduction,
+}

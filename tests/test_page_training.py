@@ -1,0 +1,193 @@
+"""The training lab page: the shipped runs at once, a hostile link clamped without training, a
+short live run that finishes under its cap and draws its curves, the cap and the lock, both
+languages and the presenter view."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.reference import CURVES_FILE, REFERENCE_DIR
+from core.training_view import SECONDS_ENV, TRAIN_LOCK, reference_view
+from tests.apptest_util import (
+    APP,
+    TIMEOUT,
+    assert_claims_shown,
+    decode,
+    figures,
+    open_app,
+    shown_text,
+)
+from ui.i18n import translator
+from ui.params import BoolParam
+
+PAGE_FILE = str(Path(APP).parent / "pages" / "training.py")
+LIVE_KEY = "_training_live"
+# A live run of a few tenths of a second: the smallest model, two variants, 12 steps.
+TINY = {"width": "16", "depth": "1", "steps": "12", "seed": "3"}
+SHIPPED_FIGURES = {"shipped_step", "shipped_seconds", "shipped_finals", "shipped_step_time"}
+LIVE_FIGURES = {"live_step", "live_seconds", "live_finals", "live_step_time", "live_share"}
+TITLES = {
+    "en": "Training lab: does the norm matter when a model learns?",
+    "id": "Lab pelatihan: apakah normalisasinya berpengaruh saat model belajar?",
+}
+
+
+def open_page_alone(lang: str = "en", **query: str) -> AppTest:
+    """The page script alone, so that a button's click reaches it (see test_page_speed)."""
+    at = AppTest.from_file(PAGE_FILE, default_timeout=TIMEOUT)
+    at.session_state["lang"] = lang
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def train(at: AppTest) -> AppTest:
+    at.button(key="train").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_the_shipped_runs_are_shown_at_once_without_training(lang: str) -> None:
+    at = open_app("training", lang=lang)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == TITLES[lang]
+    assert SHIPPED_FIGURES <= set(figures(at))
+    assert not LIVE_FIGURES & set(figures(at))
+    assert LIVE_KEY not in at.session_state
+    assert_claims_shown(at, reference_view().claims, lang)
+
+
+def test_the_shipped_curves_reload_into_the_figures() -> None:
+    at = open_app("training", lang="en")
+    runs = json.loads((REFERENCE_DIR / CURVES_FILE).read_text())["runs"]
+    order = {"rms": 0, "layer": 1, "none": 2}
+    runs = sorted(runs, key=lambda r: (order[r["norm"]], r["seed"]))
+    for key, x in (("shipped_step", "val_steps"), ("shipped_seconds", None)):
+        validation = [t for t in figures(at)[key]["data"] if t["mode"] == "lines+markers"]
+        assert len(validation) == len(runs) == 9
+        for trace, run in zip(validation, runs, strict=True):
+            np.testing.assert_array_equal(decode(trace["y"]), run["val_loss"])
+            elapsed = [run["elapsed_seconds"][s - 1] if s else 0.0 for s in run["val_steps"]]
+            np.testing.assert_array_equal(decode(trace["x"]), run[x] if x else elapsed)
+    finals = figures(at)["shipped_finals"]["data"]
+    shown = np.concatenate([decode(t["y"]) for t in finals if t["mode"] == "markers"])
+    np.testing.assert_array_equal(shown, [r["val_loss"][-1] for r in runs])
+
+
+def test_a_hostile_link_is_clamped_with_notices_and_trains_nothing() -> None:
+    query = {
+        "width": "100000",
+        "depth": "0",
+        "steps": "1" * 60,
+        "lr": "7",
+        "eps": "0",
+        "seed": "-5",
+        "rms": "maybe",
+        "nonorm": "<b>x</b>",
+    }
+    at = open_app("training", lang="en", **query)
+    assert not at.exception
+    notices = [w.value for w in at.warning if "link" in w.value.lower() or "`" in w.value]
+    text = "\n".join(notices)
+    for key in query:
+        assert f"`{key}`" in text, key
+    state = at.session_state
+    assert (state["width"], state["depth"], state["steps"]) == (128.0, 1, 3000)
+    assert (state["lr"], state["eps"], state["seed"]) == (0.1, 1e-12, 0)
+    assert state["rms"] is True and state["nonorm"] is False
+    assert LIVE_KEY not in state and not LIVE_FIGURES & set(figures(at))
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_a_short_live_run_finishes_under_its_cap_and_draws_its_curves(monkeypatch, lang) -> None:
+    monkeypatch.setenv(SECONDS_ENV, "60")
+    at = train(open_page_alone(lang, **TINY))
+    live = at.session_state[LIVE_KEY]
+    view = live["view"]
+    assert live["results"] is None  # the models are not kept
+    assert view.claims["stopped"].key == "training.stopped_steps"
+    assert [r.norm for r in view.runs] == ["rms", "layer"]
+    assert all(r.steps_done == 12 and r.stopped_by == "steps" for r in view.runs)
+    assert LIVE_FIGURES <= set(figures(at))
+    validation = [t for t in figures(at)["live_step"]["data"] if t["mode"] == "lines+markers"]
+    for trace, run in zip(validation, view.runs, strict=True):
+        np.testing.assert_array_equal(decode(trace["x"]), run.val_steps)
+        np.testing.assert_array_equal(decode(trace["y"]), run.val_loss)
+        assert decode(trace["x"])[-1] == 12
+    assert_claims_shown(at, view.claims, lang)
+    assert TRAIN_LOCK.acquire(blocking=False)
+    TRAIN_LOCK.release()
+
+
+def test_the_cap_stops_a_long_run_and_shows_what_it_reached(monkeypatch) -> None:
+    monkeypatch.setenv(SECONDS_ENV, "1")
+    at = train(open_page_alone(**{**TINY, "steps": "3000", "nonorm": "true"}))
+    view = at.session_state[LIVE_KEY]["view"]
+    claim = view.claims["stopped"]
+    assert claim.key == "training.stopped_wall_clock" and claim.fields["cap"] == 1.0
+    done = [r.steps_done for r in view.runs]
+    assert 0 < min(done) < 3000 and max(done) - min(done) <= 1
+    assert translator("en").claim(claim) in "\n".join(shown_text(at))
+    assert LIVE_FIGURES - {"live_share"} <= set(figures(at))
+    # Released at the end: the next visitor may train.
+    assert TRAIN_LOCK.acquire(blocking=False)
+    TRAIN_LOCK.release()
+
+
+def test_the_lock_refuses_a_second_run() -> None:
+    at = open_page_alone(**TINY)
+    assert TRAIN_LOCK.acquire(blocking=False)
+    try:
+        train(at)
+    finally:
+        TRAIN_LOCK.release()
+    busy = translator("en")("training.busy")
+    assert busy in [w.value for w in at.warning]
+    assert at.session_state[LIVE_KEY]["view"] is None if LIVE_KEY in at.session_state else True
+    assert not LIVE_FIGURES & set(figures(at))
+
+
+def test_no_variant_disables_training() -> None:
+    at = open_page_alone(rms="false", layer="false", nonorm="false")
+    assert at.button(key="train").disabled
+    assert translator("en")("training.no_variant") in [i.value for i in at.info]
+
+
+def test_changed_settings_mark_the_result_as_stale(monkeypatch) -> None:
+    monkeypatch.setenv(SECONDS_ENV, "60")
+    at = train(open_page_alone(**{**TINY, "layer": "false"}))
+    assert not any("other settings" in c.value for c in at.caption)
+    at.number_input(key="seed").set_value(4).run()
+    assert any("other settings" in c.value for c in at.caption)
+    assert "live_step" in figures(at)
+
+
+def test_presenter_view_shows_no_control_hints_and_no_share_box() -> None:
+    at = open_app("training", lang="en", controls="hidden")
+    assert not at.exception
+    tr = translator("en")
+    text = "\n".join(shown_text(at))
+    assert tr("training.live_pick") not in text
+    assert tr("common.share_heading") not in text
+    assert SHIPPED_FIGURES <= set(figures(at))
+    assert at.button(key="train")  # a projected class can still watch a live run
+
+
+@pytest.mark.parametrize(
+    ("raw", "value", "problem"),
+    [("true", True, False), ("FALSE", False, False), (" True ", True, False), ("1", True, True),
+     ("", True, True), ("yes", True, True)],
+)  # fmt: skip
+def test_a_variant_in_the_link_is_true_or_false(raw: str, value: bool, problem: bool) -> None:
+    param = BoolParam("rms", True)
+    parsed, issue = param.parse(raw)
+    assert parsed is value and (issue is not None) == problem
+    assert param.serialise(False) == "false" and param.serialise(True) == "true"

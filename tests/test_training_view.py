@@ -1,0 +1,236 @@
+"""core.training_view: live settings and caps, the work and memory bounds, and the page state
+computed from run records (shipped and hand-made), against plain recomputations."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from core.model import GPT, NORM_KINDS, ModelConfig
+from core.reference import REFERENCE, REFERENCE_DIR, SUMMARY_FILE
+from core.train import TrainConfig, TrainResult
+from core.training_view import (
+    DEFAULT_SECONDS,
+    LIVE_DEPTHS,
+    LIVE_STEPS,
+    LIVE_WIDTHS,
+    LIVE_WORK,
+    MAX_POINTS,
+    SECONDS_ENV,
+    live_configs,
+    live_seconds,
+    max_parameters,
+    progress,
+    recorded_operations,
+    reference_view,
+    run_record,
+    train_live,
+    training_view,
+)
+
+SETTINGS = {"width": 16, "depth": 1, "eps": 1e-5, "lr": 3e-3, "steps": 30, "seed": 2}
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (None, DEFAULT_SECONDS),
+        ("5", 5.0),
+        ("0.01", 1.0),
+        ("1e9", 600.0),
+        ("abc", DEFAULT_SECONDS),
+        ("nan", DEFAULT_SECONDS),
+        ("inf", DEFAULT_SECONDS),
+    ],
+)
+def test_the_wall_clock_cap_comes_from_the_environment_within_limits(
+    monkeypatch, raw, expected
+) -> None:
+    if raw is None:
+        monkeypatch.delenv(SECONDS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(SECONDS_ENV, raw)
+    assert live_seconds() == expected
+
+
+def test_live_configs_differ_only_in_the_norm_and_share_the_work_cap() -> None:
+    configs = live_configs(["none", "rms", "layer"], **SETTINGS, max_seconds=12.0)
+    assert [c.model.norm for c in configs] == list(NORM_KINDS)
+    first = configs[0]
+    for config in configs:
+        assert replace(config, model=replace(config.model, norm=first.model.norm)) == first
+    assert first.model.n_embd == 16 and first.model.n_layer == 1 and first.seed == 2
+    assert first.model.n_head == REFERENCE.model.n_head
+    assert first.batch_size == REFERENCE.batch_size
+    assert first.model.block_size == REFERENCE.model.block_size
+    assert first.min_lr == pytest.approx(3e-4) and first.max_seconds == 12.0
+    assert sum(c.max_work for c in configs) == pytest.approx(LIVE_WORK)
+    assert first.steps // first.eval_every <= 20
+
+
+def test_the_largest_model_bounds_memory() -> None:
+    config = ModelConfig(norm="layer", n_layer=LIVE_DEPTHS[1], n_embd=max(LIVE_WIDTHS))
+    assert GPT(config).num_params() == max_parameters()
+    # Weights, gradients and AdamW's two moments in float32: what training holds besides the
+    # activations of one batch.
+    assert 4 * 4 * max_parameters() <= 25 * 2**20
+
+
+def test_the_work_cap_bounds_every_visitor_run_by_counting() -> None:
+    """The worst link (largest model, most steps, three variants): each run's work is capped,
+    so its steps are bounded whatever the machine's speed; counted, not timed."""
+    worst = dict(SETTINGS, width=max(LIVE_WIDTHS), depth=LIVE_DEPTHS[1], steps=LIVE_STEPS[1])
+    configs = live_configs(NORM_KINDS, **worst, max_seconds=1e6)
+    tokens = REFERENCE.batch_size * REFERENCE.model.block_size
+    for config in configs:
+        steps_at_most = config.max_work / (tokens * max_parameters())
+        assert steps_at_most < 60  # about a minute of CPU even on a fast machine
+    # The same bound on a small model, trained: the work never passes the cap.
+    small = live_configs(["rms", "layer"], **dict(SETTINGS, steps=LIVE_STEPS[1]), max_seconds=1e6)
+    params = GPT(small[0].model).num_params()
+    cap = 7.5 * tokens * params
+    small = [replace(c, max_work=cap, eval_every=10_000) for c in small]
+    for result in train_live(small):
+        assert result.stopped_by == "work"
+        assert result.work <= cap
+        evals = len(result.val_loss) * small[0].eval_windows * small[0].model.block_size
+        assert result.work == (result.steps_done * tokens + evals) * result.parameters
+
+
+def test_recorded_operations_per_norm_layer() -> None:
+    assert recorded_operations("layer") == 1  # PyTorch's fused native_layer_norm
+    assert recorded_operations("none") == 0
+    # x^2, mean, + eps, rsqrt, x * (1/rms), * weight
+    assert recorded_operations("rms") == 6
+
+
+def test_progress_is_the_largest_fraction() -> None:
+    config = TrainConfig(steps=100, max_seconds=10.0, max_work=1000.0)
+    result = TrainResult(config=config, parameters=1, train_loss=[1.0] * 20, work=300)
+    p = progress([result], seconds=5.0)
+    assert p.fraction == pytest.approx(0.5) and p.steps_done == 20 and p.steps == 100
+    assert progress([result], seconds=50.0).fraction == 1.0
+
+
+# --- The page state -----------------------------------------------------------------------------
+
+
+def record(norm, seed, losses, seconds, val_steps, val_loss, *, steps=None, stopped="steps"):
+    config = TrainConfig(
+        model=ModelConfig(norm=norm, n_layer=1, n_head=2, n_embd=8, block_size=8),
+        steps=steps if steps is not None else len(losses),
+        warmup=0,
+        seed=seed,
+    )
+    result = TrainResult(
+        config=config,
+        parameters=10,
+        train_loss=list(losses),
+        step_seconds=list(seconds),
+        elapsed_seconds=np.cumsum(seconds).tolist(),
+        val_steps=list(val_steps),
+        val_loss=list(val_loss),
+        stopped_by=stopped,
+    )
+    return run_record(result)
+
+
+def test_equal_steps_and_equal_time_by_hand() -> None:
+    # RMSNorm: 4 steps of 1 s; LayerNorm: 4 steps of 2 s. Validations at 0, 2, 4.
+    rms = record("rms", 0, [5, 4, 3, 2], [1, 1, 1, 1], [0, 2, 4], [5.0, 3.0, 2.0])
+    layer = record("layer", 0, [5, 4, 3, 2], [2, 2, 2, 2], [0, 2, 4], [5.0, 2.5, 1.9])
+    view = training_view([layer, rms], live=True)
+    assert [r.norm for r in view.runs] == ["rms", "layer"]  # RMSNorm first
+    assert view.equal_step == 4 and view.equal_seconds == 4.0
+    steps = view.claims["steps"]
+    assert steps.key == "training.steps_gap"
+    assert steps.fields["winner"] == "LayerNorm" and steps.fields["gap"] == pytest.approx(0.1)
+    # At 4 s RMSNorm is at step 4 (2.0), LayerNorm at step 2 (2.5): RMSNorm lower at equal time.
+    time = view.claims["time"]
+    assert time.key == "training.time_gap" and time.fields["winner"] == "RMSNorm"
+    assert time.fields["gap"] == pytest.approx(0.5)
+    assert view.claims["step_time"].key == "training.step_time_faster"
+    assert view.time_ratio == pytest.approx(0.5)
+    assert view.claims["paper"].key == "training.paper_within"
+    assert view.claims["stopped"].key == "training.stopped_steps"
+    np.testing.assert_allclose(view.runs[1].val_seconds, [0.0, 4.0, 8.0])
+    assert view.claims["spread"].key == "training.spread_unknown"
+
+
+def test_an_interrupted_run_keeps_what_it_reached() -> None:
+    rms = record("rms", 0, [5, 4], [1, 1], [0], [5.0], steps=10, stopped=None)
+    layer = record("layer", 0, [5, 4], [1, 1], [0], [5.0], steps=10, stopped=None)
+    view = training_view([rms, layer], live=True)
+    claim = view.claims["stopped"]
+    assert claim.key == "training.stopped_interrupted"
+    assert claim.fields == {"done": 2, "steps": 10}
+    assert view.claims["steps"].key == "training.steps_untrained"
+    assert view.runs[0].steps_done == 2 and view.runs[0].stopped_by == "interrupted"
+
+
+def test_a_diverged_norm_is_named_and_left_out() -> None:
+    rms = record("rms", 0, [5, math.nan], [1, 1], [0, 2], [5.0, math.nan])
+    layer = record("layer", 0, [5, 4], [1, 1], [0, 2], [5.0, 3.0])
+    view = training_view([rms, layer])
+    assert view.claims["diverged_rms"].key == "training.diverged_rms"
+    assert "steps" not in view.claims and "spread" not in view.claims
+
+
+def test_training_curves_are_binned_means() -> None:
+    n = 1000
+    losses = np.linspace(5, 1, n)
+    run = record("rms", 0, losses, np.full(n, 0.01), [0, n], [5.0, 1.0])
+    curves = training_view([run]).runs[0]
+    size = math.ceil(n / MAX_POINTS)
+    assert curves.train_loss.size == math.ceil(n / size) <= MAX_POINTS
+    np.testing.assert_allclose(curves.train_loss[0], losses[:size].mean())
+    np.testing.assert_allclose(curves.train_steps[-1], np.arange(n)[-(n % size or size) :].mean())
+
+
+def test_no_runs_is_an_error() -> None:
+    with pytest.raises(ValueError):
+        training_view([])
+
+
+def test_shipped_view_matches_the_reference_summary() -> None:
+    view = reference_view()
+    summary = json.loads((REFERENCE_DIR / SUMMARY_FILE).read_text())
+    assert view.equal_step == REFERENCE.steps
+    for norm, stats in summary["per_norm"].items():
+        assert view.norms[norm].mean_at_step == pytest.approx(stats["mean"], rel=1e-12)
+        assert view.norms[norm].spread == pytest.approx(stats["range"], rel=1e-9)
+        assert view.norms[norm].median_step_ms == pytest.approx(
+            1e3 * stats["median_step_seconds"], rel=1e-12
+        )
+    assert view.time_ratio == pytest.approx(1 - summary["rms_time_saving"], rel=1e-12)
+    # What the shipped runs found (issue 13's note): RMSNorm lower by 0.005 after 1,500 steps,
+    # inside the seed spread of 0.044; the step times disagree seed by seed; the norm layers'
+    # share is larger with RMSNorm in every seed, but within the timing noise of the no-norm runs.
+    keys = {slot: claim.key.split(".")[1] for slot, claim in view.claims.items()}
+    assert keys == {
+        "steps": "steps_gap",
+        "time": "time_gap_within_spread",
+        "spread": "spread_exceeds_gap",
+        "none": "none_higher",
+        "share": "share_rms_larger",
+        "noise": "noise_above",
+        "step_time": "step_time_mixed",
+        "paper": "paper_unresolved",
+        "why": "why_slower",
+        "machine": "machine_load_rose",
+    }
+    assert view.claims["steps"].fields["winner"] == summary["winner"].replace("rms", "RMSNorm")
+
+
+def test_live_training_on_one_thread_restores_the_thread_count() -> None:
+    before = torch.get_num_threads()
+    configs = live_configs(["rms"], **dict(SETTINGS, steps=2), max_seconds=60.0)
+    seen = []
+    train_live(configs, lambda results: seen.append(torch.get_num_threads()))
+    assert set(seen) == {1}
+    assert torch.get_num_threads() == before
