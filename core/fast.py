@@ -24,8 +24,9 @@ compiles on the first call (about a second per dtype and weight/bias combination
 ``import core``, and caches the machine code on disk for later processes.
 
 Which inputs. ``rms_norm_fast``, ``layer_norm_fast`` and ``core.rms_norm`` / ``core.layer_norm``
-take the fused kernels for inputs of at least ``FUSED_MIN_ELEMENTS``; smaller ones go to torch
-(``KERNELS`` always runs the technique it names).
+take the fused kernels for inputs of at least ``FUSED_MIN_ELEMENTS``; smaller ones, and inputs
+autograd must record, go to torch (for LayerNorm its own fused kernel, one autograd node). The
+``KERNELS`` always run the technique they name.
 
 Threads. Inputs under ``FUSED_MIN_ELEMENTS`` run in the calling thread. Larger ones use the
 cores this process may run on (its CPU affinity, capped by a cgroup CPU quota as ``docker --cpus``
@@ -216,13 +217,28 @@ def layer_norm_fast(
 
 
 def plain_norm(kind: str, x: Tensor, weight: Param, bias: Param, eps: float) -> Tensor | None:
-    """The fused kernel for ``core.norms``' plain calls, or None: when it does not apply, or when
-    a row's statistic is not a positive finite number (nan or inf in x, an overflow), so that the
-    general path can raise or report exactly what happened."""
-    if not eps > 0 or x.numel() < FUSED_MIN_ELEMENTS or not fusable(x, weight, bias):
+    """The output for ``core.norms``' plain torch calls, or None for the general path.
+
+    A large float32/float64 CPU input outside autograd takes the fused kernel. Otherwise a
+    LayerNorm of float32/float64 tensors takes torch's own fused kernel (one autograd node, on
+    any device), and an RMSNorm takes the general path, which is F.rms_norm's own composite on
+    the CPU. None also when a row's statistic is not a positive finite number (nan or inf in x,
+    an overflow), so that the general path can raise or report exactly what happened.
+    """
+    if not eps > 0 or x.dim() == 0 or x.shape[-1] == 0:
         return None
-    y, stats = fused_norm(kind, x, weight, bias, eps)
-    # 1/RMS and 1/std are at most 1/sqrt(eps); 0 only if a sum overflowed, nan only for nan in x.
-    scale = stats[-1]
-    ok = bool(np.isfinite(scale).all() and (scale > 0).all() and np.isfinite(stats[0]).all())
+    if x.numel() >= FUSED_MIN_ELEMENTS and fusable(x, weight, bias):
+        y, stats = fused_norm(kind, x, weight, bias, eps)
+        return y if _positive_finite(stats[-1]) and bool(np.isfinite(stats[0]).all()) else None
+    same = all(p is None or (p.dtype == x.dtype and p.device == x.device) for p in (weight, bias))
+    if kind == "rms" or x.dtype not in FUSED_DTYPES or not same:
+        return None
+    # native_layer_norm is the kernel behind F.layer_norm; it also returns the row statistics.
+    y, mean, rstd = torch.native_layer_norm(x, (x.shape[-1],), weight, bias, eps)
+    ok = bool(torch.isfinite(mean).all()) and _positive_finite(rstd.detach().cpu().numpy())
     return y if ok else None
+
+
+def _positive_finite(scale: np.ndarray) -> bool:
+    # 1/RMS and 1/std are at most 1/sqrt(eps); 0 only if a sum overflowed, nan for nan in x.
+    return bool(np.isfinite(scale).all() and (scale > 0).all())

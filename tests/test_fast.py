@@ -165,7 +165,10 @@ def test_plain_norm_leaves_bad_rows_to_the_general_path():
             assert plain_norm(norm, _with_bad_row(bad), None, None, 1e-5) is None, (norm, bad)
         assert plain_norm(norm, _with_bad_row(1.0), None, None, 0.0) is None
         assert plain_norm(norm, _with_bad_row(1.0), None, None, 1e-5) is not None
-        assert plain_norm(norm, torch.ones(3, 8), None, None, 1e-5) is None  # small: torch's
+    # Small inputs: torch's own LayerNorm kernel, and the general path (None) for RMSNorm.
+    x = _random((3, 8), torch.float32, seed=13)
+    assert torch.equal(plain_norm("layer", x, None, None, 1e-5), F.layer_norm(x, (8,)))
+    assert plain_norm("rms", x, None, None, 1e-5) is None
 
 
 def test_entry_points_reject_bad_input():

@@ -194,10 +194,14 @@ def test_plain_large_calls_take_the_fused_kernel_and_presets_are_torchs_own(norm
         assert torch.equal(layer_norm(xt, wt, bt, preset="torch"), ref)
 
 
-def test_plain_small_calls_stay_on_torchs_operations():
-    x, w, _ = _data((4, 64))
-    xt, wt = torch.tensor(x, dtype=torch.float32), torch.tensor(w, dtype=torch.float32)
+def test_plain_small_calls_and_gradients_stay_on_torchs_operations():
+    x, w, b = _data((4, 64))
+    xt, wt, bt = (torch.tensor(a, dtype=torch.float32) for a in (x, w, b))
     assert torch.equal(rms_norm(xt, wt, eps=1e-6), F.rms_norm(xt, (64,), wt, eps=1e-6))
+    assert torch.equal(layer_norm(xt, wt, bt), F.layer_norm(xt, (64,), wt, bt))
+    # With autograd recording, LayerNorm is torch's fused kernel: a single backward node.
+    y = layer_norm(xt.requires_grad_(), wt, bt)
+    assert type(y.grad_fn).__name__.startswith("NativeLayerNorm")
 
 
 def test_plain_fast_paths_still_refuse_nan_and_inf():
