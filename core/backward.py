@@ -27,6 +27,7 @@ import numpy as np
 from core.claims import Claim, Verdict, at_least, at_most, both, pick
 from core.inputs import make_input
 from core.jacobian import jacobian_spectrum, layer_norm_jacobian, rms_norm_jacobian
+from core.norms import mean_square, rms_denominator, std_denominator, variance
 from core.stats import cosine
 
 __all__ = [
@@ -143,8 +144,8 @@ def backward_lesson(
     return BackwardLesson(
         x=x,
         eps=float(eps),
-        rms_stat=float(np.sqrt(np.mean(x**2) + eps)),  # (d,) -> ()
-        layer_stat=float(np.sqrt(np.mean((x - np.mean(x)) ** 2) + eps)),  # (d,) -> ()
+        rms_stat=float(rms_denominator(x, eps)[0]),  # (d,) -> (1,)
+        layer_stat=float(std_denominator(x, eps)[0]),  # (d,) -> (1,)
         upstream=g,
         jacobian_rms=j_rms,
         jacobian_layer=j_layer,
@@ -276,7 +277,7 @@ def _spectrum_rms_claim(lesson: BackwardLesson) -> Claim:
         "inv_r": 1 / r,
         "along": along,
         "ratio_pct": eps / r**2,
-        "mean_square": float(np.mean(lesson.x**2)),
+        "mean_square": float(mean_square(lesson.x)[0]),
         "eps": eps,
         "min": float(lesson.eig_rms[0]),
         "max": float(lesson.eig_rms[-1]),
@@ -296,7 +297,7 @@ def _spectrum_layer_claim(lesson: BackwardLesson) -> Claim:
         "inv_sigma": 1 / sigma,
         "along": along,
         "ratio_pct": eps / sigma**2,
-        "variance": float(np.var(lesson.x)),
+        "variance": float(variance(lesson.x)[0]),
         "eps": eps,
         "min": float(lesson.eig_layer[0]),
         "max": float(lesson.eig_layer[-1]),
@@ -318,8 +319,8 @@ def _component_fields(lesson: BackwardLesson) -> dict[str, float]:
         "layer_ones": parts["layer"].ones,
         "layer_x": parts["layer"].radial,
         "eps": lesson.eps,
-        "mean_square": float(np.mean(lesson.x**2)),
-        "variance": float(np.var(lesson.x)),
+        "mean_square": float(mean_square(lesson.x)[0]),
+        "variance": float(variance(lesson.x)[0]),
         "tol_pct": FLAT_TOLERANCE,
     }
 

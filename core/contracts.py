@@ -23,7 +23,7 @@ from core.claims import Claim
 from core.device import torch_available
 from core.inputs import make_input
 from core.messages import Message
-from core.norms import NormReport, NormWarning, rms_norm_report
+from core.norms import NormWarning, rms_norm_report
 from core.precision import running_sum_of_squares
 from core.presets import get_preset
 
@@ -103,11 +103,11 @@ def compare_sides(
     if dtype in HALF_NAMES and not torch_available():
         raise ValueError(f"dtype {dtype!r} needs torch, which is not installed")
     xt, wt = _as_dtype(x, dtype), _as_dtype(weight, dtype)
-    reports = []
-    with warnings.catch_warnings():
-        # What the warnings say is returned, coded, in ``alerts``.
-        warnings.simplefilter("ignore", NormWarning)
-        for side in (side_a, side_b):
+    reports, alerts = [], []
+    for name, side in zip("ab", (side_a, side_b), strict=True):
+        with warnings.catch_warnings(record=True) as caught:
+            # What the warnings say is returned, coded, in ``alerts``.
+            warnings.simplefilter("always", NormWarning)
             reports.append(
                 rms_norm_report(
                     xt,
@@ -117,8 +117,8 @@ def compare_sides(
                     reduction_dtype=side.reduction_dtype,
                 )
             )
-    x_held = _to_float64(xt)
-    alerts = [(name, m) for name, r in zip("ab", reports, strict=True) for m in _alerts(x_held, r)]
+        coded = [w.message.message for w in caught if isinstance(w.message, NormWarning)]
+        alerts += [(name, m) for m in dict.fromkeys(coded)]
     y_a, y_b = (_to_float64(r.output) for r in reports)
     with np.errstate(invalid="ignore"):
         delta = y_b - y_a  # inf - inf is NaN: an overflow shows as such
@@ -136,30 +136,6 @@ def compare_sides(
         alerts=alerts,
         mean_square_b=float(reports[1].mean_square.ravel()[0]),
     )
-
-
-def _square_overflows(x: np.ndarray, dtype: str) -> bool:
-    """Whether some x_i^2, computed in ``dtype`` from x held in ``dtype``, is inf."""
-    if dtype == "float64":
-        return bool(np.isinf(np.square(x)).any())
-    if dtype == "float32":
-        with np.errstate(over="ignore"):
-            return bool(np.isinf(np.square(x.astype(np.float32))).any())
-    import torch
-
-    return bool(torch.isinf(torch.from_numpy(x).to(getattr(torch, dtype)).square()).any())
-
-
-def _alerts(x: np.ndarray, report: NormReport) -> list[Message]:
-    """The coded notes a page shows beside one side's output: an overflow, a 0/0."""
-    red = report.settings["reduction_dtype"]
-    mean_square = report.mean_square.ravel()
-    if not np.isfinite(mean_square).all():
-        code = "overflow_square_rms" if _square_overflows(x, red) else "overflow_sum_rms"
-        return [Message(code, {"dtype": red})]
-    if report.eps == 0 and (report.stat == 0).any():
-        return [Message("zero_vector" if not np.any(x) else "zero_stat_inf")]
-    return []
 
 
 # --- the page: one view per link state -------------------------------------------------------
@@ -274,7 +250,8 @@ def _agreement_claims(
     elif not identical:
         claims["contract"] = Claim("contracts.contract_differs", {"count": count})
     else:
-        other = next(((s, r.relative) for s in SCALE_LADDER if (r := compare(s)).max_abs > 0), None)
+        # The first scale at which both outputs are finite and differ.
+        other = next(((s, r.relative) for s in SCALE_LADDER if _parts(r := compare(s))), None)
         if other is None:
             fields = {"count": count, "dtype": dtype}
             claims["contract"] = Claim("contracts.contract_differs_nowhere", fields)
@@ -282,6 +259,12 @@ def _agreement_claims(
             fields = {"count": count, "scale": other[0], "relative": other[1]}
             claims["contract"] = Claim("contracts.contract_differs_elsewhere", fields)
     return claims
+
+
+def _parts(c: Comparison) -> bool:
+    """Whether both outputs are finite and not equal."""
+    finite = bool(np.isfinite(c.y_a).all() and np.isfinite(c.y_b).all())
+    return finite and c.max_abs > 0
 
 
 def _held(state: dict[str, Any], scale: float) -> np.ndarray:

@@ -130,7 +130,7 @@ def contract_table(view: ContractsView, state: dict, tr: Translator) -> pd.DataF
         preset = get_preset(state[side], "rms")
         values = [setting_text(k, settings[k], tr) for k in CONTRACT_KEYS]
         values += [settings["output_dtype"], preset.source]
-        values += [tr(f"contracts.note_{preset.name}", eps=preset.eps or 0.0)]
+        values += [tr(f"contracts.note_{preset.name}")]
         columns[tr(f"contracts.side_{side}")] = values
     yes, no = tr("contracts.same_yes"), tr("contracts.same_no")
     columns[tr("contracts.row_same")] = [yes if view.same[k] else no for k in CONTRACT_KEYS]

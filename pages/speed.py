@@ -262,8 +262,6 @@ def show_why(view: SpeedView, tr: Translator) -> None:
     st.markdown(tr("speed.why_composite"))
     if "rms_fused" in view.median_ms:
         st.markdown(tr("speed.why_fused"))
-    if "rms_two_pass" in view.run.labels.values():
-        st.markdown(tr("speed.why_two_pass"))
     st.markdown(tr("speed.why_gpu"))
 
 

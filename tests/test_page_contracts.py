@@ -142,6 +142,7 @@ def test_opens_on_a_real_mistake_with_a_difference() -> None:
         ("en", {"a": "llama", "b": "olmo2"}),
         ("id", {"a": "llama", "b": "llama", "eps_a": "1e-5", "eps_b": "1e-6", "scale": "0.01"}),
         ("en", {"a": "paper", "b": "llama", "dtype": "float16", "scale": "100", "d": "4096"}),
+        ("id", {"b": "llama", "red_b": "float16", "dtype": "float16", "scale": "100", "d": "4096"}),
     ],
 )
 def test_page_shows_the_claims_the_core_chose(lang: str, query: dict[str, str]) -> None:
@@ -162,7 +163,7 @@ def test_agreement_on_one_input_is_not_called_the_same_computation() -> None:
 
 def test_alerts_are_translated() -> None:
     at = open_app(
-        "contracts", lang="id", a="paper", b="llama", dtype="float16", scale="100", d="4096"
+        "contracts", lang="id", b="llama", red_b="float16", dtype="float16", scale="100", d="4096"
     )
     alerts = [w.value for w in at.warning]
     assert alerts and all("meluap" in w for w in alerts)

@@ -104,44 +104,55 @@ def x_at(state: dict, scale: float) -> np.ndarray:
 
 
 def side_output(state: dict, side: str, scale: float) -> np.ndarray:
-    """One side's output for the input at ``scale``, as float64."""
+    """One side's output for the input at ``scale``, as float64: the preset's upstream steps.
+
+    torch's own preset on half tensors is ``F.rms_norm`` itself; eps inside the root takes the
+    mean square in the reduction dtype; outside the root (rmsnorm_torch.py) and as a floor
+    (F.normalize) take the 2-norm, which torch accumulates in float32 for a half x."""
     c, dtype = resolved(state, side), state["dtype"]
     red = c["reduction_dtype"]
     use_torch = dtype in HALF or red in HALF
     x, w = x_at(state, scale), stored(state)
     if use_torch:
         x, w = (torch.tensor(a).to(getattr(torch, dtype)) for a in (x, w))
+        if state[side] == "torch" and state[f"red_{side}"] == "preset":
+            y = torch.nn.functional.rms_norm(x, (x.shape[-1],), w, c["eps"])
+            if bool(torch.isfinite(y).all()):
+                return y.double().numpy()
         xr = x.to(getattr(torch, red))
-        mean_square = xr.pow(2).mean(-1, keepdim=True)
     else:
         x, w = x.astype(dtype), w.astype(dtype)
         xr = x.astype(red)
-        mean_square = np.square(xr).mean(-1, keepdims=True)
-    sqrt = torch.sqrt if use_torch else np.sqrt
-    if c["eps_placement"] == "inside":
-        inv = (
-            torch.rsqrt(mean_square + c["eps"])
-            if use_torch
-            else 1.0 / np.sqrt(mean_square + c["eps"])
-        )
-        xhat = xr * inv
-        if c["cast"] == "t5":
-            wide = (
-                torch.promote_types(x.dtype, xr.dtype)
-                if use_torch
-                else np.promote_types(x.dtype, xr.dtype)
-            )
-            xhat = (x.to(wide) * inv.to(wide)) if use_torch else x.astype(wide) * inv.astype(wide)
-    else:
-        root = sqrt(mean_square)
-        floor = c["eps"] / math.sqrt(x.shape[-1])
-        if c["eps_placement"] == "outside":
-            stat = root + c["eps"]
-        else:
-            stat = root.clamp_min(floor) if use_torch else np.maximum(root, np.asarray(floor, red))
-        xhat = xr / stat
+    xhat = _xhat(x, xr, c, use_torch)
     y = _gain_and_cast(xhat, w, x, c, use_torch)
     return y.double().numpy() if use_torch else np.asarray(y, dtype=np.float64)
+
+
+def _xhat(x, xr, c: dict, use_torch: bool):
+    d = x.shape[-1]
+    if c["eps_placement"] == "inside":
+        if use_torch:
+            inv = torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + c["eps"])
+        else:
+            inv = 1.0 / np.sqrt(np.square(xr).mean(-1, keepdims=True) + c["eps"])
+        if c["cast"] != "t5":
+            return xr * inv
+        if use_torch:
+            wide = torch.promote_types(x.dtype, xr.dtype)
+            return x.to(wide) * inv.to(wide)
+        wide = np.promote_types(x.dtype, xr.dtype)
+        return x.astype(wide) * inv.astype(wide)
+    norm = (
+        xr.norm(2, dim=-1, keepdim=True)
+        if use_torch
+        else np.linalg.norm(xr, axis=-1, keepdims=True)
+    )
+    if c["eps_placement"] == "outside":
+        return xr / (norm * d ** (-1.0 / 2) + c["eps"])  # rmsnorm_torch.py: x / (rms + eps)
+    floor = (
+        norm.clamp_min(c["eps"]) if use_torch else np.maximum(norm, np.asarray(c["eps"], xr.dtype))
+    )
+    return xr / floor * d**0.5  # F.normalize(x) * sqrt(d)
 
 
 def _gain_and_cast(xhat, w, x, c: dict, use_torch: bool):
@@ -153,6 +164,8 @@ def _gain_and_cast(xhat, w, x, c: dict, use_torch: bool):
 
     if c["cast"] == "after":
         return cast(xhat * gain(cast(w, xhat)), x)
+    if c["cast"] == "promote":
+        return cast(xhat * gain(w), x)
     if c["cast"] == "before":
         return cast(xhat, x) * gain(w)
     half_w = str(w.dtype).removeprefix("torch.") in HALF
@@ -207,6 +220,7 @@ def check_contract(state: dict, claim) -> None:
     else:
         assert here
         y_a, y_b = pair(state, claim.fields["scale"])
+        assert np.isfinite(y_a).all() and np.isfinite(y_b).all()
         assert not np.array_equal(y_a, y_b)
         np.testing.assert_allclose(claim.fields["relative"], relative(y_a, y_b), rtol=1e-6)
 

@@ -112,17 +112,13 @@ def word(q1: float, q3: float, rounds: int) -> str:
 
 
 def technique_of(claim) -> str:
-    """The kernels a sentence speaks of: "two_pass" is the CPU's best RMSNorm against the fused
-    LayerNorm, the "fused" pair."""
-    stem = claim.key.removeprefix("speed.").split("_", 1)[1]
-    return "composite" if stem.startswith("composite") else "fused"
+    """The pair of kernels a sentence speaks of: "composite" or "fused"."""
+    return claim.key.removeprefix("speed.").split("_")[1]
 
 
 def check_headline(state: dict, claim) -> None:
     run, f = run_of(state), claim.fields
     technique = technique_of(claim)
-    two_pass = run.labels.get("rms_fused") == "rms_two_pass"
-    assert ("two_pass" in claim.key) == (technique == "fused" and two_pass)
     shape = largest(run)
     at = run.at(*shape)
     median, q1, q3 = ratio_of(at[f"rms_{technique}"], at[f"layer_{technique}"])
@@ -196,11 +192,11 @@ def check_skipped(state: dict, claim) -> None:
 CHECKS = {
     **{
         f"speed.headline_{t}_{w}": check_headline
-        for t in ("composite", "fused", "two_pass")
+        for t in ("composite", "fused")
         for w in ("faster", "slower", "same", "few")
     },
-    **{f"speed.range_{t}": check_range for t in ("composite", "fused", "two_pass")},
-    **{f"speed.copy_{t}": check_copy for t in ("composite", "fused", "two_pass")},
+    **{f"speed.range_{t}": check_range for t in ("composite", "fused")},
+    **{f"speed.copy_{t}": check_copy for t in ("composite", "fused")},
     **{f"speed.partial_{w}": check_partial for w in ("faster", "slower", "same", "few")},
     "speed.capped": check_capped,
     "speed.capped_partial": check_capped,
