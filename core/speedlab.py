@@ -60,10 +60,11 @@ __all__ = [
 
 # A batch of 4096 rows is a typical token count; the widths go up to Llama-3 70B's 8192.
 MAX_BATCH = 4096
-# One float32 tensor of 16 MiB is 4M elements (e.g. 1024 x 4096). The numpy LayerNorm keeps x,
-# its output, a copy buffer and about three full-size temporaries alive at once, so the peak
-# stays near 100 MiB, under the 200 MB a shared demo can give one visitor.
-MAX_TENSOR_BYTES = 16 << 20
+# One float32 tensor of 8 MiB is 2M elements (e.g. 512 x 4096), still far beyond a core's own
+# caches. The composite LayerNorm keeps x, its output and about four full-size temporaries alive
+# at once, and the allocator keeps freed blocks for the next call, so a run at this cap grows
+# the server by about a hundred MB, inside the 200 MB a shared demo gives one visitor.
+MAX_TENSOR_BYTES = 8 << 20
 # One run of the lab holds the CPU for at most this long; the sweep stops where it is then.
 TIME_CAP_S = 2.0
 # Smallest sweep points: below these, Python call overhead, not memory, is what gets timed.
@@ -392,10 +393,8 @@ def measure(
     Each shape gets one warm-up call per kernel, then ``repeats`` interleaved rounds. ``clock``
     (default ``CLOCK``) is read before every call: when the cap is reached the run stops, keeps
     the shapes finished so far and reports ``complete=False``. ``progress(done, total)`` is
-    called after each shape and after the pRMSNorm step.
-
-    Raises ValueError for sizes out of range, an unknown implementation, dtype or device, and
-    for torch or CUDA when they are not available.
+    called after each shape and after the pRMSNorm step. Raises ValueError for sizes out of
+    range, an unknown implementation, dtype or device, or one that is not available.
     """
     widths, batches = _check("widths", widths, MAX_WIDTH), _check("batches", batches, MAX_BATCH)
     _check_choices(implementation, device, dtype, repeats)

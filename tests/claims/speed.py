@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from core.speedlab import measure, speed_view, sweep_points
 
 PAPER_P = 0.0625
-MIB = 16
+MIB = 8
 
 _COMMON = {
     "impl": st.sampled_from(["numpy", "torch"]),
