@@ -216,7 +216,7 @@ def dims_table(view: TrainedView, names: dict[str, str]) -> pd.DataFrame:
         },
         index=[str(int(layer)) for layer in view.layers],
     )
-    frame.index.name = names["layer_axis"]
+    frame.index.name = "l"  # the index of hₗ; "layer l" would wrap on a phone
     return frame
 
 
@@ -228,7 +228,7 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
     st.markdown(tr("residual.trained_lead"))
     st.caption(claims["model"])
     st.code(view.prompt, language=None, wrap_lines=True)
-    st.caption(tr("residual.prompt_caption", block=view.block_size))
+    st.caption(tr("residual.prompt_caption"))
     st.markdown(claims["text"])
     st.info(claims["small"])
 
