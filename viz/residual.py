@@ -22,6 +22,17 @@ SERIES = {
 }
 # Cividis reads in order for every common colour-vision deficiency and in greyscale.
 HEAT_SCALE = "Cividis"
+# Streamlit's chart theme writes ticks, axis titles and legends at 12.75 px unless the figure
+# names a size; a projector and a phone need every text at the figure's size.
+TEXT = {"size": style.FONT_SIZE}
+
+
+def _readable(fig: go.Figure) -> None:
+    """Every axis's ticks and title, and the legend, at ``style.FONT_SIZE``."""
+    fig.update_xaxes(tickfont=TEXT, title_font=TEXT)
+    fig.update_yaxes(tickfont=TEXT, title_font=TEXT)
+    fig.update_annotations(font_size=style.FONT_SIZE)
+    fig.update_layout(legend_font=TEXT)
 
 
 def layers_figure(
@@ -77,7 +88,7 @@ def layers_figure(
         fig.update_xaxes(tickmode="array", tickvals=list(layers))
     height, top, bottom = 300 * rows + 130, 130, 50
     style.base_layout(fig, height=height)
-    fig.update_annotations(font_size=style.FONT_SIZE)
+    _readable(fig)
     # The legend goes above the subplot titles: 55 px above the plot area.
     fig.update_layout(
         margin={"t": top, "b": bottom}, legend={"y": 1 + 55 / (height - top - bottom)}
@@ -125,27 +136,31 @@ def coordinates_figure(
             col=1,
         )
     fig.update_xaxes(title_text=labels["coordinate_axis"], row=len(norms), col=1)
-    height = 200 * len(norms) + 150
+    # The colour bar lies in the bottom margin, below the coordinate axis and its title.
+    top_margin, bottom_margin = 60, 180
+    height = 200 * len(norms) + top_margin + bottom_margin
     style.base_layout(fig, height=height)
-    fig.update_annotations(font_size=style.FONT_SIZE)
+    _readable(fig)
     fig.update_layout(
-        margin={"t": 60, "b": 60, "r": 20},
-        coloraxis=_colour_axis(top, labels["times_median"], height),
+        # 80 px on the left: the layer axis title beside its ticks.
+        margin={"t": top_margin, "b": bottom_margin, "r": 20, "l": 80},
+        coloraxis=_colour_axis(top, labels["times_median"], height - top_margin - bottom_margin),
     )
     return fig
 
 
-def _colour_axis(top: float, title: str, height: int) -> dict:
-    """One colour scale from 0 to ``top``, its bar laid flat under the panels, which leaves
-    their whole width to the coordinates."""
+def _colour_axis(top: float, title: str, plot_height: int) -> dict:
+    """One colour scale from 0 to ``top``, its bar laid flat 110 px under the panels (which
+    leaves their whole width to the coordinates)."""
     return {
         "colorscale": HEAT_SCALE,
         "cmin": 0.0,
         "cmax": top,
         "colorbar": {
-            "title": {"text": title, "side": "top"},
+            "title": {"text": title, "side": "top", "font": TEXT},
+            "tickfont": TEXT,
             "orientation": "h",
-            "y": -80 / (height - 120),
+            "y": -110 / plot_height,
             "yanchor": "top",
             "thickness": 14,
             "len": 1.0,
