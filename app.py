@@ -18,7 +18,8 @@ st.set_page_config(
     page_title="NormLab",
     page_icon=str(HERE / "assets" / "icon.png"),
     layout="wide",
-    initial_sidebar_state="collapsed" if view.hide_controls else "expanded",
+    # "auto": open on a laptop, closed on a phone (where it would cover the page).
+    initial_sidebar_state="collapsed" if view.hide_controls else "auto",
 )
 apply_view_mode(view)
 

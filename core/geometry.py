@@ -25,12 +25,17 @@ __all__ = [
     "ones_direction",
     "plane_coords",
     "plane_images",
+    "plane_images_from",
     "sphere_3d",
+    "sphere_from",
 ]
 
 # The patch of the plane and the circle on it must both be visible: a 20% border around the
 # larger of the two keeps the circle off the patch's edge at every zoom level.
 PATCH_MARGIN = 1.2
+
+# x - mean(x) of a constant x is rounding of about this many ulps of |x|, not a direction.
+FLAT_ROUNDING = 16 * float(np.finfo(np.float64).eps)
 
 # Below 4 steps a sphere mesh is a tetrahedron-like blob; above 400 a surface has 160k vertices,
 # more than a browser redraws smoothly while a slider moves.
@@ -119,27 +124,61 @@ def plane_images(
     eps_rms = _check_scalar(eps_rms, name="eps_rms", nonnegative=True)
     eps_layer = _check_scalar(eps_layer, name="eps_layer", nonnegative=True)
     gain = _check_scalar(gain, name="gain")
+    weight = np.full(x.shape[-1], gain)
+    return plane_images_from(
+        x,
+        rms_norm(x, weight, eps=eps_rms),
+        layer_norm(x, weight, eps=eps_layer),
+        gain=gain,
+        eps_rms=eps_rms,
+        eps_layer=eps_layer,
+    )
+
+
+def plane_images_from(
+    x: ArrayLike,
+    rms: np.ndarray,
+    layer: np.ndarray,
+    *,
+    gain: float,
+    eps_rms: float,
+    eps_layer: float,
+    on_axis: bool | None = None,
+) -> PlaneImages:
+    """:func:`plane_images` for outputs already computed (shape ``(d,)`` each, any values).
+
+    The caller that has normalised x once projects those outputs here instead of normalising
+    again. A non-finite output coordinate gives a non-finite point, which a figure leaves out.
+    ``on_axis`` says whether x lies on the ones axis (its perp part is rounding); None decides
+    it here, from the size of that part.
+    """
+    x = _as_float_array(x, name="x", ndim=1)
     d = x.shape[-1]
-    weight = np.full(d, gain)
     u = ones_direction(d)
     along, perp = decompose(x)
-    perp_norm = float(np.linalg.norm(perp))
-    # When x lies on the ones axis its perp part is zero and every image lies on the axis too;
-    # a zero second basis vector then gives b = 0 for all three points.
-    e2 = perp / perp_norm if perp_norm > 0.0 else np.zeros(d)
+    # Lengths in units of the largest entry, so that a tiny x (1e-200) keeps its direction.
+    top = float(np.max(np.abs(perp)))
+    unit = perp / top if top > 0 else perp
+    perp_norm = top * float(np.linalg.norm(unit))
+    # When x lies on the ones axis its perp part is zero (or rounding, which points anywhere)
+    # and every image lies on the axis too; a zero second basis vector then gives b = 0.
+    if on_axis is None:
+        on_axis = perp_norm <= FLAT_ROUNDING * float(np.linalg.norm(x))
+    e2 = np.zeros(d) if on_axis or top == 0 else unit / float(np.linalg.norm(unit))
 
     def project(y: np.ndarray) -> tuple[float, float]:
+        y = np.asarray(y, dtype=np.float64)
         return float(y @ u), float(y @ e2)
 
     return PlaneImages(
         point=(along, perp_norm),
-        layer=project(layer_norm(x, weight, eps=eps_layer)),
-        rms=project(rms_norm(x, weight, eps=eps_rms)),
+        layer=project(layer),
+        rms=project(rms),
         radius=math.sqrt(d) * abs(gain),
         d=d,
-        gain=gain,
-        eps_rms=eps_rms,
-        eps_layer=eps_layer,
+        gain=float(gain),
+        eps_rms=float(eps_rms),
+        eps_layer=float(eps_layer),
     )
 
 
@@ -207,6 +246,29 @@ def sphere_3d(
     eps_layer = _check_scalar(eps_layer, name="eps_layer", nonnegative=True)
     gain = _check_scalar(gain, name="gain")
     weight = np.full(3, gain)
+    return sphere_from(
+        x,
+        rms_norm(x, weight, eps=eps_rms),
+        layer_norm(x, weight, eps=eps_layer),
+        gain=gain,
+        eps_rms=eps_rms,
+        eps_layer=eps_layer,
+        resolution=resolution,
+    )
+
+
+def sphere_from(
+    x: ArrayLike,
+    rms: np.ndarray,
+    layer: np.ndarray,
+    *,
+    gain: float,
+    eps_rms: float,
+    eps_layer: float,
+    resolution: int = 40,
+) -> Sphere3D:
+    """:func:`sphere_3d` for outputs already computed: the mesh around the given images."""
+    x = _as_float_array(x, name="x", ndim=1)
     radius = math.sqrt(3) * abs(gain)
 
     # An orthonormal basis of the plane perpendicular to 1, ordered so e1 x e2 = u.
@@ -239,10 +301,10 @@ def sphere_3d(
         circle=_readonly(circle),
         sphere=tuple(_readonly(c) for c in sphere),
         point=_readonly(x.copy()),
-        layer=_readonly(np.asarray(layer_norm(x, weight, eps=eps_layer), dtype=np.float64)),
-        rms=_readonly(np.asarray(rms_norm(x, weight, eps=eps_rms), dtype=np.float64)),
+        layer=_readonly(np.array(layer, dtype=np.float64)),
+        rms=_readonly(np.array(rms, dtype=np.float64)),
         radius=radius,
-        gain=gain,
-        eps_rms=eps_rms,
-        eps_layer=eps_layer,
+        gain=float(gain),
+        eps_rms=float(eps_rms),
+        eps_layer=float(eps_layer),
     )

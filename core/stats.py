@@ -26,8 +26,10 @@ __all__ = [
 IDENTITY_FORMULA = r"\mathrm{RMS}(x)^2 = \mathrm{Var}(x) + \mu^2"
 
 
-def _as_float_array(x: ArrayLike, *, name: str, ndim: int | None = None) -> np.ndarray:
-    """Convert ``x`` to a finite float64 array with a non-empty last axis.
+def _as_float_array(
+    x: ArrayLike, *, name: str, ndim: int | None = None, finite: bool = True
+) -> np.ndarray:
+    """Convert ``x`` to a float64 array with a non-empty last axis, finite unless ``finite=False``.
 
     Shared by the sibling ``core`` modules so every public function rejects bad input with the
     same kind of message: a ``ValueError`` that names the parameter and what is allowed.
@@ -43,7 +45,7 @@ def _as_float_array(x: ArrayLike, *, name: str, ndim: int | None = None) -> np.n
         raise ValueError(f"{name} must be {ndim}-D; got shape {arr.shape}")
     if arr.shape[-1] == 0:
         raise ValueError(f"{name} must have at least one element on its last axis; got d = 0")
-    if not np.all(np.isfinite(arr)):
+    if finite and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must contain only finite values (no nan or inf)")
     return arr
 
@@ -61,11 +63,19 @@ def cosine(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     b = _as_float_array(b, name="b")
     if a.shape[-1] != b.shape[-1]:
         raise ValueError(f"a and b must share their last axis; got {a.shape} and {b.shape}")
+    # The cosine does not depend on the lengths: scaling each vector by its largest entry keeps
+    # the squares of a tiny (1e-200) or huge vector from underflowing or overflowing.
+    a, b = _by_largest(a), _by_largest(b)
     dot = np.sum(a * b, axis=-1)  # (..., d) -> (...)
     norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)  # (..., d) -> (...)
     safe = np.where(norms > 0.0, norms, 1.0)
     # Rounding can push |dot| a hair past the product of the norms; keep the result a cosine.
     return np.where(norms > 0.0, np.clip(dot / safe, -1.0, 1.0), 0.0)
+
+
+def _by_largest(v: np.ndarray) -> np.ndarray:
+    top = np.max(np.abs(v), axis=-1, keepdims=True)  # (..., d) -> (..., 1)
+    return v / np.where(top > 0, top, 1.0)
 
 
 @dataclass(frozen=True)
@@ -99,13 +109,15 @@ class VectorStats:
 STAT_NAMES: tuple[str, ...] = tuple(VectorStats.__dataclass_fields__)
 
 
-def batch_vector_stats(x: ArrayLike) -> dict[str, np.ndarray]:
+def batch_vector_stats(x: ArrayLike, *, finite: bool = True) -> dict[str, np.ndarray]:
     """Statistics of every vector in a batch ``x`` of shape ``(..., d)``.
 
     Returns a dict keyed by ``STAT_NAMES``, each value an array of shape ``(...)`` (``d`` too, so
     every column of a table has the same length). Same definitions as ``VectorStats``.
+    ``finite=False`` accepts inf and nan (an output that overflowed), whose statistics are then
+    inf or nan as IEEE arithmetic gives them.
     """
-    x = _as_float_array(x, name="x")
+    x = _as_float_array(x, name="x", finite=finite)
     d = x.shape[-1]
     mean = np.mean(x, axis=-1)  # (..., d) -> (...)
     variance = np.mean((x - mean[..., None]) ** 2, axis=-1)  # (..., d) -> (...)
@@ -118,15 +130,19 @@ def batch_vector_stats(x: ArrayLike) -> dict[str, np.ndarray]:
         "second_moment": second_moment,
         "rms": rms,
         "l2": np.linalg.norm(x, axis=-1),  # (..., d) -> (...)
-        "cos_ones": cosine(x, ones),
+        "cos_ones": cosine(x, ones) if np.all(np.isfinite(x)) else np.full(mean.shape, np.nan),
         "d": np.full(mean.shape, d),
     }
 
 
-def vector_stats(x: ArrayLike) -> VectorStats:
-    """Statistics of one vector ``x`` of shape ``(d,)``; see ``VectorStats`` for the fields."""
-    x = _as_float_array(x, name="x", ndim=1)
-    columns = batch_vector_stats(x)
+def vector_stats(x: ArrayLike, *, finite: bool = True) -> VectorStats:
+    """Statistics of one vector ``x`` of shape ``(d,)``; see ``VectorStats`` for the fields.
+
+    ``finite=False`` accepts inf and nan, as :func:`batch_vector_stats` does.
+    """
+    x = _as_float_array(x, name="x", ndim=1, finite=finite)
+    with np.errstate(invalid="ignore", over="ignore"):
+        columns = batch_vector_stats(x, finite=finite)
     return VectorStats(
         **{key: float(columns[key]) for key in STAT_NAMES if key != "d"}, d=int(x.shape[-1])
     )

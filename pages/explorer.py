@@ -2,76 +2,35 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-import pandas as pd
 import streamlit as st
 
-from core import (
-    LAYER_FORMULA,
-    RMS_FORMULA,
-    NormWarning,
-    available_devices,
-    layer_norm,
-    layer_norm_report,
-    rms_norm,
-    rms_norm_report,
-    torch_available,
+from core import LAYER_FORMULA, RMS_FORMULA, available_devices, torch_available
+from core.defaults import DEFAULT_LAYER_EPS, DTYPES, EPS_LADDER, MAX_WIDTH, MIN_WIDTH, SCALE_LADDER
+from core.explorer import (
+    GAIN_LIMIT,
+    OFFSET_LIMIT,
+    PARTIAL_LADDER,
+    ExplorerView,
+    dtype_max,
+    explore,
 )
-from core.geometry import plane_images, sphere_3d
 from core.inputs import (
     DISTRIBUTIONS,
     GAIN_PATTERNS,
     MAX_ABS_VALUE,
-    MAX_WIDTH,
-    MIN_WIDTH,
     VectorParseError,
-    gain_vector,
     make_input,
     parse_vector,
 )
-from core.stats import IDENTITY_FORMULA, STAT_NAMES, cosine, second_moment_identity, vector_stats
-from ui import widgets
-from ui.core_text import translate
+from core.stats import IDENTITY_FORMULA, STAT_NAMES
+from ui import fmt, widgets
 from ui.export import coordinates_csv, statistics_csv, view_json
-from ui.frame import begin_page, save_box, share_box
-from ui.i18n import t
-from ui.params import (
-    ChoiceParam,
-    FloatParam,
-    IntParam,
-    LadderParam,
-    TextParam,
-    fmt_number,
-)
+from ui.frame import begin_page, presenting, save_box, share_box, view_mode
+from ui.i18n import Translator, translator
+from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam
 from viz import style
 from viz.explorer import coordinates_figure, plane_figure, sphere_figure
-
-EPS_LADDER = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 0.3, 1.0, 3.0, 10.0)
-SCALE_LADDER = (
-    0.0,
-    1e-4,
-    1e-3,
-    0.01,
-    0.03,
-    0.1,
-    0.3,
-    0.5,
-    1.0,
-    2.0,
-    3.0,
-    5.0,
-    10.0,
-    30.0,
-    100.0,
-    1e3,
-    1e4,
-)
-DTYPES = ("float64", "float32", "float16", "bfloat16")
-# Offsets, gains and biases beyond these bounds teach nothing the edge values do not.
-OFFSET_LIMIT = 20.0
-GAIN_LIMIT = 4.0
 
 PARAMS = (
     TextParam("x", "", max_len=200_000),
@@ -80,186 +39,107 @@ PARAMS = (
     IntParam("seed", 0, 0, 2**31 - 1),
     FloatParam("offset", 0.0, -OFFSET_LIMIT, OFFSET_LIMIT),
     LadderParam("scale", 1.0, SCALE_LADDER),
-    LadderParam("eps", 1e-5, EPS_LADDER),
+    LadderParam("eps", DEFAULT_LAYER_EPS, EPS_LADDER),
     FloatParam("gain", 1.0, -GAIN_LIMIT, GAIN_LIMIT),
     ChoiceParam("gain_pattern", "constant", GAIN_PATTERNS),
     FloatParam("bias", 0.0, -GAIN_LIMIT, GAIN_LIMIT),
+    FloatParam("rms_bias", 0.0, -GAIN_LIMIT, GAIN_LIMIT),
+    LadderParam("partial", 1.0, PARTIAL_LADDER),
     ChoiceParam("backend", "numpy", ("numpy", "torch")),
     # Only the devices this server has; a link asking for another gets a notice.
     ChoiceParam("device", "cpu", tuple(available_devices()) or ("cpu",)),
     ChoiceParam("dtype", "float64", DTYPES),
 )
 P = {p.key: p for p in PARAMS}
+# The settings explore() takes besides x, in its keyword names.
+SETTINGS = ("eps", "gain", "gain_pattern", "seed", "bias", "rms_bias", "partial")
+SETTINGS += ("backend", "device", "dtype")
+LARGE_FIGURE_TEXT = 1.35
 
 
-def _to_numpy(a: object) -> np.ndarray:
-    if isinstance(a, np.ndarray):
-        return a.astype(np.float64)
-    return a.detach().to("cpu").double().numpy()  # a torch tensor
+@st.cache_resource(max_entries=64, show_spinner=False)
+def compute(x: np.ndarray, **settings: object) -> ExplorerView:
+    """The whole view for one setting; the frozen result is shared, never copied or edited."""
+    return explore(x, **settings)
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
-def compute(
-    x: np.ndarray,
-    eps: float,
-    gain: float,
-    gain_pattern: str,
-    seed: int,
-    bias: float,
-    backend: str,
-    device: str,
-    dtype: str,
-) -> dict:
-    """Everything the page shows for one setting, computed by the core (cached per setting)."""
-    d = x.shape[-1]
-    g = gain_vector(d, pattern=gain_pattern, value=gain, seed=seed)
-    b = np.full(d, bias)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", NormWarning)
-        if backend == "torch":
-            import torch
-
-            kind = getattr(torch, dtype)
-            args = [torch.tensor(a, dtype=kind, device=device) for a in (x, g, b)]
-            rep_rms = rms_norm_report(args[0], args[1], eps=eps)
-            rep_layer = layer_norm_report(args[0], args[1], args[2], eps=eps)
-            x_used = _to_numpy(args[0])
-        else:
-            rep_rms = rms_norm_report(x, g, eps=eps)
-            rep_layer = layer_norm_report(x, g, b, eps=eps)
-            x_used = x
-        # The explanations speak of the normalised vectors before gain and bias, in float64.
-        unit_rms = rms_norm(x, eps=eps)
-        unit_layer = layer_norm(x, eps=eps)
-        plane_gain = gain if gain_pattern == "constant" else 1.0
-        plane = plane_images(x, eps_rms=eps, eps_layer=eps, gain=plane_gain)
-        sphere = sphere_3d(x, eps_rms=eps, eps_layer=eps, gain=plane_gain) if d == 3 else None
-    alerts = list(dict.fromkeys(str(w.message) for w in caught if w.category is NormWarning))
-    notes = list(dict.fromkeys(rep_rms.notes + rep_layer.notes))
-    y_rms, y_layer = _to_numpy(rep_rms.output), _to_numpy(rep_layer.output)
-    result = {
-        "x": x_used,
-        "gain": g,
-        "y_rms": y_rms,
-        "y_layer": y_layer,
-        "stats": {
-            k: vector_stats(v) for k, v in (("x", x_used), ("rms", y_rms), ("layer", y_layer))
-        },
-        "unit": {"rms": vector_stats(unit_rms), "layer": vector_stats(unit_layer)},
-        "cos_rms_x": float(cosine(unit_rms, x)),
-        "cos_layer_x": float(cosine(unit_layer, x)),
-        "identity": second_moment_identity(x),
-        "rms_stat": float(rep_rms.stat.ravel()[0]),
-        "layer_stat": float(rep_layer.stat.ravel()[0]),
-        "plane": plane,
-        "sphere": sphere,
-        "alerts": alerts,
-        "notes": [n for n in notes if n not in alerts],
-    }
-    return result
-
-
-# Below this size a statistic of an O(1) vector is float64 rounding, not a value.
-ROUNDING_FLOOR = 1e-12
-
-
-def fmt(value: float) -> str:
-    """Four significant digits, for prose and tables; rounding residue reads as ≈ 0."""
-    if value != 0 and abs(value) < ROUNDING_FLOOR:
-        return "≈ 0"
-    return f"{value:.4g}"
-
-
-def tex(value: float) -> str:
-    """A number for LaTeX: ``1e-5`` becomes ``10^{-5}``, ``3e-8`` becomes ``3 \\times 10^{-8}``."""
-    text = fmt_number(value)
-    if "e" not in text:
-        return text
-    mantissa, exponent = text.split("e")
-    power = f"10^{{{int(exponent)}}}"
-    return power if mantissa == "1" else rf"{mantissa} \times {power}"
-
-
-def controls(lang: str) -> dict:
-    """The sidebar controls; every one is bound to the URL under its key."""
-    has_torch = torch_available()
+def controls(tr: Translator) -> dict:
+    """The sidebar controls, the page's experiment first; each bound to the URL under its key."""
     with st.sidebar:
-        st.header(t("common.controls", lang))
-        st.subheader(t("explorer.group_input", lang))
-        x_text = widgets.text(
-            P["x"],
-            t("explorer.x_label", lang),
-            help=t("explorer.x_help", lang),
-        )
-        typed = bool(x_text.strip())
+        st.header(tr("common.controls"))
+        st.subheader(tr("explorer.group_first"))
+        widgets.number(P["offset"], tr("explorer.offset_label"), step=0.1)
+        widgets.ladder(P["eps"], tr("explorer.eps_label"))
+        st.subheader(tr("explorer.group_input"))
+        typed = bool(widgets.text(P["x"], tr("explorer.x_label"), help=tr("explorer.x_help")))
         widgets.number(
             P["d"],
-            t("explorer.d_label", lang),
+            tr("explorer.d_label"),
             kind="input",
             step=1,
-            help=t("explorer.d_help", lang),
+            help=tr("explorer.d_help"),
             disabled=typed,
         )
-        # Option labels are the link's values, so they read the same in every language; the
-        # caption says what the chosen one means.
-        dist = widgets.choice(P["dist"], t("explorer.dist_label", lang), disabled=typed)
-        st.caption(t(f"explorer.dist_{dist}", lang))
+        dist = widgets.choice(P["dist"], tr("explorer.dist_label"), disabled=typed)
+        st.caption(tr(f"explorer.dist_{dist}"))
+        seedless = typed and st.session_state.get("gain_pattern") != "random"
         widgets.number(
-            P["seed"],
-            t("explorer.seed_label", lang),
-            kind="input",
-            step=1,
-            disabled=typed and st.session_state.get("gain_pattern") != "random",
+            P["seed"], tr("explorer.seed_label"), kind="input", step=1, disabled=seedless
         )
-        widgets.number(P["offset"], t("explorer.offset_label", lang), step=0.1)
-        widgets.ladder(P["scale"], t("explorer.scale_label", lang))
-        st.subheader(t("explorer.group_norm", lang))
-        widgets.ladder(P["eps"], t("explorer.eps_label", lang))
-        widgets.number(P["gain"], t("explorer.gain_label", lang), step=0.05)
-        pattern = widgets.choice(P["gain_pattern"], t("explorer.gain_pattern_label", lang))
-        st.caption(t(f"explorer.gain_{pattern}", lang))
-        widgets.number(P["bias"], t("explorer.bias_label", lang), step=0.05)
-        st.subheader(t("explorer.group_compute", lang))
-        if has_torch:
-            backend = widgets.choice(
-                P["backend"], t("explorer.backend_label", lang), kind="segmented"
-            )
-            if backend == "torch":
-                widgets.choice(P["device"], t("explorer.device_label", lang))
-                widgets.choice(P["dtype"], t("explorer.dtype_label", lang))
-        else:
-            st.info(t("common.torch_missing", lang, options="backend=torch, device, dtype"))
+        widgets.ladder(P["scale"], tr("explorer.scale_label"))
+        st.subheader(tr("explorer.group_norm"))
+        widgets.number(P["gain"], tr("explorer.gain_label"), step=0.05)
+        pattern = widgets.choice(P["gain_pattern"], tr("explorer.gain_pattern_label"))
+        st.caption(tr(f"explorer.gain_{pattern}"))
+        widgets.number(P["bias"], tr("explorer.bias_label"), step=0.05)
+        widgets.number(
+            P["rms_bias"],
+            tr("explorer.rms_bias_label"),
+            step=0.05,
+            help=tr("explorer.rms_bias_help"),
+        )
+        widgets.ladder(P["partial"], tr("explorer.partial_label"), help=tr("explorer.partial_help"))
+        _compute_controls(tr)
     state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
-    if not has_torch or state["backend"] != "torch":
+    if not torch_available() or state["backend"] != "torch":
         state.update(backend="numpy", device="cpu", dtype="float64")
     return state
 
 
-def input_vector(state: dict, lang: str) -> np.ndarray:
+def _compute_controls(tr: Translator) -> None:
+    st.subheader(tr("explorer.group_compute"))
+    if not torch_available():
+        st.info(tr("common.torch_missing", options="backend=torch, device, dtype"))
+        return
+    if widgets.choice(P["backend"], tr("explorer.backend_label"), kind="segmented") == "torch":
+        widgets.choice(P["device"], tr("explorer.device_label"))
+        widgets.choice(P["dtype"], tr("explorer.dtype_label"))
+
+
+def input_vector(state: dict, tr: Translator) -> np.ndarray:
     """x from the typed text if it reads, otherwise from the distribution; scale and offset."""
-    x_text = state["x"].strip()
-    if x_text:
+    text = state["x"].strip()
+    if text:
         try:
-            typed = parse_vector(x_text)
+            typed = parse_vector(text)
         except VectorParseError as err:
-            message = t(
+            message = tr(
                 f"explorer.x_{err.code}",
-                lang,
                 token=f"`{err.token.replace('`', '')}`",
                 position=err.position,
                 count=err.count,
-                limit=fmt_number(err.limit),
+                limit=err.limit,
             )
-            st.error(t("explorer.x_error", lang, message=message))
+            st.error(tr("explorer.x_error", message=message))
         else:
             x = state["scale"] * typed + state["offset"]
             if np.max(np.abs(x)) <= MAX_ABS_VALUE:
-                st.caption(t("explorer.x_active", lang, d=typed.shape[-1]))
+                st.caption(tr("explorer.x_active", d=typed.shape[-1]))
                 return x
             # Typed values within the limit can still leave it once scaled; their squares would
             # overflow float64 and every statistic would read inf.
-            message = t("explorer.x_scaled_too_large", lang, limit=fmt_number(MAX_ABS_VALUE))
-            st.error(t("explorer.x_error", lang, message=message))
+            message = tr("explorer.x_scaled_too_large", limit=MAX_ABS_VALUE)
+            st.error(tr("explorer.x_error", message=message))
     return make_input(
         state["d"],
         dist=state["dist"],
@@ -269,243 +149,229 @@ def input_vector(state: dict, lang: str) -> np.ndarray:
     )
 
 
-def main() -> None:
-    lang = begin_page("explorer", PARAMS)
-    state = controls(lang)
-    x = input_vector(state, lang)
-    r = compute(
-        x,
-        state["eps"],
-        state["gain"],
-        state["gain_pattern"],
-        state["seed"],
-        state["bias"],
-        state["backend"],
-        state["device"],
-        state["dtype"],
+def metrics(tr: Translator, view: ExplorerView) -> None:
+    """Five numbers, in a row that wraps two to a line on a phone."""
+    sx = view.stats["x"]
+    values = (
+        ("metric_rms", sx.rms),
+        ("metric_std", np.sqrt(sx.variance)),
+        ("metric_mean", sx.mean),
+        ("metric_norm_rms", view.stats["rms"].l2),
+        ("metric_norm_layer", view.stats["layer"].l2),
     )
-    d = x.shape[-1]
-    sx, s_rms, s_layer = r["stats"]["x"], r["stats"]["rms"], r["stats"]["layer"]
+    with st.container(horizontal=True, gap="small"):
+        for key, value in values:
+            st.metric(tr(f"explorer.{key}"), fmt.num(value), width=150)
 
-    cols = st.columns(5)
-    for col, key, value in zip(
-        cols,
-        ("metric_rms", "metric_std", "metric_mean", "metric_norm_rms", "metric_norm_layer"),
-        (sx.rms, np.sqrt(sx.variance), sx.mean, s_rms.l2, s_layer.l2),
-        strict=False,
-    ):
-        col.metric(t(f"explorer.{key}", lang), fmt(value))
 
-    labels = {
-        "input": t("common.input", lang),
-        "outputs": t("explorer.coords_outputs", lang),
+def labels(tr: Translator) -> dict[str, str]:
+    keys = ("axis_a", "axis_b", "circle", "ray", "x_short", "sphere", "plane", "circle3d", "ones")
+    return {
+        "input": tr("common.input"),
+        "outputs": tr("explorer.coords_outputs"),
         "x": "x",
-        "rms": t("common.rms_norm", lang),
-        "layer": t("common.layer_norm", lang),
-        "coordinate": t("common.coordinate", lang),
-        "value": t("common.value", lang),
+        "rms": tr("common.rms_norm"),
+        "layer": tr("common.layer_norm"),
+        "coordinate": tr("common.coordinate"),
+        "value": tr("common.value"),
+        **{k: tr(f"explorer.{k}") for k in keys},
     }
-    st.subheader(t("explorer.coords_heading", lang))
-    numbers = {
-        "d": d,
-        "m_rms": fmt(s_rms.mean),
-        "m_layer": fmt(s_layer.mean),
-        "rms": fmt(r["rms_stat"]),
-        "mean": fmt(sx.mean),
-        "std": fmt(r["layer_stat"]),
-    }
+
+
+def coordinates(tr: Translator, view: ExplorerView, names: dict, scale: float) -> None:
+    st.subheader(tr("explorer.coords_heading"))
     st.plotly_chart(
-        coordinates_figure(r["x"], r["y_rms"], r["y_layer"], labels),
+        _coords_figure(tr, view, names, scale),
         key="coords",
         config=style.chart_config("normlab-coordinates"),
-        alt=t("explorer.coords_alt", lang, **numbers),
+        alt=tr("explorer.coords_alt", **view.claims["coords"].fields),
     )
-    st.caption(t("explorer.coords_caption", lang, **numbers))
+    st.caption(tr.claim(view.claims["coords"]) + " " + tr.claim(view.claims["divisors"]))
 
+
+def _coords_figure(tr: Translator, view: ExplorerView, names: dict, scale: float):
+    note = ""
+    if view.envelope:
+        width = -(-view.d // (len(view.chart["x"].index) // 2 or 1))
+        note = tr("explorer.coords_envelope", d=view.d, width=width)
+    series = {k: (s.index, s.values) for k, s in view.chart.items()}
+    means = {k: s.mean for k, s in view.chart.items()}
+    return coordinates_figure(series, means, names, d=view.d, note=note, font_scale=scale)
+
+
+def statistics(tr: Translator, view: ExplorerView, names: dict) -> None:
+    st.subheader(tr("explorer.stats_heading"))
+    # A Markdown table: the same cells as st.table, without a dataframe round trip per rerun.
+    # Short headers ("RMSNorm", not "RMSNorm(x)"), so the table fits a phone's width.
+    head = [tr("explorer.stat_column"), *(names[k].removesuffix("(x)") for k in view.stats)]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for n in (name for name in STAT_NAMES if name != "d"):
+        cells = (fmt.num(getattr(view.stats[k], n)) for k in view.stats)
+        lines.append(f"| {tr(f'explorer.stat_{n}')} | " + " | ".join(cells) + " |")
+    st.markdown("\n".join(lines))
+    st.markdown(f"**{tr('explorer.identity_heading')}**")
+    rms2, var, mean2 = view.identity
+    numbers = rf"{fmt.tex(rms2)} = {fmt.tex(var)} + {fmt.tex(mean2, noise=1e-12 * rms2)}"
+    st.latex(_lines(IDENTITY_FORMULA, numbers))
+
+
+def formulas(tr: Translator, view: ExplorerView, eps: float) -> None:
+    """RMSNorm first, then LayerNorm, each labelled, each with today's numbers."""
+    st.subheader(tr("explorer.formulas_heading"))
+    u, e = view.units, fmt.tex(eps)
+    st.markdown(tr("explorer.formula_rms"))
+    st.latex(_lines(RMS_FORMULA, rf"\sqrt{{{fmt.tex(u.ms_k)} + {e}}} = {fmt.tex(view.rms_stat)}"))
+    if u.k < view.d:
+        st.caption(tr("explorer.formula_partial", k=u.k, d=view.d))
+    st.markdown(tr("explorer.formula_layer"))
+    mean = fmt.tex(u.mean, noise=1e-12 * view.stats["x"].rms)
+    numbers = rf"\mu = {mean},\quad \sqrt{{{fmt.tex(u.var)} + {e}}} = {fmt.tex(view.layer_stat)}"
+    st.latex(_lines(LAYER_FORMULA, numbers))
+
+
+def _lines(*rows: str) -> str:
+    """Formulas stacked in one LaTeX block (one element to render instead of several)."""
+    return r"\begin{gathered}" + r" \\[0.6em] ".join(rows) + r"\end{gathered}"
+
+
+def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale: float) -> None:
+    st.subheader(tr("explorer.geometry_heading"))
+    plane, claims = view.plane, view.claims
     left, right = st.columns(2, gap="large")
     with left:
-        st.subheader(t("explorer.stats_heading", lang))
-        table = pd.DataFrame(
-            {
-                labels[k]: [fmt(getattr(r["stats"][k], name)) for name in STAT_NAMES if name != "d"]
-                for k in ("x", "rms", "layer")
-            },
-            index=[t(f"explorer.stat_{name}", lang) for name in STAT_NAMES if name != "d"],
-        )
-        table.index.name = t("explorer.stat_column", lang)
-        st.table(table)
-        st.markdown(f"**{t('explorer.identity_heading', lang)}**")
-        rms2, var, mean2 = r["identity"]
-        st.latex(IDENTITY_FORMULA)
-        st.latex(rf"{fmt(rms2)} = {fmt(var)} + {fmt(mean2)}")
-    with right:
-        st.subheader(t("explorer.formulas_heading", lang))
-        eps = state["eps"]
-        st.latex(RMS_FORMULA)
-        st.latex(rf"\sqrt{{{fmt(sx.second_moment)} + {tex(eps)}}} = {fmt(r['rms_stat'])}")
-        st.latex(LAYER_FORMULA)
-        st.latex(
-            rf"\mu = {fmt(sx.mean)},\quad \sqrt{{{fmt(sx.variance)} + {tex(eps)}}}"
-            rf" = {fmt(r['layer_stat'])}"
-        )
-
-    st.subheader(t("explorer.geometry_heading", lang))
-    plane = r["plane"]
-    geo_labels = {
-        **labels,
-        **{
-            k: t(f"explorer.{k}", lang)
-            for k in (
-                "axis_a",
-                "axis_b",
-                "circle",
-                "ray",
-                "x_short",
-                "sphere",
-                "plane",
-                "circle3d",
-                "ones",
-            )
-        },
-    }
-    left, right = st.columns(2, gap="large")
-    with left:
-        st.markdown(f"**{t('explorer.plane_title', lang)}**")
+        st.markdown(f"**{tr('explorer.plane_title')}**")
         (xa, xb), (ra, rb), (la, lb) = plane.point, plane.rms, plane.layer
         st.plotly_chart(
-            plane_figure(plane.point, plane.rms, plane.layer, plane.radius, geo_labels),
+            plane_figure(
+                plane.point, plane.rms, plane.layer, plane.radius, names, font_scale=scale
+            ),
             key="plane",
             config=style.chart_config("normlab-plane"),
-            alt=t(
-                "explorer.plane_alt",
-                lang,
-                xa=fmt(xa),
-                xb=fmt(xb),
-                ra=fmt(ra),
-                rb=fmt(rb),
-                la=fmt(la),
-                lb=fmt(lb),
-                radius=fmt(plane.radius),
+            alt=tr(
+                "explorer.plane_alt", xa=xa, xb=xb, ra=ra, rb=rb, la=la, lb=lb, radius=plane.radius
             ),
         )
-        angle = float(np.degrees(np.arctan2(abs(xa), xb)))
-        st.caption(
-            t(
-                "explorer.plane_caption",
-                lang,
-                angle=f"{angle:.1f}",
-                a=fmt(xa),
-                r_rms=fmt(np.hypot(ra, rb)),
-                r_layer=fmt(np.hypot(la, lb)),
-                radius=fmt(plane.radius),
-            )
-        )
-        if state["gain_pattern"] != "constant" or state["bias"] != 0:
-            st.caption(t("explorer.plane_gain_note", lang))
     with right:
-        sphere = r["sphere"]
-        if sphere is None:
-            st.info(t("explorer.sphere_hint", lang))
-        else:
-            st.markdown(f"**{t('explorer.sphere_title', lang)}**")
-            st.plotly_chart(
-                sphere_figure(
-                    sphere.plane,
-                    sphere.circle,
-                    sphere.sphere,
-                    (sphere.point, sphere.rms, sphere.layer),
-                    geo_labels,
-                ),
-                key="sphere",
-                config=style.chart_config("normlab-sphere"),
-                alt=t("explorer.sphere_alt", lang),
-            )
-            st.caption(
-                t(
-                    "explorer.sphere_caption",
-                    lang,
-                    radius=fmt(sphere.radius),
-                    r_rms=fmt(np.linalg.norm(sphere.rms)),
-                    r_layer=fmt(np.linalg.norm(sphere.layer)),
-                )
-            )
+        slots = ("plane", "plane_rms", "plane_layer", "plane_eps")
+        st.markdown("\n\n".join(tr.claim(claims[s]) for s in slots if s in claims))
+        if state["gain_pattern"] != "constant" or state["bias"] or state["rms_bias"]:
+            st.caption(tr("explorer.plane_gain_note"))
+    if view.sphere is not None:
+        sphere(tr, view, names, scale)
+    elif not presenting():
+        st.info(tr("explorer.sphere_hint"))
 
-    st.subheader(t("explorer.why_heading", lang))
-    u_rms, u_layer = r["unit"]["rms"], r["unit"]["layer"]
-    share = mean2 / rms2 if rms2 > 0 else 0.0
-    st.markdown(
-        t(
-            "explorer.why_scale",
-            lang,
-            rms=fmt(sx.rms),
-            cos_x=fmt(r["cos_rms_x"]),
-            cos_layer_x=fmt(r["cos_layer_x"]),
-        )
-    )
-    st.markdown(
-        t(
-            "explorer.why_offset",
-            lang,
-            m_rms=fmt(u_rms.mean),
-            cos_rms=fmt(u_rms.cos_ones),
-            m_layer=fmt(u_layer.mean),
-            cos_layer=fmt(u_layer.cos_ones),
-        )
-    )
-    st.markdown(
-        t(
-            "explorer.why_moment",
-            lang,
-            rms2=fmt(rms2),
-            var=fmt(var),
-            mean2=fmt(mean2),
-            share=f"{100 * share:.1f} %",
-        )
-    )
-    for alert in r["alerts"]:
-        st.warning(translate(alert, lang))
-    if r["notes"]:
-        with st.expander(t("explorer.notes_heading", lang)):
-            st.markdown("\n".join(f"- {note}" for note in r["notes"]))
 
-    arrays = {"x": r["x"], "gain": r["gain"], "rmsnorm": r["y_rms"], "layernorm": r["y_layer"]}
+def sphere(tr: Translator, view: ExplorerView, names: dict, scale: float) -> None:
+    """d = 3 gets the full width: the sphere needs it to be read."""
+    s = view.sphere
+    st.markdown(f"**{tr('explorer.sphere_title')}**")
+    st.plotly_chart(
+        sphere_figure(
+            s.plane, s.circle, s.sphere, (s.point, s.rms, s.layer), names, font_scale=scale
+        ),
+        key="sphere",
+        config=style.chart_config("normlab-sphere"),
+        alt=tr("explorer.sphere_alt"),
+    )
+    st.caption(tr.claim(view.claims["sphere"]))
+
+
+def explanations(tr: Translator, view: ExplorerView) -> None:
+    """What the numbers say, each sentence chosen by the core's verdicts (one Markdown block:
+    one element for the browser to draw, not a dozen)."""
+    st.subheader(tr("explorer.why_heading"))
+    c = view.claims
+    prompt = "" if presenting() else f" *{tr('explorer.offset_prompt')}*"
+    paragraphs = [f"*{tr('explorer.why_units_note')}*"]
+    blocks = (
+        ("why_scale_title", ("why_scale", "why_layer"), ""),
+        ("why_offset_title", ("why_offset",), prompt),
+        ("why_moment_title", ("why_moment",), ""),
+        ("centring_title", ("centring", "centring_mean"), ""),
+        ("partial_title", ("partial",), f" *{tr('explorer.partial_paper')}*"),
+        ("precision_title", ("precision_rms", "precision_layer"),
+         f" *{tr('explorer.precision_setup', dtype=view.dtype)}*"),
+    )  # fmt: skip
+    for title, slots, after in blocks:
+        shown = [tr.claim(c[s]) for s in slots if s in c]
+        if shown:
+            paragraphs.append(f"**{tr(f'explorer.{title}')}** " + " ".join(shown) + after)
+    st.markdown("\n\n".join(paragraphs))
+    if "noise" in c:
+        st.warning(tr.claim(c["noise"]))
+
+
+def messages(tr: Translator, view: ExplorerView) -> None:
+    """The core's warnings and notes, translated by their code."""
+    if view.dtype != view.dtype_asked:
+        limit = dtype_max(view.dtype_asked)
+        st.warning(tr("explorer.dtype_overflow", dtype=view.dtype_asked, limit=limit))
+    for alert in view.alerts:
+        st.warning(tr.message(alert))
+    if view.notes:
+        with st.expander(tr("explorer.notes_heading")):
+            st.markdown("\n".join(f"- {tr.message(note)}" for note in view.notes))
+
+
+def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> None:
+    arrays = {"x": view.x, "gain": view.gain, "rmsnorm": view.y_rms, "layernorm": view.y_layer}
     stats = {
-        name: {k: v for k, v in r["stats"][key].as_dict().items() if k != "d"}
+        name: {k: v for k, v in view.stats[key].as_dict().items() if k != "d"}
         for name, key in (("x", "x"), ("rmsnorm", "rms"), ("layernorm", "layer"))
     }
-    save_box(
-        "explorer",
-        PARAMS,
-        lang,
-        [
-            (
-                "common.save_coordinates",
-                lambda: coordinates_csv(arrays),
-                "normlab-coordinates.csv",
-                "text/csv",
+    files = [
+        (
+            "common.save_coordinates",
+            lambda: coordinates_csv(arrays),
+            "normlab-coordinates.csv",
+            "text/csv",
+        ),
+        (
+            "common.save_statistics",
+            lambda: statistics_csv(stats),
+            "normlab-statistics.csv",
+            "text/csv",
+        ),
+        (
+            "common.save_json",
+            lambda: view_json("explorer", state, arrays, stats),
+            "normlab-view.json",
+            "application/json",
+        ),
+        (
+            "common.save_figure",
+            lambda: _coords_figure(tr, view, names, 1.0).to_html(
+                include_plotlyjs=True, full_html=True
             ),
-            (
-                "common.save_statistics",
-                lambda: statistics_csv(stats),
-                "normlab-statistics.csv",
-                "text/csv",
-            ),
-            (
-                "common.save_json",
-                lambda: view_json("explorer", state, arrays, stats),
-                "normlab-view.json",
-                "application/json",
-            ),
-            (
-                "common.save_figure",
-                lambda: coordinates_figure(r["x"], r["y_rms"], r["y_layer"], labels).to_html(
-                    include_plotlyjs=True, full_html=True
-                ),
-                "normlab-coordinates.html",
-                "text/html",
-            ),
-        ],
-    )
+            "normlab-coordinates.html",
+            "text/html",
+        ),
+    ]
+    save_box("explorer", PARAMS, tr.lang, files)
+
+
+def main() -> None:
+    lang = begin_page("explorer", PARAMS)
+    tr = translator(lang)
+    if not presenting():
+        st.markdown(tr("explorer.first_move"))
+    state = controls(tr)
+    x = input_vector(state, tr)
+    view = compute(x, **{k: state[k] for k in SETTINGS})
+    names = labels(tr)
+    scale = LARGE_FIGURE_TEXT if view_mode().large_text else 1.0
+    metrics(tr, view)
+    coordinates(tr, view, names, scale)
+    messages(tr, view)
+    left, right = st.columns(2, gap="large")
+    with left:
+        formulas(tr, view, state["eps"])
+    with right:
+        statistics(tr, view, names)
+    geometry(tr, view, state, names, scale)
+    explanations(tr, view)
+    downloads(tr, view, state, names)
     share_box(PARAMS, lang)
 
 

@@ -182,3 +182,29 @@ def test_bad_inputs_raise_naming_the_parameter():
             sphere_3d([1.0, 2.0, 3.0], eps_rms=0.0, eps_layer=0.0, resolution=bad)
     with pytest.raises(ValueError, match="gain must be a finite real number"):
         sphere_3d([1.0, 2.0, 3.0], eps_rms=0.0, eps_layer=0.0, gain=float("inf"))
+
+
+def test_plane_images_from_given_outputs_match_plane_images() -> None:
+    from core import layer_norm, rms_norm
+    from core.geometry import plane_images_from
+
+    x = np.random.default_rng(3).normal(size=9) + 0.7
+    g = np.full(9, -1.5)
+    direct = plane_images(x, eps_rms=1e-3, eps_layer=1e-3, gain=-1.5)
+    given = plane_images_from(
+        x, rms_norm(x, g, eps=1e-3), layer_norm(x, g, eps=1e-3), gain=-1.5, eps_rms=1e-3,
+        eps_layer=1e-3,
+    )  # fmt: skip
+    np.testing.assert_allclose(given.rms, direct.rms, rtol=1e-14)
+    np.testing.assert_allclose(given.layer, direct.layer, rtol=1e-14, atol=1e-14)
+    # A negative gain reflects RMSNorm's image through the origin: b < 0.
+    assert given.rms[1] < 0
+
+
+def test_a_constant_x_lies_on_the_ones_axis_whatever_its_rounding() -> None:
+    from core.geometry import plane_images_from
+
+    x = np.full(3, 0.1)  # x - mean(x) is rounding, not a direction
+    y = np.array([0.3, -0.2, 0.5])
+    images = plane_images_from(x, y, y, gain=1.0, eps_rms=0.0, eps_layer=0.0, on_axis=True)
+    assert images.rms[1] == 0.0 and images.layer[1] == 0.0

@@ -250,7 +250,6 @@ def english_on_page(at) -> list[str]:
 # Pages that show English through code today (issue 9, item 10). Strict: the moment a page is
 # fixed the test passes, fails as XPASS, and its marker must go.
 KNOWN_ENGLISH = {
-    "explorer": "issue 9 item 10: the 'Numerical notes' expander lists raw English core notes",
     "contracts": (
         "issue 9 item 10: the contracts table shows the values inside/direct/before/after in "
         "English (and st.warning(alert) shows English core warnings)"

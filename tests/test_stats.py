@@ -162,3 +162,19 @@ def test_vector_stats_type():
     assert isinstance(s, VectorStats)
     assert all(type(getattr(s, k)) is float for k in STAT_NAMES if k != "d")
     assert type(s.d) is int
+
+
+def test_cosine_of_tiny_and_huge_vectors_does_not_underflow() -> None:
+    from core.stats import cosine
+
+    x = np.array([3.0, -1.0, 2.0])
+    for scale in (1e-200, 1e-310, 1e200):
+        np.testing.assert_allclose(cosine(scale * x, np.ones(3)), x.sum() / np.sqrt(3 * x @ x))
+        np.testing.assert_allclose(cosine(scale * x, -x), -1.0)
+
+
+def test_statistics_of_an_output_that_overflowed() -> None:
+    stats = vector_stats(np.array([1.0, np.inf, 0.0]), finite=False)
+    assert stats.mean == np.inf and np.isnan(stats.cos_ones)
+    with pytest.raises(ValueError, match="finite"):
+        vector_stats(np.array([1.0, np.inf]))

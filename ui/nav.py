@@ -51,6 +51,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("attention", ":material/center_focus_strong:", "section_lessons"),
     PageSpec("speed", ":material/speed:", "section_lab"),
     PageSpec("training", ":material/model_training:", "section_lab"),
+    PageSpec("inspector", ":material/manage_search:", "section_lab"),
 )
 
 

@@ -19,62 +19,106 @@ LINE_WIDTH = 128
 ARROW_LIMIT = 2.5
 
 
+def _text(size: float, *axes: str) -> dict:
+    """Every text of a figure at ``size`` (at least 14 px at normal size), so that Streamlit's
+    chart theme, whose ticks and legend are smaller, does not decide it."""
+    font = {"size": size}
+    out = {"font": font, "legend": {"font": font}, "hoverlabel": {"font": font}}
+    for axis in axes:
+        out[axis] = {"tickfont": font, "title": {"font": font}}
+    return out
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    """``base`` with ``extra`` merged in, nested dicts merged key by key."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from plain dicts, without Plotly's per-property validation.
+
+    Validation costs 15-20 ms per figure on every rerun (most of the explorer's server time);
+    the dicts built here are checked once by the tests instead (tests/test_page_explorer.py
+    rebuilds every figure with validation on).
+    """
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
 def _series(
     index: np.ndarray, values: np.ndarray, *, name: str, color: str, kind: str, d: int
-) -> go.Scatter | go.Scattergl:
-    trace = go.Scattergl if d > WEBGL_WIDTH else go.Scatter
-    mode = "lines+markers" if d <= LINE_WIDTH else "markers"
+) -> dict:
+    points = len(values)
     marker = {"color": color, "symbol": style.SYMBOLS[kind], "size": 8 if d <= LINE_WIDTH else 4}
-    return trace(
-        x=index,
-        y=values,
-        name=name,
-        mode=mode,
-        marker=marker,
-        line={"color": color, "dash": style.DASHES[kind], "width": 2},
-        hovertemplate="i = %{x}<br>%{y:.5g}<extra>" + name + "</extra>",
-    )
+    return {
+        "type": "scattergl" if points > WEBGL_WIDTH else "scatter",
+        "x": index,
+        "y": values,
+        "name": name,
+        "mode": "lines+markers" if d <= LINE_WIDTH else "markers",
+        "marker": marker,
+        "line": {"color": color, "dash": style.DASHES[kind], "width": 2},
+        "hovertemplate": "i = %{x}<br>%{y:.5g}<extra>" + name + "</extra>",
+    }
 
 
 def coordinates_figure(
-    x: np.ndarray, y_rms: np.ndarray, y_layer: np.ndarray, labels: Mapping[str, str]
+    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    means: Mapping[str, float],
+    labels: Mapping[str, str],
+    *,
+    d: int,
+    note: str = "",
+    font_scale: float = 1.0,
 ) -> go.Figure:
     """x on top; RMSNorm(x) and LayerNorm(x) below on one shared y axis; shared coordinate axis.
 
-    x keeps its own vertical scale because it can be orders of magnitude larger than the
-    outputs; the two outputs share one so their difference (the offset that survives RMSNorm)
-    is read directly. Dashed lines mark each output's mean. The two panels are laid out by hand
-    (axis domains and layout shapes) because ``make_subplots`` and ``add_hline`` cost more than
-    the rest of the page on every rerun at d = 4096.
+    ``series`` maps "x", "rms" and "layer" to (coordinate indices, values): every coordinate, or
+    an envelope of them for a wide vector (then ``note`` says so on the chart). x keeps its own
+    vertical scale because it can be orders of magnitude larger than the outputs; the two
+    outputs share one so their difference (the offset that survives RMSNorm) is read directly.
+    Dashed lines mark each output's mean (``means``). The two panels are laid out by hand (axis
+    domains and layout shapes) because ``make_subplots`` and ``add_hline`` cost more than the
+    rest of the page on every rerun at d = 4096.
     """
-    d = x.shape[-1]
-    index = np.arange(d)
-    traces = [_series(index, x, name=labels["x"], color=style.INPUT, kind="input", d=d)]
+    traces = [_series(*series["x"], name=labels["x"], color=style.INPUT, kind="input", d=d)]
     shapes = [_hline(0.0, style.MUTED, "solid", 1)]
-    for values, key, color in ((y_rms, "rms", style.RMS), (y_layer, "layer", style.LAYER)):
-        trace = _series(index, values, name=labels[key], color=color, kind=key, d=d)
-        trace.update(yaxis="y2")
+    for key, color in (("rms", style.RMS), ("layer", style.LAYER)):
+        trace = _series(*series[key], name=labels[key], color=color, kind=key, d=d)
+        trace["yaxis"] = "y2"
         traces.append(trace)
-        shapes.append(_hline(float(np.mean(values)), color, "dash", 1.5))
-    title_font = {"size": style.FONT_SIZE}
-    fig = go.Figure(
-        data=traces,
-        layout=style.layout(
-            height=560,
-            xaxis={"anchor": "y2", "title": {"text": labels["coordinate"]}},
-            yaxis={"domain": [0.62, 1.0], "title": {"text": labels["value"]}},
-            yaxis2={"domain": [0.0, 0.54], "title": {"text": labels["value"]}},
-            shapes=shapes,
-            annotations=[
-                _panel_title(labels["input"], 1.0, title_font),
-                _panel_title(labels["outputs"], 0.56, title_font),
-            ],
-            # Panel titles sit at the left, so the legend goes to the right above the plot.
-            margin={"l": 60, "r": 20, "t": 70, "b": 50},
-            legend={"orientation": "h", "yanchor": "bottom", "y": 1.06, "x": 1, "xanchor": "right"},
-        ),
-    )
-    return fig
+        if np.isfinite(means[key]):
+            shapes.append(_hline(float(means[key]), color, "dash", 1.5))
+    size = style.FONT_SIZE * font_scale
+    annotations = [
+        _panel_title(labels["input"], 1.0, {"size": size}),
+        _panel_title(labels["outputs"], 0.56, {"size": size}),
+    ]
+    if note:  # below the coordinate axis, in the figure itself (and in its PNG)
+        annotations.append({**_panel_title(note, -0.16, {"size": size}), "yanchor": "top"})
+    layout = {
+        **style.layout(height=600 if note else 560),
+        # Whole coordinates only: no tick at i = 0.5 for a short vector.
+        "xaxis": {
+            "anchor": "y2",
+            "title": {"text": labels["coordinate"]},
+            "tickformat": "d",
+            **({"dtick": 1} if d <= 16 else {}),
+        },
+        "yaxis": {"domain": [0.62, 1.0], "title": {"text": labels["value"]}},
+        "yaxis2": {"domain": [0.0, 0.54], "title": {"text": labels["value"]}},
+        "shapes": shapes,
+        "annotations": annotations,
+        # Panel titles sit at the left, so the legend goes above them, wrapping on a phone.
+        "margin": {"l": 60, "r": 20, "t": 110, "b": 130 if note else 50},
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.09, "x": 0},
+    }
+    return _figure(traces, _merge(layout, _text(size, "xaxis", "yaxis", "yaxis2")))
 
 
 def _panel_title(text: str, y: float, font: dict) -> dict:
@@ -112,109 +156,87 @@ def plane_figure(
     layer_ab: tuple[float, float],
     radius: float,
     labels: Mapping[str, str],
+    *,
+    font_scale: float = 1.0,
 ) -> go.Figure:
     """The plane spanned by u = 1/sqrt(d) (horizontal) and the part of x orthogonal to it.
 
-    Every point is (a, b): a = <v, u>, b = |v - a u|. RMSNorm slides x along its own ray onto
-    the circle of radius sqrt(d)|g|; LayerNorm first drops a, landing on the vertical axis.
+    Every point is (a, b): a = <v, u>, b = <v, x_perp / |x_perp|>. RMSNorm slides x along its
+    own ray onto the circle of radius sqrt(d)|g|; LayerNorm first drops a, landing on the
+    vertical axis. A negative gain reflects both images through the origin, below the
+    horizontal axis, so the lower half is drawn then too. Non-finite points are left out.
     """
-    theta = np.linspace(0.0, np.pi, 181)
-    traces = [
-        {
-            "type": "scatter",
-            "x": radius * np.cos(theta),
-            "y": radius * np.sin(theta),
-            "mode": "lines",
-            "name": labels["circle"],
-            "line": {"color": style.MUTED, "dash": "dot", "width": 2},
-            "hoverinfo": "skip",
-        }
-    ]
+    rms_ab, layer_ab = (p if np.all(np.isfinite(p)) else (None, None) for p in (rms_ab, layer_ab))
+    lower = any(p[1] is not None and p[1] < 0 for p in (rms_ab, layer_ab))
     length = float(np.hypot(*x_ab))
     shown = 1.0
     if radius > 0 and length > ARROW_LIMIT * radius:
         shown = ARROW_LIMIT * radius / length
     tip = (x_ab[0] * shown, x_ab[1] * shown)
     reach = max(radius, length * shown) * 1.15 or 1.0
+    theta = np.linspace(-np.pi if lower else 0.0, np.pi, 361 if lower else 181)
+    traces = [
+        _line(radius * np.cos(theta), radius * np.sin(theta), labels["circle"], style.MUTED, 2)
+    ]
     if length > 0:
         ray = reach / length
-        traces.append(
-            {
-                "type": "scatter",
-                "x": [0, x_ab[0] * ray],
-                "y": [0, x_ab[1] * ray],
-                "mode": "lines",
-                "name": labels["ray"],
-                "line": {"color": style.INPUT, "dash": "dot", "width": 1},
-                "hoverinfo": "skip",
-            }
-        )
+        traces.append(_line([0, x_ab[0] * ray], [0, x_ab[1] * ray], labels["ray"], style.INPUT, 1))
     points = (
         (tip, labels["x"] if shown == 1.0 else labels["x_short"], style.INPUT, "input"),
         (rms_ab, labels["rms"], style.RMS, "rms"),
         (layer_ab, labels["layer"], style.LAYER, "layer"),
     )
-    for (a, b), name, color, kind in points:
-        traces.append(
-            {
-                "type": "scatter",
-                "x": [a],
-                "y": [b],
-                "mode": "markers",
-                "name": name,
-                "marker": {
-                    "color": color,
-                    "size": 15,
-                    "symbol": style.SYMBOLS[kind],
-                    "line": {"color": "white", "width": 1.5},
-                },
-                "hovertemplate": f"{name}<br>a = %{{x:.4g}}<br>b = %{{y:.4g}}<extra></extra>",
-            }
-        )
+    traces += [_point(ab, name, color, kind) for ab, name, color, kind in points]
+    layout = _merge(
+        _plane_layout(labels, tip, reach, lower),
+        _text(style.FONT_SIZE * font_scale, "xaxis", "yaxis"),
+    )
+    return _figure(traces, layout)
+
+
+def _line(x: object, y: object, name: str, color: str, width: float) -> dict:
+    return {
+        "type": "scatter", "x": x, "y": y, "mode": "lines", "name": name,
+        "line": {"color": color, "dash": "dot", "width": width}, "hoverinfo": "skip",
+    }  # fmt: skip
+
+
+def _point(ab: tuple, name: str, color: str, kind: str) -> dict:
+    marker = {"color": color, "size": 15, "symbol": style.SYMBOLS[kind]}
+    return {
+        "type": "scatter", "x": [ab[0]], "y": [ab[1]], "mode": "markers", "name": name,
+        "marker": {**marker, "line": {"color": "white", "width": 1.5}},
+        "hovertemplate": f"{name}<br>a = %{{x:.4g}}<br>b = %{{y:.4g}}<extra></extra>",
+    }  # fmt: skip
+
+
+def _plane_layout(labels: Mapping[str, str], tip: tuple, reach: float, lower: bool) -> dict:
+    """Equal axis scales, the arrow to x and the vertical ones axis."""
     arrow = {
-        "x": tip[0],
-        "y": tip[1],
-        "ax": 0,
-        "ay": 0,
-        "xref": "x",
-        "yref": "y",
-        "axref": "x",
-        "ayref": "y",
-        "showarrow": True,
-        "arrowhead": 3,
-        "arrowwidth": 2.5,
-        "arrowcolor": style.INPUT,
-        "text": "",
-    }
+        "x": tip[0], "y": tip[1], "ax": 0, "ay": 0, "xref": "x", "yref": "y", "axref": "x",
+        "ayref": "y", "showarrow": True, "arrowhead": 3, "arrowwidth": 2.5,
+        "arrowcolor": style.INPUT, "text": "",
+    }  # fmt: skip
     ones_axis = {
-        "type": "line",
-        "xref": "x",
-        "x0": 0,
-        "x1": 0,
-        "yref": "y domain",
-        "y0": 0,
-        "y1": 1,
+        "type": "line", "xref": "x", "x0": 0, "x1": 0, "yref": "y domain", "y0": 0, "y1": 1,
         "line": {"color": style.ACCENT, "width": 1},
-    }
-    return go.Figure(
-        data=traces,
-        layout=style.layout(
-            height=460,
-            annotations=[arrow],
-            shapes=[ones_axis],
-            xaxis={
-                "title": {"text": labels["axis_a"]},
-                "range": [-reach, reach],
-                "zeroline": False,
-                "scaleanchor": "y",
-                "scaleratio": 1,
-            },
-            yaxis={
-                "title": {"text": labels["axis_b"]},
-                "range": [-0.05 * reach, reach],
-                "zeroline": True,
-            },
-        ),
+    }  # fmt: skip
+    return style.layout(
+        height=520 if lower else 460,
+        annotations=[arrow],
+        shapes=[ones_axis],
+        xaxis={
+            "title": {"text": labels["axis_a"]},
+            "range": [-reach, reach],
+            "zeroline": False,
+            "scaleanchor": "y",
+            "scaleratio": 1,
+        },
+        yaxis={
+            "title": {"text": labels["axis_b"]},
+            "range": [-reach if lower else -0.05 * reach, reach],
+            "zeroline": True,
+        },
     )
 
 
@@ -224,82 +246,65 @@ def sphere_figure(
     sphere: tuple[np.ndarray, np.ndarray, np.ndarray],
     points: tuple[np.ndarray, np.ndarray, np.ndarray],
     labels: Mapping[str, str],
+    *,
+    font_scale: float = 1.0,
 ) -> go.Figure:
     """d = 3: RMSNorm's output sphere, the plane perpendicular to 1, LayerNorm's circle on it.
 
     ``plane`` and ``sphere`` are (X, Y, Z) mesh grids, ``circle`` is (n, 3), ``points`` is
     (x, RMSNorm(x), LayerNorm(x)), each (3,): the arrays of ``core.geometry.sphere_3d``.
+    The surfaces are faint and the points labelled, so that x inside the sphere stays visible.
     """
     x, y_rms, y_layer = points
     extent = max(float(np.max(np.abs(plane[0]))), float(np.linalg.norm(x)), 1e-9) * 1.05
-    fig = go.Figure()
-    for (gx, gy, gz), name, color, opacity in (
-        (sphere, labels["sphere"], style.RMS, 0.18),
-        (plane, labels["plane"], style.LAYER, 0.15),
-    ):
-        fig.add_trace(
-            go.Surface(
-                x=gx,
-                y=gy,
-                z=gz,
-                opacity=opacity,
-                showscale=False,
-                colorscale=[[0, color], [1, color]],
-                name=name,
-                showlegend=True,
-                hoverinfo="skip",
-            )
-        )
-    fig.add_trace(
-        go.Scatter3d(
-            x=circle[:, 0],
-            y=circle[:, 1],
-            z=circle[:, 2],
-            mode="lines",
-            name=labels["circle3d"],
-            line={"color": style.LAYER, "width": 5},
-            hoverinfo="skip",
-        )
-    )
-    ones = np.outer(np.ones(3) / np.sqrt(3.0), [-extent, extent])
-    fig.add_trace(
-        go.Scatter3d(
-            x=ones[0],
-            y=ones[1],
-            z=ones[2],
-            mode="lines",
-            name=labels["ones"],
-            line={"color": style.ACCENT, "width": 4, "dash": "dash"},
-            hoverinfo="skip",
-        )
-    )
-    for point, name, color, kind in (
-        (x, labels["x"], style.INPUT, "input"),
-        (y_rms, labels["rms"], style.RMS, "rms"),
-        (y_layer, labels["layer"], style.LAYER, "layer"),
-    ):
-        fig.add_trace(
-            go.Scatter3d(
-                x=[0, point[0]],
-                y=[0, point[1]],
-                z=[0, point[2]],
-                mode="lines+markers",
-                name=name,
-                marker={"size": [0, 7], "color": color, "symbol": style.SYMBOLS[kind]},
-                line={"color": color, "width": 5},
-                hovertemplate=name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
-            )
-        )
-    axis = {"range": [-extent, extent]}
-    fig.update_layout(
-        scene={
-            "xaxis": {**axis, "title": "x₁"},
-            "yaxis": {**axis, "title": "x₂"},
-            "zaxis": {**axis, "title": "x₃"},
-            "aspectmode": "cube",
+    size = style.FONT_SIZE * font_scale
+    traces = [
+        _surface(sphere, labels["sphere"], style.RMS),
+        _surface(plane, labels["plane"], style.LAYER),
+        _line3d(circle.T, labels["circle3d"], style.LAYER, "solid"),
+        _line3d(np.outer(np.ones(3) / np.sqrt(3.0), [-extent, extent]), labels["ones"],
+                style.ACCENT, "dash"),
+    ]  # fmt: skip
+    ends = ((x, "x", style.INPUT, "input"), (y_rms, "rms", style.RMS, "rms"),
+            (y_layer, "layer", style.LAYER, "layer"))  # fmt: skip
+    for point, key, color, kind in ends:
+        name = labels[key]
+        traces.append(
+            {
+                "type": "scatter3d", "x": [0, point[0]], "y": [0, point[1]], "z": [0, point[2]],
+                "mode": "lines+markers+text", "name": name, "text": ["", name],
+                "textposition": "top center", "textfont": {"size": size, "color": color},
+                "marker": {"size": [0, 9], "color": color, "symbol": style.SYMBOLS[kind]},
+                "line": {"color": color, "width": 7},
+                "hovertemplate": name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
+            }
+        )  # fmt: skip
+    axis = {"range": [-extent, extent], "nticks": 5, "tickfont": {"size": size},
+            "title": {"font": {"size": size}}}  # fmt: skip
+    scene = {
+        **{
+            f"{a}axis": _merge(axis, {"title": {"text": f"x{i}"}})
+            for a, i in zip("xyz", "₁₂₃", strict=True)
         },
+        "aspectmode": "cube",
         # Looking across the all-ones axis, not along it, so that the plane perpendicular
         # to 1 and LayerNorm's circle are seen at an angle rather than face-on.
-        scene_camera={"eye": {"x": 1.45, "y": -1.1, "z": 0.55}},
-    )
-    return style.base_layout(fig, height=520)
+        "camera": {"eye": {"x": 1.45, "y": -1.1, "z": 0.55}},
+    }
+    return _figure(traces, _merge(style.layout(height=640, scene=scene), _text(size)))
+
+
+def _surface(grids: tuple, name: str, color: str) -> dict:
+    gx, gy, gz = grids
+    return {
+        "type": "surface", "x": gx, "y": gy, "z": gz, "opacity": 0.10, "showscale": False,
+        "colorscale": [[0, color], [1, color]], "name": name, "showlegend": True,
+        "hoverinfo": "skip",
+    }  # fmt: skip
+
+
+def _line3d(xyz: np.ndarray, name: str, color: str, dash: str) -> dict:
+    return {
+        "type": "scatter3d", "x": xyz[0], "y": xyz[1], "z": xyz[2], "mode": "lines",
+        "name": name, "line": {"color": color, "width": 5, "dash": dash}, "hoverinfo": "skip",
+    }  # fmt: skip

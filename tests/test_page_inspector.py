@@ -1,0 +1,186 @@
+"""The checkpoint inspector page in AppTest: both languages, every source, the refusals."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from apptest_util import assert_claims_shown, figures, open_app, shown_text
+
+from core.checkpoints import Settings, clear_cache, inspect_view
+from core.checkpoints import sources as sources_module
+from tests.claims.inspector import tiny_dir
+from ui.i18n import t
+
+pytest.importorskip("transformers")
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+FIGURES = {"gains_a", "readings_share", "readings_rms", "readings_top"}
+
+
+@pytest.fixture
+def tiny(monkeypatch) -> Path:
+    """The tiny models listed for the server, the hub off, the default size cap."""
+    root = tiny_dir()
+    monkeypatch.setenv("NORMLAB_MODEL_DIRS", str(root))
+    monkeypatch.delenv("NORMLAB_HUB", raising=False)
+    monkeypatch.delenv("NORMLAB_MAX_MODEL_GB", raising=False)
+    return root
+
+
+def expected_view(links: dict[str, str], text: str, root: Path):
+    return inspect_view(links, text, Settings(model_dirs=(root,)))
+
+
+def errors(at) -> list[str]:
+    return [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_the_shipped_pair_in_both_languages(lang: str, tiny: Path) -> None:
+    at = open_app("inspector", lang=lang)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == t("inspector.title", lang)
+    assert at.selectbox(key="model").value == "rms-seed0"
+    assert at.selectbox(key="compare").value == "layer-seed0"
+    prompt = t("inspector.prompt", lang)
+    view = expected_view({"a": "rms-seed0", "b": "layer-seed0"}, prompt, tiny)
+    assert_claims_shown(at, view.claims, lang)
+    assert FIGURES | {"gains_b"} <= set(figures(at))
+    assert [c.value for c in at.code][0] == prompt
+    assert not errors(at)
+
+
+def test_local_models_from_a_link(tiny: Path) -> None:
+    at = open_app("inspector", model="local:tiny-gemma", compare="local:tiny-olmo2", lang="en")
+    assert not at.exception
+    view = expected_view(
+        {"a": "local:tiny-gemma", "b": "local:tiny-olmo2"}, t("inspector.prompt", "en"), tiny
+    )
+    assert_claims_shown(at, view.claims, "en")
+    assert view.claims["a_gain"].key == "inspector.gain_offset"
+    page = "\n".join(shown_text(at))
+    assert "A · tiny-gemma" in page and "B · tiny-olmo2" in page
+    # OLMo 2 normalises queries and keys and the blocks' outputs: its table says so.
+    tables = "\n".join(str(tb.value) for tb in at.table)
+    for place in ("qk", "post_attention", "post_mlp"):
+        assert t(f"inspector.place_{place}", "en") in tables
+
+
+def test_own_text_and_model_alone(tiny: Path) -> None:
+    text = "Gains near one, offsets near zero."
+    at = open_app("inspector", model="local:tiny-llama", compare="none", text=text, lang="en")
+    assert not at.exception
+    view = expected_view({"a": "local:tiny-llama"}, text, tiny)
+    assert_claims_shown(at, view.claims, "en")
+    assert "gains_b" not in figures(at)
+    assert at.code[0].value == text
+    spec = figures(at)["readings_share"]
+    assert [tr["name"] for tr in spec["data"]] == ["A: tiny-llama"]
+
+
+def test_a_model_without_tokenizer_shows_its_contract(tiny: Path) -> None:
+    at = open_app("inspector", model="local:tiny-bare", compare="none", lang="id")
+    assert not at.exception
+    view = expected_view({"a": "local:tiny-bare"}, t("inspector.prompt", "id"), tiny)
+    assert_claims_shown(at, view.claims, "id")
+    assert "readings_share" not in figures(at)
+
+
+def test_the_hub_box_is_disabled_and_says_why(tiny: Path) -> None:
+    at = open_app("inspector", lang="en")
+    box = at.text_input(key="_hub_id")
+    assert box.disabled and at.button(key="_hub_go").disabled
+    assert t("inspector.hub_off", "en") in [c.value for c in at.caption]
+
+
+@pytest.fixture
+def hub(tiny: Path, tmp_path: Path, monkeypatch) -> Path:
+    """The hub turned on, offline, with normlab/tiny-llama in its cache."""
+    import huggingface_hub.constants as constants
+
+    repo = tmp_path / "hub" / "models--normlab--tiny-llama"
+    shutil.copytree(tiny / "tiny-llama", repo / "snapshots" / SHA)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(SHA)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("NORMLAB_HUB", "1")
+    clear_cache()
+    return tmp_path / "hub"
+
+
+def test_a_hub_id_typed_in_the_box(hub: Path) -> None:
+    at = open_app("inspector", lang="en", compare="none")
+    at.text_input(key="_hub_id").input("normlab/tiny-llama")
+    at.button(key="_hub_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="model").value == "normlab/tiny-llama"
+    assert "A · normlab/tiny-llama" in "\n".join(shown_text(at))
+    assert not errors(at)
+    view = inspect_view(
+        {"a": "normlab/tiny-llama"}, t("inspector.prompt", "en"), Settings(hub=True)
+    )
+    assert_claims_shown(at, view.claims, "en")
+
+
+def test_a_bad_hub_id_is_named_and_kept(hub: Path) -> None:
+    at = open_app("inspector", lang="en")
+    at.text_input(key="_hub_id").input("../../etc/passwd")
+    at.button(key="_hub_go").click().run()
+    assert not at.exception
+    assert any("`../../etc/passwd`" in e for e in errors(at))
+    assert at.text_input(key="_hub_id").value == "../../etc/passwd"
+    assert at.selectbox(key="model").value == "rms-seed0"
+
+
+def test_no_network_for_a_hub_id_in_a_link(hub: Path) -> None:
+    at = open_app("inspector", model="normlab/absent", compare="layer-seed0", lang="id")
+    assert not at.exception
+    assert any(t("inspector.side_a", "id") in e and "normlab/absent" in e for e in errors(at))
+    # The other model is still shown.
+    assert "B · layer-seed0" in "\n".join(shown_text(at))
+
+
+def test_a_hub_id_in_a_link_with_the_hub_off(tiny: Path) -> None:
+    at = open_app("inspector", model="openai-community/gpt2", lang="en")
+    assert not at.exception
+    assert any("`model`" in w.value for w in at.warning)
+    assert at.selectbox(key="model").value == "rms-seed0"
+
+
+def test_models_too_large_for_the_host(tiny: Path, monkeypatch) -> None:
+    monkeypatch.setenv("NORMLAB_MAX_MODEL_GB", "0.0001")  # about 107 kB: smaller than both
+    clear_cache()
+    at = open_app("inspector", lang="en")
+    assert not at.exception
+    assert len([e for e in errors(at) if "GiB" in e]) == 2
+    assert t("common.share_heading", "en") in [s.value for s in at.subheader]
+
+
+def test_no_model_at_all(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("NORMLAB_MODEL_DIRS", raising=False)
+    monkeypatch.delenv("NORMLAB_HUB", raising=False)
+    monkeypatch.setattr(sources_module, "SHIPPED_DIR", tmp_path)
+    at = open_app("inspector", lang="id")
+    assert not at.exception
+    assert [i.value for i in at.info] == [t("inspector.no_models", "id")]
+
+
+def test_hostile_links_fall_back_with_notices(tiny: Path) -> None:
+    at = open_app(
+        "inspector", model="local:../../etc", compare="<script>alert(1)</script>", lang="en"
+    )
+    assert not at.exception
+    notices = "\n".join(w.value for w in at.warning)
+    assert "`model`" in notices and "`compare`" in notices
+    assert at.selectbox(key="model").value == "rms-seed0"
+    assert at.selectbox(key="compare").value == "layer-seed0"
+
+
+def test_presenter_view_shows_figures_without_boxes(tiny: Path) -> None:
+    at = open_app("inspector", controls="hidden", lang="en")
+    assert not at.exception
+    assert FIGURES <= set(figures(at))
+    assert t("common.share_heading", "en") not in [s.value for s in at.subheader]
