@@ -23,6 +23,7 @@ torch is imported inside the functions: ``import core.activations`` needs only n
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -89,6 +90,9 @@ SHIPPED_SEEDS = (0, 1, 2)
 # waits for its share of a loaded machine (9 models read in 0.3 s on one thread, 3 to 8 s on two
 # while other jobs held both cores).
 READ_THREADS = 1
+# One reading at a time per process: two at once would set and restore torch's thread count
+# across each other and could leave it at one for the whole server.
+_READ_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -311,7 +315,7 @@ def read_shipped(text: str = DEFAULT_TEXT) -> tuple[ShippedReading, ...]:
     from core.checkpoint import load_checkpoint
 
     out = []
-    with _threads(READ_THREADS):
+    with _READ_LOCK, _threads(READ_THREADS):
         for norm in SHIPPED_NORMS:
             for seed in SHIPPED_SEEDS:
                 model, config = load_checkpoint(shipped_path(norm, seed))
