@@ -120,15 +120,22 @@ def _table(r: StepResult, lab: dict[str, str]) -> go.Figure:
     return residual_figure(names, r.arrays["rms"], r.arrays["layer"], r.numbers["tol"], lab)
 
 
+def _coordinates(r: StepResult, lab: dict[str, str]) -> go.Figure:
+    """The explorer's coordinate chart for the step's x: every coordinate, dashed output means."""
+    values = {"x": r.arrays["x"], "rms": r.arrays["y_rms"], "layer": r.arrays["y_layer"]}
+    index = list(range(len(values["x"])))
+    series = {key: (index, v) for key, v in values.items()}
+    means = {"rms": r.numbers["mean_rms"], "layer": r.numbers["mean_layer"]}
+    return coordinates_figure(series, means, lab, d=len(index))
+
+
 def _residual(r: StepResult, lab: dict[str, str]) -> go.Figure:
     readings = {"rms": r.arrays["rms_readings"], "layer": r.arrays["layer_readings"]}
     return layers_figure(r.arrays["layers"], readings, ("input_cos_ones", "token_cosine"), lab)
 
 
 FIGURES: dict[str, Callable[[StepResult, dict[str, str]], go.Figure]] = {
-    "centre": lambda r, lab: coordinates_figure(
-        r.arrays["x"], r.arrays["y_rms"], r.arrays["y_layer"], lab
-    ),
+    "centre": lambda r, lab: _coordinates(r, lab),
     "identity": lambda r, lab: identity_figure(r.arrays["before"], r.arrays["after"], lab),
     "rescale": lambda r, lab: outputs_figure([("", r.arrays)], lab),
     "scales": lambda r, lab: outputs_figure(
