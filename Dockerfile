@@ -12,10 +12,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 
 WORKDIR /app
-COPY requirements.txt .
-# The CPU wheel index: the default torch wheel pulls several GB of CUDA libraries.
-RUN pip install --no-cache-dir -r requirements.txt \
-        --extra-index-url https://download.pytorch.org/whl/cpu
+COPY requirements.txt requirements-base.txt ./
+# requirements.txt names PyTorch's CPU index: the default torch wheel pulls several GB of CUDA
+# libraries.
+RUN pip install --no-cache-dir -r requirements.txt
 
 RUN useradd --create-home --uid 1000 normlab
 COPY --chown=normlab:normlab . .

@@ -1,4 +1,8 @@
-"""NormLab's numerics: RMSNorm and LayerNorm, their presets and devices (numpy; torch lazily)."""
+"""NormLab's numerics: RMSNorm and LayerNorm, their presets and devices (numpy; torch lazily).
+
+Start reading at ``core/norms.py``: ``rms_norm_reference`` and ``layer_norm_reference`` are each
+norm in a few lines, and every other path is tested against them.
+"""
 
 from core.device import available_devices, resolve_device, torch_available
 from core.geometry import (
@@ -25,15 +29,22 @@ from core.jacobian import (
     layer_norm_jacobian,
     rms_norm_jacobian,
 )
+from core.messages import Message
 from core.norms import (
     LAYER_FORMULA,
     RMS_FORMULA,
     NormReport,
     NormWarning,
     layer_norm,
+    layer_norm_reference,
     layer_norm_report,
+    mean_square,
+    rms_denominator,
     rms_norm,
+    rms_norm_reference,
     rms_norm_report,
+    std_denominator,
+    variance,
 )
 from core.presets import PRESETS, Preset, get_preset, preset_names
 from core.stats import (
@@ -50,6 +61,7 @@ __all__ = [
     "InvarianceRow",
     "LAYER_FORMULA",
     "LAYER_JACOBIAN_FORMULA",
+    "Message",
     "NormReport",
     "NormWarning",
     "PRESETS",
@@ -71,18 +83,24 @@ __all__ = [
     "jacobian_spectrum",
     "layer_norm",
     "layer_norm_jacobian",
+    "layer_norm_reference",
     "layer_norm_report",
+    "mean_square",
     "ones_direction",
     "plane_coords",
     "plane_images",
     "preset_names",
     "resolve_device",
+    "rms_denominator",
     "rms_norm",
     "rms_norm_jacobian",
+    "rms_norm_reference",
     "rms_norm_report",
     "second_moment_identity",
     "shift_sweep",
     "sphere_3d",
+    "std_denominator",
     "torch_available",
+    "variance",
     "vector_stats",
 ]

@@ -33,6 +33,16 @@ def is_torch(a: Any) -> bool:
     return type(a).__module__.startswith("torch") and hasattr(a, "dtype") and hasattr(a, "device")
 
 
+def opmath(dtype: str) -> str:
+    """The dtype torch computes a ``dtype`` operation in: float32 for the half types."""
+    return "float32" if dtype in HALF_NAMES else dtype
+
+
+def ops_for(a: Any) -> NumpyOps | TorchOps:
+    """The operations for ``a``'s library: torch for a tensor, numpy for anything else."""
+    return TorchOps() if is_torch(a) else NumpyOps()
+
+
 class NumpyOps:
     """The operations the norms need, on numpy arrays."""
 
@@ -58,6 +68,10 @@ class NumpyOps:
     @staticmethod
     def sqrt(a: np.ndarray) -> np.ndarray:
         return np.sqrt(a)
+
+    @staticmethod
+    def norm_last(a: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(a, axis=-1, keepdims=True)  # (..., d) -> (..., 1)
 
     @staticmethod
     def rsqrt(a: np.ndarray) -> np.ndarray:
@@ -123,6 +137,12 @@ class TorchOps:
 
     def sqrt(self, a: Any) -> Any:
         return self.torch.sqrt(a)
+
+    @staticmethod
+    def norm_last(a: Any) -> Any:
+        # x.norm(2, dim=-1), as rmsnorm_torch.py and F.normalize write it: a half x accumulates
+        # in float32 and the norm is rounded to x's dtype once.
+        return a.norm(2, dim=-1, keepdim=True)  # (..., d) -> (..., 1)
 
     def rsqrt(self, a: Any) -> Any:
         return self.torch.rsqrt(a)

@@ -12,18 +12,43 @@ each averaged over the tokens of a fixed text; the share of RMS² that is μ² i
 denominator that RMSNorm divides by and LayerNorm removes (it equals cos², token by token).
 The outlier dimensions are the coordinates with the largest mean magnitude over the tokens.
 
+``shift_response`` asks what the model makes of that component: it adds a common offset
+:math:`c_l\mathbf 1` to the stream :math:`h_l` (one layer at a time, :math:`c_l` the stream's own
+RMS there) and measures the model's loss on the text. A model whose every read of the stream is a
+LayerNorm cannot see it; RMSNorm and the identity can. ``read_shipped`` does both for the
+checkpoints in ``assets/train`` (every norm and seed), once per text.
+
 torch is imported inside the functions: ``import core.activations`` needs only numpy.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_TEXT", "OUTLIERS", "ActivationReadings", "read_activations", "stream_stats"]
+__all__ = [
+    "DEFAULT_TEXT",
+    "OUTLIERS",
+    "SHIPPED_DIR",
+    "SHIPPED_NORMS",
+    "SHIPPED_SEEDS",
+    "TEXTS",
+    "ActivationReadings",
+    "ShiftResponse",
+    "ShippedReading",
+    "read_activations",
+    "read_shipped",
+    "shift_response",
+    "shipped_path",
+    "stream_stats",
+]
 
 # Plain Python prose, like the training text, written for this reading: it is in neither split.
 DEFAULT_TEXT = (
@@ -31,8 +56,43 @@ DEFAULT_TEXT = (
     "loop ends without meeting a break statement, its else clause runs. The names bound by the "
     "loop stay defined after it ends, so the last item can still be read."
 )
+# The texts a page may feed the shipped models, by link value: the default above, the same
+# sentences in Indonesian (a language the models never read: their bytes are out of
+# distribution), and Python code like the examples in the training text.
+TEXTS = {
+    "docs": DEFAULT_TEXT,
+    "docs_id": (
+        "Perulangan for menelusuri butir-butir dari objek iterable apa pun, satu per satu dan "
+        "berurutan. Jika perulangan selesai tanpa bertemu pernyataan break, klausa else-nya "
+        "dijalankan. Nama yang diikat oleh perulangan tetap terdefinisi sesudahnya, sehingga "
+        "butir terakhir masih dapat dibaca."
+    ),
+    "code": (
+        "def total(items):\n"
+        "    result = 0\n"
+        "    for item in items:\n"
+        "        if item is None:\n"
+        "            continue\n"
+        "        result += item\n"
+        "    return result\n"
+        "\n"
+        "print(total([1, 2, None, 4]))\n"
+    ),
+}
 # A handful of dimensions is enough to see whether a few coordinates carry the stream.
 OUTLIERS = 4
+# The shipped checkpoints (``python -m core.train --reference`` writes them; ``core.reference``
+# names the same directory and seeds, but importing it imports torch and the trainer).
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / "assets" / "train"
+SHIPPED_NORMS = ("rms", "layer", "none")
+SHIPPED_SEEDS = (0, 1, 2)
+# The models are small (d = 48): one torch thread reads them fastest, and a second one only
+# waits for its share of a loaded machine (9 models read in 0.3 s on one thread, 3 to 8 s on two
+# while other jobs held both cores).
+READ_THREADS = 1
+# One reading at a time per process: two at once would set and restore torch's thread count
+# across each other and could leave it at one for the whole server.
+_READ_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -44,7 +104,8 @@ class ActivationReadings:
     (L + 1,), each the mean over ``tokens`` token vectors (module docstring);
     ``outlier_dims`` (L + 1, k) are the k coordinates with the largest mean :math:`|h_i|`,
     largest first, and ``outlier_magnitude`` those means; ``outlier_ratio`` (L + 1,) is the
-    largest mean :math:`|h_i|` over the median one across the d coordinates.
+    largest mean :math:`|h_i|` over the median one across the d coordinates; ``magnitude``
+    (L + 1, d) is the mean :math:`|h_i|` of every coordinate.
     """
 
     layers: np.ndarray
@@ -60,6 +121,7 @@ class ActivationReadings:
     tokens: int
     text: str
     checkpoint: str | None
+    magnitude: np.ndarray | None = None
 
 
 def stream_stats(h: np.ndarray, outliers: int = OUTLIERS) -> dict[str, Any]:
@@ -80,6 +142,7 @@ def stream_stats(h: np.ndarray, outliers: int = OUTLIERS) -> dict[str, Any]:
         "outlier_dims": order,
         "outlier_magnitude": magnitude[order],
         "outlier_ratio": float(magnitude[order[0]] / median) if median > 0 else float("inf"),
+        "magnitude": magnitude,
     }
 
 
@@ -151,4 +214,112 @@ def read_activations(
         tokens=int(streams[0].shape[0]),
         text=text,
         checkpoint=checkpoint,
+        magnitude=column("magnitude"),
     )
+
+
+# --- What the model makes of the component along 1: shift it and read the loss ---------------
+
+
+@dataclass(frozen=True)
+class ShiftResponse:
+    r"""The model's loss on a text, and the same loss with the stream shifted at one layer.
+
+    ``loss`` is the mean next-byte cross-entropy in nats over the text (each row of the text a
+    context of its own; byte i + 1 is the target of position i, across row boundaries too).
+    ``shifted_loss[l]`` is that loss with :math:`h_l \leftarrow h_l + c_l\mathbf 1` for every
+    token (l = 0 .. L, the reader of :math:`h_L` being the final norm) and ``shift[l]`` is
+    :math:`c_l`.
+    """
+
+    loss: float
+    shifted_loss: np.ndarray
+    shift: np.ndarray
+
+
+def _readers(model: Any) -> list[Any]:
+    """The module that reads :math:`h_l`, l = 0 .. L: each block, then the final norm."""
+    return [*model.blocks, model.ln_f]
+
+
+def _text_loss(model: Any, rows: list[Any], reader: Any = None, shift: float = 0.0) -> float:
+    """Mean next-byte cross-entropy over ``rows``; with ``reader``, its input gets ``+ shift``."""
+    import torch
+    import torch.nn.functional as F
+
+    handle = None
+    if reader is not None:
+        handle = reader.register_forward_pre_hook(lambda _m, args: (args[0] + shift,))
+    try:
+        with torch.no_grad():
+            logits = torch.cat([model(row)[0][0] for row in rows])  # (N, vocab)
+    finally:
+        if handle is not None:
+            handle.remove()
+    ids = torch.cat([row[0] for row in rows])  # (N,)
+    return float(F.cross_entropy(logits[:-1].double(), ids[1:]))
+
+
+def shift_response(model: Any, text: str, shifts: Any) -> ShiftResponse:
+    r"""The loss of ``model`` on ``text``, then with :math:`h_l + c_l\mathbf 1` for each l alone.
+
+    ``shifts``: :math:`c_l` for l = 0 .. L (L + 1 finite numbers).
+    """
+    shifts = np.asarray(shifts, dtype=np.float64)
+    readers = _readers(model)
+    if shifts.shape != (len(readers),) or not np.all(np.isfinite(shifts)):
+        raise ValueError(f"shifts must be {len(readers)} finite numbers (got {shifts!r})")
+    rows = _rows(text, model.config.block_size)
+    if sum(row.shape[1] for row in rows) < 2:
+        raise ValueError("text must have at least two bytes: one to read and one to predict")
+    shifted = [_text_loss(model, rows, r, float(c)) for r, c in zip(readers, shifts, strict=True)]
+    return ShiftResponse(_text_loss(model, rows), np.array(shifted), shifts)
+
+
+@dataclass(frozen=True)
+class ShippedReading:
+    """One shipped checkpoint read on one text: its stream, its shift response (each layer
+    shifted by the stream's own RMS there) and the config stored in the checkpoint."""
+
+    norm: str
+    seed: int
+    readings: ActivationReadings
+    shift: ShiftResponse
+    config: dict[str, Any]
+
+
+def shipped_path(norm: str, seed: int) -> Path:
+    """The shipped checkpoint of ``norm`` trained from ``seed``."""
+    if norm not in SHIPPED_NORMS or seed not in SHIPPED_SEEDS:
+        raise ValueError(f"no shipped checkpoint for norm {norm!r} and seed {seed!r}")
+    return SHIPPED_DIR / f"{norm}-seed{seed}.safetensors"
+
+
+@contextmanager
+def _threads(n: int) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@lru_cache(maxsize=len(TEXTS))
+def read_shipped(text: str = DEFAULT_TEXT) -> tuple[ShippedReading, ...]:
+    """Every shipped checkpoint (``SHIPPED_NORMS`` x ``SHIPPED_SEEDS``, norm-major) read on
+    ``text``. Each call loads its own models, so two callers never share a hooked module; the
+    result is cached per text (treat its arrays as read-only)."""
+    from core.checkpoint import load_checkpoint
+
+    out = []
+    with _READ_LOCK, _threads(READ_THREADS):
+        for norm in SHIPPED_NORMS:
+            for seed in SHIPPED_SEEDS:
+                model, config = load_checkpoint(shipped_path(norm, seed))
+                readings = read_activations(model, text)
+                shift = shift_response(model, text, readings.rms)
+                out.append(ShippedReading(norm, seed, readings, shift, config))
+    return tuple(out)

@@ -2,38 +2,58 @@ r"""The backward pass of RMSNorm and LayerNorm for one vector: Jacobians, spectr
 
 Back-propagation sends an upstream gradient :math:`g = \partial L / \partial y` through the norm
 as :math:`\partial L / \partial x = J^\top g`. Whatever direction J flattens, the input gradient
-cannot contain: LayerNorm's gradient has no component along the ones direction and none along x,
-RMSNorm's has none along x only. With eps > 0 the flattening is not exact; the leftover is
-``eps`` over the cube of the statistic, and this module reports it rather than hiding it.
+cannot contain. Without a weight the spectra are known in closed form:
+
+- RMSNorm, :math:`r = \sqrt{\overline{x^2} + \epsilon}`: :math:`d - 1` eigenvalues equal
+  :math:`1/r` (every direction perpendicular to x) and one, along x, equals
+  :math:`\epsilon / r^3`.
+- LayerNorm, :math:`\sigma = \sqrt{\operatorname{Var}(x) + \epsilon}`: the eigenvalue along
+  :math:`\mathbf{1}` is 0 for every eps, the one along :math:`x - \mu` is
+  :math:`\epsilon / \sigma^3`, and the other :math:`d - 2` equal :math:`1/\sigma`.
+
+So with eps = 0 both flatten the direction of x and LayerNorm also flattens 1; a positive eps
+only damps the direction of x, by :math:`\epsilon/r^2` (or :math:`\epsilon/\sigma^2`) of what the
+other directions pass. :func:`backward_view` computes the page's numbers and, for every sentence
+that states a fact about them, the verdict that chooses it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from core.claims import Claim, Verdict, at_least, at_most, both, pick
+from core.inputs import make_input
 from core.jacobian import jacobian_spectrum, layer_norm_jacobian, rms_norm_jacobian
+from core.norms import mean_square, rms_denominator, std_denominator, variance
+from core.stats import cosine
 
 __all__ = [
     "FLAT_TOLERANCE",
     "GRADIENTS",
     "MAX_JACOBIAN_WIDTH",
     "BackwardLesson",
+    "BackwardView",
     "Components",
     "backward_lesson",
+    "backward_view",
     "components",
     "upstream_gradient",
 ]
 
 # A d x d heatmap stays readable, and its eigen-decomposition instant, up to this width.
 MAX_JACOBIAN_WIDTH = 64
-# An eigenvalue below this fraction of the largest counts as a flattened direction: eps = 1e-5
-# leaves about 1e-5 of the largest along x, while eps of order one leaves a direction that still
-# passes a visible share of the gradient.
+# A direction counts as flattened when the norm passes less than this fraction of what it passes
+# perpendicular to it (eps/r^2 for RMSNorm along x): eps = 1e-5 against mean(x^2) = 1 passes
+# 1e-5 of it, while eps of order mean(x^2) passes a share a reader would see.
 FLAT_TOLERANCE = 1e-3
 # Upstream gradients: the all-ones direction, the direction of x itself, a seeded random one.
 GRADIENTS = ("ones", "x", "random")
+# Closed form against eigvalsh: a symmetric d x d eigensolver is accurate to a few ulps of the
+# largest eigenvalue, so 1e-9 of it leaves room for d = 64 and still catches a wrong formula.
+SPECTRUM_RTOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -54,6 +74,7 @@ class BackwardLesson:
     """Everything the backward-pass page shows for one x, eps and upstream gradient."""
 
     x: np.ndarray  # (d,)
+    eps: float
     rms_stat: float  # r = sqrt(mean(x^2) + eps)
     layer_stat: float  # sigma = sqrt(mean((x - mu)^2) + eps)
     upstream: np.ndarray  # (d,), unit length
@@ -122,8 +143,9 @@ def backward_lesson(
     grad_rms, grad_layer = j_rms.T @ g, j_layer.T @ g
     return BackwardLesson(
         x=x,
-        rms_stat=float(np.sqrt(np.mean(x**2) + eps)),  # (d,) -> ()
-        layer_stat=float(np.sqrt(np.mean((x - np.mean(x)) ** 2) + eps)),  # (d,) -> ()
+        eps=float(eps),
+        rms_stat=float(rms_denominator(x, eps)[0]),  # (d,) -> (1,)
+        layer_stat=float(std_denominator(x, eps)[0]),  # (d,) -> (1,)
         upstream=g,
         jacobian_rms=j_rms,
         jacobian_layer=j_layer,
@@ -138,4 +160,222 @@ def backward_lesson(
             "rms": components(grad_rms, x),
             "layer": components(grad_layer, x),
         },
+    )
+
+
+@dataclass(frozen=True)
+class BackwardView:
+    """The page state: the lesson (None where a Jacobian does not exist), the numbers the alt
+    texts quote, and the claims chosen for this state.
+
+    ``undefined`` names the norm whose Jacobian does not exist at eps = 0 ("rms" for x = 0,
+    "layer" for a constant x), else None.
+    """
+
+    lesson: BackwardLesson | None
+    undefined: str | None
+    alts: dict[str, dict[str, float]]
+    claims: dict[str, Claim]
+    # Below this a Jacobian entry or a component is rounding noise (shown as "≈ 0").
+    noise: float = 0.0
+
+
+def backward_view(d: int, offset: float, eps: float, seed: int, grad: str) -> BackwardView:
+    """Everything the backward-pass page shows for one link state."""
+    x = make_input(d, seed=seed, offset=offset)
+    try:
+        lesson = backward_lesson(x, eps=eps, gradient=grad, seed=seed)
+    except ValueError as err:
+        if "d must be" in str(err):
+            raise
+        undefined = "rms" if not np.any(x) else "layer"
+        return BackwardView(None, undefined, {}, {})
+    return BackwardView(lesson, None, _alts(lesson), _claims(lesson), _noise(lesson))
+
+
+def _alts(lesson: BackwardLesson) -> dict[str, dict[str, float]]:
+    """Numbers quoted by the figures' alt texts (descriptions, no verdicts)."""
+    parts = lesson.parts
+    return {
+        "heatmap": {"inv_r": 1 / lesson.rms_stat, "inv_sigma": 1 / lesson.layer_stat},
+        "spectrum": {
+            "min_rms": lesson.eig_rms[0],
+            "max_rms": lesson.eig_rms[-1],
+            "min_layer": lesson.eig_layer[0],
+            "max_layer": lesson.eig_layer[-1],
+        },
+        "gradient": {"len_rms": parts["rms"].norm, "len_layer": parts["layer"].norm},
+        "components": {
+            f"{prefix}_{axis}": getattr(parts[key], attr)
+            for key, prefix in (("upstream", "g"), ("rms", "rms"), ("layer", "layer"))
+            for axis, attr in (("ones", "ones"), ("x", "radial"))
+        },
+    }
+
+
+def _claims(lesson: BackwardLesson) -> dict[str, Claim]:
+    return {
+        "heatmap": _heatmap_claim(lesson),
+        "spectrum_rms": _spectrum_rms_claim(lesson),
+        "spectrum_layer": _spectrum_layer_claim(lesson),
+        "components_layer": _layer_components_claim(lesson),
+        "components_rms": _rms_components_claim(lesson),
+        "components_conclusion": _conclusion_claim(lesson),
+        "components_why": pick(
+            True,
+            "backward.components_why",
+            "backward.components_why",
+            cos=float(cosine(np.ones_like(lesson.x), lesson.x)),
+        ),
+    }
+
+
+def _noise(lesson: BackwardLesson) -> float:
+    """Rounding noise of a Jacobian entry or a component: a few ulps of d over the statistic."""
+    d = lesson.x.shape[-1]
+    top = max(1 / lesson.rms_stat, 1 / lesson.layer_stat)
+    return 1e-12 * d * top
+
+
+def _heatmap_claim(lesson: BackwardLesson) -> Claim:
+    d = lesson.x.shape[-1]
+    rows_layer = lesson.jacobian_layer.sum(axis=1)  # (d, d) -> (d,)
+    rows_rms = lesson.jacobian_rms.sum(axis=1)  # (d, d) -> (d,)
+    diag_rms = np.diag(lesson.jacobian_rms)
+    noise = _noise(lesson)
+    fields = {
+        "inv_r": 1 / lesson.rms_stat,
+        "diag_rms_lo": float(diag_rms.min()),
+        "diag_rms_hi": float(diag_rms.max()),
+        "sub_layer": 1 / (d * lesson.layer_stat),
+        "row_sum_layer": float(np.max(np.abs(rows_layer))),
+        "row_min_rms": float(rows_rms.min()),
+        "row_max_rms": float(rows_rms.max()),
+    }
+    rows_vanish = at_most(fields["row_sum_layer"], noise)
+    return pick(
+        rows_vanish,
+        "backward.heatmap_caption",
+        "backward.heatmap_caption_rows",
+        noise=noise,
+        **fields,
+    )
+
+
+def _spectrum_matches(eig: np.ndarray, expected: np.ndarray, scale: float) -> Verdict:
+    """The sorted eigenvalues against the closed form, to SPECTRUM_RTOL of the largest."""
+    gap = float(np.max(np.abs(np.sort(expected) - eig)))
+    return at_most(gap, SPECTRUM_RTOL * scale)
+
+
+def _spectrum_rms_claim(lesson: BackwardLesson) -> Claim:
+    d, eps, r = lesson.x.shape[-1], lesson.eps, lesson.rms_stat
+    along = eps / r**3
+    expected = np.array([along] + [1 / r] * (d - 1))
+    fields = {
+        "rest": d - 1,
+        "inv_r": 1 / r,
+        "along": along,
+        "ratio_pct": eps / r**2,
+        "mean_square": float(mean_square(lesson.x)[0]),
+        "eps": eps,
+        "min": float(lesson.eig_rms[0]),
+        "max": float(lesson.eig_rms[-1]),
+    }
+    if not _spectrum_matches(lesson.eig_rms, expected, 1 / r):
+        return Claim("backward.spectrum_rms_range", fields)
+    flat = at_most(eps / r**2, FLAT_TOLERANCE)
+    return pick(flat, "backward.spectrum_rms_flat", "backward.spectrum_rms_damped", **fields)
+
+
+def _spectrum_layer_claim(lesson: BackwardLesson) -> Claim:
+    d, eps, sigma = lesson.x.shape[-1], lesson.eps, lesson.layer_stat
+    along = eps / sigma**3
+    expected = np.array([0.0, along] + [1 / sigma] * (d - 2))
+    fields = {
+        "rest": d - 2,
+        "inv_sigma": 1 / sigma,
+        "along": along,
+        "ratio_pct": eps / sigma**2,
+        "variance": float(variance(lesson.x)[0]),
+        "eps": eps,
+        "min": float(lesson.eig_layer[0]),
+        "max": float(lesson.eig_layer[-1]),
+    }
+    if not _spectrum_matches(lesson.eig_layer, expected, 1 / sigma):
+        return Claim("backward.spectrum_layer_range", fields)
+    flat = at_most(eps / sigma**2, FLAT_TOLERANCE)
+    stem = "backward.spectrum_layer_d2" if d == 2 else "backward.spectrum_layer"
+    return pick(flat, f"{stem}_flat", f"{stem}_damped", **fields)
+
+
+def _component_fields(lesson: BackwardLesson) -> dict[str, float]:
+    parts = lesson.parts
+    return {
+        "g_ones": parts["upstream"].ones,
+        "g_x": parts["upstream"].radial,
+        "rms_ones": parts["rms"].ones,
+        "rms_x": parts["rms"].radial,
+        "layer_ones": parts["layer"].ones,
+        "layer_x": parts["layer"].radial,
+        "eps": lesson.eps,
+        "mean_square": float(mean_square(lesson.x)[0]),
+        "variance": float(variance(lesson.x)[0]),
+        "tol_pct": FLAT_TOLERANCE,
+    }
+
+
+def _gone(value: float, stat: float) -> Verdict:
+    """A component is gone when it is below FLAT_TOLERANCE of what the norm passes (1/stat)
+    of a unit upstream gradient perpendicular to the flattened directions."""
+    return at_most(abs(value), FLAT_TOLERANCE / stat)
+
+
+def _layer_components_claim(lesson: BackwardLesson) -> Claim:
+    fields = _component_fields(lesson)
+    sigma = lesson.layer_stat
+    ones_gone = _gone(fields["layer_ones"], sigma)
+    if not ones_gone:
+        return Claim("backward.components_layer_plain", fields, _noise(lesson))
+    x_gone = _gone(fields["layer_x"], sigma)
+    return pick(
+        x_gone,
+        "backward.components_layer_gone",
+        "backward.components_layer_x_left",
+        noise=_noise(lesson),
+        **fields,
+    )
+
+
+def _rms_components_claim(lesson: BackwardLesson) -> Claim:
+    fields = _component_fields(lesson)
+    r = lesson.rms_stat
+    x_gone = _gone(fields["rms_x"], r).holds
+    ones_gone = _gone(fields["rms_ones"], r).holds
+    key = {
+        (True, False): "backward.components_rms_x_gone",
+        (True, True): "backward.components_rms_both_small",
+        (False, False): "backward.components_rms_x_left",
+        (False, True): "backward.components_rms_x_left_ones_small",
+    }[(x_gone, ones_gone)]
+    return Claim(key, fields, _noise(lesson))
+
+
+def _conclusion_claim(lesson: BackwardLesson) -> Claim:
+    """What each norm does to the direction of 1: J 1 (J is symmetric, so also J^T 1)."""
+    d = lesson.x.shape[-1]
+    unit = np.ones(d) / math.sqrt(d)
+    layer_image = float(np.linalg.norm(lesson.jacobian_layer @ unit))
+    rms_image = float(np.linalg.norm(lesson.jacobian_rms @ unit))
+    verdict = both(
+        at_most(layer_image, _noise(lesson)),
+        at_least(rms_image, FLAT_TOLERANCE / lesson.rms_stat),
+    )
+    return pick(
+        verdict,
+        "backward.components_conclusion",
+        "backward.components_conclusion_plain",
+        noise=_noise(lesson),
+        layer_image=layer_image,
+        rms_image=rms_image,
     )

@@ -29,7 +29,6 @@ from core.claims import Claim, at_least, at_most, close, pick
 from core.geometry import PlaneImages, Sphere3D, plane_images_from, sphere_from
 from core.inputs import gain_vector
 from core.messages import Message, NormWarning
-from core.norms import NormWarning as _LegacyNormWarning
 from core.norms import layer_norm_report, rms_norm, rms_norm_report
 from core.stats import VectorStats, cosine, second_moment_identity, vector_stats
 
@@ -111,7 +110,7 @@ class ExplorerView:
     sphere: Sphere3D | None
     chart: dict[str, Series]
     envelope: bool
-    alerts: tuple[Message | str, ...]
+    alerts: tuple[Message, ...]
     notes: tuple[Message, ...]
     claims: dict[str, Claim]
 
@@ -209,14 +208,10 @@ def _normalise(
     xs, gs, bs, rbs = args
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NormWarning)
-        warnings.simplefilter("always", _LegacyNormWarning)
         rep_rms = rms_norm_report(xs, gs, rbs if rms_bias else None, eps=eps, partial=partial)
         rep_layer = layer_norm_report(xs, gs, bs, eps=eps)
-    alerts = []
-    for w in caught:
-        if issubclass(w.category, NormWarning | _LegacyNormWarning):
-            alerts.append(getattr(w.message, "message", None) or str(w.message))
-    notes = [n for n in (*rep_rms.notes, *rep_layer.notes) if isinstance(n, Message)]
+    alerts = [w.message.message for w in caught if issubclass(w.category, NormWarning)]
+    notes = [*rep_rms.notes, *rep_layer.notes]
     return {
         "x": _to_float64(xs),
         "y_rms": _to_float64(rep_rms.output),

@@ -1,156 +1,244 @@
-"""Fast RMSNorm and LayerNorm over the last dimension, for the speed lesson.
+r"""Fast RMSNorm and LayerNorm on the CPU, and the table of kernels the speed lab times.
 
-Both functions return the same numbers as ``torch.nn.functional.rms_norm`` and
-``torch.nn.functional.layer_norm`` (normalized over the last dimension only) and differ only in
-how much memory traffic they cost on a CPU. ``python -m core.bench`` measures them.
+Normalising is memory bound: a kernel must read every element and write every element, so
+``x.clone()`` is the floor. Two techniques, for both norms, with one signature
+``fn(x, weight, bias, eps) -> y`` on torch CPU tensors (``weight``/``bias`` of shape (d,) or
+None), listed in ``KERNELS[(norm, technique)]``:
+
+- ``("rms" | "layer", "composite")``: torch's eager operations, one full-size temporary per step
+  (``x.pow(2)``, the mean, ``x * rsqrt(...)``, ``* w``, ``+ b``). ``F.rms_norm`` is exactly this on
+  the CPU: about 4x a copy at (4096, 4096) float32, from the extra reads and writes.
+- ``("rms" | "layer", "fused")``: one numba kernel (:mod:`core._fused`). Each row is read once from
+  memory, its statistic summed (in x's dtype, in SIMD lanes), then the row is normalised while it
+  sits in cache and written once into a single fresh output. float32 and float64 only, outside
+  autograd: a ``ValueError`` says so for anything else.
+
+The same row-fused technique for both norms is the fair comparison: RMSNorm skips the mean and
+the centring pass, LayerNorm does not (``python -m benchmarks.bench`` prints both, with
+``F.rms_norm``, ``F.layer_norm`` and copies, as multiples of ``x.clone()``).
+
+Why numba. torch.compile (Inductor) generates C++ and needs a C compiler when it first runs; the
+Docker image (python:3.11-slim) has none, and a C++ extension needs one too, at build or load
+time. numba ships its own LLVM in its wheel, so the kernel compiles wherever the app runs. It
+compiles on the first call (about a second per dtype and weight/bias combination), never at
+``import core``, and caches the machine code on disk for later processes.
+
+Which inputs. ``rms_norm_fast``, ``layer_norm_fast`` and ``core.rms_norm`` / ``core.layer_norm``
+take the fused kernels for inputs of at least ``FUSED_MIN_ELEMENTS``; smaller ones, and inputs
+autograd must record, go to torch (for LayerNorm its own fused kernel, one autograd node). The
+``KERNELS`` always run the technique they name.
+
+Threads. Inputs under ``FUSED_MIN_ELEMENTS`` run in the calling thread. Larger ones use the
+cores this process may run on (its CPU affinity, capped by a cgroup CPU quota as ``docker --cpus``
+sets it), on numba's "workqueue" threads, which sleep between launches instead of spinning against
+torch's own OpenMP threads. Rows are handed out in small chunks, so when another process takes a
+core the other threads take over its rows rather than wait for it. One parallel launch runs at a
+time per process (a lock): numba's thread pool must not be entered from two threads at once, and
+the Streamlit server calls from many.
+
+Agreement. Neither technique is bit-identical to PyTorch's kernels: the sums run in another order
+(and the fused LayerNorm takes two passes where torch takes Welford moments). Measured on 512 rows
+of standard-normal float32 values (times 3, plus 2) with a standard-normal weight, at d = 257,
+4096 and 8192: ``max |y - F.rms_norm(x)| / max |F.rms_norm(x)|`` is 1.5e-7 to 1.7e-7, and 1.4e-7
+to 2.1e-7 against ``F.layer_norm``; each is as close to the float64 result as torch's own
+(1.0e-7 to 1.4e-7). Tests hold them to 2e-6 (float32) and 1e-12 (float64). ``core.rms_norm(x, w)``
+on a plain float32/float64 CPU tensor that needs no gradient runs the fused kernel; the "torch"
+preset reproduces ``F.rms_norm`` bit for bit.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-# RMSNorm in LLaMA and T5 style models ships with eps = 1e-6; nn.LayerNorm's default is 1e-5.
-RMS_NORM_EPS = 1e-6
-LAYER_NORM_EPS = 1e-5
+from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
+from core.norms import mean_square
 
-_FAST_DTYPES = (torch.float32, torch.float64)
+FUSED_DTYPES = (torch.float32, torch.float64)
+
+# Below this many elements (1 MiB of float32) the work takes well under a millisecond: a fused
+# kernel then runs in the calling thread (waking threads would cost a sizeable part of it and,
+# when other processes hold the cores, a whole time slice), and the entry points below leave
+# such inputs to torch, so that a small call never pays numba's start (about a second, once per
+# process) for memory traffic that does not matter.
+FUSED_MIN_ELEMENTS = 1 << 18
+# Chunks per thread: enough that a thread slowed by another process leaves its share to the
+# others, few enough that handing them out costs nothing next to a row's work.
+_CHUNKS_PER_THREAD = 8
+_LOCK = threading.Lock()
+
+Tensor = torch.Tensor
+Param = torch.Tensor | None  # a weight or bias of shape (d,), or None
+Kernel = Callable[[Tensor, Param, Param, float], Tensor]
 
 
-def _takes_fast_path(x: torch.Tensor, weight: torch.Tensor | None) -> bool:
-    """Whether the CPU two-pass path applies; otherwise ``F.rms_norm`` does the work.
+@functools.cache
+def available_cores() -> int:
+    """Cores this process may run on: its CPU affinity, capped by a cgroup v2 CPU quota (read
+    once per process)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = cores or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        return cores
+    if quota == "max":
+        return cores
+    return max(1, min(cores, math.ceil(int(quota) / int(period))))
 
-    The fast path updates tensors in place, which autograd cannot always replay, so inputs that
-    need gradients go to ``F.rms_norm``, and so do mixed dtypes, and devices and dtypes where
-    PyTorch already fuses the work.
-    """
-    if x.device.type != "cpu" or x.dtype not in _FAST_DTYPES:
+
+# ---------------------------------------------------------------- composite (torch eager) -------
+
+
+def composite_norm(kind: str, x: Tensor, weight: Param, bias: Param, eps: float) -> Tensor:
+    """RMSNorm or LayerNorm from torch operations, each a full pass over x: F.rms_norm's CPU
+    recipe (x * rsqrt(mean(x^2) + eps) * w), centred first for LayerNorm, plus the bias."""
+    centred = x if kind == "rms" else x - x.mean(-1, keepdim=True)  # (..., d) - (..., 1)
+    y = centred * torch.rsqrt(mean_square(centred) + eps)
+    y = y if weight is None else y * weight
+    return y if bias is None else y + bias
+
+
+# ---------------------------------------------------------------- fused (numba) -----------------
+
+
+def fusable(x: Tensor, *params: Param) -> bool:
+    """Whether the fused kernels take ``x`` with these weight/bias: a float32/float64 CPU tensor
+    of shape (..., d) with d > 0, parameters of its dtype and shape (d,), and no autograd."""
+    if x.device.type != "cpu" or x.dtype not in FUSED_DTYPES or x.dim() == 0 or x.shape[-1] == 0:
         return False
-    if weight is not None and (weight.dtype != x.dtype or weight.device != x.device):
-        return False
-    needs_grad = x.requires_grad or (weight is not None and weight.requires_grad)
+    d = x.shape[-1]
+    for p in params:
+        if p is not None and (p.dtype != x.dtype or p.device != x.device or p.shape != (d,)):
+            return False
+    needs_grad = any(t is not None and t.requires_grad for t in (x, *params))
     return not (torch.is_grad_enabled() and needs_grad)
 
 
-def rms_norm_fast(
-    x: torch.Tensor,
-    weight: torch.Tensor | None = None,
-    eps: float = RMS_NORM_EPS,
-) -> torch.Tensor:
-    r"""RMSNorm over the last dimension with one fresh output tensor and no full-size temporary.
+def _rows(t: Tensor, d: int) -> np.ndarray:
+    """``t`` as a C-contiguous (n, d) numpy view (a copy only if ``t`` is strided)."""
+    return t.detach().contiguous().view(-1, d).numpy()
 
-    .. math::
-        y = \frac{x}{\sqrt{\frac{1}{d}\sum_{i=1}^{d} x_i^2 + \epsilon}} \odot w
 
-    Pass structure on CPU, for float32 (4 bytes per element): pass 1 reduces each row to its
-    norm with ``torch.linalg.vector_norm``, reading ``x`` (4 B) and writing only one number per
-    row; pass 2 writes ``x * scale`` into the output (read 4 B, write 4 B); with a weight, pass 3
-    multiplies the output by it in place (read 4 B, write 4 B). That is 12 B per element without a
-    weight and 20 B with one, against 8 B for a copy, and exactly one freshly allocated
-    full-size tensor, as in a copy. On a CPU the first write into fresh memory costs a page fault
-    per 4 KiB page, which makes up about three quarters of ``x.clone()`` at (4096, 4096), so the
-    allocation, not the extra passes, dominates: with a weight this path measures 1.2x to 1.35x
-    a copy on the 2-core machine it was measured on.
-    ``F.rms_norm`` on CPU is a composite (pow, mean, add, rsqrt, mul, mul) that allocates two
-    full-size tensors and reads or writes 28 B per element, about 3.5x a copy.
+def _vector(p: Param) -> np.ndarray | None:
+    return None if p is None else p.detach().contiguous().numpy()
 
-    Cache-blocked rows (both passes on a block of rows while it sits in cache, so ``x`` is read
-    once from memory) were measured and rejected: 5 to 10% faster on an idle 2-core machine and
-    no faster with cheap (huge-page) allocation, but 1.5x to 8x slower than this path while other
-    processes compete for the two cores, because every block adds three thread barriers.
 
-    On CUDA, for other dtypes, or when autograd must record the operation, this calls
-    ``F.rms_norm``, which is fused or differentiable there.
+def _launch(kind: str, *args: object) -> None:
+    """Run the fused kernel of ``kind`` on ``args``: in this thread for a small input, else on
+    this process's cores, one parallel launch at a time."""
+    from core import _fused
 
-    Args:
-        x: input of shape (..., d).
-        weight: optional gain of shape (d,).
-        eps: added to the mean square before the square root.
+    x = args[0]
+    if x.size < FUSED_MIN_ELEMENTS or x.shape[0] == 1 or available_cores() == 1:
+        (_fused.rms_serial if kind == "rms" else _fused.layer_serial)(*args)
+        return
+    import numba
 
-    Returns:
-        Tensor of the shape and dtype of ``x``.
+    with _LOCK:
+        if "NUMBA_THREADING_LAYER" not in os.environ:
+            # Threads that sleep between launches: OpenMP's spin-waiting threads would take
+            # the cores from torch's own OpenMP pool right after each launch.
+            numba.config.THREADING_LAYER = "workqueue"
+        threads = min(available_cores(), numba.config.NUMBA_NUM_THREADS)
+        numba.set_num_threads(threads)
+        with numba.parallel_chunksize(max(1, x.shape[0] // (threads * _CHUNKS_PER_THREAD))):
+            (_fused.rms_parallel if kind == "rms" else _fused.layer_parallel)(*args)
+
+
+def fused_norm(
+    kind: str, x: Tensor, weight: Param, bias: Param, eps: float
+) -> tuple[Tensor, tuple[np.ndarray, ...]]:
+    """The fused kernel of ``kind`` ("rms" or "layer") and its per-row statistics.
+
+    Returns ``y`` (x's shape and dtype, one fresh allocation) and, per row, ``(inv_rms,)`` for
+    RMSNorm or ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that
+    met inf or nan without another pass over x.
     """
+    if not fusable(x, weight, bias):
+        raise ValueError(
+            "the fused kernels take float32/float64 CPU tensors with weight and bias of the same "
+            f"dtype and shape (d,), outside autograd (got x {x.dtype} on {x.device})"
+        )
+    d = x.shape[-1]
+    xs = _rows(x, d)
+    out = torch.empty(x.shape, dtype=x.dtype)
+    stats = tuple(np.empty(xs.shape[0], dtype=xs.dtype) for _ in range(1 if kind == "rms" else 2))
+    _launch(kind, xs, _vector(weight), _vector(bias), float(eps), _rows(out, d), *stats)
+    return out, stats
+
+
+def fused(kind: str, x: Tensor, weight: Param, bias: Param, eps: float) -> Tensor:
+    """The fused kernel's output alone."""
+    return fused_norm(kind, x, weight, bias, eps)[0]
+
+
+KERNELS: dict[tuple[str, str], Kernel] = {
+    (kind, technique): functools.partial(compute, kind)
+    for kind in ("rms", "layer")
+    for technique, compute in (("composite", composite_norm), ("fused", fused))
+}
+
+
+# ---------------------------------------------------------------- entry points ------------------
+
+
+def rms_norm_fast(x: Tensor, weight: Param = None, eps: float = DEFAULT_RMS_EPS) -> Tensor:
+    """RMSNorm over the last dimension: the fused kernel where it applies, else ``F.rms_norm``
+    (CUDA, half precision, mixed dtypes, or inputs autograd must record)."""
     if x.dim() == 0:
         raise ValueError("rms_norm_fast needs at least one dimension to normalize over")
     d = x.shape[-1]
     if weight is not None and weight.shape != (d,):
         raise ValueError(f"weight must have shape ({d},), got {tuple(weight.shape)}")
-    if not _takes_fast_path(x, weight):
-        return F.rms_norm(x, (d,), weight, eps)
-    return _rms_two_pass(x, weight, eps)[0]
-
-
-def _rms_two_pass(
-    x: torch.Tensor, weight: torch.Tensor | None, eps: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The fast path itself; also returns the per-row scale 1/RMS, shape (..., 1), so a caller
-    can tell a finite result from one that met inf or nan without another pass over x."""
-    # The norm, squared, is the sum of squares without a squared temporary; dividing it by d
-    # gives the mean square that F.rms_norm uses, so results agree to rounding.
-    norm = torch.linalg.vector_norm(x, dim=-1, keepdim=True)  # (..., d) -> (..., 1)
-    scale = norm.square_().div_(x.shape[-1]).add_(eps).rsqrt_()
-    y = x * scale
-    if weight is not None:
-        # Same order as F.rms_norm, (x * scale) * weight, and in place: no second output.
-        y.mul_(weight)
-    return y, scale
-
-
-def plain_rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor | None:
-    """``rms_norm_fast`` for ``core.norms``: None when the fast path does not apply or when a
-    row's statistic is not a positive finite number (nan or inf in x, or an overflow), so the
-    general path can raise or report exactly what happened."""
-    if eps <= 0 or x.dim() == 0 or x.shape[-1] == 0 or not _takes_fast_path(x, weight):
-        return None
-    y, scale = _rms_two_pass(x, weight, eps)
-    # With eps > 0 the scale is at most 1/sqrt(eps); it is 0 only if the sum of squares is
-    # inf and nan only if x holds a nan.
-    return y if bool(torch.isfinite(scale).all()) and bool((scale > 0).all()) else None
-
-
-def plain_layer_norm(
-    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float
-) -> torch.Tensor | None:
-    """PyTorch's fused LayerNorm for ``core.norms``, None when it does not apply or when a row's
-    mean or 1/std is not finite and positive (the general path then says why)."""
-    if eps <= 0 or x.dim() == 0 or x.shape[-1] == 0 or x.dtype not in _FAST_DTYPES:
-        return None
-    if any(p is not None and (p.dtype != x.dtype or p.device != x.device) for p in (weight, bias)):
-        return None
-    # native_layer_norm is the kernel behind F.layer_norm; it also returns the row statistics.
-    y, mean, rstd = torch.native_layer_norm(x, (x.shape[-1],), weight, bias, eps)
-    ok = bool(torch.isfinite(mean).all()) and bool((rstd > 0).all() & torch.isfinite(rstd).all())
-    return y if ok else None
+    if x.numel() >= FUSED_MIN_ELEMENTS and fusable(x, weight):
+        return fused("rms", x, weight, None, eps)
+    return F.rms_norm(x, (d,), weight, eps)
 
 
 def layer_norm_fast(
-    x: torch.Tensor,
-    weight: torch.Tensor | None = None,
-    bias: torch.Tensor | None = None,
-    eps: float = LAYER_NORM_EPS,
-) -> torch.Tensor:
-    r"""LayerNorm over the last dimension, using PyTorch's fused kernel on every device.
-
-    .. math::
-        y = \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} \odot w + b, \quad
-        \mu = \frac{1}{d}\sum_{i=1}^{d} x_i, \quad
-        \sigma^2 = \frac{1}{d}\sum_{i=1}^{d} (x_i - \mu)^2
-
-    ``F.layer_norm`` is already one fused kernel on CPU and CUDA: it computes the mean and variance
-    of a row and writes the output while that row is in cache, so each element is read once from
-    main memory and written once, like a copy. A row-blocked eager version (mean, subtract,
-    variance, scale, ``addcmul`` per block) measured about 20% slower at (4096, 4096) float32,
-    because its five passes over each block cost more than the one fused loop.
-
-    Args:
-        x: input of shape (..., d).
-        weight: optional gain of shape (d,).
-        bias: optional shift of shape (d,).
-        eps: added to the variance before the square root.
-
-    Returns:
-        Tensor of the shape and dtype of ``x``.
-    """
+    x: Tensor, weight: Param = None, bias: Param = None, eps: float = DEFAULT_LAYER_EPS
+) -> Tensor:
+    """LayerNorm over the last dimension: the fused kernel where it applies, else
+    ``F.layer_norm``."""
     if x.dim() == 0:
         raise ValueError("layer_norm_fast needs at least one dimension to normalize over")
+    if x.numel() >= FUSED_MIN_ELEMENTS and fusable(x, weight, bias):
+        return fused("layer", x, weight, bias, eps)
     return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+
+
+def plain_norm(kind: str, x: Tensor, weight: Param, bias: Param, eps: float) -> Tensor | None:
+    """The output for ``core.norms``' plain torch calls, or None for the general path.
+
+    A large float32/float64 CPU input outside autograd takes the fused kernel. Otherwise a
+    LayerNorm of float32/float64 tensors takes torch's own fused kernel (one autograd node, on
+    any device), and an RMSNorm takes the general path, which is F.rms_norm's own composite on
+    the CPU. None also when a row's statistic is not a positive finite number (nan or inf in x,
+    an overflow), so that the general path can raise or report exactly what happened.
+    """
+    if not eps > 0 or x.dim() == 0 or x.shape[-1] == 0:
+        return None
+    if x.numel() >= FUSED_MIN_ELEMENTS and fusable(x, weight, bias):
+        y, stats = fused_norm(kind, x, weight, bias, eps)
+        return y if _positive_finite(stats[-1]) and bool(np.isfinite(stats[0]).all()) else None
+    same = all(p is None or (p.dtype == x.dtype and p.device == x.device) for p in (weight, bias))
+    if kind == "rms" or x.dtype not in FUSED_DTYPES or not same:
+        return None
+    # native_layer_norm is the kernel behind F.layer_norm; it also returns the row statistics.
+    y, mean, rstd = torch.native_layer_norm(x, (x.shape[-1],), weight, bias, eps)
+    ok = bool(torch.isfinite(mean).all()) and _positive_finite(rstd.detach().cpu().numpy())
+    return y if ok else None
+
+
+def _positive_finite(scale: np.ndarray) -> bool:
+    # 1/RMS and 1/std are at most 1/sqrt(eps); 0 only if a sum overflowed, nan for nan in x.
+    return bool(np.isfinite(scale).all() and (scale > 0).all())

@@ -12,6 +12,8 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
+from core.norms import rms_denominator, std_denominator, variance
 from core.stats import _as_float_array
 
 __all__ = [
@@ -59,7 +61,7 @@ def _check_inputs(
 
 
 def rms_norm_jacobian(
-    x: ArrayLike, weight: ArrayLike | None = None, *, eps: float = 1e-6
+    x: ArrayLike, weight: ArrayLike | None = None, *, eps: float = DEFAULT_RMS_EPS
 ) -> np.ndarray:
     r"""Jacobian of :math:`y = g \odot x / r` with respect to x, shape ``(d, d)``.
 
@@ -74,7 +76,7 @@ def rms_norm_jacobian(
     """
     x, g = _check_inputs(x, weight, eps)
     d = x.shape[-1]
-    r = math.sqrt(float(np.mean(x**2)) + eps)  # (d,) -> ()
+    r = float(rms_denominator(x, eps)[0])  # (d,) -> (1,)
     if r == 0.0:
         raise ValueError("x must not be the zero vector when eps = 0: RMSNorm is 0/0 there")
     bracket = np.eye(d) - np.outer(x, x) / (d * r**2)
@@ -82,7 +84,7 @@ def rms_norm_jacobian(
 
 
 def layer_norm_jacobian(
-    x: ArrayLike, weight: ArrayLike | None = None, *, eps: float = 1e-5
+    x: ArrayLike, weight: ArrayLike | None = None, *, eps: float = DEFAULT_LAYER_EPS
 ) -> np.ndarray:
     r"""Jacobian of :math:`y = g \odot (x - \mu)/\sigma + b` with respect to x, shape ``(d, d)``.
 
@@ -99,11 +101,11 @@ def layer_norm_jacobian(
     x, g = _check_inputs(x, weight, eps)
     d = x.shape[-1]
     centred = x - np.mean(x)  # (d,) -> ()
-    variance = float(np.mean(centred**2))  # (d,) -> ()
+    spread = float(variance(x)[0])  # (d,) -> (1,)
     noise = _DEGENERATE_SPREAD_ULPS * np.finfo(np.float64).eps * float(np.max(np.abs(x)))
-    if eps == 0.0 and variance <= noise**2:
+    if eps == 0.0 and spread <= noise**2:
         raise ValueError("x must not be constant when eps = 0: LayerNorm is 0/0 there")
-    sigma = math.sqrt(variance + eps)
+    sigma = float(std_denominator(x, eps)[0])  # (d,) -> (1,)
     x_hat = centred / sigma
     bracket = np.eye(d) - 1.0 / d - np.outer(x_hat, x_hat) / d
     return g[:, None] * bracket / sigma

@@ -55,6 +55,10 @@ class Message:
     def __str__(self) -> str:
         return _english()[self.code].format(**{k: _plain(v) for k, v in self.fields.items()})
 
+    def __hash__(self) -> int:
+        # Hashable like its code and fields, so that callers can de-duplicate notes.
+        return hash((self.code, tuple(sorted(self.fields.items()))))
+
 
 class NormWarning(UserWarning):
     """Something happened that the numbers alone would hide (0/0, an overflow to inf).

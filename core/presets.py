@@ -1,23 +1,36 @@
-"""Presets: the contract knobs of real RMSNorm / LayerNorm implementations, one per upstream.
+r"""Presets: the contract knobs of real RMSNorm / LayerNorm implementations, one per upstream.
 
 Each preset fixes what the upstream code fixes: eps, where eps sits, the dtype of the reduction,
-whether the stored weight is the gain itself or an offset from 1, and whether the result is cast
-back to the input dtype before or after the weight multiply. ``rms_norm(x, w, preset="llama")``
-then reproduces ``LlamaRMSNorm`` bit for bit (see tests/test_presets.py for which presets are
-checked against the real module and which against a transcription of the reference code).
+whether the stored weight is the gain itself or an offset from 1, and how the result is cast back
+to the input dtype around the weight multiply. ``rms_norm(x, w, preset="llama")`` then
+reproduces ``LlamaRMSNorm`` bit for bit on torch tensors, in float32, float16, bfloat16 and
+float64 (tests/test_presets.py checks each preset against the real module where transformers or
+torch has it, else against a transcription of the upstream source). On numpy arrays the same
+steps run in numpy (no torch import), which agrees with the torch result to rounding only: pass
+tensors where the bits matter.
 
-Two values appear only in presets, never as explicit keywords:
+A :class:`Preset` lists only what differs from the defaults below: eps 1e-6, eps inside the root,
+a float32 reduction, the weight as the gain, one cast to the input dtype at the end, a weight and
+no bias. Values that appear only in presets, never as explicit keywords:
 
 - ``reduction_dtype="opmath"``: float32 for float16 / bfloat16 inputs, otherwise the input dtype
-  (PyTorch's "opmath" upcast in its fused CPU/CUDA kernels).
+  (PyTorch's "opmath" type, in which its own norms compute).
 - ``cast="t5"``: T5's rule. The variance is taken in float32, ``x * rsqrt(var + eps)`` follows
   type promotion, and the result is cast to the weight's dtype only when the weight is float16 or
   bfloat16; then ``weight * x`` follows type promotion again.
+- ``cast="promote"``: OLMo 2's rule, ``(weight * xhat).to(input dtype)``: the weight multiply
+  follows type promotion (a float64 weight multiplies the float32 ``xhat`` in float64), then one
+  cast to the input dtype.
+- ``kernel``: the torch function that *is* the upstream computation (``F.rms_norm``,
+  ``F.layer_norm``). On torch, with the preset's own knobs, the core calls it rather than
+  re-deriving its arithmetic, so the numbers are the kernel's on every device.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS, NORMALIZE_EPS, PAPER_EPS
 
 
 @dataclass(frozen=True)
@@ -29,98 +42,77 @@ class Preset:
     """
 
     name: str
-    kind: str  # "rms" or "layer"
     title: str
-    eps: float | None
-    eps_placement: str
-    reduction_dtype: str | None
-    gain_mode: str
-    cast: str
-    has_weight: bool
-    has_bias: bool
     formula: str
     source: str
     notes: str
+    kind: str = "rms"  # or "layer"
+    eps: float | None = DEFAULT_RMS_EPS
+    eps_placement: str = "inside"
+    reduction_dtype: str | None = "float32"
+    gain_mode: str = "direct"
+    cast: str = "after"
+    has_weight: bool = True
+    has_bias: bool = False
+    kernel: str | None = None  # "rms_norm" or "layer_norm": torch.nn.functional's, called as is
 
 
-# Zhang & Sennrich (2019), reference code rmsnorm_torch.py: eps added to the RMS, outside the root.
-PAPER_EPS = 1e-8
-# torch.nn.functional.normalize's default eps, which x-transformers' RMSNorm inherits.
-NORMALIZE_EPS = 1e-12
-# rms_norm_eps in Llama, Gemma, T5 and OLMo-2 configs, and the default of their RMSNorm classes.
-HF_RMS_EPS = 1e-6
-# torch.nn.LayerNorm's default, kept by OLMo-1's LayerNorm and Transformer Engine's RMSNorm.
-TORCH_LAYER_EPS = 1e-5
+def _fp32_formula(outer: str) -> str:
+    """The formula of a preset that normalises a float32 copy of x: ``outer`` with XHAT for
+    the normalised float32 vector."""
+    xhat = (
+        r"\tilde{x}\,\operatorname{rsqrt}\!\left(\tfrac{1}{d}\textstyle\sum_j \tilde{x}_j^{2}"
+        r" + \epsilon\right)"
+    )
+    return "y = " + outer.replace("XHAT", xhat) + r",\quad \tilde{x} = \operatorname{fp32}(x)"
 
-# Shared pieces of the float32 presets' formulas.
-_RSQRT = (
-    r"\operatorname{rsqrt}\!\left(\tfrac{1}{d}\textstyle\sum_j \tilde{x}_j^{2}"
-    r" + \epsilon\right)"
-)
-_FP32 = r",\quad \tilde{x} = \operatorname{fp32}(x)"
+
+_EPS_CONFIG = "The checkpoint's config (rms_norm_eps) decides eps; {default} is the default of "
+_HF = "transformers/models/{0}/modeling_{0}.py: {1}"
 
 _ALL = (
     Preset(
         name="torch",
-        kind="rms",
         title="torch.nn.RMSNorm",
         eps=None,
-        eps_placement="inside",
         reduction_dtype="opmath",
-        gain_mode="direct",
-        cast="after",
-        has_weight=True,
-        has_bias=False,
+        kernel="rms_norm",
         formula=(
             r"y = \operatorname{cast}_{x}\!\left(w \odot \tilde{x}\,"
             r"\operatorname{rsqrt}\!\left(\tfrac{1}{d}\textstyle\sum_j \tilde{x}_j^{2}"
             r" + \epsilon\right)\right),\quad \tilde{x} = \operatorname{opmath}(x),\quad"
             r" \epsilon = \operatorname{finfo}(\tilde{x}).\mathrm{eps}"
         ),
-        source="torch/nn/modules/normalization.py: RMSNorm (aten fused rms_norm kernel)",
+        source="torch/nn/modules/normalization.py: RMSNorm (torch.nn.functional.rms_norm)",
         notes=(
-            "eps=None takes the machine epsilon of the compute dtype: float32's for half inputs "
-            "(the docs say the input's). With the weight in the input dtype the fused kernel "
-            "multiplies by it in float32 and casts once at the end."
+            "On torch tensors, computed by F.rms_norm itself. eps=None takes the machine "
+            "epsilon of the opmath type, as the torch 2.13 docs say: float32's for float16, "
+            "bfloat16 and float32 inputs, float64's for float64. On the CPU F.rms_norm is a "
+            "composite of torch operations in that type, cast once at the end; on CUDA a fused "
+            "kernel."
         ),
     ),
     Preset(
         name="llama",
-        kind="rms",
         title="Llama (LlamaRMSNorm)",
-        eps=HF_RMS_EPS,
-        eps_placement="inside",
-        reduction_dtype="float32",
-        gain_mode="direct",
         cast="before",
-        has_weight=True,
-        has_bias=False,
-        formula=r"y = w \odot \operatorname{cast}_{x}\!\left(\tilde{x}\,"
-        + _RSQRT
-        + r"\right)"
-        + _FP32,
-        source="transformers/models/llama/modeling_llama.py: LlamaRMSNorm",
+        formula=_fp32_formula(r"w \odot \operatorname{cast}_{x}\!\left(XHAT\right)"),
+        source=_HF.format("llama", "LlamaRMSNorm"),
         notes=(
             "Normalises in float32, casts back to the input dtype, then multiplies by the "
-            "weight, so the product is rounded in half precision when the weight is half."
+            "weight, so the product is rounded in half precision when the weight is half. "
+            + _EPS_CONFIG.format(default="1e-6")
+            + "LlamaRMSNorm and LlamaConfig."
         ),
     ),
     Preset(
         name="gemma",
-        kind="rms",
         title="Gemma (GemmaRMSNorm)",
-        eps=HF_RMS_EPS,
-        eps_placement="inside",
-        reduction_dtype="float32",
         gain_mode="offset",
-        cast="after",
-        has_weight=True,
-        has_bias=False,
-        formula=r"y = \operatorname{cast}_{x}\!\left((1 + \operatorname{fp32}(w)) \odot \tilde{x}\,"
-        + _RSQRT
-        + r"\right)"
-        + _FP32,
-        source="transformers/models/gemma/modeling_gemma.py: GemmaRMSNorm",
+        formula=_fp32_formula(
+            r"\operatorname{cast}_{x}\!\left((1 + \operatorname{fp32}(w)) \odot XHAT\right)"
+        ),
+        source=_HF.format("gemma", "GemmaRMSNorm"),
         notes=(
             "The stored weight is zero-centred (initialised to 0, gain 1 + w) and the whole "
             "computation stays in float32 until one cast at the end."
@@ -128,21 +120,14 @@ _ALL = (
     ),
     Preset(
         name="t5",
-        kind="rms",
         title="T5 (T5LayerNorm)",
-        eps=HF_RMS_EPS,
-        eps_placement="inside",
-        reduction_dtype="float32",
-        gain_mode="direct",
         cast="t5",
-        has_weight=True,
-        has_bias=False,
         formula=(
             r"y = w \odot \operatorname{cast}_{w}\!\left(x\,\operatorname{rsqrt}\!\left("
             r"\tfrac{1}{d}\textstyle\sum_j \operatorname{fp32}(x_j)^{2} + \epsilon\right)\right),"
             r"\quad \operatorname{cast}_{w} \text{ only for a half-precision } w"
         ),
-        source="transformers/models/t5/modeling_t5.py: T5LayerNorm",
+        source=_HF.format("t5", "T5LayerNorm"),
         notes=(
             "Despite its name an RMSNorm. The variance is accumulated in float32; the result is "
             "cast to the weight's dtype only when that is float16 or bfloat16."
@@ -150,121 +135,100 @@ _ALL = (
     ),
     Preset(
         name="olmo2",
-        kind="rms",
         title="OLMo 2 (Olmo2RMSNorm)",
-        eps=HF_RMS_EPS,
-        eps_placement="inside",
-        reduction_dtype="float32",
-        gain_mode="direct",
-        cast="after",
-        has_weight=True,
-        has_bias=False,
-        formula=r"y = \operatorname{cast}_{x}\!\left(w \odot \tilde{x}\,"
-        + _RSQRT
-        + r"\right)"
-        + _FP32,
-        source="transformers/models/olmo2/modeling_olmo2.py: Olmo2RMSNorm",
+        cast="promote",
+        formula=_fp32_formula(r"\operatorname{cast}_{x}\!\left(w \odot XHAT\right)"),
+        source=_HF.format("olmo2", "Olmo2RMSNorm"),
         notes=(
-            "Like Llama, except that the weight multiply happens in float32 before the single "
-            "cast back to the input dtype."
+            "Like Llama, except that the weight multiplies the float32 result before the single "
+            "cast back to the input dtype (in float64 when the weight is float64). "
+            + _EPS_CONFIG.format(default="1e-6")
+            + "Olmo2RMSNorm, while transformers' Olmo2Config defaults to 1e-5."
         ),
     ),
     Preset(
         name="transformer-engine",
-        kind="rms",
         title="Transformer Engine (RMSNorm, zero_centered_gamma=True)",
-        eps=TORCH_LAYER_EPS,
-        eps_placement="inside",
-        reduction_dtype="float32",
+        eps=DEFAULT_LAYER_EPS,  # Transformer Engine's RMSNorm default, like nn.LayerNorm's
         gain_mode="offset",
-        cast="after",
-        has_weight=True,
-        has_bias=False,
-        formula=r"y = \operatorname{cast}_{x}\!\left((1 + \gamma) \odot \tilde{x}\,"
-        + _RSQRT
-        + r"\right)"
-        + _FP32,
+        formula=_fp32_formula(r"\operatorname{cast}_{x}\!\left((1 + \gamma) \odot XHAT\right)"),
         source="transformer_engine/pytorch/module/rmsnorm.py: RMSNorm",
         notes=(
-            "Fused CUDA kernel computing in float32 with a zero-centred gamma (gain 1 + gamma) "
-            "and eps 1e-5; mirrored here from its formula."
+            "A fused CUDA kernel computing in float32 with a zero-centred gamma (gain 1 + gamma) "
+            "and eps 1e-5. Transformer Engine is not installed here: this preset follows its "
+            "documented formula, with torch's float32 operations, not the kernel's own order."
         ),
     ),
     Preset(
         name="paper",
-        kind="rms",
-        title="RMSNorm paper (Zhang & Sennrich, 2019)",
+        title="RMSNorm paper's PyTorch code (rmsnorm_torch.py)",
         eps=PAPER_EPS,
         eps_placement="outside",
         reduction_dtype=None,
-        gain_mode="direct",
-        cast="after",
-        has_weight=True,
-        has_bias=False,
+        cast="before",
         formula=r"y = g \odot \frac{x}{\lVert x \rVert_2 / \sqrt{d} + \epsilon}",
         source="bzhangGo/rmsnorm: rmsnorm_torch.py: RMSNorm",
         notes=(
-            "eps is added to the RMS itself, outside the square root, and everything runs in "
-            "the input dtype. Its optional bias ('offset') is off by default."
+            "rmsnorm_torch.py adds eps to the RMS, outside the square root; the paper's "
+            "equations have no eps, and its TensorFlow and Theano code put eps inside the root. "
+            "The RMS is x.norm(2) / sqrt(d) in the input dtype (torch accumulates the norm of a "
+            "float16 or bfloat16 x in float32 and rounds it once), and the float32 weight then "
+            "promotes a half result to float32. Its optional bias ('offset') is off by default."
         ),
     ),
     Preset(
         name="x-transformers",
-        kind="rms",
-        title="x-transformers (F.normalize)",
+        title="x-transformers (RMSNorm via F.normalize)",
         eps=NORMALIZE_EPS,
         eps_placement="clamp",
         reduction_dtype=None,
-        gain_mode="direct",
-        cast="after",
-        has_weight=True,
-        has_bias=False,
+        cast="before",
         formula=r"y = g \odot \sqrt{d}\,\frac{x}{\max(\lVert x \rVert_2,\ \epsilon)}",
         source="lucidrains/x-transformers: x_transformers/x_transformers.py: RMSNorm",
         notes=(
-            "Unit-normalises with F.normalize (the norm clamped below at eps) and rescales by "
-            "sqrt(d); eps therefore bounds the norm, not the mean square."
+            "F.normalize(x, dim=-1) * sqrt(d) * g: the norm is clamped below at F.normalize's "
+            "eps (1e-12), so eps bounds the norm, not the mean square. Everything runs in the "
+            "input dtype (the norm of a half x accumulates in float32), and the float32 g then "
+            "promotes a half result to float32."
         ),
     ),
     Preset(
         name="torch",
         kind="layer",
         title="torch.nn.LayerNorm",
-        eps=TORCH_LAYER_EPS,
-        eps_placement="inside",
+        eps=DEFAULT_LAYER_EPS,
         reduction_dtype="opmath",
-        gain_mode="direct",
-        cast="after",
-        has_weight=True,
         has_bias=True,
+        kernel="layer_norm",
         formula=(
             r"y = \operatorname{cast}_{x}\!\left(w \odot \frac{\tilde{x} - \mu}"
             r"{\sqrt{\sigma^{2} + \epsilon}} + b\right),\quad \tilde{x} = \operatorname{opmath}(x)"
         ),
-        source="torch/nn/modules/normalization.py: LayerNorm (aten layer_norm kernel)",
+        source="torch/nn/modules/normalization.py: LayerNorm (torch.nn.functional.layer_norm)",
         notes=(
-            "Half inputs are normalised, scaled and shifted in float32 and cast once. In "
-            "float32 the kernel's Welford moments and fused multiply-adds differ from the "
-            "two-pass formula by a few ulps."
+            "On torch tensors, computed by F.layer_norm itself, bit for bit: one fused kernel "
+            "(Welford moments, fused multiply-adds) in the opmath type. On numpy arrays, where "
+            "torch refuses the dtypes (a weight neither x's dtype nor float32 for a half x) and "
+            "where a row is 0/0, the core's two-pass formula takes over: a few float32 ulps "
+            "from the kernel."
         ),
     ),
     Preset(
         name="olmo",
         kind="layer",
         title="OLMo 1 (non-parametric LayerNorm)",
-        eps=TORCH_LAYER_EPS,
-        eps_placement="inside",
-        reduction_dtype="float32",
-        gain_mode="direct",
-        cast="after",
+        eps=DEFAULT_LAYER_EPS,
         has_weight=False,
-        has_bias=False,
+        kernel="layer_norm",
         formula=(
             r"y = \operatorname{cast}_{x}\!\left(\frac{\tilde{x} - \mu}{\sqrt{\sigma^{2} + "
             r"\epsilon}}\right),\quad \tilde{x} = \operatorname{fp32}(x)"
         ),
-        source="transformers/models/olmo/modeling_olmo.py: OlmoLayerNorm",
-        notes="No weight and no bias: F.layer_norm on the float32 copy, cast back to the input.",
+        source=_HF.format("olmo", "OlmoLayerNorm"),
+        notes=(
+            "No weight and no bias: F.layer_norm on the float32 copy of x, cast back to the "
+            "input dtype, computed by that same kernel call on torch tensors."
+        ),
     ),
 )
 

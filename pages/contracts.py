@@ -2,264 +2,209 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from core import get_preset, preset_names, torch_available
 from core.contracts import (
+    CONTRACT_KEYS,
     DELTA_FORMULA,
-    Comparison,
-    Side,
-    compare_sides,
-    effective_gain,
-    stored_weight,
+    EPS_CHOICES,
+    MAX_CONTRACT_WIDTH,
+    MISTAKES,
+    SCALE_LADDER,
+    ContractsView,
+    contracts_view,
 )
-from core.inputs import MIN_WIDTH, make_input
-from ui import widgets
-from ui.frame import begin_page, share_box
-from ui.i18n import t
-from ui.params import ChoiceParam, IntParam, LadderParam, fmt_number
+from core.defaults import DTYPES, MIN_WIDTH
+from ui import fmt, widgets
+from ui.frame import begin_page, share_box, view_mode
+from ui.i18n import Translator, translator
+from ui.params import ChoiceParam, IntParam, LadderParam
+from viz import style
 from viz.contracts import contract_figure
 
-# Wide enough for real hidden sizes; one comparison is two norms of one vector.
-MAX_CONTRACT_WIDTH = 4096
 PRESET_NAMES = tuple(preset_names("rms"))
 HAS_TORCH = torch_available()
-DTYPES = ("float64", "float32", "float16", "bfloat16") if HAS_TORCH else ("float64", "float32")
-# "preset" keeps the preset's own value; the others override it (the link carries the label).
-EPS_CHOICES = ("preset", "0", "1e-12", "1e-8", "1e-6", "1e-5", "1e-4", "1e-3")
-RED_CHOICES = ("preset", *DTYPES)
-SCALE_LADDER = (1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
+MODEL_DTYPES = DTYPES if HAS_TORCH else DTYPES[:2]
+RED_CHOICES = ("preset", *MODEL_DTYPES)
 SIDES = ("a", "b")
+# Settings whose values are words the table translates; the rest are numbers or dtype names.
+WORDED = ("eps_placement", "gain_mode", "cast")
 
+# The page opens on a real mistake (Gemma's weights read as a plain gain), so the first view
+# shows a difference.
 PARAMS = (
-    ChoiceParam("a", "llama", PRESET_NAMES),
-    ChoiceParam("b", "olmo2", PRESET_NAMES),
+    ChoiceParam("a", "gemma", PRESET_NAMES),
+    ChoiceParam("b", "llama", PRESET_NAMES),
     ChoiceParam("eps_a", "preset", EPS_CHOICES),
     ChoiceParam("eps_b", "preset", EPS_CHOICES),
     ChoiceParam("red_a", "preset", RED_CHOICES),
     ChoiceParam("red_b", "preset", RED_CHOICES),
     ChoiceParam("checkpoint", "a", SIDES),
-    ChoiceParam("dtype", "float32", DTYPES),
+    ChoiceParam("dtype", "float32", MODEL_DTYPES),
     IntParam("d", 64, MIN_WIDTH, MAX_CONTRACT_WIDTH),
     IntParam("seed", 0, 0, 2**31 - 1),
     LadderParam("scale", 1.0, SCALE_LADDER),
 )
 P = {p.key: p for p in PARAMS}
-_PLAIN = {
-    "eps_a": "preset",
-    "eps_b": "preset",
-    "red_a": "preset",
-    "red_b": "preset",
-    "checkpoint": "a",
-}
-# Three real checkpoint mistakes, each as the settings that reproduce it.
-MISTAKES = {
-    # Gemma stores w with gain 1 + w (initialised to 0); a Llama-style loader uses w itself.
-    "gemma_gain": {**_PLAIN, "a": "gemma", "b": "llama", "scale": 1.0},
-    # Llama 2 was trained with rms_norm_eps 1e-5; Llama 1's config says 1e-6. The difference
-    # shows where activations are small, as they are right after the embedding.
-    "eps": {**_PLAIN, "a": "llama", "b": "llama", "eps_a": "1e-5", "eps_b": "1e-6", "scale": 0.01},
-    # A hand-rolled norm that forgets the float32 upcast on a bfloat16 model.
-    "bf16": {
-        **_PLAIN,
-        "a": "llama",
-        "b": "llama",
-        "red_b": "bfloat16",
-        "dtype": "bfloat16",
-        "scale": 1.0,
-    },
-}
 
 
-def _override(value: str) -> float | None:
-    return None if value == "preset" else float(value)
+def readable(fig):
+    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
+    return style.readable(fig, large=view_mode().large_text)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def compute(
-    a: str,
-    b: str,
-    eps_a: str,
-    eps_b: str,
-    red_a: str,
-    red_b: str,
-    checkpoint: str,
-    dtype: str,
-    d: int,
-    seed: int,
-    scale: float,
-) -> dict:
-    """Both sides on the same seeded input and checkpoint (cached per setting)."""
-    x = make_input(d, dist="normal", seed=seed, scale=scale)
-    writer = get_preset(a if checkpoint == "a" else b, "rms")
-    weight = stored_weight(effective_gain(d, seed=seed), writer.gain_mode)
-    side_a = Side(a, _override(eps_a), None if red_a == "preset" else red_a)
-    side_b = Side(b, _override(eps_b), None if red_b == "preset" else red_b)
-    c = compare_sides(x, weight, side_a, side_b, dtype=dtype)
-    return {"cmp": c, "weight_mean": float(np.mean(weight)), "writer": writer.gain_mode}
+def compute(state: tuple[tuple[str, object], ...]) -> ContractsView:
+    return contracts_view(dict(state))
 
 
 def apply_mistake(name: str) -> None:
-    """Button callback: put the mistake's settings into the bound widgets (and so the link)."""
+    """Button callback: put the mistake's settings into the widgets (and so into the link)."""
     st.session_state.update(MISTAKES[name])
 
 
-def active_mistake(state: dict) -> str | None:
-    for name, settings in MISTAKES.items():
-        if all(state[k] == v for k, v in settings.items()):
-            return name
-    return None
-
-
-def side_controls(side: str, lang: str, state: dict) -> None:
-    st.subheader(t(f"contracts.side_{side}", lang))
-    name = state[side] = widgets.choice(P[side], t("contracts.preset_label", lang))
+def side_controls(side: str, tr: Translator, state: dict) -> None:
+    st.subheader(tr(f"contracts.side_{side}"))
+    name = state[side] = widgets.choice(P[side], tr("contracts.preset_label"))
     st.caption(get_preset(name, "rms").title)
-    state[f"eps_{side}"] = widgets.choice(
-        P[f"eps_{side}"], t("contracts.eps_label", lang), help=t("contracts.eps_help", lang)
+    preset = {"preset": tr("contracts.option_preset")}
+    eps_labels = {**preset, **{v: v for v in EPS_CHOICES[1:]}}
+    state[f"eps_{side}"] = widgets.labelled_choice(
+        P[f"eps_{side}"], tr("contracts.eps_label"), eps_labels.__getitem__
     )
-    state[f"red_{side}"] = widgets.choice(
-        P[f"red_{side}"], t("contracts.red_label", lang), help=t("contracts.red_help", lang)
+    red_labels = {**preset, **{v: v for v in RED_CHOICES[1:]}}
+    state[f"red_{side}"] = widgets.labelled_choice(
+        P[f"red_{side}"], tr("contracts.red_label"), red_labels.__getitem__
     )
 
 
-def controls(lang: str) -> dict:
+def controls(tr: Translator) -> dict:
     """The sidebar controls; every one is bound to the URL under its key."""
     with st.sidebar:
-        st.header(t("common.controls", lang))
+        st.header(tr("common.controls"))
         state: dict = {}
         for side in SIDES:
-            side_controls(side, lang, state)
-        st.subheader(t("contracts.group_checkpoint", lang))
+            side_controls(side, tr, state)
+        st.subheader(tr("contracts.group_checkpoint"))
         writer = state["checkpoint"] = widgets.choice(
-            P["checkpoint"], t("contracts.checkpoint_label", lang), kind="segmented"
+            P["checkpoint"], tr("contracts.checkpoint_label"), kind="segmented"
         )
-        st.caption(t(f"contracts.checkpoint_{writer}", lang))
-        state["dtype"] = widgets.choice(P["dtype"], t("contracts.dtype_label", lang))
+        st.caption(tr(f"contracts.checkpoint_{writer}"))
+        state["dtype"] = widgets.choice(P["dtype"], tr("contracts.dtype_label"))
         if not HAS_TORCH:
-            st.info(t("common.torch_missing", lang, options="float16, bfloat16"))
-        st.subheader(t("contracts.group_input", lang))
-        state["d"] = widgets.number(P["d"], t("contracts.d_label", lang), kind="input", step=1)
-        state["seed"] = widgets.number(
-            P["seed"], t("contracts.seed_label", lang), kind="input", step=1
-        )
-        state["scale"] = widgets.ladder(P["scale"], t("contracts.scale_label", lang))
+            st.info(tr("common.torch_missing", options="float16, bfloat16"))
+        st.subheader(tr("contracts.group_input"))
+        state["d"] = widgets.number(P["d"], tr("contracts.d_label"), kind="input", step=1)
+        state["seed"] = widgets.number(P["seed"], tr("contracts.seed_label"), kind="input", step=1)
+        state["scale"] = widgets.ladder(P["scale"], tr("contracts.scale_label"))
     return state
 
 
-def fmt(value: float) -> str:
-    """Four significant digits, for prose and tables."""
-    return f"{value:.4g}"
-
-
-def contract_table(c: Comparison, state: dict, lang: str) -> pd.DataFrame:
-    """Each side's resolved contract, one column per side."""
-    rows = ("eps", "eps_placement", "reduction_dtype", "gain_mode", "cast", "output_dtype")
-    columns = {}
-    for side, settings in (("a", c.settings_a), ("b", c.settings_b)):
-        preset = get_preset(state[side], "rms")
-        values = [fmt_number(settings["eps"])] + [str(settings[k]) for k in rows[1:]]
-        values += [preset.source, t(f"contracts.note_{preset.name}", lang)]
-        columns[t(f"contracts.side_{side}", lang)] = values
-    index = [t(f"contracts.row_{k}", lang) for k in (*rows, "source", "note")]
-    table = pd.DataFrame(columns, index=index)
-    table.index.name = t("contracts.row_heading", lang)
-    return table
-
-
-def main() -> None:
-    lang = begin_page("contracts", PARAMS)
-    state = controls(lang)
-
-    st.markdown(f"**{t('contracts.mistakes_heading', lang)}**")
+def mistake_buttons(tr: Translator) -> None:
+    st.markdown(f"**{tr('contracts.mistakes_heading')}**")
     cols = st.columns(len(MISTAKES))
     for col, name in zip(cols, MISTAKES, strict=True):
-        needs_torch = MISTAKES[name].get("dtype", "float32") not in DTYPES
         col.button(
-            t(f"contracts.mistake_{name}", lang),
+            tr(f"contracts.mistake_{name}"),
             key=f"mistake_{name}",
             on_click=apply_mistake,
             args=(name,),
-            disabled=needs_torch,
+            disabled=MISTAKES[name].get("dtype", "float32") not in MODEL_DTYPES,
             width="stretch",
         )
 
-    r = compute(
-        *(
-            state[k]
-            for k in (
-                "a",
-                "b",
-                "eps_a",
-                "eps_b",
-                "red_a",
-                "red_b",
-                "checkpoint",
-                "dtype",
-                "d",
-                "seed",
-                "scale",
-            )
+
+def setting_text(key: str, value: object, tr: Translator) -> str:
+    if key == "eps":
+        return fmt.num(float(value))
+    return tr(f"contracts.value_{value}") if key in WORDED else str(value)
+
+
+def contract_table(view: ContractsView, state: dict, tr: Translator) -> pd.DataFrame:
+    """Each side's resolved contract, one column per side, and whether the two agree."""
+    c = view.comparison
+    columns = {}
+    for side, settings in (("a", c.settings_a), ("b", c.settings_b)):
+        preset = get_preset(state[side], "rms")
+        values = [setting_text(k, settings[k], tr) for k in CONTRACT_KEYS]
+        values += [settings["output_dtype"], preset.source]
+        values += [tr(f"contracts.note_{preset.name}")]
+        columns[tr(f"contracts.side_{side}")] = values
+    yes, no = tr("contracts.same_yes"), tr("contracts.same_no")
+    columns[tr("contracts.row_same")] = [yes if view.same[k] else no for k in CONTRACT_KEYS]
+    columns[tr("contracts.row_same")] += ["", "", ""]
+    rows = (*CONTRACT_KEYS, "output_dtype", "source", "note")
+    table = pd.DataFrame(columns, index=[tr(f"contracts.row_{k}") for k in rows])
+    table.index.name = tr("contracts.row_heading")
+    return table
+
+
+def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
+    c = view.comparison
+    if "mistake" in view.claims:
+        st.info(tr.claim(view.claims["mistake"]))
+    # Side by side where they fit, two to a row on a phone.
+    with st.container(horizontal=True, gap="small"):
+        st.metric(tr("contracts.metric_max"), fmt.num(c.max_abs), width="content")
+        st.metric(tr("contracts.metric_rel"), fmt.num(c.relative), width="content")
+        st.metric(tr("contracts.metric_dtype"), state["dtype"], width="content")
+    labels = {
+        "a": f"A: {state['a']}",
+        "b": f"B: {state['b']}",
+        "delta": "Δ = y_B − y_A",
+        "outputs": tr("contracts.outputs_title", dtype=state["dtype"]),
+        "delta_title": tr("contracts.delta_title"),
+        "coordinate": tr("common.coordinate"),
+        "value": tr("common.value"),
+    }
+    numbers = {"a": state["a"], "b": state["b"], "dtype": state["dtype"], "d": state["d"]}
+    st.plotly_chart(
+        readable(contract_figure(c.y_a, c.y_b, c.delta, labels)),
+        key="contract",
+        alt=tr("contracts.figure_alt", max_abs=c.max_abs, relative=c.relative, **numbers),
+    )
+    st.caption(
+        tr(
+            "contracts.figure_caption",
+            **numbers,
+            eps_a=c.settings_a["eps"],
+            eps_b=c.settings_b["eps"],
+            red_a=c.settings_a["reduction_dtype"],
+            red_b=c.settings_b["reduction_dtype"],
+            writer=view.writer,
+            mode=tr(f"contracts.value_{view.gain_mode}"),
+            w_mean=view.weight_mean,
         )
     )
-    c = r["cmp"]
-    a, b = get_preset(state["a"], "rms"), get_preset(state["b"], "rms")
-    numbers = {
-        "a": a.name,
-        "b": b.name,
-        "dtype": state["dtype"],
-        "d": state["d"],
-        "max_abs": fmt(c.max_abs),
-        "relative": fmt(c.relative),
-        "writer": state[state["checkpoint"]],
-        "mode": r["writer"],
-        "w_mean": fmt(r["weight_mean"]),
-        "eps_a": fmt_number(c.settings_a["eps"]),
-        "eps_b": fmt_number(c.settings_b["eps"]),
-        "red_a": c.settings_a["reduction_dtype"],
-        "red_b": c.settings_b["reduction_dtype"],
-        "scale": fmt_number(state["scale"]),
-    }
-    mistake = active_mistake(state)
-    if mistake is not None:
-        st.info(t(f"contracts.explain_{mistake}", lang, **numbers))
-
-    m1, m2, m3 = st.columns(3)
-    m1.metric(t("contracts.metric_max", lang), fmt(c.max_abs))
-    m2.metric(t("contracts.metric_rel", lang), fmt(c.relative))
-    m3.metric(t("contracts.metric_dtype", lang), state["dtype"])
-
-    labels = {
-        "a": f"A: {a.name}",
-        "b": f"B: {b.name}",
-        "delta": "Δ = y_B − y_A",
-        "outputs": t("contracts.outputs_title", lang, dtype=state["dtype"]),
-        "delta_title": t("contracts.delta_title", lang),
-        "coordinate": t("common.coordinate", lang),
-        "value": t("common.value", lang),
-    }
-    st.plotly_chart(
-        contract_figure(c.y_a, c.y_b, c.delta, labels),
-        key="contract",
-        alt=t("contracts.figure_alt", lang, **numbers),
-    )
-    st.caption(t("contracts.figure_caption", lang, **numbers))
     st.latex(DELTA_FORMULA)
-    if c.max_abs == 0:
-        st.success(t("contracts.identical", lang, **numbers))
-    for alert in c.alerts:
-        st.warning(alert)
+    if "agreement" in view.claims:
+        st.success(tr.claim(view.claims["agreement"]))
+    for side, message in c.alerts:
+        st.warning(f"{tr(f'contracts.side_{side}')}: {tr.message(message)}")
 
-    st.subheader(t("contracts.formulas_heading", lang))
+
+def contracts(view: ContractsView, state: dict, tr: Translator) -> None:
+    st.subheader(tr("contracts.formulas_heading"))
     # One above the other: the upstream formulas are too wide to share a row.
-    for side, preset in (("a", a), ("b", b)):
-        st.markdown(f"**{t(f'contracts.side_{side}', lang)}: {preset.title}**")
+    for side in SIDES:
+        preset = get_preset(state[side], "rms")
+        title = tr("contracts.side_title", side=tr(f"contracts.side_{side}"), title=preset.title)
+        st.markdown(f"**{title}**")
         st.latex(preset.formula)
-    st.table(contract_table(c, state, lang))
+    st.markdown(tr.claim(view.claims["contract"]))
+    st.table(contract_table(view, state, tr))
 
-    share_box(PARAMS, lang)
+
+def main() -> None:
+    tr = translator(begin_page("contracts", PARAMS))
+    state = controls(tr)
+    mistake_buttons(tr)
+    view = compute(tuple(sorted(state.items())))
+    comparison(view, state, tr)
+    contracts(view, state, tr)
+    share_box(PARAMS, tr.lang)
 
 
 if __name__ == "__main__":

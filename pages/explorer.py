@@ -23,10 +23,8 @@ from core.inputs import (
     make_input,
     parse_vector,
 )
-from core.messages import Message
 from core.stats import IDENTITY_FORMULA, STAT_NAMES
 from ui import fmt, widgets
-from ui.core_text import translate
 from ui.export import coordinates_csv, statistics_csv, view_json
 from ui.frame import begin_page, presenting, save_box, share_box, view_mode
 from ui.i18n import Translator, translator
@@ -309,16 +307,10 @@ def messages(tr: Translator, view: ExplorerView) -> None:
         limit = dtype_max(view.dtype_asked)
         st.warning(tr("explorer.dtype_overflow", dtype=view.dtype_asked, limit=limit))
     for alert in view.alerts:
-        st.warning(_say(tr, alert))
+        st.warning(tr.message(alert))
     if view.notes:
         with st.expander(tr("explorer.notes_heading")):
-            st.markdown("\n".join(f"- {_say(tr, note)}" for note in view.notes))
-
-
-def _say(tr: Translator, message: Message | str) -> str:
-    if isinstance(message, Message):
-        return tr.message(message)
-    return translate(message, tr.lang)
+            st.markdown("\n".join(f"- {tr.message(note)}" for note in view.notes))
 
 
 def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> None:

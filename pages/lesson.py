@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -121,13 +120,13 @@ def _table(r: StepResult, lab: dict[str, str]) -> go.Figure:
     return residual_figure(names, r.arrays["rms"], r.arrays["layer"], r.numbers["tol"], lab)
 
 
-def _centre(r: StepResult, lab: dict[str, str]) -> go.Figure:
-    """The explorer's coordinates chart: x, then both outputs with their means (dashed)."""
-    index = np.arange(int(r.numbers["d"]))
-    arrays = {"x": "x", "rms": "y_rms", "layer": "y_layer"}
-    series = {key: (index, r.arrays[name]) for key, name in arrays.items()}
+def _coordinates(r: StepResult, lab: dict[str, str]) -> go.Figure:
+    """The explorer's coordinate chart for the step's x: every coordinate, dashed output means."""
+    values = {"x": r.arrays["x"], "rms": r.arrays["y_rms"], "layer": r.arrays["y_layer"]}
+    index = list(range(len(values["x"])))
+    series = {key: (index, v) for key, v in values.items()}
     means = {"rms": r.numbers["mean_rms"], "layer": r.numbers["mean_layer"]}
-    return coordinates_figure(series, means, lab, d=index.size)
+    return coordinates_figure(series, means, lab, d=len(index))
 
 
 def _residual(r: StepResult, lab: dict[str, str]) -> go.Figure:
@@ -136,7 +135,7 @@ def _residual(r: StepResult, lab: dict[str, str]) -> go.Figure:
 
 
 FIGURES: dict[str, Callable[[StepResult, dict[str, str]], go.Figure]] = {
-    "centre": lambda r, lab: _centre(r, lab),
+    "centre": lambda r, lab: _coordinates(r, lab),
     "identity": lambda r, lab: identity_figure(r.arrays["before"], r.arrays["after"], lab),
     "rescale": lambda r, lab: outputs_figure([("", r.arrays)], lab),
     "scales": lambda r, lab: outputs_figure(

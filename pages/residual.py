@@ -1,8 +1,10 @@
 """Residual stream: a common offset accumulates over L pre-norm blocks; what each norm passes on.
 
-The page shows one model of the stream, the synthetic trunk of ``core.residual`` (controls,
-one cached call, then ``toy_trunk``). Another model of the stream would add its own controls and
-sections beside these and leave them as they are.
+Two models of the stream, chosen by the link's ``mode``: the synthetic trunk of
+``core.residual`` (``mode=synthetic``: its controls, one cached call, then ``toy_trunk``) and
+the shipped trained models read with forward hooks (``mode=trained``: a training seed and a
+text, one cached call to ``trained_view``, then ``trained_models``). Each mode draws only its
+own controls; the other mode's values stay in the link.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.activations import SHIPPED_SEEDS, TEXTS
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, MIN_WIDTH, ladder_upto
 from core.residual import (
     DRIFT_LIMIT,
@@ -19,14 +22,18 @@ from core.residual import (
     ROUNDING,
     STREAM_MAX_WIDTH,
     TOKENS,
+    TRAINED_NORMS,
+    TRAINED_QUANTITIES,
     ResidualView,
+    TrainedView,
     residual_view,
+    trained_view,
 )
 from ui import fmt, widgets
-from ui.frame import METRIC_WIDTH, begin_page, metric_row, readable, share_box
+from ui.frame import METRIC_WIDTH, begin_page, metric_row, presenting, readable, share_box
 from ui.i18n import Translator, translator
-from ui.params import FloatParam, IntParam, LadderParam
-from viz.residual import layers_figure
+from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, read_link_value
+from viz.residual import coordinates_figure, layers_figure
 
 # The panels of the figure, in reading order: the stream, what W_l is handed, what it returns.
 PANELS = (
@@ -39,12 +46,23 @@ PANELS = (
 )
 NORMS = ("rms", "layer")  # RMSNorm first, as on every page
 
+MODES = ("synthetic", "trained")
+# Each model of the stream, with the link parameters its controls set.
+MODE_KEYS = {
+    "synthetic": ("layers", "d", "drift", "seed", "eps"),
+    "trained": ("trained_seed", "prompt"),
+}
+
 PARAMS = (
+    ChoiceParam("mode", "synthetic", MODES),
     IntParam("layers", 24, 1, MAX_LAYERS),
     IntParam("d", 256, MIN_WIDTH, STREAM_MAX_WIDTH),
     FloatParam("drift", 0.5, -DRIFT_LIMIT, DRIFT_LIMIT),
     IntParam("seed", 0),
     LadderParam("eps", DEFAULT_LAYER_EPS, ladder_upto(EPS_LADDER, 1.0)),
+    # ``text`` is taken by the frame (``text=large``); the models' text is the ``prompt``.
+    IntParam("trained_seed", SHIPPED_SEEDS[0], min(SHIPPED_SEEDS), max(SHIPPED_SEEDS)),
+    ChoiceParam("prompt", "docs", tuple(TEXTS)),
 )
 P = {p.key: p for p in PARAMS}
 
@@ -55,18 +73,43 @@ def compute(layers: int, d: int, drift: float, seed: int, eps: float) -> Residua
     return residual_view(layers=layers, d=d, drift=drift, seed=seed, eps=eps)
 
 
-def controls(tr: Translator) -> dict:
-    """The sidebar controls; every one is bound to the URL under its key."""
+@st.cache_data(max_entries=len(SHIPPED_SEEDS) * len(TEXTS), show_spinner=False)
+def compute_trained(seed: int, prompt: str) -> TrainedView:
+    """The three shipped models of one training seed read on one text, with the claims. The
+    core keeps the readings of every checkpoint per text, so a new seed loads nothing again."""
+    return trained_view(seed=seed, text=prompt)
+
+
+def choose_mode(tr: Translator) -> str:
+    """The model of the stream: buttons above the page, none in the presenter view."""
+    if presenting():
+        return st.session_state.get("mode", read_link_value(P["mode"])[0])
+    return widgets.labelled_choice(
+        P["mode"], tr("residual.mode_label"), lambda m: tr(f"residual.mode_{m}"), kind="segmented"
+    )
+
+
+def controls(tr: Translator, mode: str) -> dict:
+    """The sidebar controls of ``mode``; every one is carried by the URL under its key."""
     with st.sidebar:
         st.header(tr("common.controls"))
-        widgets.number(P["layers"], tr("residual.layers_label"))
-        widgets.number(P["d"], tr("residual.d_label"), kind="input", step=1)
-        widgets.number(
-            P["drift"], tr("residual.drift_label"), step=0.05, help=tr("residual.drift_help")
-        )
-        widgets.number(P["seed"], tr("residual.seed_label"), kind="input", step=1)
-        widgets.ladder(P["eps"], tr("residual.eps_label"))
-    return {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
+        if mode == "synthetic":
+            widgets.number(P["layers"], tr("residual.layers_label"))
+            widgets.number(P["d"], tr("residual.d_label"), kind="input", step=1)
+            widgets.number(
+                P["drift"], tr("residual.drift_label"), step=0.05, help=tr("residual.drift_help")
+            )
+            widgets.number(P["seed"], tr("residual.seed_label"), kind="input", step=1)
+            widgets.ladder(P["eps"], tr("residual.eps_label"))
+        else:
+            widgets.number(P["trained_seed"], tr("residual.trained_seed_label"), step=1)
+            widgets.labelled_choice(
+                P["prompt"],
+                tr("residual.prompt_label"),
+                lambda k: tr(f"residual.prompt_{k}"),
+                help=tr("residual.prompt_help"),
+            )
+    return {key: st.session_state.get(key, read_link_value(P[key])[0]) for key in MODE_KEYS[mode]}
 
 
 def metrics(view: ResidualView, tr: Translator, layers: int) -> None:
@@ -138,12 +181,98 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int, drift: float) -> 
     st.caption(claims["table"])
 
 
+def trained_names(tr: Translator) -> dict[str, str]:
+    """Labels of the trained mode's figures and tables: models, axes, panels, table rows."""
+    return {
+        **{n: tr(f"residual.trained_{n}") for n in TRAINED_NORMS},
+        "layer_axis": tr("residual.layer_axis"),
+        "coordinate_axis": tr("residual.coordinate_axis"),
+        "times_median": tr("residual.times_median"),
+        **{q: tr(f"residual.p_{q}") for q in TRAINED_QUANTITIES},
+        **{f"q_{q}": tr(f"residual.q_{q}") for q in (*TRAINED_QUANTITIES, "loss")},
+        "quantity": tr("residual.quantity"),
+    }
+
+
+def trained_table(view: TrainedView, names: dict[str, str]) -> pd.DataFrame:
+    """Every reading after the last block, one column per model; shares as percentages."""
+    rows = {
+        names[f"q_{q}"]: [
+            (fmt.pct if q == "stream_share_ones" else fmt.num)(view.last[n][q])
+            for n in TRAINED_NORMS
+        ]
+        for q in TRAINED_QUANTITIES
+    }
+    rows[names["q_loss"]] = [fmt.num(view.loss[n]) for n in TRAINED_NORMS]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=[names[n] for n in TRAINED_NORMS])
+    frame.index.name = names["quantity"]
+    return frame
+
+
+def dims_table(view: TrainedView, names: dict[str, str]) -> pd.DataFrame:
+    """The largest coordinates of each model's stream, one row per layer."""
+    frame = pd.DataFrame(
+        {
+            names[n]: [", ".join(str(int(i)) for i in dims) for dims in view.outlier_dims[n]]
+            for n in TRAINED_NORMS
+        },
+        index=[str(int(layer)) for layer in view.layers],
+    )
+    frame.index.name = "l"  # the index of hₗ; "layer l" would wrap on a phone
+    return frame
+
+
+def trained_models(view: TrainedView, tr: Translator) -> None:
+    """The shipped models: what they are and read, the readings by layer, what they show."""
+    claims = {slot: tr.claim(claim) for slot, claim in view.claims.items()}
+    names = trained_names(tr)
+    st.subheader(tr("residual.trained_heading"))
+    st.markdown(tr("residual.trained_lead"))
+    st.caption(claims["model"])
+    st.code(view.prompt, language=None, wrap_lines=True)
+    st.caption(tr("residual.prompt_caption"))
+    st.markdown(claims["text"])
+    st.info(claims["small"])
+
+    st.subheader(tr("residual.trained_figure_heading"))
+    st.plotly_chart(
+        layers_figure(view.layers, view.readings, TRAINED_QUANTITIES, names, TRAINED_NORMS),
+        key="trained_figure",
+        alt=tr("residual.trained_figure_alt", seed=view.seed),
+    )
+    st.subheader(tr("residual.trained_explain_heading"))
+    for slot in ("offset", "share", "chance", "shift"):
+        st.markdown(claims[slot])
+
+    st.subheader(tr("residual.outliers_heading"))
+    st.plotly_chart(
+        coordinates_figure(view.relative_magnitude, TRAINED_NORMS, names),
+        key="coordinates_figure",
+        alt=tr("residual.coordinates_alt", seed=view.seed, d=view.d),
+    )
+    st.markdown(f"{claims['outliers']} {claims['dims']}")
+    k = view.outlier_dims["rms"].shape[1]
+    st.markdown(f"**{tr('residual.dims_heading', k=k)}**")
+    st.table(dims_table(view, names))
+
+    st.subheader(tr("residual.trained_table_heading"))
+    st.table(trained_table(view, names))
+    st.caption(claims["table"])
+
+
 def main() -> None:
     tr = translator(begin_page("residual", PARAMS))
-    state = controls(tr)
-    layers, drift = int(state["layers"]), float(state["drift"])
-    view = compute(layers, int(state["d"]), drift, int(state["seed"]), float(state["eps"]))
-    toy_trunk(view, tr, layers, drift)
+    mode = choose_mode(tr)
+    state = controls(tr, mode)
+    if mode == "synthetic":
+        layers, drift = int(state["layers"]), float(state["drift"])
+        view = compute(layers, int(state["d"]), drift, int(state["seed"]), float(state["eps"]))
+        st.markdown(tr("residual.synthetic_lead"))
+        toy_trunk(view, tr, layers, drift)
+    else:
+        with st.spinner(tr("residual.reading")):
+            trained = compute_trained(int(state["trained_seed"]), str(state["prompt"]))
+        trained_models(trained, tr)
     share_box(PARAMS, tr.lang)
 
 

@@ -16,19 +16,26 @@ from core.speedlab import (
     MIN_SWEEP_BATCH,
     MIN_SWEEP_WIDTH,
     PAPER_CITATION,
+    PAPER_PARTIAL,
     PAPER_SAVING,
+    PARTIALS,
     TIME_CAP_S,
-    SpeedRun,
+    Plan,
+    SpeedView,
     exclusive,
     measure,
-    saving,
-    sweep_points,
+    partial_size,
+    plan,
+    shape_text,
+    speed_view,
+    sweep_sizes,
 )
-from ui import widgets
-from ui.frame import begin_page, share_box
-from ui.i18n import t
-from ui.params import ChoiceParam, IntParam, LadderParam, fmt_number
-from viz.speed import bandwidth_figure, time_figure
+from ui import fmt, widgets
+from ui.frame import begin_page, share_box, view_mode
+from ui.i18n import Translator, translator
+from ui.params import ChoiceParam, IntParam, LadderParam
+from viz import style
+from viz.speed import bandwidth_figure, partial_figure, time_figure
 
 # Powers of two from the smallest sweep point to the largest size the lab allows.
 WIDTH_LADDER = tuple(
@@ -37,49 +44,51 @@ WIDTH_LADDER = tuple(
 BATCH_LADDER = tuple(
     float(1 << k) for k in range(MIN_SWEEP_BATCH.bit_length() - 1, MAX_BATCH.bit_length())
 )
-# Beyond this many repeats a run at the larger sizes only meets the time cap sooner.
+# Beyond this many rounds a run at the larger sizes only meets the time cap sooner.
 MAX_REPEATS = 15
 RESULT_KEY = "_speed_result"
+REQUEST_KEY = "_speed_requested"
+SWEEPS = ("width", "batch")
+
+
+def readable(fig):
+    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
+    return style.readable(fig, large=view_mode().large_text)
+
 
 PARAMS = (
-    ChoiceParam("sweep", "width", ("width", "batch")),
+    ChoiceParam("sweep", "width", SWEEPS),
     LadderParam("d", 4096.0, WIDTH_LADDER),
     LadderParam("batch", 256.0, BATCH_LADDER),
     ChoiceParam("impl", "torch", IMPLEMENTATIONS),
-    ChoiceParam("device", "cpu", ("cpu", "cuda")),
+    # Only the devices this server has: a link asking for another gets a notice naming `device`.
+    ChoiceParam("device", "cpu", tuple(available_devices()) or ("cpu",)),
     ChoiceParam("dtype", "float32", DTYPES),
     IntParam("repeats", 5, 1, MAX_REPEATS),
 )
 P = {p.key: p for p in PARAMS}
 
 
-def controls(lang: str) -> dict:
+def controls(tr: Translator) -> dict:
     """The sidebar controls, each bound to the URL under its key."""
     has_torch = torch_available()
     with st.sidebar:
-        st.header(t("common.controls", lang))
-        sweep = widgets.choice(P["sweep"], t("speed.sweep_label", lang), kind="segmented")
-        st.caption(t(f"speed.sweep_{sweep}", lang))
-        widgets.ladder(P["d"], t("speed.d_label", lang))
-        widgets.ladder(P["batch"], t("speed.batch_label", lang))
+        st.header(tr("common.controls"))
+        options = {s: tr(f"speed.sweep_option_{s}") for s in SWEEPS}
+        sweep = widgets.labelled_choice(P["sweep"], tr("speed.sweep_label"), options.__getitem__)
+        st.caption(tr(f"speed.sweep_{sweep}"))
+        widgets.ladder(P["d"], tr("speed.d_label"))
+        widgets.ladder(P["batch"], tr("speed.batch_label"))
         if has_torch:
-            impl = widgets.choice(P["impl"], t("speed.impl_label", lang), kind="segmented")
-            st.caption(t(f"speed.impl_{impl}", lang))
+            impl = widgets.choice(P["impl"], tr("speed.impl_label"), kind="segmented")
+            st.caption(tr(f"speed.impl_{impl}"))
             if impl == "torch":
-                devices = tuple(available_devices())
-                if st.session_state.get("device") not in devices:
-                    st.session_state["device"] = "cpu"
-                widgets.choice(P["device"], t("speed.device_label", lang), options=devices)
+                widgets.choice(P["device"], tr("speed.device_label"))
         else:
-            st.info(t("common.torch_missing", lang, options="impl=torch, device"))
-        widgets.choice(P["dtype"], t("speed.dtype_label", lang))
-        widgets.number(
-            P["repeats"],
-            t("speed.repeats_label", lang),
-            kind="input",
-            step=1,
-            help=t("speed.repeats_help", lang),
-        )
+            st.info(tr("common.torch_missing", options="impl=torch, device"))
+        widgets.choice(P["dtype"], tr("speed.dtype_label"))
+        widgets.number(P["repeats"], tr("speed.repeats_label"), kind="input", step=1)
+        st.caption(tr("speed.repeats_help"))
     state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
     if not has_torch or state["impl"] != "torch":
         state.update(impl="numpy", device="cpu")
@@ -87,24 +96,74 @@ def controls(lang: str) -> dict:
     return state
 
 
-def sizes(state: dict) -> tuple[list[int], list[int]]:
-    """The widths and batches of the sweep: one of them swept in powers of two, one fixed."""
-    if state["sweep"] == "width":
-        return sweep_points(MIN_SWEEP_WIDTH, state["d"]), [state["batch"]]
-    return [state["d"]], sweep_points(MIN_SWEEP_BATCH, state["batch"])
+def kernel_names(tr: Translator, labels: dict[str, str]) -> dict[str, str]:
+    return {k: tr(f"speed.kernel_{label}") for k, label in labels.items()}
 
 
-def run_measurement(state: dict, lang: str) -> None:
+def show_plan(p: Plan, state: dict, tr: Translator) -> None:
+    """What Measure will time, and the paper's figures, before anything runs."""
+    st.subheader(tr("speed.plan_heading"))
+    st.markdown(tr("speed.plan_shapes", shapes=shape_text(p.shapes) or "–"))
+    if p.skipped:
+        st.caption(
+            tr("speed.plan_skipped", mib=MAX_TENSOR_BYTES >> 20, shapes=shape_text(p.skipped))
+        )
+    names = kernel_names(tr, p.kernels)
+    table = pd.DataFrame(
+        {tr("speed.col_what"): [tr(f"speed.what_{p.kernels[k]}") for k in p.kernels]},
+        index=[names[k] for k in p.kernels],
+    )
+    table.index.name = tr("speed.col_kernel")
+    st.table(table)
+    if p.partial_shape is not None:
+        ps = ", ".join(fmt.pct(v) for v in p.partials)
+        st.markdown(tr("speed.plan_partial", shape=shape_text([p.partial_shape]), ps=ps))
+    st.caption(
+        tr(
+            "speed.plan_limits",
+            mib=MAX_TENSOR_BYTES >> 20,
+            cap=TIME_CAP_S,
+            rounds=state["repeats"],
+        )
+    )
+
+
+def show_paper(tr: Translator, view: SpeedView | None) -> None:
+    """The paper's figures beside this server's, two to a row (they fit a phone that way)."""
+    st.subheader(tr("speed.paper_heading"))
+    lo, hi = 1.0 - PAPER_SAVING[1], 1.0 - PAPER_SAVING[0]
+    # Side by side where they fit, two to a row on a phone.
+    with st.container(horizontal=True, gap="small"):
+        st.metric(tr("speed.paper_metric"), tr("speed.paper_value", lo=lo, hi=hi), width="content")
+        st.metric(
+            tr("speed.paper_partial_metric"),
+            tr("speed.paper_partial_value", p_pct=PAPER_PARTIAL),
+            width="content",
+        )
+        for technique in ("composite", "fused"):
+            claim = view.claims.get(f"headline_{technique}") if view is not None else None
+            if claim is not None:
+                stem = claim.key.split("_", 1)[1].rsplit("_", 1)[0]
+                st.metric(
+                    tr(f"speed.paper_here_{stem}_metric"),
+                    tr("speed.times_value", value=claim.fields["ratio"]),
+                    width="content",
+                )
+    st.caption(tr("speed.paper_metrics_caption"))
+    st.markdown(tr("speed.paper_text", citation=PAPER_CITATION, lo=lo, hi=hi))
+
+
+def run_measurement(state: dict, tr: Translator) -> None:
     """Measure now, if no other visitor is; keep the result in this session only."""
-    widths, batches = sizes(state)
+    widths, batches = sweep_sizes(state["sweep"], state["d"], state["batch"])
     with exclusive() as acquired:
         if not acquired:
-            st.warning(t("speed.busy", lang))
+            st.warning(tr("speed.busy"))
             return
-        bar = st.progress(0.0, text=t("speed.progress", lang, done=0, total="…"))
+        bar = st.progress(0.0, text=tr("speed.progress", done=0, total="…"))
 
         def report(done: int, total: int) -> None:
-            bar.progress(done / total, text=t("speed.progress", lang, done=done, total=total))
+            bar.progress(done / total, text=tr("speed.progress", done=done, total=total))
 
         run = measure(
             widths,
@@ -116,155 +175,174 @@ def run_measurement(state: dict, lang: str) -> None:
             progress=report,
         )
         bar.empty()
-    st.session_state[RESULT_KEY] = {"state": dict(state), "run": run}
+    st.session_state[RESULT_KEY] = {"state": dict(state), "view": speed_view(run, state["sweep"])}
 
 
-def fmt(value: float) -> str:
-    """Three significant digits: timings are not reproducible beyond that."""
-    return f"{value:.3g}"
-
-
-def shape_text(shapes: tuple[tuple[int, int], ...]) -> str:
-    return ", ".join(f"{b} × {w}" for b, w in shapes)
-
-
-def show_run(run: SpeedRun, used: dict, lang: str) -> None:
-    """Figures, the paper's claim beside the measured saving, the explanation, the table."""
-    cap = fmt_number(run.time_cap_s)
-    if run.skipped:
-        st.info(
-            t("speed.skipped", lang, mib=MAX_TENSOR_BYTES >> 20, shapes=shape_text(run.skipped))
-        )
-    if not run.complete:
-        st.warning(t("speed.capped", lang, cap=cap, shapes=shape_text(run.unmeasured)))
-    shapes = run.shapes()
-    if not shapes:
-        st.error(t("speed.nothing", lang))
-        return
+def show_notes(view: SpeedView, tr: Translator) -> None:
+    run = view.run
+    for slot, show in (("skipped", st.info), ("capped", st.warning)):
+        if slot in view.claims:
+            show(tr.claim(view.claims[slot]))
     st.caption(
-        t(
+        tr(
             "speed.run_info",
-            lang,
             impl=run.implementation,
             device=run.device,
             dtype=run.dtype,
             threads=run.threads,
             repeats=run.repeats,
-            elapsed=f"{run.elapsed_s:.2f}",
+            calls=run.calls,
+            elements=run.elements,
+            elapsed=run.elapsed_s,
         )
     )
 
-    swept = 1 if used["sweep"] == "width" else 0
-    axis = np.array([shape[swept] for shape in shapes])
-    kernels = tuple(run.at(*shapes[0]))
-    per_kernel = {k: [run.at(*s)[k] for s in shapes] for k in kernels}
-    labels = {k: t(f"speed.kernel_{k}", lang) for k in kernels}
-    labels.update(
-        size=t(f"speed.size_{used['sweep']}", lang),
-        time=t("speed.time", lang),
-        bandwidth=t("speed.bandwidth", lang),
-    )
-    largest = run.at(*shapes[-1])
-    big = {
-        "size": labels["size"],
-        "largest": f"{shapes[-1][0]} × {shapes[-1][1]}",
-        **{f"{k}_ms": fmt(largest[k].median_s * 1e3) for k in kernels},
-        **{f"{k}_gbs": fmt(largest[k].gb_per_s) for k in kernels},
-        **{f"{k}_x": fmt(largest[k].vs_copy) for k in kernels},
+
+def show_figures(view: SpeedView, tr: Translator) -> None:
+    names = kernel_names(tr, view.run.labels)
+    labels = {
+        **names,
+        "size": tr(f"speed.size_{view.swept}"),
+        "time": tr("speed.time"),
+        "bandwidth": tr("speed.bandwidth"),
     }
-
+    spread = {k: (view.q1_ms[k], view.q3_ms[k]) for k in view.median_ms}
     left, right = st.columns(2, gap="large")
-    with left:
-        st.markdown(f"**{t('speed.time_heading', lang)}**")
-        times = {k: np.array([m.median_s * 1e3 for m in v]) for k, v in per_kernel.items()}
-        st.plotly_chart(
-            time_figure(axis, times, labels), key="time", alt=t("speed.time_alt", lang, **big)
-        )
-    with right:
-        st.markdown(f"**{t('speed.bandwidth_heading', lang)}**")
-        rates = {k: np.array([m.gb_per_s for m in v]) for k, v in per_kernel.items()}
-        st.plotly_chart(
-            bandwidth_figure(axis, rates, labels),
-            key="bandwidth",
-            alt=t("speed.bandwidth_alt", lang, **big),
-        )
-    st.caption(t("speed.bandwidth_caption", lang, **big))
+    left.markdown(f"**{tr('speed.time_heading')}**")
+    left.plotly_chart(
+        readable(time_figure(view.axis, view.median_ms, spread, labels, fmt.num)),
+        key="time",
+        alt=tr("speed.time_alt", size=labels["size"]),
+    )
+    right.markdown(f"**{tr('speed.bandwidth_heading')}**")
+    right.plotly_chart(
+        readable(bandwidth_figure(view.axis, view.gb_per_s, labels, fmt.num)),
+        key="bandwidth",
+        alt=tr("speed.bandwidth_alt", size=labels["size"]),
+    )
 
-    st.subheader(t("speed.claim_heading", lang))
-    savings = [
-        100 * saving(r.median_s, y.median_s)
-        for r, y in zip(per_kernel["rms"], per_kernel["layer"], strict=True)
+
+def show_headlines(view: SpeedView, tr: Translator) -> None:
+    st.subheader(tr("speed.headline_heading"))
+    for technique in ("composite", "fused"):
+        lines = [f"headline_{technique}", f"range_{technique}", f"copy_{technique}"]
+        shown = [tr.claim(view.claims[s]) for s in lines if s in view.claims]
+        if shown:
+            st.markdown("\n\n".join(shown))
+
+
+def show_partial(view: SpeedView, tr: Translator) -> None:
+    if not view.partial:
+        return
+    st.subheader(tr("speed.partial_heading"))
+    ps = np.array(PARTIALS)
+    ratio = np.array([view.partial[p][0] for p in PARTIALS])
+    spread = (
+        np.array([view.partial[p][1] for p in PARTIALS]),
+        np.array([view.partial[p][2] for p in PARTIALS]),
+    )
+    error = np.array([view.run.partial_error[p] for p in PARTIALS])
+    labels = {
+        "p": tr("speed.partial_axis"),
+        "ratio": tr("speed.partial_ratio_axis"),
+        "error": tr("speed.partial_error_axis"),
+    }
+    st.plotly_chart(
+        readable(partial_figure(ps, ratio, spread, error, labels, fmt.pct)),
+        key="partial",
+        alt=tr("speed.partial_alt"),
+    )
+    st.markdown(tr.claim(view.claims["partial"]))
+    st.caption(tr("speed.partial_paper"))
+
+
+def show_why(view: SpeedView, tr: Translator) -> None:
+    st.subheader(tr("speed.why_heading"))
+    st.markdown(tr("speed.why_memory"))
+    st.markdown(tr("speed.why_composite"))
+    if "rms_fused" in view.median_ms:
+        st.markdown(tr("speed.why_fused"))
+    st.markdown(tr("speed.why_gpu"))
+
+
+def number_tables(view: SpeedView, tr: Translator) -> None:
+    names = kernel_names(tr, view.run.labels)
+    rows = [
+        {
+            tr("speed.col_batch"): m.batch,
+            tr("speed.col_width"): m.width,
+            tr("speed.col_kernel"): names[m.kernel],
+            tr("speed.col_ms"): fmt.num(m.median_s * 1e3),
+            tr("speed.col_q1"): fmt.num(float(np.percentile(m.samples, 25)) * 1e3),
+            tr("speed.col_q3"): fmt.num(float(np.percentile(m.samples, 75)) * 1e3),
+            tr("speed.col_gbs"): fmt.num(m.gb_per_s),
+            tr("speed.col_samples"): len(m.samples),
+        }
+        for m in view.run.measurements
     ]
-    measured = savings[-1]
-    lo, hi = (100 * s for s in PAPER_SAVING)
-    cols = st.columns(4 if "rms_fast" in kernels else 3)
-    cols[0].metric(
-        t("speed.paper_metric", lang), t("speed.paper_value", lang, lo=f"{lo:.0f}", hi=f"{hi:.0f}")
-    )
-    cols[1].metric(
-        t("speed.measured_metric", lang), t("speed.percent", lang, value=f"{measured:.0f}")
-    )
-    cols[2].metric(
-        t("speed.range_metric", lang),
-        t("speed.percent_range", lang, lo=f"{min(savings):.0f}", hi=f"{max(savings):.0f}"),
-    )
-    if "rms_fast" in kernels:
-        fast = 100 * saving(largest["rms_fast"].median_s, largest["layer"].median_s)
-        cols[3].metric(t("speed.fast_metric", lang), t("speed.percent", lang, value=f"{fast:.0f}"))
-    st.markdown(
-        t(
-            "speed.claim_text",
-            lang,
-            citation=PAPER_CITATION,
-            largest=big["largest"],
-            measured=f"{measured:.0f}",
-            lo=f"{min(savings):.0f}",
-            hi=f"{max(savings):.0f}",
-        )
-    )
+    with st.expander(tr("speed.table_heading")):
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="numbers")
+        if view.partial:
+            width = view.largest[1]
+            st.dataframe(
+                pd.DataFrame(
+                    {
+                        tr("speed.col_p"): [fmt.pct(p) for p in PARTIALS],
+                        tr("speed.col_k"): [
+                            f"{partial_size(p, width)} / {width}" for p in PARTIALS
+                        ],
+                        tr("speed.col_ratio"): [fmt.num(view.partial[p][0]) for p in PARTIALS],
+                        tr("speed.col_error"): [
+                            fmt.pct(view.run.partial_error[p]) for p in PARTIALS
+                        ],
+                    }
+                ),
+                hide_index=True,
+                key="partial_numbers",
+            )
 
-    st.subheader(t("speed.why_heading", lang))
-    st.markdown(t("speed.why_memory", lang))
-    if run.implementation == "numpy":
-        st.markdown(t("speed.why_numpy", lang))
-    else:
-        st.markdown(t("speed.why_fused", lang, **big))
-        if "rms_fast" in kernels:
-            st.markdown(t("speed.why_fast", lang, **big))
-    st.markdown(t("speed.why_gpu", lang))
 
-    with st.expander(t("speed.table_heading", lang)):
-        table = pd.DataFrame(
-            [
-                {
-                    t("speed.col_batch", lang): m.batch,
-                    t("speed.col_width", lang): m.width,
-                    t("speed.col_kernel", lang): labels[m.kernel],
-                    t("speed.col_ms", lang): fmt(m.median_s * 1e3),
-                    t("speed.col_gbs", lang): fmt(m.gb_per_s),
-                    t("speed.col_vs_copy", lang): fmt(m.vs_copy),
-                    t("speed.col_samples", lang): m.samples,
-                }
-                for m in run.measurements
-            ]
-        )
-        st.dataframe(table, hide_index=True, key="numbers")
+def show_run(view: SpeedView, tr: Translator) -> None:
+    show_notes(view, tr)
+    if view.largest is None:
+        st.error(tr("speed.nothing"))
+        return
+    show_figures(view, tr)
+    show_headlines(view, tr)
+    show_partial(view, tr)
+    show_why(view, tr)
+    number_tables(view, tr)
 
 
 def main() -> None:
-    lang = begin_page("speed", PARAMS)
-    state = controls(lang)
-    st.caption(t("speed.limits", lang, mib=MAX_TENSOR_BYTES >> 20, cap=fmt_number(TIME_CAP_S)))
-    if st.button(t("speed.measure", lang), key="measure", type="primary", icon=":material/timer:"):
-        run_measurement(state, lang)
+    tr = translator(begin_page("speed", PARAMS))
+    state = controls(tr)
+    the_plan = plan(
+        state["sweep"], state["d"], state["batch"], state["impl"], state["device"], state["dtype"]
+    )
+    show_plan(the_plan, state, tr)
+    # The click is kept in the session state by the callback (a rerun before this line, such as
+    # the router's first one, would otherwise drop it) and consumed here, once.
+    st.button(
+        tr("speed.measure"),
+        key="measure",
+        type="primary",
+        icon=":material/timer:",
+        on_click=st.session_state.__setitem__,
+        args=(REQUEST_KEY, True),
+    )
+    if st.session_state.pop(REQUEST_KEY, False):
+        run_measurement(state, tr)
     result = st.session_state.get(RESULT_KEY)
-    if result is None:
-        st.info(t("speed.not_started", lang))
+    view = result["view"] if result is not None else None
+    show_paper(tr, view)
+    if view is None:
+        st.info(tr("speed.not_started"))
     else:
         if result["state"] != state:
-            st.caption(t("speed.stale", lang))
-        show_run(result["run"], result["state"], lang)
-    share_box(PARAMS, lang)
+            st.caption(tr("speed.stale"))
+        show_run(view, tr)
+    share_box(PARAMS, tr.lang)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
-from core.activations import DEFAULT_TEXT, read_activations, stream_stats
+from core.activations import (
+    DEFAULT_TEXT,
+    SHIPPED_DIR,
+    SHIPPED_NORMS,
+    SHIPPED_SEEDS,
+    TEXTS,
+    read_activations,
+    read_shipped,
+    shift_response,
+    shipped_path,
+    stream_stats,
+)
 from core.corpus import encode
 from core.model import GPT, NORM_KINDS, ModelConfig
-from core.reference import REFERENCE_SEEDS, checkpoint_path
+from core.reference import REFERENCE_DIR, REFERENCE_SEEDS, checkpoint_path
 from core.stats import batch_vector_stats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,6 +79,7 @@ def check_against_manual(model: GPT, text: str, k: int) -> None:
             readings.outlier_magnitude[layer], np.abs(h).mean(0)[want["dims"]], rtol=1e-12
         )
         np.testing.assert_allclose(readings.outlier_ratio[layer], want["ratio"], rtol=1e-12)
+        np.testing.assert_allclose(readings.magnitude[layer], np.abs(h).mean(0), rtol=1e-12)
 
 
 @pytest.mark.parametrize("norm", NORM_KINDS)
@@ -125,3 +138,98 @@ def test_readings_module_and_corpus_import_without_torch() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "4"]
+
+
+def manual_loss(model: GPT, text: str, at: int | None = None, c: float = 0.0) -> float:
+    """Next-byte cross-entropy over the text, written out block by block; with ``at``, the
+    stream entering block ``at`` (the final norm when ``at`` = L) gets ``+ c`` everywhere."""
+    ids = torch.from_numpy(encode(text).astype(np.int64))
+    t, n_layer = model.config.block_size, model.config.n_layer
+    logits = []
+    with torch.no_grad():
+        for start in range(0, ids.numel(), t):
+            row = ids[start : start + t][None, :]
+            x = model.wte(row) + model.wpe(torch.arange(row.shape[1]))
+            for i, block in enumerate(model.blocks):
+                x = x + c if i == at else x
+                x = x + block.attn(block.ln_1(x))
+                x = x + block.mlp(block.ln_2(x))
+            x = x + c if at == n_layer else x
+            logits.append(model.lm_head(model.ln_f(x))[0])
+    return float(F.cross_entropy(torch.cat(logits)[:-1].double(), ids[1:]))
+
+
+def small_trained_model(norm: str) -> GPT:
+    """A small model whose gains and biases are no longer ones and zeros."""
+    model = GPT(ModelConfig(**{**SMALL.__dict__, "norm": norm}), seed=3)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(4)))
+    return model
+
+
+@pytest.mark.parametrize("norm", NORM_KINDS)
+def test_shift_response_matches_a_manual_forward_pass(norm: str) -> None:
+    model = small_trained_model(norm)
+    text = "x" * 40 + " naïve " + DEFAULT_TEXT[:20]  # two full rows and a short one
+    shifts = np.array([0.5, -1.0, 2.0, 0.25])
+    response = shift_response(model, text, shifts)
+    np.testing.assert_allclose(response.loss, manual_loss(model, text), rtol=1e-12)
+    want = [manual_loss(model, text, at, c) for at, c in enumerate(shifts)]
+    np.testing.assert_allclose(response.shifted_loss, want, rtol=1e-6)
+    np.testing.assert_array_equal(response.shift, shifts)
+    change = np.abs(response.shifted_loss - response.loss)
+    if norm == "layer":
+        # Every read of the stream is a LayerNorm: a common offset changes nothing but rounding.
+        assert np.max(change) <= 1e-5
+    else:
+        assert np.min(change) > 1e-4
+
+
+def test_shift_response_refuses_bad_input() -> None:
+    model = GPT(SMALL, seed=0)
+    with pytest.raises(ValueError, match="shifts"):
+        shift_response(model, "abc", [1.0, 1.0])
+    with pytest.raises(ValueError, match="shifts"):
+        shift_response(model, "abc", [1.0, np.nan, 1.0, 1.0])
+    with pytest.raises(ValueError, match="two bytes"):
+        shift_response(model, "a", [0.0] * 4)
+
+
+def test_shipped_checkpoints_are_the_reference_runs() -> None:
+    assert SHIPPED_DIR == REFERENCE_DIR
+    assert SHIPPED_SEEDS == tuple(REFERENCE_SEEDS)
+    assert set(SHIPPED_NORMS) == set(NORM_KINDS)
+    for norm in SHIPPED_NORMS:
+        for seed in SHIPPED_SEEDS:
+            assert shipped_path(norm, seed) == checkpoint_path(norm, seed)
+    with pytest.raises(ValueError, match="no shipped checkpoint"):
+        shipped_path("rms", 3)
+    with pytest.raises(ValueError, match="no shipped checkpoint"):
+        shipped_path("batch", 0)
+
+
+def test_read_shipped_reads_every_checkpoint_once_per_text() -> None:
+    from core.checkpoint import load_checkpoint
+
+    runs = read_shipped(TEXTS["code"])
+    assert [(r.norm, r.seed) for r in runs] == [
+        (n, s) for n in SHIPPED_NORMS for s in SHIPPED_SEEDS
+    ]
+    assert read_shipped(TEXTS["code"]) is runs  # cached
+    for run in runs[:: len(SHIPPED_SEEDS)]:  # one seed of each norm, against a fresh reading
+        model, config = load_checkpoint(shipped_path(run.norm, run.seed))
+        again = read_activations(model, TEXTS["code"])
+        np.testing.assert_array_equal(run.readings.mean, again.mean)
+        np.testing.assert_array_equal(run.readings.magnitude, again.magnitude)
+        np.testing.assert_array_equal(run.shift.shift, again.rms)  # shifted by the stream's RMS
+        assert run.config == config and run.readings.norm == run.norm
+        want = [manual_loss(model, TEXTS["code"], at, c) for at, c in enumerate(again.rms)]
+        np.testing.assert_allclose(run.shift.shifted_loss, want, rtol=1e-6)
+
+
+def test_texts_are_distinct_and_fit_the_models() -> None:
+    assert TEXTS["docs"] == DEFAULT_TEXT
+    assert len(set(TEXTS.values())) == len(TEXTS)
+    for text in TEXTS.values():
+        assert 100 <= len(text.encode("utf-8")) <= 400  # a few rows of 64 bytes each

@@ -55,8 +55,24 @@ def test_base_image_is_slim_python() -> None:
 def test_installs_pinned_requirements_with_the_cpu_torch_wheel() -> None:
     runs = " ".join(the("RUN"))
     assert "pip install --no-cache-dir -r requirements.txt" in runs
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in runs
-    assert re.search(r"^torch==[\d.]+$", (ROOT / "requirements.txt").read_text(), re.M)
+    assert "requirements-base.txt" in " ".join(the("COPY"))
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+    assert "-r requirements-base.txt" in lines
+    assert re.search(r"^torch==[\d.]+$", (ROOT / "requirements-base.txt").read_text(), re.M)
+
+
+def test_every_requirement_is_pinned_and_tests_skip_the_cpu_index() -> None:
+    """The run command takes the CPU index; the test command must not (CI installs torch from
+    a local wheel, and an unreachable index costs seconds per package)."""
+    for name in ("requirements-base.txt", "requirements-dev.txt"):
+        for line in (ROOT / name).read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line and not line.startswith("-r "):
+                assert re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.+]+", line), (name, line)
+    dev = (ROOT / "requirements-dev.txt").read_text()
+    assert "-r requirements-base.txt" in dev.splitlines()
+    assert "download.pytorch.org" not in dev
 
 
 def test_runs_as_a_non_root_user() -> None:

@@ -194,10 +194,29 @@ def test_speed_lab_runs_one_measurement_at_a_time() -> None:
     assert "_speed_result" not in at.session_state
 
 
-def test_speed_lab_stops_at_its_time_cap() -> None:
+class TickClock:
+    """A clock that moves on by ``step`` seconds at every reading."""
+
+    def __init__(self, step: float) -> None:
+        self.step, self.now = step, 0.0
+
+    def __call__(self) -> float:
+        now, self.now = self.now, self.now + self.step
+        return now
+
+
+def test_speed_lab_stops_at_its_time_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cap is checked on the lab's clock before every call. With a clock that moves 1/8 s
+    at each reading (one before a call, two around it), the 2 s cap allows exactly five calls
+    however fast this machine is: the work is counted, not timed."""
+    from core import speedlab
+
+    monkeypatch.setattr(speedlab, "CLOCK", TickClock(0.125))
     at = run_page("speed.py", {"d": HUGE, "batch": HUGE, "repeats": HUGE, "impl": "numpy"})
     assert not at.exception
-    run = at.session_state["_speed_result"]["run"]
-    assert run.time_cap_s == TIME_CAP_S
-    # The cap is checked before each sample, so one sample may run past it.
-    assert run.elapsed_s < TIME_CAP_S + 1.0
+    run = at.session_state["_speed_result"]["view"].run
+    assert run.time_cap_s == TIME_CAP_S == 2.0
+    assert run.calls == 5 and not run.complete
+    # Five calls on the first shape, 4096 rows of 64, and no shape finished.
+    assert run.unmeasured[0] == (4096, 64) and run.elements == 5 * 4096 * 64
+    assert run.measurements == () and run.partial == ()

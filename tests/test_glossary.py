@@ -249,14 +249,7 @@ def english_on_page(at) -> list[str]:
 
 # Pages that show English through code today (issue 9, item 10). Strict: the moment a page is
 # fixed the test passes, fails as XPASS, and its marker must go.
-KNOWN_ENGLISH = {
-    "contracts": (
-        "issue 9 item 10: the contracts table shows the values inside/direct/before/after in "
-        "English (and st.warning(alert) shows English core warnings)"
-    ),
-    "precision": "issue 9 item 10: the eps placement buttons read both/inside/outside",
-    "speed": ("as issue 9 item 10's precision buttons: the 'sweep over' buttons read width/batch"),
-}
+KNOWN_ENGLISH: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

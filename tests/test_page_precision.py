@@ -7,10 +7,12 @@ import sys
 
 import numpy as np
 import pytest
-from apptest_util import figures, open_app, trace
+from apptest_util import assert_claims_shown, figures, open_app, trace
 
+from core.defaults import DTYPES
 from core.inputs import make_input
-from core.precision import output_norm_vs_scale, reduction_error
+from core.precision import output_norm_vs_scale, precision_view, reduction_error
+from ui import fmt
 
 pytest.importorskip("torch")
 
@@ -20,14 +22,14 @@ def test_renders_in_both_languages(lang: str) -> None:
     at = open_app("precision", lang=lang)
     assert not at.exception
     assert at.title[0].value == {"en": "Epsilon and precision", "id": "Epsilon dan presisi"}[lang]
-    assert {"norm_sweep", "error_sweep", "running_sum"} <= set(figures(at))
+    assert {"norm_sweep", "matched", "error_sweep", "running_sum"} <= set(figures(at))
 
 
 def test_norm_sweep_is_the_core_sweep_and_flat_at_sqrt_d() -> None:
     at = open_app("precision", d="100", seed="3", placement="outside")
     spec = figures(at)["norm_sweep"]
-    line = trace(spec, "ε = 1e-06 · outside")
-    scales = trace(spec, "ε = 1e-06 · outside", axis="x")
+    line = trace(spec, "ε = 1e-6 · outside")
+    scales = trace(spec, "ε = 1e-6 · outside", axis="x")
     expected = output_norm_vs_scale(100, scales, [1e-6], placement="outside", seed=3)[0]
     np.testing.assert_allclose(line, expected, rtol=1e-12)
     np.testing.assert_allclose(line[-1], math.sqrt(100), rtol=1e-6)
@@ -39,7 +41,7 @@ def test_link_restores_every_control() -> None:
     assert not at.exception
     assert at.number_input(key="d").value == 256
     assert at.number_input(key="seed").value == 9
-    assert at.segmented_control(key="placement").value == "inside"
+    assert at.selectbox(key="placement").value == "inside"
     assert at.select_slider(key="scale").value == 300.0
     assert at.select_slider(key="eps").value == 1e-5
 
@@ -51,9 +53,9 @@ def test_float16_overflow_shows_in_table_and_warning() -> None:
     assert table.loc["bfloat16"].iloc[3] == "no"
     x = 300 * make_input(256, seed=0)
     expected = reduction_error(x[None, :], ["float32"], eps=1e-6)["float32"].output_error[0]
-    assert table.loc["float32"].iloc[2] == f"{expected:.3g}"
-    # The running float16 sum passes 65504 long before the last coordinate.
-    assert any("65504" in w.value for w in at.warning)
+    assert table.loc["float32"].iloc[2] == fmt.num(expected)
+    # The running float16 sum passes 65520 (and rounds to inf) long before the last coordinate.
+    assert any("passes 65520" in w.value for w in at.warning)
 
 
 def test_moving_the_scale_widget_updates_the_table() -> None:
@@ -79,3 +81,60 @@ def test_without_torch_the_page_says_so_and_hides_half(monkeypatch: pytest.Monke
     assert not at.exception
     assert any("PyTorch" in i.value and "bfloat16" in i.value for i in at.info)
     assert list(at.table[0].value.index) == ["float64", "float32"]
+
+
+@pytest.mark.parametrize(
+    ("lang", "query"),
+    [
+        ("en", {}),
+        ("id", {"d": "2", "eps": "0", "scale": "1e-8", "placement": "outside"}),
+        ("en", {"d": "4096", "eps": "0.01", "scale": "10000", "seed": "7"}),
+        ("id", {"d": "300", "eps": "1e-12", "scale": "3", "placement": "inside"}),
+    ],
+)
+def test_page_shows_the_claims_the_core_chose(lang: str, query: dict[str, str]) -> None:
+    at = open_app("precision", lang=lang, **query)
+    assert not at.exception
+    state = {"d": 64, "seed": 0, "placement": "both", "scale": 1.0, "eps": 1e-6}
+    state.update({k: type(state[k])(v) for k, v in query.items()})
+    assert_claims_shown(at, precision_view(**state, dtypes=DTYPES).claims, lang)
+
+
+def test_placement_buttons_are_translated_and_the_link_keeps_the_value() -> None:
+    at = open_app("precision", lang="id")
+    control = at.selectbox(key="placement")
+    assert control.options == ["keduanya", "di dalam", "di luar"]
+    control.set_value("outside").run()
+    assert not at.exception
+    assert at.query_params["placement"] == "outside"
+    spec = figures(at)["norm_sweep"]
+    assert all("di luar" in tr["name"] or tr["name"].startswith("√d") for tr in spec["data"])
+
+
+def test_matched_eps_puts_the_knees_together() -> None:
+    """Inside eps and outside sqrt(eps) reach half the way down at the same scale."""
+    at = open_app("precision", d="64", eps="1e-4")
+    spec = figures(at)["matched"]
+    scales = trace(spec, "ε = 1e-4 inside", axis="x")
+    inside, outside = trace(spec, "ε = 1e-4 inside"), trace(spec, "ε = 0.01 outside")
+    z = make_input(64, seed=0)
+    r = scales * np.sqrt(np.mean(z**2))
+    np.testing.assert_allclose(inside, 8 * r / np.sqrt(r**2 + 1e-4), rtol=1e-12)
+    np.testing.assert_allclose(outside, 8 * r / (r + 1e-2), rtol=1e-12)
+
+
+def test_eps_outside_the_root_is_named_after_rmsnorm_torch_py() -> None:
+    """Issue 9 item 9: the paper's equations have no eps; rmsnorm_torch.py puts it outside."""
+    at = open_app("precision", placement="outside")
+    caption = " ".join(c.value for c in at.caption)
+    assert "rmsnorm_torch.py" in caption and "reference code" not in caption
+
+
+def test_float16_limits_are_65520_and_the_absorption_band() -> None:
+    """Issue 9: float16 turns inf from 65520 (not above 65504); bfloat16 absorbs terms below
+    1/512 to 1/256 of the total; the early failure names squares under 2^-24."""
+    at = open_app("precision", d="4096", scale="1")
+    text = " ".join(m.value for m in at.markdown)
+    assert "from 65520 up rounds to inf" in text
+    assert "1/512" in text and "1/256" in text
+    assert "2⁻²⁴" in text and "2.441e-4" in text

@@ -1,15 +1,13 @@
-"""The speed lab page: nothing runs on load, Measure runs a tiny sweep, the lock says busy."""
-
-from pathlib import Path
+"""The speed lab page: nothing runs on load (the plan and the paper's figures show), Measure
+runs a tiny sweep and the page shows the claims the core chose, the lock says busy, a device the
+server lacks is narrowed with a notice."""
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from core.speedlab import MEASURE_LOCK, saving
-from tests.apptest_util import APP, TIMEOUT, open_app
+from core.speedlab import MEASURE_LOCK, paired_ratio
+from tests.apptest_util import assert_claims_shown, figures, open_app
 
-PAGE_FILE = str(Path(APP).parent / "pages" / "speed.py")
 # Tiny sizes: the sweep 64, 128 at 2 rows takes milliseconds.
 TINY = {
     "sweep": "width",
@@ -19,23 +17,6 @@ TINY = {
     "dtype": "float64",
     "repeats": "3",
 }
-
-
-def open_page_alone(query: dict[str, str]) -> AppTest:
-    """Run the page script alone, as a visitor following a link to it would.
-
-    Not ``open_app``: AppTest makes ``app.py`` look like a pages-directory app on every run, so
-    ``ui.frame.ensure_router`` reruns each time and the rerun drops a button's click before
-    ``st.button("measure")`` can return True (a real server reruns once per process).
-    """
-    at = AppTest.from_file(PAGE_FILE, default_timeout=TIMEOUT)
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception
-    return at
-
-
 TITLES = {
     "en": "Speed lab: is RMSNorm faster here?",
     "id": "Lab kecepatan: apakah RMSNorm lebih cepat di sini?",
@@ -43,22 +24,24 @@ TITLES = {
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])
-def test_runs_through_the_router_without_measuring(lang):
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params["lang"] = lang
-    at.run()
-    at.switch_page("pages/speed.py")
-    at.run()
+def test_shows_the_plan_and_the_paper_without_measuring(lang):
+    at = open_app("speed", lang=lang)
     assert not at.exception
     assert at.title[0].value == TITLES[lang]
     assert not at.get("plotly_chart")
     assert "_speed_result" not in at.session_state
+    # What Measure will time: every kernel, the sizes, the pRMSNorm p values.
+    assert len(at.table[0].value) == 5
+    text = " ".join(m.value for m in at.markdown)
+    assert "256 × 64" in text and "256 × 4096" in text and "6.25 %" in text
+    values = [m.value for m in at.metric]
+    assert values[:2] == ["0.36–0.93×", "6.25 %"]
 
 
 def test_link_restores_every_control():
     at = open_app("speed", **{**TINY, "impl": "torch", "device": "cpu", "sweep": "batch"})
     assert not at.exception
-    assert at.segmented_control(key="sweep").value == "batch"
+    assert at.selectbox(key="sweep").value == "batch"
     assert at.select_slider(key="d").value == 128
     assert at.select_slider(key="batch").value == 2
     assert at.segmented_control(key="impl").value == "torch"
@@ -76,30 +59,39 @@ def test_bad_link_values_give_notices():
         assert key in notices
 
 
-@pytest.mark.parametrize("impl", ["numpy", "torch"])
-def test_measure_shows_the_run(impl):
-    at = open_page_alone({**TINY, "impl": impl})
+def test_a_device_the_server_lacks_is_narrowed_with_a_notice():
+    """This server has no GPU: /speed?device=cuda says so, naming the parameter."""
+    import torch
+
+    assert not torch.cuda.is_available()
+    at = open_app("speed", device="cuda")
+    assert not at.exception
+    assert "`device`" in at.warning[0].value and "cuda" in at.warning[0].value
+    assert at.selectbox(key="device").options == ["cpu"]
+
+
+@pytest.mark.parametrize(("impl", "lang"), [("numpy", "en"), ("torch", "id")])
+def test_measure_shows_the_run(impl, lang):
+    at = open_app("speed", lang=lang, **{**TINY, "impl": impl})
     at.button(key="measure").click().run()
     assert not at.exception
-    run = at.session_state["_speed_result"]["run"]
+    view = at.session_state["_speed_result"]["view"]
+    run = view.run
     assert run.complete and run.shapes() == [(2, 64), (2, 128)]
-    assert len(at.get("plotly_chart")) == 2
-    # The metric shows the saving computed from the stored medians at the largest size.
+    assert {"time", "bandwidth", "partial"} <= set(figures(at))
+    assert_claims_shown(at, view.claims, lang)
+    # The headline metric is the median of the round-by-round ratios at the largest size.
     at128 = run.at(2, 128)
-    measured = 100 * saving(at128["rms"].median_s, at128["layer"].median_s)
-    shown = [m.value for m in at.metric]
-    assert shown[1] == f"{measured:.0f} %"
-    assert shown[0] == "7–64 %"
+    ratio = paired_ratio(at128["rms_composite"], at128["layer_composite"])[0]
+    assert float(view.claims["headline_composite"].fields["ratio"]) == ratio
     table = at.dataframe[0].value
     assert len(table) == len(run.measurements)
-    np.testing.assert_allclose(
-        table.iloc[:, 4].astype(float), [float(f"{m.gb_per_s:.3g}") for m in run.measurements]
-    )
+    np.testing.assert_array_equal(table.iloc[:, -1], [len(m.samples) for m in run.measurements])
     assert not MEASURE_LOCK.locked()
 
 
 def test_busy_when_another_run_holds_the_lock():
-    at = open_page_alone(TINY)
+    at = open_app("speed", **TINY)
     with MEASURE_LOCK:
         at.button(key="measure").click().run()
     assert not at.exception

@@ -145,3 +145,28 @@ def test_contracts_eps_and_reduction_mistakes() -> None:
     assert 0 < red.relative < 5e-2
     with pytest.raises(ValueError, match="dtype"):
         compare_sides(x, w, Side("llama"), Side("llama"), dtype="int8")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_every_preset_pair_shows_only_true_claims(dtype: str) -> None:
+    """Every pair of presets, in every dtype, at both ends of the scale ladder: each sentence
+    the contracts page would show passes its independent check (tests/claims/contracts.py)."""
+    from core.contracts import contracts_view
+    from tests.claims import contracts as claims
+
+    names = claims.PRESETS
+    for a in names:
+        for b in names:
+            for scale in (1e-4, 1.0, 100.0):
+                state = {
+                    **claims.MISTAKES[0],
+                    "a": a,
+                    "b": b,
+                    "checkpoint": "b",
+                    "dtype": dtype,
+                    "d": 64,
+                    "seed": 3,
+                    "scale": scale,
+                }
+                for claim in contracts_view(state).claims.values():
+                    claims.CHECKS[claim.key](state, claim)

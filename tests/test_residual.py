@@ -11,15 +11,23 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.activations import TEXTS, read_shipped
 from core.residual import (
     MAX_LAYERS,
     NORMS,
     QUANTITIES,
     STREAM_MAX_WIDTH,
+    TRAINED_NORMS,
+    TRAINED_QUANTITIES,
+    _offset_claims,
+    _outlier_claims,
+    _share_claims,
+    _shift_claim,
     block_weight,
     initial_stream,
     residual_view,
     simulate_residual,
+    trained_view,
 )
 
 # float64 rounding over a dozen blocks stays near 1e-13; a real difference is far above this.
@@ -185,3 +193,82 @@ def test_eps_shortens_the_norms_output_and_the_claim_says_so():
     assert v.last["rms"]["input_norm"] < math.sqrt(16) * 0.99
     v = residual_view(layers=2, d=16, drift=0.0, seed=1, eps=0.0)
     assert v.claims["length"].key == "residual.length_sqrt_d"
+
+
+# --- Trained mode -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        (dict(seed=3, text="docs"), "seed"),
+        (dict(seed=True, text="docs"), "seed"),
+        (dict(seed=0, text="anything you like"), "text"),
+    ],
+)
+def test_trained_view_refuses_what_no_link_can_reach(kwargs, word):
+    with pytest.raises(ValueError, match=rf"^{word} "):
+        trained_view(**kwargs)
+
+
+def test_trained_view_reads_the_shipped_models_of_one_seed():
+    v = trained_view(seed=1, text="docs_id")
+    runs = {(r.norm, r.seed): r for r in read_shipped(TEXTS["docs_id"])}
+    assert v.prompt == TEXTS["docs_id"] and v.seed == 1 and v.d == 48 and v.block_size == 64
+    assert v.tokens == len(TEXTS["docs_id"].encode("utf-8"))
+    assert v.layers.tolist() == [0, 1, 2, 3]
+    for norm in TRAINED_NORMS:
+        run = runs[norm, 1]
+        assert set(v.readings[norm]) == set(TRAINED_QUANTITIES)
+        np.testing.assert_array_equal(v.readings[norm]["stream_mean"], run.readings.mean)
+        np.testing.assert_array_equal(
+            v.readings[norm]["stream_share_ones"], run.readings.mean_share
+        )
+        np.testing.assert_array_equal(
+            v.readings[norm]["shift_loss"], run.shift.shifted_loss - run.shift.loss
+        )
+        for q in TRAINED_QUANTITIES:
+            assert v.last[norm][q] == v.readings[norm][q][-1]
+        # Each layer's coordinates over their median: the median coordinate reads 1.
+        np.testing.assert_allclose(np.median(v.relative_magnitude[norm], axis=1), 1.0)
+        np.testing.assert_allclose(
+            v.relative_magnitude[norm].max(axis=1), v.readings[norm]["outlier_ratio"], rtol=1e-12
+        )
+        assert v.outlier_dims[norm].shape == (4, 4)
+        assert v.loss[norm] == run.shift.loss
+        assert v.val_loss[norm] == run.config["training"]["final_val_loss"]
+    slots = {"model", "text", "small", "offset", "share", "chance", "shift", "outliers", "dims"}
+    assert set(v.claims) == slots | {"table"}
+
+
+def readings_of(**series) -> dict:
+    """Readings for the three models from per-quantity arrays of shape (3, L + 1)."""
+    return {
+        norm: {q: np.asarray(values[i], dtype=float) for q, values in series.items()}
+        for i, norm in enumerate(TRAINED_NORMS)
+    }
+
+
+def test_trained_claims_choose_the_other_sentence_where_the_numbers_turn():
+    """Branches the shipped models never reach, on made-up readings."""
+    share = [[0.01, 0.2], [0.03, 0.01], [0.0, 0.0]]
+    cos = [[0.1, 0.4], [0.1, 0.1], [0.0, 0.0]]
+    mean = [[0.1, 0.1], [0.2, 0.3], [0.0, 0.0]]
+    r = readings_of(stream_share_ones=share, stream_cos_ones=cos, stream_mean=mean)
+    fake = type("Run", (), {"readings": type("R", (), {"mean": np.array([0.0, 0.05])})})
+    shipped = {(n, s): fake for n in TRAINED_NORMS for s in (0, 1)}
+    claims = _offset_claims(shipped, r)
+    assert claims["small"].key == "residual.trained_offset_large"
+    assert claims["offset"].key == "residual.trained_offset_rms_not_larger"
+    assert claims["offset"].fields["layers_rms"] == 0
+    claims = _share_claims(r, d=48)
+    assert claims["share"].key == "residual.trained_share_rms_some"
+    assert claims["share"].fields["layers_rms"] == 1
+    assert claims["chance"].key == "residual.trained_layer_not_below_chance"  # 0.03 > 1/48
+    r = readings_of(shift_loss=[[0.5, 0.2], [1e-3, 0.0], [0.3, 0.1]])
+    assert _shift_claim(r).key == "residual.trained_shift_numbers"
+    r = readings_of(outlier_ratio=[[2.0, 30.0], [2.0, 2.0], [2.0, 2.0]])
+    dims = {n: np.array([[0, 1], [2, 3]]) for n in TRAINED_NORMS}
+    claims = _outlier_claims(r, dims)
+    assert claims["outliers"].key == "residual.trained_outliers_dominant"
+    assert claims["dims"].fields == {"shared_layer": 2, "shared_none": 2, "k": 2}

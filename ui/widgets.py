@@ -83,10 +83,15 @@ def choice(
 
 
 def labelled_choice(
-    param: ChoiceParam, label: str, names: Callable[[str], str], **kwargs: Any
+    param: ChoiceParam,
+    label: str,
+    names: Callable[[str], str],
+    *,
+    kind: Literal["selectbox", "segmented"] = "selectbox",
+    **kwargs: Any,
 ) -> str:
-    """A select box that shows ``names(value)`` (a translated name) for each of the param's
-    values, while the link carries the value itself.
+    """A select box (or a row of buttons, ``kind="segmented"``) that shows ``names(value)`` (a
+    translated name) for each of the param's values, while the link carries the value itself.
 
     A bound widget writes its label to the URL, so this one is not bound: it takes its first
     value from the link (``begin_page`` has already checked and corrected it) and writes the
@@ -94,7 +99,12 @@ def labelled_choice(
     """
     if param.key not in st.session_state:
         st.session_state[param.key] = read_link_value(param)[0]
-    value = st.selectbox(label, param.choices, format_func=names, key=param.key, **kwargs)
+    if kind == "segmented":
+        value = st.segmented_control(
+            label, param.choices, format_func=names, key=param.key, required=True, **kwargs
+        )
+    else:
+        value = st.selectbox(label, param.choices, format_func=names, key=param.key, **kwargs)
     if value == param.default:
         st.query_params.pop(param.key, None)
     else:

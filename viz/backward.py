@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import plotly.graph_objects as go
@@ -112,18 +112,21 @@ def gradient_figure(
         fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=row, col=1)
         fig.update_yaxes(title_text=labels["value"], row=row, col=1)
     fig.update_xaxes(title_text=labels["coordinate"], row=2, col=1)
-    style.base_layout(fig, height=560)
+    style.base_layout(fig, height=620)
     # The legend sits above the first subplot title, clear of it.
     fig.update_layout(margin={"t": 130}, legend={"y": 1.12})
     return fig
 
 
 def components_figure(
-    parts: Mapping[str, tuple[float, float]], labels: Mapping[str, str]
+    parts: Mapping[str, tuple[float, float]],
+    labels: Mapping[str, str],
+    number: Callable[[float], str],
 ) -> go.Figure:
     """Grouped bars: each vector's component along the ones direction and along x.
 
-    ``parts`` maps "upstream", "rms" and "layer" to (along ones, along x).
+    ``parts`` maps "upstream", "rms" and "layer" to (along ones, along x); ``number`` writes
+    the values printed on the bars (the app's one number format).
     """
     fig = go.Figure()
     groups = [labels["along_ones"], labels["along_x"]]
@@ -137,7 +140,7 @@ def components_figure(
                 y=values,
                 name=labels[key],
                 marker={"color": colors[key], "pattern": {"shape": patterns[key]}},
-                text=[f"{v:.3g}" for v in values],
+                text=[number(v) for v in values],
                 textposition="outside",
                 hovertemplate="%{x}<br>%{y:.4g}<extra>" + labels[key] + "</extra>",
             )
@@ -145,5 +148,6 @@ def components_figure(
     fig.add_hline(y=0, line={"color": style.MUTED, "width": 1})
     fig.update_yaxes(title_text=labels["component"])
     style.base_layout(fig, height=420)
-    fig.update_layout(barmode="group")
+    # Bar labels at the figure's size: Plotly would shrink an outside label to the bar's width.
+    fig.update_layout(barmode="group", uniformtext={"minsize": style.FONT_SIZE, "mode": "show"})
     return fig

@@ -30,9 +30,10 @@ def contract_figure(
         row_heights=[0.55, 0.45],
         subplot_titles=(labels["outputs"], labels["delta_title"]),
     )
+    # Both sides are RMSNorms: neither takes LayerNorm's blue or RMSNorm's vermillion.
     for values, key, colour, kind in (
-        (y_a, "a", style.LAYER, "layer"),
-        (y_b, "b", style.RMS, "rms"),
+        (y_a, "a", style.EXTRA[1], "layer"),
+        (y_b, "b", style.EXTRA[2], "rms"),
     ):
         fig.add_trace(
             go.Scatter(
@@ -61,6 +62,11 @@ def contract_figure(
     fig.update_xaxes(title_text=labels["coordinate"], row=2, col=1)
     fig.update_yaxes(title_text=labels["value"], row=1, col=1)
     fig.update_yaxes(title_text="Δ", exponentformat="power", row=2, col=1)
-    style.base_layout(fig, height=600)
-    fig.update_layout(margin={"t": 120}, bargap=0.1)
+    style.base_layout(fig, height=640)
+    # The legend goes under the plot: above it, it would sit on the first subplot's title.
+    fig.update_layout(
+        margin={"t": 50, "b": 120},
+        bargap=0.1,
+        legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0},
+    )
     return fig

@@ -47,15 +47,16 @@ def _eps_colour(index: int) -> str:
 def norm_vs_scale_figure(
     scales: np.ndarray,
     norms: Mapping[str, np.ndarray],
-    eps_list: Sequence[float],
+    eps_text: Sequence[str],
     sqrt_d: float,
     labels: Mapping[str, str],
 ) -> go.Figure:
-    """``norms[placement]`` has shape (E, S): one line per eps, solid inside, dashed outside."""
+    """``norms[placement]`` has shape (E, S): one line per eps (``eps_text`` names them), solid
+    inside, dashed outside."""
     fig = go.Figure()
     for placement, grid in norms.items():
-        for i, eps in enumerate(eps_list):
-            name = f"ε = {eps:g} · {labels[placement]}"
+        for i, eps in enumerate(eps_text):
+            name = f"ε = {eps} · {labels[placement]}"
             fig.add_trace(
                 go.Scatter(
                     x=scales,
@@ -67,10 +68,52 @@ def norm_vs_scale_figure(
                 )
             )
     _reference(fig, [scales[0], scales[-1]], [sqrt_d, sqrt_d], labels["sqrt_d"], style.MUTED, "dot")
-    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power")
-    fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power")
+    # Every other decade on x: 13 decade labels crowd a phone's width.
+    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=2)
+    fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power", dtick=1)
     style.base_layout(fig, height=520)
     fig.update_layout(margin={"t": 110})
+    return fig
+
+
+def matched_figure(
+    scales: np.ndarray,
+    curves: Mapping[str, np.ndarray],
+    names: Mapping[str, str],
+    knee: float | None,
+    sqrt_d: float,
+    labels: Mapping[str, str],
+) -> go.Figure:
+    """The inside curve for eps and the outside one for sqrt(eps), with the shared knee marked.
+
+    ``curves`` and ``names`` are keyed by placement; ``knee`` is None when eps = 0.
+    """
+    fig = go.Figure()
+    for placement, values in curves.items():
+        fig.add_trace(
+            go.Scatter(
+                x=scales,
+                y=values,
+                name=names[placement],
+                mode="lines",
+                line={
+                    "color": style.RMS if placement == "inside" else style.LAYER,
+                    "dash": PLACEMENT_DASH[placement],
+                    "width": 3,
+                },
+                hovertemplate="s = %{x:.3g}<br>‖y‖ = %{y:.4g}<extra></extra>",
+            )
+        )
+    _reference(fig, [scales[0], scales[-1]], [sqrt_d, sqrt_d], labels["sqrt_d"], style.MUTED, "dot")
+    if knee is not None:
+        low = float(np.nanmin(np.concatenate(list(curves.values()))))
+        _reference(
+            fig, [knee, knee], [max(low, 1e-300), sqrt_d], labels["knee"], style.ACCENT, "dash"
+        )
+    # Every other decade on x: 13 decade labels crowd a phone's width.
+    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=2)
+    fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power", dtick=1)
+    style.base_layout(fig, height=440)
     return fig
 
 
@@ -81,7 +124,8 @@ def error_vs_scale_figure(
     chosen: float,
     labels: Mapping[str, str],
 ) -> go.Figure:
-    """Relative output error per dtype against scale; vertical lines at the float16 limits."""
+    """Relative output error per dtype against scale; vertical lines at the float16 limits
+    (``limits`` "sum" and "square", either may be absent)."""
     fig = go.Figure()
     shown = np.concatenate([np.maximum(e, ERROR_FLOOR) for e in errors.values()])
     shown = shown[np.isfinite(shown)]
@@ -100,14 +144,14 @@ def error_vs_scale_figure(
             )
         )
     for key, dash in (("sum", "dot"), ("square", "dash")):
-        value = limits[key]
+        value = limits.get(key, np.inf)
         if np.isfinite(value):
             _reference(fig, [value, value], span, labels[f"limit_{key}"], style.RMS, dash)
     _reference(fig, [chosen, chosen], span, labels["chosen"], style.MUTED, "solid")
-    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power")
-    fig.update_yaxes(type="log", title_text=labels["error"], exponentformat="power")
+    # Every other decade on x: 13 decade labels crowd a phone's width.
+    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=2)
+    fig.update_yaxes(type="log", title_text=labels["error"], exponentformat="power", dtick=1)
     style.base_layout(fig, height=480)
-    fig.update_layout(margin={"t": 110})
     return fig
 
 
@@ -137,6 +181,6 @@ def running_sum_figure(
     limit = [float16_max, float16_max]
     _reference(fig, [1, length], limit, labels["float16_max"], style.RMS, "dash")
     fig.update_xaxes(title_text=labels["index"])
-    fig.update_yaxes(type="log", title_text=labels["partial_sum"], exponentformat="power")
+    fig.update_yaxes(type="log", title_text=labels["partial_sum"], exponentformat="power", dtick=1)
     style.base_layout(fig, height=460)
     return fig

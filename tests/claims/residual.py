@@ -1,30 +1,40 @@
-"""The residual page's sentences, rechecked on a trunk rebuilt with torch.nn.functional.
+"""The residual page's sentences, rechecked on a trunk rebuilt with torch.nn.functional, and on
+the shipped checkpoints run through a forward pass written here.
 
-The draws follow the page's documented recipe (``h_0`` from ``default_rng([seed, 0])``, block
-l's weight from ``default_rng([seed, 1, l])`` in float32, scaled by 1/sqrt(d)); the norms are
-``F.rms_norm`` and ``F.layer_norm`` in float64. Nothing below calls ``core.residual`` except
+Synthetic mode: the draws follow the page's documented recipe (``h_0`` from
+``default_rng([seed, 0])``, block l's weight from ``default_rng([seed, 1, l])`` in float32,
+scaled by 1/sqrt(d)); the norms are ``F.rms_norm`` and ``F.layer_norm`` in float64.
+
+Trained mode: each checkpoint's tensors are read with ``safetensors`` and its config from the
+JSON beside it, and the model is run in float64 by ``gpt_forward`` below (embeddings, causal
+attention with an explicit mask and softmax, GELU MLP, the norms from torch.nn.functional),
+not by ``core.model`` or ``core.activations``. Nothing below calls ``core.residual`` except
 ``view``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
+from safetensors.torch import load_file
 
 from core.claims import Claim
 from core.defaults import EPS_LADDER, ladder_upto
-from core.residual import residual_view
+from core.residual import residual_view, trained_view
 
 TOKENS = 8
 TOL = 1e-9
 
-STATES = st.fixed_dictionaries(
+SYNTHETIC = st.fixed_dictionaries(
     {
+        "mode": st.just("synthetic"),
         "layers": st.one_of(st.sampled_from((1, 48)), st.integers(1, 24)),
         "d": st.one_of(st.sampled_from((2, 3, 1024)), st.integers(2, 200)),
         "drift": st.one_of(st.sampled_from((-2.0, 0.0, 2.0)), st.floats(-2.0, 2.0)),
@@ -32,10 +42,19 @@ STATES = st.fixed_dictionaries(
         "eps": st.sampled_from(ladder_upto(EPS_LADDER, 1.0)),
     }
 )
+# Every state the trained mode can reach: the shipped seeds and the page's texts.
+CHECKPOINTS = Path(__file__).resolve().parents[2] / "assets" / "train"
+SEEDS = (0, 1, 2)
+PROMPTS = ("docs", "docs_id", "code")
+TRAINED = st.fixed_dictionaries(
+    {"mode": st.just("trained"), "seed": st.sampled_from(SEEDS), "text": st.sampled_from(PROMPTS)}
+)
+STATES = st.one_of(SYNTHETIC, TRAINED)
 
 
 def view(state: dict):
-    return residual_view(**state)
+    args = {k: v for k, v in state.items() if k != "mode"}
+    return trained_view(**args) if state["mode"] == "trained" else residual_view(**args)
 
 
 def _norm(name: str, h: torch.Tensor, eps: float) -> torch.Tensor:
@@ -171,7 +190,269 @@ def check_table(state: dict, claim: Claim) -> None:
     near(claim.fields["random"], 1 / state["d"])
 
 
+# --- Trained mode: the shipped checkpoints, run by a forward pass written here ----------------
+
+NORMS = ("rms", "layer", "none")
+# The float32 forward pass the page reads differs from this float64 one by rounding.
+READ_RTOL, READ_ATOL = 1e-4, 1e-6
+
+
+def load(norm: str, seed: int) -> tuple[dict, dict]:
+    """A checkpoint's tensors in float64 and its JSON config."""
+    path = CHECKPOINTS / f"{norm}-seed{seed}.safetensors"
+    tensors = {k: v.double() for k, v in load_file(str(path)).items()}
+    return tensors, json.loads(path.with_suffix(".json").read_text())
+
+
+def norm_layer(w: dict, cfg: dict, prefix: str, x: torch.Tensor) -> torch.Tensor:
+    kind, d, eps = cfg["norm"], cfg["n_embd"], cfg["eps"]
+    if kind == "layer":
+        return F.layer_norm(x, (d,), w[f"{prefix}.weight"], w[f"{prefix}.bias"], eps)
+    if kind == "rms":
+        return F.rms_norm(x, (d,), w[f"{prefix}.weight"], eps)
+    return x
+
+
+def attention(w: dict, cfg: dict, prefix: str, x: torch.Tensor) -> torch.Tensor:
+    """Causal multi-head self-attention of one row x (t, d), softmax written out."""
+    t, d, heads = x.shape[0], cfg["n_embd"], cfg["n_head"]
+    q, k, v = (x @ w[f"{prefix}.c_attn.weight"].T).split(d, dim=-1)
+    q, k, v = (z.reshape(t, heads, d // heads).transpose(0, 1) for z in (q, k, v))
+    scores = q @ k.transpose(1, 2) / math.sqrt(d // heads)  # (heads, t, t)
+    future = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    y = (weights @ v).transpose(0, 1).reshape(t, d)
+    return y @ w[f"{prefix}.c_proj.weight"].T
+
+
+def gpt_forward(w: dict, cfg: dict, ids: torch.Tensor, shift: torch.Tensor | None = None, at=-1):
+    """One row of byte ids (t,): the streams h_0..h_L (each (t, d)) and the logits (t, vocab).
+    With ``shift``, h_at gets ``+ shift`` (a scalar tensor) before it is read."""
+    x = w["wte.weight"][ids] + w["wpe.weight"][: ids.numel()]
+    streams = []
+    for layer in range(cfg["n_layer"] + 1):
+        if layer == at:
+            x = x + shift
+        streams.append(x)
+        if layer == cfg["n_layer"]:
+            break
+        block = f"blocks.{layer}"
+        x = x + attention(w, cfg, f"{block}.attn", norm_layer(w, cfg, f"{block}.ln_1", x))
+        hidden = F.gelu(norm_layer(w, cfg, f"{block}.ln_2", x) @ w[f"{block}.mlp.c_fc.weight"].T)
+        x = x + hidden @ w[f"{block}.mlp.c_proj.weight"].T
+    return streams, norm_layer(w, cfg, "ln_f", x) @ w["lm_head.weight"].T
+
+
+def text_loss(w: dict, cfg: dict, ids: torch.Tensor, shift=None, at=-1):
+    """Mean next-byte cross-entropy over the text, cut into rows of the block size, and the
+    streams (each (N, d)) of the whole text."""
+    rows = ids.split(cfg["block_size"])
+    runs = [gpt_forward(w, cfg, row, shift, at) for row in rows]
+    logits = torch.cat([r[1] for r in runs])
+    streams = [torch.cat([r[0][i] for r in runs]) for i in range(cfg["n_layer"] + 1)]
+    return F.cross_entropy(logits[:-1], ids[1:]), streams
+
+
+@lru_cache(maxsize=len(PROMPTS))
+def shipped(prompt: str) -> dict:
+    """Per (norm, seed): the readings of every h_l, the loss, and the loss with h_l shifted by
+    its own RMS along 1, with d loss / d c at c = 0 (autograd)."""
+    from core.activations import TEXTS  # the text itself, as data
+
+    ids = torch.tensor(list(TEXTS[prompt].encode("utf-8")), dtype=torch.long)
+    # Matrices of width 48: on a shared machine a second thread makes every product wait for
+    # it (3 s on one thread, over 100 s on two while other jobs held both cores).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _shipped(ids)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _shipped(ids: torch.Tensor) -> dict:
+    out = {}
+    for norm in NORMS:
+        for seed in SEEDS:
+            w, config = load(norm, seed)
+            cfg = config["model"]
+            with torch.no_grad():
+                loss, streams = text_loss(w, cfg, ids)
+            h = [s.numpy() for s in streams]
+            mu = np.array([x.mean(axis=1) for x in h])  # (L + 1, N)
+            rms = np.array([np.sqrt((x**2).mean(axis=1)) for x in h])
+            magnitude = np.array([np.abs(x).mean(axis=0) for x in h])  # (L + 1, d)
+            shifted, slope = [], []
+            for layer in range(cfg["n_layer"] + 1):
+                c = torch.tensor(float(rms[layer].mean()), dtype=torch.float64)
+                with torch.no_grad():
+                    shifted.append(float(text_loss(w, cfg, ids, c, layer)[0]))
+                zero = torch.zeros((), dtype=torch.float64, requires_grad=True)
+                (grad,) = torch.autograd.grad(text_loss(w, cfg, ids, zero, layer)[0], zero)
+                slope.append(float(grad))
+            out[norm, seed] = {
+                "config": config,
+                "tokens": ids.numel(),
+                "mean": mu.mean(axis=1),
+                "cos": (mu / rms).mean(axis=1),
+                "share": (mu**2 / rms**2).mean(axis=1),
+                "magnitude": magnitude,
+                "ratio": magnitude.max(axis=1) / np.median(magnitude, axis=1),
+                "loss": float(loss),
+                "change": np.array(shifted) - float(loss),
+                "slope": np.array(slope),
+            }
+    return out
+
+
+def models(state: dict) -> dict:
+    return {n: shipped(state["text"])[n, state["seed"]] for n in NORMS}
+
+
+def close(shown: float, value: float) -> None:
+    np.testing.assert_allclose(shown, value, rtol=READ_RTOL, atol=READ_ATOL)
+
+
+def trained_model(state: dict, claim: Claim) -> None:
+    m, f = models(state), claim.fields
+    configs = {n: m[n]["config"] for n in NORMS}
+    arch = configs["rms"]["model"]
+    assert (f["layers"], f["d"], f["seed"]) == (arch["n_layer"], arch["n_embd"], state["seed"])
+    for n in NORMS:
+        assert f[f"val_{n}"] == configs[n]["training"]["final_val_loss"]
+        assert configs[n]["model"]["norm"] == n
+        assert configs[n]["training"]["steps_done"] == f["steps"]
+        assert configs[n]["data"] == configs["rms"]["data"]  # the same data
+        # Everything but the norm and the loss it reached is the same: architecture, seeds of
+        # the initial weights and of the data order, optimiser settings.
+        same = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size", "eps")
+        assert all(configs[n]["model"][k] == arch[k] for k in same)
+        trained = {k: v for k, v in configs[n]["training"].items() if k != "final_val_loss"}
+        reference = {k: v for k, v in configs["rms"]["training"].items() if k != "final_val_loss"}
+        assert trained == reference
+
+
+def trained_text_loss(state: dict, claim: Claim) -> None:
+    m, f = models(state), claim.fields
+    assert f["tokens"] == m["rms"]["tokens"] == len(view_text(state).encode("utf-8"))
+    assert f["block"] == m["rms"]["config"]["model"]["block_size"]
+    for n in NORMS:
+        close(f[f"loss_{n}"], m[n]["loss"])
+
+
+def view_text(state: dict) -> str:
+    from core.activations import TEXTS
+
+    return TEXTS[state["text"]]
+
+
+def trained_offset_size(state: dict, claim: Claim) -> None:
+    m, f = models(state), claim.fields
+    share = max(float(np.max(m[n]["share"])) for n in NORMS)
+    cos = max(float(np.max(np.abs(m[n]["cos"]))) for n in NORMS)
+    close(f["max_share_pct"], share)
+    close(f["max_cos"], cos)
+    assert (share <= 0.1) == (claim.key == "residual.trained_offset_small")
+
+
+def trained_offset(state: dict, claim: Claim) -> None:
+    m, f = models(state), claim.fields
+    for n in NORMS:
+        close(f[f"offset_{n}"], m[n]["mean"][-1])
+    wins = np.abs(m["rms"]["mean"]) > np.abs(m["layer"]["mean"])
+    assert f["layers_rms"] == int(wins.sum()) and f["readings"] == wins.size
+    runs = shipped(state["text"])
+    seeds = [abs(runs["rms", s]["mean"][-1]) > abs(runs["layer", s]["mean"][-1]) for s in SEEDS]
+    assert f["seeds_rms"] == sum(seeds) and f["seeds"] == len(SEEDS)
+    assert bool(wins[-1]) == (claim.key == "residual.trained_offset_rms_larger")
+
+
+def trained_share(state: dict, claim: Claim) -> None:
+    m, f = models(state), claim.fields
+    for n in NORMS:
+        close(f[f"share_{n}_pct"], m[n]["share"][-1])
+    wins = m["rms"]["share"] > m["layer"]["share"]
+    assert f["layers_rms"] == int(wins.sum()) and f["readings"] == wins.size
+    close(f["random_pct"], 1 / m["rms"]["config"]["model"]["n_embd"])
+    assert bool(np.all(wins)) == (claim.key == "residual.trained_share_rms_everywhere")
+    # A random unit direction u holds E[<x, u>^2] = |x|^2 / d of a vector's energy.
+    d = m["rms"]["config"]["model"]["n_embd"]
+    u = np.random.default_rng(0).standard_normal((20000, d))
+    x = np.random.default_rng(1).standard_normal(d)
+    held = ((u @ x) ** 2 / (u**2).sum(axis=1) / (x @ x)).mean()
+    np.testing.assert_allclose(held, 1 / d, rtol=0.03)
+
+
+def trained_chance(state: dict, claim: Claim) -> None:
+    m, f = models(state), claim.fields
+    d = m["rms"]["config"]["model"]["n_embd"]
+    worst = float(np.max(m["layer"]["share"]))
+    close(f["max_layer_pct"], worst)
+    close(f["random_pct"], 1 / d)
+    close(f["min_rms_pct"], np.min(m["rms"]["share"]))
+    close(f["max_rms_pct"], np.max(m["rms"]["share"]))
+    assert (worst < 1 / d) == (claim.key == "residual.trained_layer_below_chance")
+
+
+def trained_shift(state: dict, claim: Claim) -> None:
+    m, f = models(state), claim.fields
+    change = {n: float(np.max(np.abs(m[n]["change"]))) for n in NORMS}
+    for n in ("rms", "none"):
+        np.testing.assert_allclose(f[f"change_{n}"], change[n], rtol=1e-3, atol=1e-5)
+    # In float64 the LayerNorm model's loss does not move at all (to rounding): what the page
+    # reads in float32 is that arithmetic's rounding, and the slope along 1 is zero.
+    assert change["layer"] <= 1e-10 and f["change_layer"] <= 1e-5
+    invisible = f["change_layer"] <= 1e-5 and min(change["rms"], change["none"]) >= 1e-3
+    assert invisible == (claim.key == "residual.trained_shift_invisible")
+    if invisible:
+        assert np.max(np.abs(m["layer"]["slope"])) <= 1e-10  # "no gradient"
+        assert (
+            np.max(np.abs(m["rms"]["slope"])) > 1e-3 and np.max(np.abs(m["none"]["slope"])) > 1e-3
+        )
+
+
+def trained_outliers(state: dict, claim: Claim) -> None:
+    m, f = models(state), claim.fields
+    for n in NORMS:
+        close(f[f"ratio_{n}"], m[n]["ratio"][-1])
+    largest = max(float(np.max(m[n]["ratio"])) for n in NORMS)
+    close(f["max_ratio"], largest)
+    assert (largest <= 10) == (claim.key == "residual.trained_outliers_mild")
+
+
+def trained_dims(state: dict, claim: Claim) -> None:
+    m, f = models(state), claim.fields
+    k = f["k"]
+    top = {n: set(np.argsort(m[n]["magnitude"][-1])[::-1][:k].tolist()) for n in NORMS}
+    assert k == 4
+    assert f["shared_layer"] == len(top["rms"] & top["layer"])
+    assert f["shared_none"] == len(top["rms"] & top["none"])
+    # "All three started from the same initial weights": the same init seed in every config.
+    seeds = {m[n]["config"]["training"]["init_seed"] for n in NORMS}
+    assert len(seeds) == 1
+
+
+def trained_table(state: dict, claim: Claim) -> None:
+    assert claim.fields["tokens"] == len(view_text(state).encode("utf-8"))
+
+
 CHECKS = {
+    "residual.trained_model_caption": trained_model,
+    "residual.trained_text_loss": trained_text_loss,
+    "residual.trained_offset_small": trained_offset_size,
+    "residual.trained_offset_large": trained_offset_size,
+    "residual.trained_offset_rms_larger": trained_offset,
+    "residual.trained_offset_rms_not_larger": trained_offset,
+    "residual.trained_share_rms_everywhere": trained_share,
+    "residual.trained_share_rms_some": trained_share,
+    "residual.trained_layer_below_chance": trained_chance,
+    "residual.trained_layer_not_below_chance": trained_chance,
+    "residual.trained_shift_invisible": trained_shift,
+    "residual.trained_shift_numbers": trained_shift,
+    "residual.trained_outliers_mild": trained_outliers,
+    "residual.trained_outliers_dominant": trained_outliers,
+    "residual.trained_dims_shared": trained_dims,
+    "residual.trained_table_caption": trained_table,
     "residual.offset_reading": check_offset,
     "residual.length_sqrt_d": check_length,
     "residual.length_below": check_length,

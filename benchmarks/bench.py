@@ -1,0 +1,288 @@
+"""Speed benchmark of the norms: composite vs fused kernels, torch's own, the core's public calls
+and plain copies, as multiples of ``x.clone()``.
+
+Run ``python -m benchmarks.bench [--rows R] [--cols C] [--repeats N] [--device cpu|cuda]
+[--dtype float32|float64]``.
+
+Normalising a tensor is memory bound: it reads every element and writes every element, so a copy
+of the same tensor is the floor, and the number that matters is each kernel's time as a multiple
+of that copy. Machines are noisy (this one is shared), so every case is timed in one run with its
+repetitions interleaved (each round runs every case once, in a rotating order), each case's
+median is reported, and the spread (fastest to slowest round, as multiples of the copy's median)
+stands beside it, so that one slow round cannot set a headline.
+
+On CUDA the cases are the composite kernels, torch's fused ``F.rms_norm`` / ``F.layer_norm`` and
+the core's calls, and GB/s is also given as a share of a device-to-device copy's
+(``buffer.copy_(x)``). The fused numba kernels are CPU-only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
+from core.fast import KERNELS, available_cores
+from core.norms import layer_norm, rms_norm
+
+DEFAULT_ROWS = 4096
+DEFAULT_COLS = 4096
+# 15 rounds of ten cases take about 5 s at the default size on a 2-core CPU: enough for a stable
+# median without keeping a shared machine busy.
+DEFAULT_REPEATS = 15
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+Case = tuple[str, str, Callable[[], torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One case: its median time, the rate it implies and its time as multiples of the copy."""
+
+    group: str
+    label: str
+    median_s: float
+    gb_per_s: float
+    vs_clone: float
+    fastest_vs_clone: float
+    slowest_vs_clone: float
+    vs_device_copy: float  # share of buffer.copy_(x)'s GB/s
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Everything one run measured, ready to print."""
+
+    shape: tuple[int, int]
+    dtype: torch.dtype
+    device: torch.device
+    device_name: str
+    threads: int
+    repeats: int
+    timings: list[Timing]
+    agreement: dict[str, float]  # max |y - torch's| / max |torch's|, per kernel
+
+    def timing(self, label: str) -> Timing:
+        return next(t for t in self.timings if t.label == label)
+
+
+def cases(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, device_type: str
+) -> list[Case]:
+    """The cases timed on ``device_type`` ("cpu" or "cuda"), on the given tensors.
+
+    Every norm gets a weight, and LayerNorm a bias, as inside a model layer. The fused numba
+    kernels run on the CPU only; on CUDA torch's own functions are the fused kernels.
+    """
+    buffer = torch.empty_like(x)
+    shape = (x.shape[-1],)
+    techniques = ("composite", "fused") if device_type == "cpu" else ("composite",)
+    torch_own = {
+        "rms": lambda: F.rms_norm(x, shape, weight, DEFAULT_RMS_EPS),
+        "layer": lambda: F.layer_norm(x, shape, weight, bias, DEFAULT_LAYER_EPS),
+    }
+    core_own = {
+        "rms": lambda: rms_norm(x, weight, eps=DEFAULT_RMS_EPS),
+        "layer": lambda: layer_norm(x, weight, bias, eps=DEFAULT_LAYER_EPS),
+    }
+    listed: list[Case] = [
+        ("copy", "x.clone()", x.clone),
+        ("copy", "buffer.copy_(x)", lambda: buffer.copy_(x)),
+    ]
+    for norm, eps in (("rms", DEFAULT_RMS_EPS), ("layer", DEFAULT_LAYER_EPS)):
+        b = bias if norm == "layer" else None
+        for technique in techniques:
+            kernel = KERNELS[(norm, technique)]
+            listed.append(
+                (norm, f"{technique} {norm}", lambda k=kernel, b=b, e=eps: k(x, weight, b, e))
+            )
+        listed.append((norm, f"F.{norm}_norm", torch_own[norm]))
+        listed.append((norm, f"core.{norm}_norm", core_own[norm]))
+    return listed
+
+
+def _timer(device: torch.device) -> Callable[[Callable[[], torch.Tensor]], float]:
+    """Seconds for one call; the result is freed only after the clock stops."""
+    if device.type == "cuda":
+
+        def time_cuda(fn: Callable[[], torch.Tensor]) -> float:
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize(device)
+            start.record()
+            result = fn()
+            end.record()
+            end.synchronize()
+            del result
+            return start.elapsed_time(end) / 1e3  # events report milliseconds
+
+        return time_cuda
+
+    def time_host(fn: Callable[[], torch.Tensor]) -> float:
+        start = time.perf_counter()
+        result = fn()  # noqa: F841 - kept alive: freeing the output is not part of the kernel
+        return time.perf_counter() - start
+
+    return time_host
+
+
+def interleaved_samples(
+    listed: Sequence[Case], repeats: int, clock: Callable[[Callable[[], torch.Tensor]], float]
+) -> dict[str, list[float]]:
+    """``repeats`` rounds; each runs every case once, starting one further along each time."""
+    samples: dict[str, list[float]] = {label: [] for _, label, _ in listed}
+    for round_index in range(repeats):
+        shift = round_index % len(listed)
+        for _, label, fn in [*listed[shift:], *listed[:shift]]:
+            samples[label].append(clock(fn))
+    return samples
+
+
+def summarise(listed: Sequence[Case], samples: dict[str, list[float]], nbytes: int) -> list[Timing]:
+    """Medians, GB/s and ratios. ``nbytes`` is one read plus one write of x: the least traffic
+    of any out-of-place elementwise kernel, so GB/s compares kernels with the copy directly."""
+    medians = {label: statistics.median(times) for label, times in samples.items()}
+    clone, device_copy = medians["x.clone()"], medians["buffer.copy_(x)"]
+    return [
+        Timing(
+            group=group,
+            label=label,
+            median_s=medians[label],
+            gb_per_s=nbytes / medians[label] / 1e9,
+            vs_clone=medians[label] / clone,
+            fastest_vs_clone=min(samples[label]) / clone,
+            slowest_vs_clone=max(samples[label]) / clone,
+            vs_device_copy=device_copy / medians[label],
+        )
+        for group, label, _ in listed
+    ]
+
+
+def _agreement(listed: Sequence[Case]) -> dict[str, float]:
+    """Each norm kernel's largest difference from torch's own, relative to its largest value."""
+    outputs = {label: fn() for _, label, fn in listed if not label.startswith(("x.", "buffer"))}
+    result = {}
+    for label, y in outputs.items():
+        ref = outputs["F.rms_norm" if "rms" in label else "F.layer_norm"]
+        result[label] = ((y - ref).abs().max() / ref.abs().max()).item()
+    return result
+
+
+def run_benchmark(
+    rows: int = DEFAULT_ROWS,
+    cols: int = DEFAULT_COLS,
+    *,
+    repeats: int = DEFAULT_REPEATS,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    seed: int = 0,
+) -> BenchResult:
+    """Time every case on a (rows, cols) tensor drawn from ``seed``."""
+    dev = torch.device(device)
+    generator = torch.Generator().manual_seed(seed)
+    x, weight, bias = (
+        torch.randn(shape, generator=generator, dtype=dtype).to(dev)
+        for shape in ((rows, cols), (cols,), (cols,))
+    )
+    listed = cases(x, weight, bias, dev.type)
+    with torch.no_grad():
+        agreement = _agreement(listed)  # doubles as the warm-up (and the fused kernels' compile)
+        samples = interleaved_samples(listed, repeats, _timer(dev))
+    return BenchResult(
+        shape=(rows, cols),
+        dtype=dtype,
+        device=dev,
+        device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "",
+        threads=available_cores() if dev.type == "cpu" else 0,
+        repeats=repeats,
+        timings=summarise(listed, samples, 2 * x.numel() * x.element_size()),
+        agreement=agreement,
+    )
+
+
+def format_table(result: BenchResult) -> str:
+    """The benchmark as a plain-text table with the ratios under it."""
+    dtype_name = str(result.dtype).removeprefix("torch.")
+    cuda = result.device.type == "cuda"
+    where = (
+        f"{result.device} ({result.device_name})"
+        if cuda
+        else f"{result.device} ({result.threads} cores for the fused kernels, "
+        f"torch {torch.get_num_threads()} threads)"
+    )
+    extra = f" {'% of copy_':>10}" if cuda else ""
+    lines = [
+        f"NormLab speed benchmark: x of shape {result.shape} {dtype_name} on {where}, "
+        f"torch {torch.__version__}",
+        f"{result.repeats} interleaved rounds, medians; norms get a weight (LayerNorm also a "
+        "bias); GB/s counts one read and one write of x",
+        "",
+        f"{'':6} {'case':18} {'median ms':>10} {'GB/s':>8} {'x clone':>8} {'spread':>13}{extra}",
+    ]
+    for t in result.timings:
+        spread = f"{t.fastest_vs_clone:.2f}-{t.slowest_vs_clone:.2f}"
+        share = f" {100 * t.vs_device_copy:9.0f}%" if cuda else ""
+        lines.append(
+            f"{t.group:6} {t.label:18} {t.median_s * 1e3:10.3f} {t.gb_per_s:8.1f} "
+            f"{t.vs_clone:7.2f}x {spread:>13}{share}"
+        )
+    lines += ["", *_headlines(result)]
+    return "\n".join(lines)
+
+
+def _headlines(result: BenchResult) -> list[str]:
+    layer = result.timing("F.layer_norm").median_s
+    lines = []
+    if result.device.type == "cpu":
+        fused_rms, fused_layer = (result.timing(f"fused {n}").median_s for n in ("rms", "layer"))
+        lines += [
+            f"fused rms takes {fused_rms / layer:.2f}x as long as F.layer_norm, "
+            f"{fused_rms / fused_layer:.2f}x as long as fused layer",
+        ]
+    diffs = ", ".join(f"{label} {value:.1e}" for label, value in result.agreement.items())
+    return [*lines, f"max |y - torch's| / max |torch's|: {diffs}"]
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point: parse flags, run the benchmark, print the table."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench",
+        description="Time RMSNorm and LayerNorm kernels (composite, fused, torch) against copies.",
+    )
+    parser.add_argument("--rows", type=_positive_int, default=DEFAULT_ROWS)
+    parser.add_argument("--cols", type=_positive_int, default=DEFAULT_COLS)
+    parser.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=DEFAULT_REPEATS,
+        help="interleaved timing rounds; each case's median is reported",
+    )
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--dtype", choices=sorted(_DTYPES), default="float32")
+    args = parser.parse_args(argv)
+
+    if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: CUDA is not available in this torch build")
+    result = run_benchmark(
+        args.rows, args.cols, repeats=args.repeats, device=args.device, dtype=_DTYPES[args.dtype]
+    )
+    print(format_table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,229 @@
+"""The backward page's sentences, checked with torch autograd in float64.
+
+Each check rebuilds x from the link state with numpy, takes both Jacobians and the input
+gradients from ``torch.autograd`` (``F.rms_norm`` and ``F.layer_norm``), and compares what the
+sentence says, numbers and words, with them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from hypothesis import strategies as st
+
+from core.backward import backward_view
+
+# What the page calls flattened or gone: below this share of what the norm passes elsewhere.
+FLAT = 1e-3
+PAGE_EPS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 0.3, 1.0)
+
+STATES = st.fixed_dictionaries(
+    {
+        "d": st.one_of(st.sampled_from([2, 3, 64]), st.integers(2, 64)),
+        "offset": st.one_of(st.sampled_from([-20.0, 0.0, 20.0]), st.floats(-20, 20)),
+        "eps": st.sampled_from(PAGE_EPS),
+        "seed": st.one_of(st.just(0), st.integers(0, 2**31 - 1)),
+        "grad": st.sampled_from(["ones", "x", "random"]),
+    }
+)
+
+
+def view(state: dict):
+    return backward_view(**state)
+
+
+@dataclass(frozen=True)
+class Truth:
+    x: np.ndarray
+    eps: float
+    r: float
+    sigma: float
+    j_rms: np.ndarray
+    j_layer: np.ndarray
+    grad_rms: np.ndarray
+    grad_layer: np.ndarray
+    upstream: np.ndarray
+
+
+def _upstream(x: np.ndarray, kind: str, seed: int) -> np.ndarray:
+    g = {
+        "ones": lambda: np.ones_like(x),
+        "x": lambda: x.copy(),
+        "random": lambda: np.random.default_rng([seed, 2]).standard_normal(x.size),
+    }[kind]()
+    return g / np.linalg.norm(g)
+
+
+@cache
+def _truth(d: int, offset: float, eps: float, seed: int, grad: str) -> Truth:
+    x = np.random.default_rng(seed).standard_normal(d) + offset
+    xt = torch.tensor(x, dtype=torch.float64)
+    rms = lambda v: F.rms_norm(v, (d,), eps=eps)  # noqa: E731
+    layer = lambda v: F.layer_norm(v, (d,), eps=eps)  # noqa: E731
+    g = _upstream(x, grad, seed)
+    grads = []
+    for fn in (rms, layer):
+        leaf = xt.clone().requires_grad_(True)
+        fn(leaf).backward(torch.tensor(g))
+        grads.append(leaf.grad.numpy())
+    jac = torch.autograd.functional.jacobian
+    return Truth(
+        x=x,
+        eps=eps,
+        r=float(np.sqrt(np.mean(x * x) + eps)),
+        sigma=float(np.sqrt(np.mean((x - x.mean()) ** 2) + eps)),
+        j_rms=jac(rms, xt).numpy(),
+        j_layer=jac(layer, xt).numpy(),
+        grad_rms=grads[0],
+        grad_layer=grads[1],
+        upstream=g,
+    )
+
+
+def truth(state: dict) -> Truth:
+    return _truth(state["d"], state["offset"], state["eps"], state["seed"], state["grad"])
+
+
+def near(shown: float, expected: float, *, rtol: float = 1e-9, atol: float = 0.0) -> None:
+    assert abs(shown - expected) <= atol + rtol * abs(expected), (shown, expected)
+
+
+def check_heatmap(state: dict, claim) -> None:
+    t, f = truth(state), claim.fields
+    d = t.x.size
+    diag = np.diag(t.j_rms)
+    top = max(np.abs(t.j_rms).max(), np.abs(t.j_layer).max())
+    near(f["inv_r"], 1 / t.r)
+    near(f["diag_rms_lo"], diag.min(), atol=1e-12 * top)
+    near(f["diag_rms_hi"], diag.max(), atol=1e-12 * top)
+    assert f["diag_rms_hi"] <= 1 / t.r * (1 + 1e-12)
+    near(f["sub_layer"], 1 / (d * t.sigma))
+    rows_rms = t.j_rms.sum(axis=1)
+    near(f["row_min_rms"], rows_rms.min(), atol=1e-10 * top)
+    near(f["row_max_rms"], rows_rms.max(), atol=1e-10 * top)
+    rows_layer = np.abs(t.j_layer.sum(axis=1)).max()
+    if claim.key == "backward.heatmap_caption":
+        # "each row sums to ≈ 0": shown as noise, and autograd's rows vanish too.
+        assert f["row_sum_layer"] <= claim.noise
+        assert rows_layer <= 1e-10 * top, rows_layer
+    else:
+        assert f["row_sum_layer"] > claim.noise
+
+
+def _spectrum(state: dict, claim, kind: str) -> None:
+    t, f = truth(state), claim.fields
+    d = t.x.size
+    j = t.j_rms if kind == "rms" else t.j_layer
+    # Without a weight both Jacobians are symmetric; autograd's differ from that by rounding.
+    eig = np.linalg.eigvalsh((j + j.T) / 2)
+    stat = t.r if kind == "rms" else t.sigma
+    along, unit = t.eps / stat**3, 1 / stat
+    near(f["min"], eig[0], atol=1e-9 * unit)
+    near(f["max"], eig[-1], atol=1e-9 * unit)
+    if claim.key.endswith("_range"):
+        return
+    near(f["along"], along)
+    near(f["ratio_pct"], t.eps / stat**2)
+    near(f["inv_r" if kind == "rms" else "inv_sigma"], unit)
+    flat = t.eps / stat**2 <= FLAT
+    assert claim.key.endswith("_flat") == flat, (claim.key, t.eps / stat**2)
+    # The eigenvalues the sentence names: [along x] + (d - 1) x 1/r, or [0, along] + (d - 2) x
+    # 1/sigma for LayerNorm (0 along 1 for every eps).
+    expected = [along] + [unit] * (d - 1) if kind == "rms" else [0.0, along] + [unit] * (d - 2)
+    np.testing.assert_allclose(eig, np.sort(expected), rtol=0, atol=1e-9 * unit)
+    assert f["rest"] == (d - 1 if kind == "rms" else d - 2)
+    assert ("_d2_" in claim.key) == (kind == "layer" and d == 2)
+
+
+def check_spectrum_rms(state: dict, claim) -> None:
+    _spectrum(state, claim, "rms")
+
+
+def check_spectrum_layer(state: dict, claim) -> None:
+    _spectrum(state, claim, "layer")
+
+
+def _parts(t: Truth) -> dict[str, float]:
+    unit_x = t.x / np.linalg.norm(t.x)
+    ones = np.ones(t.x.size) / np.sqrt(t.x.size)
+    return {
+        "g_ones": t.upstream @ ones,
+        "g_x": t.upstream @ unit_x,
+        "rms_ones": t.grad_rms @ ones,
+        "rms_x": t.grad_rms @ unit_x,
+        "layer_ones": t.grad_layer @ ones,
+        "layer_x": t.grad_layer @ unit_x,
+    }
+
+
+def check_components(state: dict, claim) -> None:
+    t, f = truth(state), claim.fields
+    parts = _parts(t)
+    scale = max(1 / t.r, 1 / t.sigma)
+    for name, value in parts.items():
+        near(f[name], value, atol=1e-10 * scale)
+        if abs(f[name]) <= claim.noise:
+            # Shown as "≈ 0": autograd's value is as small.
+            assert abs(value) <= 1e-10 * scale, (name, value)
+    assert f["tol_pct"] == FLAT
+    gone_rms_x = abs(parts["rms_x"]) <= FLAT / t.r
+    gone_rms_ones = abs(parts["rms_ones"]) <= FLAT / t.r
+    gone_layer_x = abs(parts["layer_x"]) <= FLAT / t.sigma
+    gone_layer_ones = abs(parts["layer_ones"]) <= FLAT / t.sigma
+    expected = {
+        "backward.components_rms_x_gone": gone_rms_x and not gone_rms_ones,
+        "backward.components_rms_both_small": gone_rms_x and gone_rms_ones,
+        "backward.components_rms_x_left": not gone_rms_x and not gone_rms_ones,
+        "backward.components_rms_x_left_ones_small": not gone_rms_x and gone_rms_ones,
+        "backward.components_layer_gone": gone_layer_ones and gone_layer_x,
+        "backward.components_layer_x_left": gone_layer_ones and not gone_layer_x,
+        "backward.components_layer_plain": True,
+    }[claim.key]
+    assert expected, (claim.key, parts)
+    near(f["mean_square"], np.mean(t.x**2))
+    near(f["variance"], np.var(t.x))
+
+
+def check_conclusion(state: dict, claim) -> None:
+    t, f = truth(state), claim.fields
+    unit = np.ones(t.x.size) / np.sqrt(t.x.size)
+    layer_image = np.linalg.norm(t.j_layer @ unit)
+    rms_image = np.linalg.norm(t.j_rms @ unit)
+    near(f["rms_image"], rms_image, rtol=1e-9)
+    near(f["layer_image"], layer_image, atol=1e-10 / t.sigma)
+    if claim.key == "backward.components_conclusion":
+        assert f["layer_image"] <= claim.noise and layer_image <= 1e-10 / t.sigma
+        assert rms_image >= FLAT / t.r
+
+
+def check_why(state: dict, claim) -> None:
+    x = truth(state).x
+    near(claim.fields["cos"], x.sum() / (np.sqrt(x.size) * np.linalg.norm(x)), atol=1e-12)
+
+
+CHECKS = {
+    "backward.heatmap_caption": check_heatmap,
+    "backward.heatmap_caption_rows": check_heatmap,
+    "backward.spectrum_rms_flat": check_spectrum_rms,
+    "backward.spectrum_rms_damped": check_spectrum_rms,
+    "backward.spectrum_rms_range": check_spectrum_rms,
+    "backward.spectrum_layer_flat": check_spectrum_layer,
+    "backward.spectrum_layer_damped": check_spectrum_layer,
+    "backward.spectrum_layer_d2_flat": check_spectrum_layer,
+    "backward.spectrum_layer_d2_damped": check_spectrum_layer,
+    "backward.spectrum_layer_range": check_spectrum_layer,
+    "backward.components_rms_x_gone": check_components,
+    "backward.components_rms_both_small": check_components,
+    "backward.components_rms_x_left": check_components,
+    "backward.components_rms_x_left_ones_small": check_components,
+    "backward.components_layer_gone": check_components,
+    "backward.components_layer_x_left": check_components,
+    "backward.components_layer_plain": check_components,
+    "backward.components_conclusion": check_conclusion,
+    "backward.components_conclusion_plain": check_conclusion,
+    "backward.components_why": check_why,
+}

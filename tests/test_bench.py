@@ -1,0 +1,133 @@
+"""benchmarks.bench: the ratios it computes, its CUDA table (exercised on the CPU) and a smoke
+run of its command line. No timing is asserted."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks.bench import (
+    BenchResult,
+    cases,
+    format_table,
+    interleaved_samples,
+    main,
+    summarise,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tensors(rows=8, cols=32):
+    gen = torch.Generator().manual_seed(0)
+    return tuple(torch.randn(shape, generator=gen) for shape in ((rows, cols), (cols,), (cols,)))
+
+
+def _fake_clock(seconds_by_call):
+    """A clock that runs the case and reports the next scripted duration."""
+    durations = iter(seconds_by_call)
+
+    def clock(fn):
+        fn()
+        return next(durations)
+
+    return clock
+
+
+def test_cpu_cases_cover_both_techniques_torch_and_core():
+    labels = [label for _, label, _ in cases(*_tensors(), "cpu")]
+    assert labels == [
+        "x.clone()",
+        "buffer.copy_(x)",
+        "composite rms",
+        "fused rms",
+        "F.rms_norm",
+        "core.rms_norm",
+        "composite layer",
+        "fused layer",
+        "F.layer_norm",
+        "core.layer_norm",
+    ]
+
+
+def test_cuda_cases_run_and_summarise_on_cpu_tensors():
+    # The CUDA table has no numba kernels; its cases and its share-of-copy column are computed
+    # the same way on any device, so CPU tensors exercise them.
+    listed = cases(*_tensors(), "cuda")
+    assert [label for _, label, _ in listed if "fused" in label] == []
+    ran = interleaved_samples(listed, 1, _fake_clock([0.0] * len(listed)))  # each case runs
+    assert set(ran) == {label for _, label, _ in listed}
+    # Case i takes (i + 1) ms in each of three rounds: the clone 1 ms, buffer.copy_ 2 ms.
+    samples = {label: [(i + 1) * 1e-3] * 3 for i, (_, label, _) in enumerate(listed)}
+    timings = summarise(listed, samples, nbytes=2_000_000)
+    clone, device_copy = timings[0], timings[1]
+    assert clone.vs_clone == 1.0 and clone.gb_per_s == pytest.approx(2.0)
+    assert device_copy.vs_device_copy == 1.0
+    assert timings[3].vs_clone == pytest.approx(4.0)
+    assert timings[3].vs_device_copy == pytest.approx(0.5)
+    result = BenchResult(
+        shape=(8, 32),
+        dtype=torch.float32,
+        device=torch.device("cuda"),
+        device_name="a GPU",
+        threads=0,
+        repeats=3,
+        timings=timings,
+        agreement={"core.rms_norm": 1e-7},
+    )
+    table = format_table(result)
+    assert "cuda (a GPU)" in table and "% of copy_" in table
+    f_rms_norm = next(line for line in table.splitlines() if "F.rms_norm" in line)
+    assert f_rms_norm.endswith(" 50%")  # 4 ms against buffer.copy_'s 2 ms
+
+
+def test_interleaving_rotates_the_order_and_times_every_case_each_round():
+    listed = [("g", label, lambda label=label: order.append(label)) for label in "abc"]
+    order: list[str] = []
+    samples = interleaved_samples(listed, 3, _fake_clock([0.0] * 9))
+    assert order == list("abcbcacab")
+    assert all(len(times) == 3 for times in samples.values())
+
+
+def test_summary_ratios_and_spread():
+    listed = [("copy", "x.clone()", None), ("copy", "buffer.copy_(x)", None), ("rms", "k", None)]
+    samples = {
+        "x.clone()": [2.0, 1.0, 3.0],
+        "buffer.copy_(x)": [1.0, 1.0, 1.0],
+        "k": [4.0, 2.0, 6.0],
+    }
+    k = summarise(listed, samples, nbytes=4_000_000_000)[2]
+    assert (k.median_s, k.vs_clone, k.fastest_vs_clone, k.slowest_vs_clone) == (4.0, 2.0, 1.0, 3.0)
+    assert k.gb_per_s == 1.0
+
+
+def test_cli_prints_the_table(capsys):
+    assert main(["--rows", "64", "--cols", "256", "--repeats", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "(64, 256) float32 on cpu" in out
+    for label in ["x.clone()", "fused rms", "composite layer", "F.rms_norm", "core.layer_norm"]:
+        assert label in out
+    clone_line = next(line for line in out.splitlines() if "x.clone()" in line)
+    assert " 1.00x " in clone_line  # the copy is the unit of the ratio column
+    assert "as long as F.layer_norm" in out and "max |y - torch's|" in out
+
+
+def test_cli_rejects_non_positive_sizes(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--rows", "0"])
+    assert stop.value.code == 2
+    assert "positive" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # a fresh interpreter imports torch: several seconds on a busy machine
+def test_module_runs_as_a_script():
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench", "--help"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "python -m benchmarks.bench" in done.stdout
