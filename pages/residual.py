@@ -236,7 +236,9 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
 
     st.subheader(tr("residual.trained_figure_heading"))
     st.plotly_chart(
-        layers_figure(view.layers, view.readings, TRAINED_QUANTITIES, names, TRAINED_NORMS),
+        readable(
+            layers_figure(view.layers, view.readings, TRAINED_QUANTITIES, names, TRAINED_NORMS)
+        ),
         key="trained_figure",
         alt=tr("residual.trained_figure_alt", seed=view.seed),
     )
@@ -246,7 +248,7 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
 
     st.subheader(tr("residual.outliers_heading"))
     st.plotly_chart(
-        coordinates_figure(view.relative_magnitude, TRAINED_NORMS, names),
+        readable(coordinates_figure(view.relative_magnitude, TRAINED_NORMS, names)),
         key="coordinates_figure",
         alt=tr("residual.coordinates_alt", seed=view.seed, d=view.d),
     )
