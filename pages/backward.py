@@ -71,11 +71,12 @@ def labels(tr: Translator) -> dict[str, str]:
 
 def formulas(tr: Translator) -> None:
     st.subheader(tr("backward.formulas_heading"))
-    # Stacked, RMSNorm first: each formula is too wide for half the page.
+    # Stacked, RMSNorm first: each formula is too wide for half the page, and its clauses go
+    # one per line so that it fits a phone.
     st.markdown(f"**{tr('common.rms_norm')}**")
-    st.latex(RMS_JACOBIAN_FORMULA)
+    st.latex(fmt.stacked(RMS_JACOBIAN_FORMULA))
     st.markdown(f"**{tr('common.layer_norm')}**")
-    st.latex(LAYER_JACOBIAN_FORMULA)
+    st.latex(fmt.stacked(LAYER_JACOBIAN_FORMULA))
 
 
 def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None:

@@ -181,12 +181,13 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
 
 def contracts(view: ContractsView, state: dict, tr: Translator) -> None:
     st.subheader(tr("contracts.formulas_heading"))
-    # One above the other: the upstream formulas are too wide to share a row.
+    # One above the other, clauses one per line: the upstream formulas are too wide to share a
+    # row, and on a phone too wide for one line.
     for side in SIDES:
         preset = get_preset(state[side], "rms")
         title = tr("contracts.side_title", side=tr(f"contracts.side_{side}"), title=preset.title)
         st.markdown(f"**{title}**")
-        st.latex(preset.formula)
+        st.latex(fmt.stacked(preset.formula))
     st.markdown(tr.claim(view.claims["contract"]))
     st.table(contract_table(view, state, tr))
 

@@ -194,7 +194,7 @@ def formulas(pairs: tuple[tuple[str, str], ...], *, side_by_side: bool = True) -
     places = st.columns(len(pairs)) if side_by_side else [st.container() for _ in pairs]
     for place, (name, formula) in zip(places, pairs, strict=True):
         place.markdown(f"**{name}**")
-        place.latex(formula)
+        place.latex(fmt.stacked(formula))
 
 
 def mark_cell(value: bool | None, tr: Translator) -> str:

@@ -4,8 +4,8 @@
   violation of WCAG 2.1 A/AA, every chart has its alt text, figure text is at least 14 px
   (read from Plotly's resolved layout), and nothing scrolls sideways.
 - Phone (390x844), every page in one language (English and Indonesian by turns): the same axe
-  audit, the sidebar starts closed, metrics sit at least two to a row, figure text at least
-  14 px, no sideways scrolling.
+  audit, the sidebar starts closed, metrics sit at least two to a row, no chart toolbar over
+  a legend, figure text at least 14 px, no sideways scrolling.
 - Presenter (1920x1080, ``controls=hidden&text=large``), every page in the other language: no
   sidebar, no save, upload or share box, no sentence pointing to a hidden control, figure text
   enlarged with the page's text, no sideways scrolling.
@@ -84,6 +84,14 @@ METRICS_ON_FIRST_ROW = """() => {
   return Array.from(groups.values()).filter(tops => tops.length > 1)
     .map(tops => tops.filter(top => top === Math.min(...tops)).length);
 }"""
+# Whether a chart's Plotly toolbar covers part of its legend (a hidden toolbar has no size).
+TOOLBAR_OVER_LEGEND = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(p => {
+  const bar = p.querySelector('.modebar'), legend = p.querySelector('.legend');
+  if (!bar || !legend) return false;
+  const a = bar.getBoundingClientRect(), b = legend.getBoundingClientRect();
+  return a.width > 0 && a.height > 0
+    && a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+})"""
 # The visible text of the main area (not the sidebar), for the presenter view's sentences.
 MAIN_TEXT = "() => document.querySelector('[data-testid=\"stMain\"]').innerText"
 
@@ -197,6 +205,7 @@ def test_phone_page_is_accessible_and_fits(app_url, browser, axe, name) -> None:
     smallest = page.evaluate(SMALLEST_FONTS)
     assert all(size >= MIN_FONT_SIZE for size in smallest), smallest
     assert all(n >= 2 for n in page.evaluate(METRICS_ON_FIRST_ROW))
+    assert not page.evaluate(TOOLBAR_OVER_LEGEND)
     shoot(page, f"{name}-phone-{lang}")
     page.close()
 

@@ -70,11 +70,17 @@ def read_view_mode(lang: str) -> ViewMode:
 #   stacked formula sticks out of its box by two pixels of KaTeX's own table cells (.vlist-s),
 #   which made each one a scrollable region that the keyboard cannot reach (axe-core's
 #   scrollable-region-focusable); two pixels of padding hold them.
-# - On a phone, display math at the size of the text around it instead of KaTeX's 1.21 em, so
-#   that the formulas fit the screen's width.
+# - On a phone, display math a little smaller than the text around it instead of KaTeX's
+#   1.21 em, so that the formulas (their clauses one per line, ``ui.fmt.stacked``) fit the
+#   screen's width; and no Plotly toolbar, whose nine buttons (shown
+#   after a tap) cover the legend above the plot. Fingers zoom and pan without it; the PNG
+#   button is there on a laptop.
 _BASE_CSS = """<style>
 .katex-display { padding: 0 2px; }
-@media (max-width: 640px) { .katex-display > .katex { font-size: 1em; } }
+@media (max-width: 640px) {
+  .katex-display > .katex { font-size: 0.9em; }
+  .js-plotly-plot .modebar-container { display: none; }
+}
 </style>"""
 
 
