@@ -26,7 +26,7 @@ from core.inputs import (
 from core.stats import IDENTITY_FORMULA, STAT_NAMES
 from ui import fmt, widgets
 from ui.export import coordinates_csv, statistics_csv, view_json
-from ui.frame import begin_page, presenting, save_box, share_box, view_mode
+from ui.frame import begin_page, metric_width, presenting, save_box, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam
 from viz import style
@@ -160,7 +160,7 @@ def metrics(tr: Translator, view: ExplorerView) -> None:
     )
     with st.container(horizontal=True, gap="small"):
         for key, value in values:
-            st.metric(tr(f"explorer.{key}"), fmt.num(value), width=150)
+            st.metric(tr(f"explorer.{key}"), fmt.num(value), width=metric_width())
 
 
 def labels(tr: Translator) -> dict[str, str]:

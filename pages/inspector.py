@@ -21,7 +21,7 @@ from core.checkpoints.readings import RATIO_FORMULAS, SHARE_FORMULAS
 from core.checkpoints.sources import GIB, valid_hub_id
 from core.stats import IDENTITY_FORMULA
 from ui import fmt
-from ui.frame import METRIC_WIDTH, begin_page, metric_row, readable, share_box
+from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import Param, Problem, TextParam, echo
 from ui.widgets import BIND
@@ -234,11 +234,11 @@ def model_card(tr: Translator, side: str, view: SideView) -> None:
     st.subheader(f"{tr(f'inspector.side_{side}')} · {s.label}")
     st.caption(tr(f"inspector.source_{s.source}", architecture=s.architecture))
     with metric_row():
-        st.metric(tr("inspector.metric_params"), fmt.num(s.parameters), width=METRIC_WIDTH)
-        st.metric(tr("inspector.metric_dtype"), s.dtype, width=METRIC_WIDTH)
-        st.metric(tr("inspector.metric_width"), fmt.num(s.width), width=METRIC_WIDTH)
+        st.metric(tr("inspector.metric_params"), fmt.num(s.parameters), width=metric_width())
+        st.metric(tr("inspector.metric_dtype"), s.dtype, width=metric_width())
+        st.metric(tr("inspector.metric_width"), fmt.num(s.width), width=metric_width())
         norms = fmt.num(len(view.contract.modules))
-        st.metric(tr("inspector.metric_norms"), norms, width=METRIC_WIDTH)
+        st.metric(tr("inspector.metric_norms"), norms, width=metric_width())
 
 
 def contract_section(tr: Translator, view: InspectorView) -> None:

@@ -18,7 +18,7 @@ from core.invariance import (
     invariance_lab,
 )
 from ui import fmt, widgets
-from ui.frame import METRIC_WIDTH, begin_page, metric_row, readable, share_box
+from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
 from viz.invariance import before_after_figure, collapse_figure, pair_figure, sweep_figure
@@ -82,7 +82,7 @@ def case_section(lab: InvarianceLab, tr: Translator) -> None:
     with metric_row():
         for norm in ("rms", "layer"):
             value = fmt.num(lab.residual[norm], noise=TABLE_TOL)
-            st.metric(tr(f"invariance.metric_res_{norm}"), value, width=METRIC_WIDTH)
+            st.metric(tr(f"invariance.metric_res_{norm}"), value, width=metric_width())
     case = lab.case
     st.plotly_chart(
         readable(
@@ -180,7 +180,7 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
                 delta=tr("invariance.at_zero", value=at_zero),
                 delta_color="off",
                 delta_arrow="off",
-                width=METRIC_WIDTH,
+                width=metric_width(),
             )
     fig_labels = labels(tr, "spread", "dist_rms", "dist_layer", "slope")
     fig_labels.update(offset=tr("invariance.offset_axis_log"), amount=tr("invariance.amount_axis"))

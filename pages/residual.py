@@ -30,7 +30,7 @@ from core.residual import (
     trained_view,
 )
 from ui import fmt, widgets
-from ui.frame import METRIC_WIDTH, begin_page, metric_row, presenting, readable, share_box
+from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, read_link_value
 from viz.residual import coordinates_figure, layers_figure
@@ -132,7 +132,7 @@ def metrics(view: ResidualView, tr: Translator, layers: int) -> None:
                 ),
                 delta_color="off",
                 delta_arrow="off",
-                width=METRIC_WIDTH,
+                width=metric_width(),
             )
 
 

@@ -33,7 +33,7 @@ from core.training_view import (
     training_view,
 )
 from ui import fmt, widgets
-from ui.frame import METRIC_WIDTH, begin_page, metric_row, presenting, readable, share_box
+from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import BoolParam, IntParam, LadderParam
 from viz.training import final_loss_figure, loss_figure, per_run_figure
@@ -134,7 +134,7 @@ def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     st.subheader(tr("training.final_heading", step=view.equal_step))
     with metric_row():
         for norm, summary in view.norms.items():
-            with st.container(width=METRIC_WIDTH, gap=None):
+            with st.container(width=metric_width(), gap=None):
                 st.metric(labels[norm], fmt.num(summary.mean_at_step))
                 if len(summary.seeds) > 1:
                     lo, hi, n = summary.lowest, summary.highest, len(summary.seeds)
@@ -157,7 +157,7 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     with metric_row():
         for norm, summary in view.norms.items():
             ms = tr("training.ms_value", ms=summary.median_step_ms)
-            st.metric(labels[norm], ms, width=METRIC_WIDTH)
+            st.metric(labels[norm], ms, width=metric_width())
     left, right = st.columns(2, gap="large")
     step_runs = [{"norm": r.norm, "seed": r.seed, "value": r.median_step_ms} for r in view.runs]
     share_runs = [{"norm": r.norm, "seed": r.seed, "value": r.norm_share} for r in view.runs]

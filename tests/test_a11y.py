@@ -2,7 +2,7 @@
 
 - Laptop (1366x900), every page in both languages: axe-core finds no serious or critical
   violation of WCAG 2.1 A/AA, every chart has its alt text, figure text is at least 14 px
-  (read from Plotly's resolved layout), and nothing scrolls sideways.
+  (read from Plotly's resolved layout), no metric is cut off, and nothing scrolls sideways.
 - Phone (390x844), every page in one language (English and Indonesian by turns): the same axe
   audit, the sidebar starts closed, metrics sit at least two to a row, no chart toolbar over
   a legend, figure text at least 14 px, no sideways scrolling.
@@ -84,6 +84,10 @@ METRICS_ON_FIRST_ROW = """() => {
   return Array.from(groups.values()).filter(tops => tops.length > 1)
     .map(tops => tops.filter(top => top === Math.min(...tops)).length);
 }"""
+# Metric labels, values and deltas cut off with an ellipsis (wider than their box).
+CUT_METRICS = """() => Array.from(document.querySelectorAll(
+    '[data-testid="stMetric"] [data-testid="stMarkdownContainer"]'))
+  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
 # Whether a chart's Plotly toolbar covers part of its legend (a hidden toolbar has no size).
 TOOLBAR_OVER_LEGEND = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(p => {
   const bar = p.querySelector('.modebar'), legend = p.querySelector('.legend');
@@ -188,6 +192,7 @@ def test_laptop_page_is_accessible_and_readable(app_url, browser, axe, name, lan
     smallest = page.evaluate(SMALLEST_FONTS)
     assert all(size >= MIN_FONT_SIZE for size in smallest), smallest
     assert overflow(page) <= 0
+    assert page.evaluate(CUT_METRICS) == []
     assert outside == []
     shoot(page, f"{name}-laptop-{lang}")
     page.close()
@@ -205,6 +210,7 @@ def test_phone_page_is_accessible_and_fits(app_url, browser, axe, name) -> None:
     smallest = page.evaluate(SMALLEST_FONTS)
     assert all(size >= MIN_FONT_SIZE for size in smallest), smallest
     assert all(n >= 2 for n in page.evaluate(METRICS_ON_FIRST_ROW))
+    assert page.evaluate(CUT_METRICS) == []
     assert not page.evaluate(TOOLBAR_OVER_LEGEND)
     shoot(page, f"{name}-phone-{lang}")
     page.close()
@@ -233,6 +239,7 @@ def test_presenter_view_shows_figures_and_explanations_only(app_url, browser, na
     assert [p for p in POINTING[lang] if p.lower() in text.lower()] == []
     smallest = page.evaluate(SMALLEST_FONTS)
     assert all(size >= LARGE_MIN_FONT for size in smallest), smallest
+    assert page.evaluate(CUT_METRICS) == []
     assert overflow(page) <= 0
     shoot(page, f"{name}-presenter-{lang}")
     page.close()

@@ -75,8 +75,14 @@ def read_view_mode(lang: str) -> ViewMode:
 #   screen's width; and no Plotly toolbar, whose nine buttons (shown
 #   after a tap) cover the legend above the plot. Fingers zoom and pan without it; the PNG
 #   button is there on a laptop.
+# - A metric's label and its delta wrap instead of ending in an ellipsis: in a row of metrics
+#   two to a phone's line, "Residual, RMSNorm (worst case)" was cut to "Residual, RMSNorm (w…".
 _BASE_CSS = """<style>
 .katex-display { padding: 0 2px; }
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
+[data-testid="stMetricLabel"] p,
+[data-testid="stMetricDelta"] [data-testid="stMarkdownContainer"],
+[data-testid="stMetricDelta"] p { white-space: normal; }
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.9em; }
   .js-plotly-plot .modebar-container { display: none; }
@@ -107,8 +113,14 @@ METRIC_WIDTH = 160
 def metric_row() -> DeltaGenerator:
     """A row for metrics, side by side where they fit and at least two to a row on a phone
     (``st.columns`` puts each column on a row of its own below 640 px). Give each metric
-    ``width=METRIC_WIDTH``: ``with metric_row(): st.metric(label, value, width=METRIC_WIDTH)``."""
+    ``width=metric_width()``: ``with metric_row(): st.metric(label, value, width=...)``."""
     return st.container(horizontal=True, gap="small")
+
+
+def metric_width() -> int:
+    """A metric's width in pixels: ``METRIC_WIDTH``, wider with ``?text=large`` (the value's
+    digits grow with the page's text and would otherwise end in an ellipsis)."""
+    return round(METRIC_WIDTH * (style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0))
 
 
 def readable(fig: go.Figure) -> go.Figure:
