@@ -18,7 +18,6 @@ from serve_util import launched, need_haproxy, session, worker_cookie
 
 from benchmarks.load import process_tree
 from serve.__main__ import main as serve_main
-from serve.launcher import ROOT
 from serve.config import (
     BUSY_MARKER,
     COOKIE,
@@ -30,7 +29,7 @@ from serve.config import (
     usable_cpus,
     write_run_files,
 )
-from serve.launcher import HAPROXY, is_healthy
+from serve.launcher import HAPROXY, ROOT, is_healthy
 from ui.i18n import LANGUAGES, t
 
 PLAN = Plan(address="0.0.0.0", port=8501, worker_ports=(40001, 40002, 40003), seats=7)
