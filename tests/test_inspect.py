@@ -143,10 +143,9 @@ EXPECTED = {
     "olmo2": ("Olmo2RMSNorm", "rms", "direct", ["qk", "qk", "post_attention", "post_mlp"], "olmo2"),
     "gpt2": ("LayerNorm", "layer", "direct", ["pre_attention", "pre_mlp"], "torch"),
 }
-# torch's fused LayerNorm kernel against the core's "torch" preset on the probe input in float32,
-# module by module (issue 9, item 12: the preset is not yet bit-exact on main; 1 ulp of the
-# outputs near 4). All 0 once the bit-exact presets land.
-GPT2_LAYERNORM_DELTAS = (4.76837158203125e-07, 3.5762786865234375e-07) + (4.76837158203125e-07,) * 3
+# torch's LayerNorm module against the core's "torch" preset on the probe input in float32,
+# module by module: the preset calls the same F.layer_norm kernel, so bit for bit.
+GPT2_LAYERNORM_DELTAS = (0.0,) * 5
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -591,15 +590,10 @@ def test_every_refusal_code_has_a_text() -> None:
 
 SHIPPED = Settings()
 # The core's own rms_norm / layer_norm (which the shipped models call) against the nearest preset
-# on the probe input, module by module, in float32: 1-3 ulp today (issue 9 item 12 and the
-# core's fused paths). Pinned so that a change shows; expected to reach 0 once the bit-exact
-# presets land.
-SHIPPED_DELTAS = {
-    "rms-seed0": (7.152557373046875e-07,) * 4 + (4.76837158203125e-07,) * 2
-    + (1.430511474609375e-06,),
-    "layer-seed0": (4.76837158203125e-07,) * 3 + (3.5762786865234375e-07,)
-    + (4.76837158203125e-07,) * 2 + (9.5367431640625e-07,),
-}  # fmt: skip
+# on the probe input, module by module, in float32. The core's fused kernels and torch's sum in
+# their own orders, so the outputs (near 4 in size) may part by a few ulp on some CPUs: 0 here
+# and on CI, at most 2e-6 (8 ulp) anywhere. The page's sentence follows the delta it measured.
+SHIPPED_DELTA_BOUND = 2e-6
 SHIPPED_KIND = {"rms": ("rms", "direct"), "layer": ("layer", "direct"), "none": ("none", "none")}
 WHERE = {"pre-attention": "pre_attention", "pre-MLP": "pre_mlp", "final": "final"}
 
@@ -619,7 +613,7 @@ def test_shipped_contract(name: str) -> None:
         assert view.claims["contract"].key == "inspector.contract_identity"
         assert view.contract.histogram is None
         return
-    assert tuple(m.delta for m in modules) == SHIPPED_DELTAS[name]
+    assert all(0.0 <= m.delta <= SHIPPED_DELTA_BOUND for m in modules), [m.delta for m in modules]
     assert {m.preset for m in modules} == {"torch"}
     assert view.summary.parameters == config["parameters"]
 

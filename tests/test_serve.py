@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -28,7 +29,7 @@ from serve.config import (
     usable_cpus,
     write_run_files,
 )
-from serve.launcher import HAPROXY, is_healthy
+from serve.launcher import HAPROXY, ROOT, is_healthy
 from ui.i18n import LANGUAGES, t
 
 PLAN = Plan(address="0.0.0.0", port=8501, worker_ports=(40001, 40002, 40003), seats=7)
@@ -195,3 +196,38 @@ def test_sigterm_to_the_launcher_stops_every_process() -> None:
         assert served.proc.wait(timeout=30) == 0
         # The launcher waited for each child, so none is left, not even as a zombie.
         assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []
+
+
+# A fresh worker's first runs side by side, each reaching pandas by its own road (a page, Plotly,
+# Streamlit's dataframe code). Without the preload, three or four of the eight threads get a
+# half-imported pandas ("partially initialized module 'pandas' has no attribute 'Series'").
+PRELOAD_RACE = """
+import importlib, sys, threading
+from ui.nav import PAGES, preload_pages
+ROADS = ["pages.explorer", "pandas", "pages.inspector", "plotly.express",
+         "streamlit.dataframe_util", "pages.training", "pyarrow", "pandas.core.frame"]
+errors = []
+def first_run(road):
+    try:
+        preload_pages()
+        importlib.import_module(road)
+        import pandas
+        pandas.Series([1.0])
+    except Exception as exc:
+        errors.append(repr(exc)[:200])
+threads = [threading.Thread(target=first_run, args=(road,)) for road in ROADS]
+for t in threads: t.start()
+for t in threads: t.join()
+missing = [s.name for s in PAGES if f"pages.{s.name}" not in sys.modules]
+print(errors, missing)
+sys.exit(1 if errors or missing else 0)
+"""
+
+
+def test_first_runs_in_many_threads_find_every_module_whole() -> None:
+    """A fresh worker's first runs, side by side (the failover's moved visitors): each finds
+    pandas and every page's modules fully imported (a half-imported pandas broke a page)."""
+    done = subprocess.run(
+        [sys.executable, "-c", PRELOAD_RACE], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]

@@ -9,6 +9,7 @@ importing it for its ``PARAMS`` draws nothing) and one text file in ``assets/tex
 from __future__ import annotations
 
 import importlib
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,31 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec("training", ":material/model_training:"),
     PageSpec("inspector", ":material/manage_search:"),
 )
+
+
+# Imported before any page runs: pandas is imported lazily by Streamlit and Plotly too.
+PRELOAD = ("numpy", "pandas", "plotly.graph_objects")
+_preload_lock = threading.Lock()
+_preloaded = False
+
+
+def preload_pages() -> None:
+    """Import every page's modules once per process, in one thread, before any page runs.
+
+    Streamlit runs each visitor's script in a thread of its own. Two first runs on a fresh
+    worker (a class arriving together, or the visitors of a lost worker moved at once) would
+    import pandas and torch from two threads; they import themselves in cycles, and Python's
+    import-deadlock rule then hands one thread a half-built module ("partially initialized
+    module 'pandas' has no attribute 'Series'"). Later runs find everything imported.
+    """
+    global _preloaded
+    if _preloaded:
+        return
+    with _preload_lock:
+        if not _preloaded:
+            for name in PRELOAD + tuple(f"pages.{spec.name}" for spec in PAGES):
+                importlib.import_module(name)
+            _preloaded = True
 
 
 def page_params(name: str) -> tuple:
