@@ -18,7 +18,7 @@ from core.attention import (
     attention_sandbox,
 )
 from ui import widgets
-from ui.frame import begin_page, presenting, share_box, view_mode
+from ui.frame import begin_page, presenting, readable, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
 from viz import style
@@ -81,11 +81,13 @@ def _point_query(angle: float, turn: float) -> None:
 def formulas(tr: Translator) -> None:
     """Attention, then RMSNorm, then LayerNorm, each named."""
     st.subheader(tr("attention.formulas_heading"))
-    cols = st.columns(3)
+    st.markdown(f"**{tr('attention.formula_attention')}**")
+    st.latex(SCORE_FORMULA)
+    # Two columns, not three: LayerNorm's formula is wider than a third of a laptop's page.
+    cols = st.columns(2)
     for col, label, formula in (
-        (cols[0], tr("attention.formula_attention"), SCORE_FORMULA),
-        (cols[1], tr("common.rms_norm"), RMS_FORMULA),
-        (cols[2], tr("common.layer_norm"), LAYER_FORMULA),
+        (cols[0], tr("common.rms_norm"), RMS_FORMULA),
+        (cols[1], tr("common.layer_norm"), LAYER_FORMULA),
     ):
         col.markdown(f"**{label}**")
         col.latex(formula)
@@ -98,12 +100,11 @@ def _weights(weights, case: str, box: Sandbox, tr: Translator, key: str, alt: st
         unselectable=box.cases[case].keyset.unselectable,
         color=COLORS[case],
         labels={"weight": tr("attention.weight_axis"), "key": tr("attention.key_axis")},
-        large=view_mode().large_text,
         height=320 if view_mode().large_text else 260,
     )
     name = tr(f"attention.case_{case}")
     st.plotly_chart(
-        figure, key=key, alt=tr(alt, case=name, n=box.n), config=style.chart_config(key)
+        readable(figure), key=key, alt=tr(alt, case=name, n=box.n), config=style.chart_config(key)
     )
 
 
@@ -125,11 +126,10 @@ def keys_section(box: Sandbox, tr: Translator) -> None:
                 color=COLORS[case],
                 radius=None if case == "raw" else box.d**0.5,
                 plane=case != "raw",
-                large=view_mode().large_text,
                 height=480 if view_mode().large_text else 400,
             )
             st.plotly_chart(
-                figure,
+                readable(figure),
                 key=f"keys_{case}",
                 alt=tr("attention.keys_alt", case=name, n=box.n),
                 config=style.chart_config(f"keys_{case}"),

@@ -15,21 +15,15 @@ from core.backward import (
 )
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, MIN_WIDTH, ladder_upto
 from ui import fmt, widgets
-from ui.frame import begin_page, presenting, share_box, view_mode
+from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
-from viz import style
 from viz.backward import components_figure, gradient_figure, jacobian_figure, spectrum_figure
 
 # Beyond this offset x is almost parallel to 1 and the picture says nothing new.
 OFFSET_LIMIT = 20.0
 # Up to eps = 1: far enough past mean(x^2) ~ 1 to watch the flattened directions come back.
 PAGE_EPS = ladder_upto(EPS_LADDER, 1.0)
-
-
-def readable(fig):
-    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
-    return style.readable(fig, large=view_mode().large_text)
 
 
 PARAMS = (
@@ -77,11 +71,12 @@ def labels(tr: Translator) -> dict[str, str]:
 
 def formulas(tr: Translator) -> None:
     st.subheader(tr("backward.formulas_heading"))
-    # Stacked, RMSNorm first: each formula is too wide for half the page.
+    # Stacked, RMSNorm first: each formula is too wide for half the page, and its clauses go
+    # one per line so that it fits a phone.
     st.markdown(f"**{tr('common.rms_norm')}**")
-    st.latex(RMS_JACOBIAN_FORMULA)
+    st.latex(fmt.stacked(RMS_JACOBIAN_FORMULA))
     st.markdown(f"**{tr('common.layer_norm')}**")
-    st.latex(LAYER_JACOBIAN_FORMULA)
+    st.latex(fmt.stacked(LAYER_JACOBIAN_FORMULA))
 
 
 def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None:

@@ -18,10 +18,9 @@ from core.contracts import (
 )
 from core.defaults import DTYPES, MIN_WIDTH
 from ui import fmt, widgets
-from ui.frame import begin_page, share_box, view_mode
+from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
-from viz import style
 from viz.contracts import contract_figure
 
 PRESET_NAMES = tuple(preset_names("rms"))
@@ -48,11 +47,6 @@ PARAMS = (
     LadderParam("scale", 1.0, SCALE_LADDER),
 )
 P = {p.key: p for p in PARAMS}
-
-
-def readable(fig):
-    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
-    return style.readable(fig, large=view_mode().large_text)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -187,12 +181,13 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
 
 def contracts(view: ContractsView, state: dict, tr: Translator) -> None:
     st.subheader(tr("contracts.formulas_heading"))
-    # One above the other: the upstream formulas are too wide to share a row.
+    # One above the other, clauses one per line: the upstream formulas are too wide to share a
+    # row, and on a phone too wide for one line.
     for side in SIDES:
         preset = get_preset(state[side], "rms")
         title = tr("contracts.side_title", side=tr(f"contracts.side_{side}"), title=preset.title)
         st.markdown(f"**{title}**")
-        st.latex(preset.formula)
+        st.latex(fmt.stacked(preset.formula))
     st.markdown(tr.claim(view.claims["contract"]))
     st.table(contract_table(view, state, tr))
 

@@ -26,7 +26,7 @@ from core.inputs import (
 from core.stats import IDENTITY_FORMULA, STAT_NAMES
 from ui import fmt, widgets
 from ui.export import coordinates_csv, statistics_csv, view_json
-from ui.frame import begin_page, presenting, save_box, share_box, view_mode
+from ui.frame import begin_page, metric_width, presenting, save_box, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam
 from viz import style
@@ -54,7 +54,6 @@ P = {p.key: p for p in PARAMS}
 # The settings explore() takes besides x, in its keyword names.
 SETTINGS = ("eps", "gain", "gain_pattern", "seed", "bias", "rms_bias", "partial")
 SETTINGS += ("backend", "device", "dtype")
-LARGE_FIGURE_TEXT = 1.35
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -161,7 +160,7 @@ def metrics(tr: Translator, view: ExplorerView) -> None:
     )
     with st.container(horizontal=True, gap="small"):
         for key, value in values:
-            st.metric(tr(f"explorer.{key}"), fmt.num(value), width=150)
+            st.metric(tr(f"explorer.{key}"), fmt.num(value), width=metric_width())
 
 
 def labels(tr: Translator) -> dict[str, str]:
@@ -360,7 +359,7 @@ def main() -> None:
     x = input_vector(state, tr)
     view = compute(x, **{k: state[k] for k in SETTINGS})
     names = labels(tr)
-    scale = LARGE_FIGURE_TEXT if view_mode().large_text else 1.0
+    scale = style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0
     metrics(tr, view)
     coordinates(tr, view, names, scale)
     messages(tr, view)

@@ -21,7 +21,7 @@ from core.checkpoints.readings import RATIO_FORMULAS, SHARE_FORMULAS
 from core.checkpoints.sources import GIB, valid_hub_id
 from core.stats import IDENTITY_FORMULA
 from ui import fmt
-from ui.frame import begin_page, share_box
+from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import Param, Problem, TextParam, echo
 from ui.widgets import BIND
@@ -233,11 +233,12 @@ def model_card(tr: Translator, side: str, view: SideView) -> None:
     s = view.summary
     st.subheader(f"{tr(f'inspector.side_{side}')} · {s.label}")
     st.caption(tr(f"inspector.source_{s.source}", architecture=s.architecture))
-    cols = st.columns(4)
-    cols[0].metric(tr("inspector.metric_params"), fmt.num(s.parameters))
-    cols[1].metric(tr("inspector.metric_dtype"), s.dtype)
-    cols[2].metric(tr("inspector.metric_width"), fmt.num(s.width))
-    cols[3].metric(tr("inspector.metric_norms"), fmt.num(len(view.contract.modules)))
+    with metric_row():
+        st.metric(tr("inspector.metric_params"), fmt.num(s.parameters), width=metric_width())
+        st.metric(tr("inspector.metric_dtype"), s.dtype, width=metric_width())
+        st.metric(tr("inspector.metric_width"), fmt.num(s.width), width=metric_width())
+        norms = fmt.num(len(view.contract.modules))
+        st.metric(tr("inspector.metric_norms"), norms, width=metric_width())
 
 
 def contract_section(tr: Translator, view: InspectorView) -> None:
@@ -246,9 +247,9 @@ def contract_section(tr: Translator, view: InspectorView) -> None:
     for side, sv in view.sides.items():
         model_card(tr, side, sv)
         st.markdown(tr.claim(sv.claims["contract"]))
-        st.table(group_table(tr, sv))
+        st.dataframe(group_table(tr, sv))
         with st.expander(tr("inspector.every_module", name=sv.summary.label)):
-            st.table(module_table(tr, sv))
+            st.dataframe(module_table(tr, sv))
     st.caption(tr("inspector.presets_caption"))
 
 
@@ -273,7 +274,7 @@ def gains_section(tr: Translator, view: InspectorView) -> None:
             marker=marker,
         )
         st.plotly_chart(
-            fig,
+            readable(fig),
             key=f"gains_{side}",
             config=chart_config(f"gains-{side}"),
             alt=tr("inspector.hist_alt", name=sv.summary.label),
@@ -359,7 +360,7 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
             percent=percent,
         )
         st.plotly_chart(
-            fig,
+            readable(fig),
             key=f"readings_{key}",
             config=chart_config(f"norm-{key}"),
             alt=tr(f"inspector.{key}_alt"),
@@ -374,7 +375,7 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
         for slot in ("identity", "share", "outlier", "treat"):
             st.markdown(tr.claim(sv.claims[slot]))
         with st.expander(tr("inspector.every_reading", name=sv.summary.label)):
-            st.table(reading_table(tr, sv))
+            st.dataframe(reading_table(tr, sv))
 
 
 # --- The page -----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from core.invariance import (
     invariance_lab,
 )
 from ui import fmt, widgets
-from ui.frame import begin_page, share_box
+from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
 from viz.invariance import before_after_figure, collapse_figure, pair_figure, sweep_figure
@@ -79,17 +79,19 @@ def case_section(lab: InvarianceLab, tr: Translator) -> None:
     """One change up close: the case that moved most, before and after, and why."""
     name = tr(f"invariance.t_{lab.transform}")
     st.subheader(tr("invariance.case_heading", name=name))
-    cols = st.columns(2)
-    for col, norm in zip(cols, ("rms", "layer"), strict=True):
-        value = fmt.num(lab.residual[norm], noise=TABLE_TOL)
-        col.metric(tr(f"invariance.metric_res_{norm}"), value)
+    with metric_row():
+        for norm in ("rms", "layer"):
+            value = fmt.num(lab.residual[norm], noise=TABLE_TOL)
+            st.metric(tr(f"invariance.metric_res_{norm}"), value, width=metric_width())
     case = lab.case
     st.plotly_chart(
-        before_after_figure(
-            case.pre,
-            case.outputs["rms"],
-            case.outputs["layer"],
-            labels(tr, "pre", "before", "after"),
+        readable(
+            before_after_figure(
+                case.pre,
+                case.outputs["rms"],
+                case.outputs["layer"],
+                labels(tr, "pre", "before", "after"),
+            )
         ),
         key="before_after",
         alt=tr("invariance.before_after_alt", case=case.case, name=name, size=lab.size),
@@ -144,7 +146,9 @@ def sweep_section(lab: InvarianceLab, tr: Translator) -> None:
     st.subheader(tr("invariance.sweep_heading"))
     sweep = lab.shift.sweep
     st.plotly_chart(
-        sweep_figure(sweep, labels(tr, "offset", "cosine", "rms_cos", "layer_cos", "energy")),
+        readable(
+            sweep_figure(sweep, labels(tr, "offset", "cosine", "rms_cos", "layer_cos", "energy"))
+        ),
         key="sweep",
         alt=tr(
             "invariance.sweep_alt",
@@ -163,26 +167,27 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
     """How far apart two cases stay, and how much pattern is left, as c grows."""
     s, c = lab.shift, lab.c_max
     st.subheader(tr("invariance.lost_heading", c=c))
-    cols = st.columns(3)
     metrics = (
         ("metric_spread", s.spread[-1], s.at_zero["spread"]),
         ("metric_dist_rms", s.dist_rms[-1], s.at_zero["dist_rms"]),
         ("metric_dist_layer", s.dist_layer[-1], s.at_zero["dist_layer"]),
     )
-    for col, (key, value, at_zero) in zip(cols, metrics, strict=True):
-        col.metric(
-            tr(f"invariance.{key}", c=c),
-            fmt.num(float(value)),
-            delta=tr("invariance.at_zero", value=at_zero),
-            delta_color="off",
-            delta_arrow="off",
-        )
+    with metric_row():
+        for key, value, at_zero in metrics:
+            st.metric(
+                tr(f"invariance.{key}", c=c),
+                fmt.num(float(value)),
+                delta=tr("invariance.at_zero", value=at_zero),
+                delta_color="off",
+                delta_arrow="off",
+                width=metric_width(),
+            )
     fig_labels = labels(tr, "spread", "dist_rms", "dist_layer", "slope")
     fig_labels.update(offset=tr("invariance.offset_axis_log"), amount=tr("invariance.amount_axis"))
     numbers = {"c": c, "a": CASE_A, "b": CASE_B, "spread": float(s.spread[-1])}
     numbers.update(dist=float(s.dist_rms[-1]), dist_layer=float(s.dist_layer[-1]))
     st.plotly_chart(
-        collapse_figure(s.offsets, s.spread, s.dist_rms, s.dist_layer, fig_labels),
+        readable(collapse_figure(s.offsets, s.spread, s.dist_rms, s.dist_layer, fig_labels)),
         key="collapse",
         alt=tr("invariance.collapse_alt", **numbers),
     )
@@ -195,7 +200,7 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
         layer_panel=tr("invariance.pair_layer", c=c),
     )
     st.plotly_chart(
-        pair_figure(s.pair_rms, s.pair_layer, pair_labels),
+        readable(pair_figure(s.pair_rms, s.pair_layer, pair_labels)),
         key="pair",
         alt=tr("invariance.pair_alt", **numbers),
     )

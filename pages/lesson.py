@@ -18,7 +18,7 @@ from core import (
 )
 from core.lesson import NOISE, OPTIONS, STEP_IDS, StepResult, lesson_step
 from ui import fmt, widgets
-from ui.frame import begin_page, share_box
+from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import IntParam
 from viz.explorer import coordinates_figure, plane_figure
@@ -194,7 +194,7 @@ def formulas(pairs: tuple[tuple[str, str], ...], *, side_by_side: bool = True) -
     places = st.columns(len(pairs)) if side_by_side else [st.container() for _ in pairs]
     for place, (name, formula) in zip(places, pairs, strict=True):
         place.markdown(f"**{name}**")
-        place.latex(formula)
+        place.latex(fmt.stacked(formula))
 
 
 def mark_cell(value: bool | None, tr: Translator) -> str:
@@ -314,7 +314,9 @@ def step_view(step: int, tr: Translator) -> None:
         return
     verdict(r, chosen, tr)
     st.plotly_chart(
-        figure(r, tr), key=f"fig_{step_id}", alt=tr(f"lesson.{step_id}_alt", **quoted(r))
+        readable(figure(r, tr)),
+        key=f"fig_{step_id}",
+        alt=tr(f"lesson.{step_id}_alt", **quoted(r)),
     )
     st.caption(tr.claim(r.claims["caption"]))
     for slot in ("explain", "detail"):

@@ -24,22 +24,15 @@ from core.precision import (
     precision_view,
 )
 from ui import fmt, widgets
-from ui.frame import begin_page, presenting, share_box, view_mode
+from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
-from viz import style
 from viz.precision import (
     error_vs_scale_figure,
     matched_figure,
     norm_vs_scale_figure,
     running_sum_figure,
 )
-
-
-def readable(fig):
-    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
-    return style.readable(fig, large=view_mode().large_text)
-
 
 PARAMS = (
     IntParam("d", 64, MIN_WIDTH, MAX_SWEEP_WIDTH),

@@ -30,7 +30,7 @@ from core.residual import (
     trained_view,
 )
 from ui import fmt, widgets
-from ui.frame import begin_page, presenting, share_box
+from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, read_link_value
 from viz.residual import coordinates_figure, layers_figure
@@ -120,18 +120,20 @@ def metrics(view: ResidualView, tr: Translator, layers: int) -> None:
         ("metric_out_share", "output_share_offset"),
         ("metric_tokens", "token_cosine"),
     )
-    # Two to a row: each label names its trunk in full, on a laptop and on a phone.
-    cols = [c for _ in range(2) for c in st.columns(2)]
-    for col, (label, quantity) in zip(cols, shown, strict=True):
-        col.metric(
-            tr(f"residual.{label}", layers=layers),
-            fmt.num(view.last["rms"][quantity], noise=ROUNDING),
-            delta=tr(
-                "residual.vs_layer", value=fmt.num(view.last["layer"][quantity], noise=ROUNDING)
-            ),
-            delta_color="off",
-            delta_arrow="off",
-        )
+    # Each label names its trunk in full; two to a row on a phone.
+    with metric_row():
+        for label, quantity in shown:
+            st.metric(
+                tr(f"residual.{label}", layers=layers),
+                fmt.num(view.last["rms"][quantity], noise=ROUNDING),
+                delta=tr(
+                    "residual.vs_layer",
+                    value=fmt.num(view.last["layer"][quantity], noise=ROUNDING),
+                ),
+                delta_color="off",
+                delta_arrow="off",
+                width=metric_width(),
+            )
 
 
 def reading_table(view: ResidualView, tr: Translator, names: dict[str, str]) -> pd.DataFrame:
@@ -162,7 +164,7 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int, drift: float) -> 
     }
     titles = {**names, **{q: tr(f"residual.p_{q}") for q in PANELS}}
     st.plotly_chart(
-        layers_figure(view.layers, view.readings, PANELS, titles),
+        readable(layers_figure(view.layers, view.readings, PANELS, titles)),
         key="layers_figure",
         alt=tr("residual.figure_alt", layers=layers, drift=drift),
     )
@@ -234,7 +236,9 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
 
     st.subheader(tr("residual.trained_figure_heading"))
     st.plotly_chart(
-        layers_figure(view.layers, view.readings, TRAINED_QUANTITIES, names, TRAINED_NORMS),
+        readable(
+            layers_figure(view.layers, view.readings, TRAINED_QUANTITIES, names, TRAINED_NORMS)
+        ),
         key="trained_figure",
         alt=tr("residual.trained_figure_alt", seed=view.seed),
     )
@@ -244,7 +248,7 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
 
     st.subheader(tr("residual.outliers_heading"))
     st.plotly_chart(
-        coordinates_figure(view.relative_magnitude, TRAINED_NORMS, names),
+        readable(coordinates_figure(view.relative_magnitude, TRAINED_NORMS, names)),
         key="coordinates_figure",
         alt=tr("residual.coordinates_alt", seed=view.seed, d=view.d),
     )

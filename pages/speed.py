@@ -31,10 +31,9 @@ from core.speedlab import (
     sweep_sizes,
 )
 from ui import fmt, widgets
-from ui.frame import begin_page, share_box, view_mode
+from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
-from viz import style
 from viz.speed import bandwidth_figure, partial_figure, time_figure
 
 # Powers of two from the smallest sweep point to the largest size the lab allows.
@@ -49,11 +48,6 @@ MAX_REPEATS = 15
 RESULT_KEY = "_speed_result"
 REQUEST_KEY = "_speed_requested"
 SWEEPS = ("width", "batch")
-
-
-def readable(fig):
-    """``fig`` with every text at the page's figure size (larger with ?text=large)."""
-    return style.readable(fig, large=view_mode().large_text)
 
 
 PARAMS = (

@@ -33,7 +33,7 @@ from core.training_view import (
     training_view,
 )
 from ui import fmt, widgets
-from ui.frame import begin_page, presenting, share_box
+from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import BoolParam, IntParam, LadderParam
 from viz.training import final_loss_figure, loss_figure, per_run_figure
@@ -118,7 +118,9 @@ def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
         with column:
             st.markdown(f"**{tr(f'training.{x}_heading')}**")
             st.plotly_chart(
-                loss_figure(figure_runs(view.runs, x), labels, x_title=labels[f"{x}_axis"]),
+                readable(
+                    loss_figure(figure_runs(view.runs, x), labels, x_title=labels[f"{x}_axis"])
+                ),
                 key=f"{key}_{x}",
                 alt=tr(f"training.{x}_alt", **last),
             )
@@ -130,18 +132,19 @@ def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
 def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     """The validation loss at the equal step: per norm over its seeds."""
     st.subheader(tr("training.final_heading", step=view.equal_step))
-    columns = st.columns(len(view.norms))
-    for column, (norm, summary) in zip(columns, view.norms.items(), strict=True):
-        column.metric(labels[norm], fmt.num(summary.mean_at_step))
-        if len(summary.seeds) > 1:
-            lo, hi, n = summary.lowest, summary.highest, len(summary.seeds)
-            column.caption(tr("training.final_range", lo=lo, hi=hi, n=n))
+    with metric_row():
+        for norm, summary in view.norms.items():
+            with st.container(width=metric_width(), gap=None):
+                st.metric(labels[norm], fmt.num(summary.mean_at_step))
+                if len(summary.seeds) > 1:
+                    lo, hi, n = summary.lowest, summary.highest, len(summary.seeds)
+                    st.caption(tr("training.final_range", lo=lo, hi=hi, n=n))
     data = {
         n: {"seeds": s.seeds, "losses": s.at_step, "mean": s.mean_at_step}
         for n, s in view.norms.items()
     }
     st.plotly_chart(
-        final_loss_figure(data, labels),
+        readable(final_loss_figure(data, labels)),
         key=f"{key}_finals",
         alt=tr("training.final_alt", step=view.equal_step),
     )
@@ -151,19 +154,21 @@ def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
 def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     """Median time per step, the norms' share of a forward pass, and the paper beside them."""
     st.subheader(tr("training.time_heading"))
-    columns = st.columns(len(view.norms))
-    for column, (norm, summary) in zip(columns, view.norms.items(), strict=True):
-        column.metric(labels[norm], tr("training.ms_value", ms=summary.median_step_ms))
+    with metric_row():
+        for norm, summary in view.norms.items():
+            ms = tr("training.ms_value", ms=summary.median_step_ms)
+            st.metric(labels[norm], ms, width=metric_width())
     left, right = st.columns(2, gap="large")
     step_runs = [{"norm": r.norm, "seed": r.seed, "value": r.median_step_ms} for r in view.runs]
     share_runs = [{"norm": r.norm, "seed": r.seed, "value": r.norm_share} for r in view.runs]
     with left:
         st.markdown(f"**{tr('training.step_time_heading')}**")
-        fig = per_run_figure(step_runs, labels, y_title=tr("training.ms_axis"))
+        fig = readable(per_run_figure(step_runs, labels, y_title=tr("training.ms_axis")))
         st.plotly_chart(fig, key=f"{key}_step_time", alt=tr("training.step_time_alt"))
     with right:
         st.markdown(f"**{tr('training.share_heading')}**")
         fig = per_run_figure(share_runs, labels, y_title=tr("training.share_axis"), percent=True)
+        fig = readable(fig)
         st.plotly_chart(fig, key=f"{key}_share", alt=tr("training.share_alt"))
     show_claims(view, tr, ["step_time", "share", "noise", "why", "paper", "machine"])
 
@@ -224,7 +229,7 @@ def run_live(state: dict, tr: Translator, labels: dict) -> None:
             text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
             bar.progress(p.fraction, text=text)
             runs = figure_runs(live_curves(results), "step")
-            fig = loss_figure(runs, labels, x_title=labels["step_axis"], x_max=p.steps)
+            fig = readable(loss_figure(runs, labels, x_title=labels["step_axis"], x_max=p.steps))
             chart.plotly_chart(fig, key=f"growing_{drawn[1]}", alt=tr("training.growing_alt"))
 
         results = train_live(configs, draw)

@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from ui.fmt import link
 from ui.params import (
     ChoiceParam,
     FloatParam,
@@ -11,7 +12,6 @@ from ui.params import (
     LadderParam,
     TextParam,
     echo,
-    fmt_number,
 )
 
 D = IntParam("d", 16, 2, 8192)
@@ -77,8 +77,8 @@ def test_text_is_kept_but_cut_at_its_limit() -> None:
         (1e7, "1e7"),
     ],
 )
-def test_fmt_number_round_trips(value: float, text: str) -> None:
-    assert fmt_number(value) == text
+def test_link_text_round_trips(value: float, text: str) -> None:
+    assert link(value) == text
     assert math.isclose(float(text), value, rel_tol=1e-6)
 
 

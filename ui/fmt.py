@@ -6,6 +6,7 @@
 - :func:`link`: the short, round-trippable text a link or a ladder widget carries (``1e-5``).
 - :func:`tex`: the same number for LaTeX (``1.235 \\times 10^{-8}``).
 - :func:`pct`: a fraction as a percentage, three significant digits.
+- :func:`stacked`: a display formula whose clauses (``a = …,\\quad b = …``) go one per line.
 
 The translator (``ui.i18n.Translator``) formats every float it substitutes with :func:`num`, so a
 page passes numbers, not strings.
@@ -91,3 +92,35 @@ def tex(value: float, *, sig: int = SIG, noise: float = 0.0) -> str:
 def pct(fraction: float, *, sig: int = 3, noise: float = 0.0) -> str:
     """``fraction`` as a percentage: ``0.4213`` -> ``42.1 %``."""
     return f"{num(100.0 * float(fraction), sig=sig, noise=100.0 * noise)} %"
+
+
+# Clause separators of a display formula, the longer first.
+_CLAUSE_BREAKS = (r",\qquad", r",\quad")
+
+
+def stacked(formula: str) -> str:
+    r"""``formula`` with every top-level ``,\quad`` or ``,\qquad`` (outside braces and
+    ``\left … \right``) as a line break, the lines centred (``gathered``): a formula with a
+    clause beside it (``y = …,\quad \tilde{x} = …``) then fits a phone's width. A formula
+    without such a clause comes back unchanged."""
+    lines, depth, start, i = [], 0, 0, 0
+    while i < len(formula):
+        for word, step in ((r"\left", 1), (r"\right", -1)):
+            end = i + len(word)
+            if formula.startswith(word, i) and not formula[end : end + 1].isalpha():
+                depth += step
+                i = end
+                break
+        else:
+            char = formula[i]
+            depth += (char == "{") - (char == "}")
+            brk = next((b for b in _CLAUSE_BREAKS if formula.startswith(b, i)), None)
+            if depth == 0 and brk is not None:
+                lines.append(formula[start:i] + ",")
+                i = start = i + len(brk)
+            else:
+                i += 1
+    if not lines:
+        return formula
+    lines.append(formula[start:])
+    return r"\begin{gathered}" + r" \\ ".join(x.strip() for x in lines) + r"\end{gathered}"

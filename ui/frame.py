@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import plotly.graph_objects as go
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from ui.export import ViewFileError, restore_state
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
@@ -17,6 +19,7 @@ from ui.params import (
     read_link_value,
     share_query,
 )
+from viz import style
 
 # Link options that change how the app is shown, not what it computes. They are not widgets, so
 # they stay in the URL as typed and are read on every run.
@@ -62,9 +65,28 @@ def read_view_mode(lang: str) -> ViewMode:
     return ViewMode(values["controls"] == "hidden", values["text"] == "large")
 
 
-# Streamlit leaves a tall empty band above the title; a projector needs that space more.
+# What Streamlit's theme cannot say (the gap above the title is the theme's paddingTop):
+# - KaTeX's display math scrolls sideways when wider than its box (overflow-x: auto). Every
+#   stacked formula sticks out of its box by two pixels of KaTeX's own table cells (.vlist-s),
+#   which made each one a scrollable region that the keyboard cannot reach (axe-core's
+#   scrollable-region-focusable); two pixels of padding hold them.
+# - On a phone, display math a little smaller than the text around it instead of KaTeX's
+#   1.21 em, so that the formulas (their clauses one per line, ``ui.fmt.stacked``) fit the
+#   screen's width; and no Plotly toolbar, whose nine buttons (shown
+#   after a tap) cover the legend above the plot. Fingers zoom and pan without it; the PNG
+#   button is there on a laptop.
+# - A metric's label and its delta wrap instead of ending in an ellipsis: in a row of metrics
+#   two to a phone's line, "Residual, RMSNorm (worst case)" was cut to "Residual, RMSNorm (w…".
 _BASE_CSS = """<style>
-[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }
+.katex-display { padding: 0 2px; }
+[data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
+[data-testid="stMetricLabel"] p,
+[data-testid="stMetricDelta"] [data-testid="stMarkdownContainer"],
+[data-testid="stMetricDelta"] p { white-space: normal; }
+@media (max-width: 640px) {
+  .katex-display > .katex { font-size: 0.9em; }
+  .js-plotly-plot .modebar-container { display: none; }
+}
 </style>"""
 
 
@@ -81,6 +103,30 @@ def apply_view_mode(mode: ViewMode) -> None:
 def view_mode() -> ViewMode:
     """The view mode ``app.py`` read from the link for this run (plain view when unrouted)."""
     return st.session_state.get(VIEW_KEY, ViewMode(hide_controls=False, large_text=False))
+
+
+# A metric's width in a metric row: two side by side, with the gap of 1 rem between them, fit
+# the 356 px a phone (390 px wide) leaves for the page.
+METRIC_WIDTH = 160
+
+
+def metric_row() -> DeltaGenerator:
+    """A row for metrics, side by side where they fit and at least two to a row on a phone
+    (``st.columns`` puts each column on a row of its own below 640 px). Give each metric
+    ``width=metric_width()``: ``with metric_row(): st.metric(label, value, width=...)``."""
+    return st.container(horizontal=True, gap="small")
+
+
+def metric_width() -> int:
+    """A metric's width in pixels: ``METRIC_WIDTH``, wider with ``?text=large`` (the value's
+    digits grow with the page's text and would otherwise end in an ellipsis)."""
+    return round(METRIC_WIDTH * (style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0))
+
+
+def readable(fig: go.Figure) -> go.Figure:
+    """``fig`` with every text at least 14 px, enlarged like the page's text with ``?text=large``
+    (``viz.style.readable``). Pages pass every figure through it before ``st.plotly_chart``."""
+    return style.readable(fig, large=view_mode().large_text)
 
 
 def presenting() -> bool:
@@ -133,7 +179,8 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
     if notices:
         # Kept for the session on this page: the visitor may need to reread which value changed.
         st.session_state[f"_notices_{topic}"] = notices
-    st.title(t(f"{topic}.title", lang))
+    # No anchor link: its hidden icon is one more stop for the keyboard and a screen reader.
+    st.title(t(f"{topic}.title", lang), anchor=False)
     st.markdown(t(f"{topic}.intro", lang))
     kept = st.session_state.get("_notices_app", []) + st.session_state.get(f"_notices_{topic}", [])
     if kept:
@@ -208,17 +255,19 @@ def save_box(
     if presenting():
         return
     st.subheader(t("common.save_heading", lang))
-    cols = st.columns(len(files))
-    for col, (label_key, data, file_name, mime) in zip(cols, files, strict=False):
-        col.download_button(
-            t(label_key, lang),
-            data,
-            file_name=file_name,
-            mime=mime,
-            on_click="ignore",
-            key=f"_save_{file_name}",
-            icon=":material/download:",
-        )
+    # One row that wraps, each button as wide as its label: in equal columns a long label
+    # ("Figure (HTML, works offline)") was cut off with an ellipsis.
+    with st.container(horizontal=True, gap="small"):
+        for label_key, data, file_name, mime in files:
+            st.download_button(
+                t(label_key, lang),
+                data,
+                file_name=file_name,
+                mime=mime,
+                on_click="ignore",
+                key=f"_save_{file_name}",
+                icon=":material/download:",
+            )
     st.caption(t("common.save_png_hint", lang))
     st.file_uploader(
         t("common.restore_label", lang),

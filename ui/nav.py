@@ -27,7 +27,6 @@ class PageSpec:
 
     name: str
     icon: str
-    section: str  # a key of common.toml: section_explore, section_lessons, section_lab
 
     @property
     def file(self) -> Path:
@@ -38,21 +37,22 @@ class PageSpec:
         return f"{self.name}.nav"
 
 
-# The first page is the landing page. The lessons follow the argument: what each norm cancels,
-# what that does to the residual stream, then the contract details, then the backward pass, then
-# what LayerNorm's projection and scaling do for the attention that reads the keys.
+# The first page is the landing page, then the guided lesson. The lessons follow the argument:
+# what each norm cancels, what that does to the residual stream, then the contract details, then
+# the backward pass, then what LayerNorm's projection and scaling do for the attention that reads
+# the keys. The labs come last: speed, training, and the checkpoint inspector.
 PAGES: tuple[PageSpec, ...] = (
-    PageSpec("explorer", ":material/tune:", "section_explore"),
-    PageSpec("lesson", ":material/school:", "section_explore"),
-    PageSpec("invariance", ":material/balance:", "section_lessons"),
-    PageSpec("residual", ":material/stacked_line_chart:", "section_lessons"),
-    PageSpec("precision", ":material/straighten:", "section_lessons"),
-    PageSpec("contracts", ":material/handshake:", "section_lessons"),
-    PageSpec("backward", ":material/undo:", "section_lessons"),
-    PageSpec("attention", ":material/center_focus_strong:", "section_lessons"),
-    PageSpec("speed", ":material/speed:", "section_lab"),
-    PageSpec("training", ":material/model_training:", "section_lab"),
-    PageSpec("inspector", ":material/manage_search:", "section_lab"),
+    PageSpec("explorer", ":material/tune:"),
+    PageSpec("lesson", ":material/school:"),
+    PageSpec("invariance", ":material/balance:"),
+    PageSpec("residual", ":material/stacked_line_chart:"),
+    PageSpec("precision", ":material/straighten:"),
+    PageSpec("contracts", ":material/handshake:"),
+    PageSpec("backward", ":material/undo:"),
+    PageSpec("attention", ":material/center_focus_strong:"),
+    PageSpec("speed", ":material/speed:"),
+    PageSpec("training", ":material/model_training:"),
+    PageSpec("inspector", ":material/manage_search:"),
 )
 
 
@@ -87,20 +87,24 @@ def page_params(name: str) -> tuple:
 
 
 def navigation(lang: str, *, position: str = "sidebar", icons: bool = True) -> st.navigation:
-    """``st.navigation`` over :data:`PAGES`, titled and sectioned in ``lang``.
+    """``st.navigation`` over :data:`PAGES`, titled in ``lang``, in one flat list.
+
+    Flat, without section headers: Streamlit draws each section as a ``<div>`` with a header
+    inside the ``<ul>`` of pages, which a screen reader cannot read as one list (axe-core's
+    ``list`` and ``listitem`` rules); the order of :data:`PAGES` carries the grouping.
 
     Without ``icons`` no page has an icon: Streamlit makes the current page's icon the favicon
     unless ``st.set_page_config`` named one, and a Material icon is fetched from Google's font
     servers, which an offline app must never ask.
     """
-    sections: dict[str, list[st.Page]] = {}
-    for index, spec in enumerate(PAGES):
-        page = st.Page(
+    pages = [
+        st.Page(
             spec.file,
             title=t(spec.title_key, lang),
             icon=spec.icon if icons else None,
             url_path=spec.name,
             default=index == 0,
         )
-        sections.setdefault(t(f"common.{spec.section}", lang), []).append(page)
-    return st.navigation(sections, position=position)
+        for index, spec in enumerate(PAGES)
+    ]
+    return st.navigation(pages, position=position, expanded=True)

@@ -18,22 +18,12 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from ui import fmt
 from ui.i18n import t
 from ui.st_private import drop_query_param
 
 # Longest raw value echoed back in a notice; a hostile link can be megabytes long.
 ECHO_LIMIT = 40
-
-
-def fmt_number(value: float) -> str:
-    """Short, round-trippable text for a number: ``1e-5``, ``0.25``, ``-3``, ``0``."""
-    if value == 0:
-        return "0"
-    text = f"{value:.6g}"
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        text = f"{mantissa}e{int(exponent)}"
-    return text
 
 
 def echo(raw: str) -> str:
@@ -83,17 +73,17 @@ class FloatParam(Param):
     def parse(self, raw: str) -> tuple[object, Problem | None]:
         value = _parse_finite(raw)
         if value is None:
-            return self.default, Problem("not_number", {"value": fmt_number(self.default)})
+            return self.default, Problem("not_number", {"value": fmt.link(self.default)})
         if not math.isfinite(value):
-            return self.default, Problem("not_finite", {"value": fmt_number(self.default)})
+            return self.default, Problem("not_finite", {"value": fmt.link(self.default)})
         if value > self.hi:
-            return self.hi, Problem("above", {"limit": fmt_number(self.hi)})
+            return self.hi, Problem("above", {"limit": fmt.link(self.hi)})
         if value < self.lo:
-            return self.lo, Problem("below", {"limit": fmt_number(self.lo)})
+            return self.lo, Problem("below", {"limit": fmt.link(self.lo)})
         return value, None
 
     def serialise(self, value: object) -> str:
-        return fmt_number(float(value))
+        return fmt.link(float(value))
 
 
 @dataclass(frozen=True)
@@ -163,12 +153,12 @@ class LadderParam(Param):
         value = _parse_finite(raw)
         if value is None or not math.isfinite(value):
             code = "not_number" if value is None else "not_finite"
-            return self.default, Problem(code, {"value": fmt_number(self.default)})
+            return self.default, Problem(code, {"value": fmt.link(self.default)})
         for option in self.options:
             if math.isclose(value, option, rel_tol=1e-9, abs_tol=0.0):
                 return option, None
         nearest = self.nearest(value)
-        return nearest, Problem("snapped", {"value": fmt_number(nearest)})
+        return nearest, Problem("snapped", {"value": fmt.link(nearest)})
 
     def nearest(self, value: float) -> float:
         positive = [o for o in self.options if o > 0]
@@ -177,7 +167,7 @@ class LadderParam(Param):
         return min(positive, key=lambda o: abs(math.log10(o) - math.log10(value)))
 
     def serialise(self, value: object) -> str:
-        return fmt_number(float(value))
+        return fmt.link(float(value))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import streamlit as st
 
+from ui import fmt
 from ui.params import (
     BoolParam,
     ChoiceParam,
@@ -19,7 +20,6 @@ from ui.params import (
     IntParam,
     LadderParam,
     TextParam,
-    fmt_number,
     read_link_value,
 )
 
@@ -49,12 +49,12 @@ def number(
 
 
 def ladder(param: LadderParam, label: str, **kwargs: Any) -> Any:
-    """A select slider over the param's ladder; the URL carries ``fmt_number`` of the value."""
+    """A select slider over the param's ladder; the URL carries ``fmt.link`` of the value."""
     return st.select_slider(
         label,
         options=param.options,
         value=param.default,
-        format_func=fmt_number,
+        format_func=fmt.link,
         key=param.key,
         bind=BIND,
         **kwargs,

@@ -51,10 +51,10 @@ def _key_points(keys: np.ndarray, unselectable: Sequence[int], scale: float) -> 
     ]
 
 
-def fonts(large: bool) -> dict[str, int]:
-    """Figure type in px: ticks, axis titles, key labels; larger with ``?text=large``. Set
-    explicitly, since Streamlit's chart theme would otherwise write ticks at 0.75 rem."""
-    return {"tick": 18, "title": 20, "key": 19} if large else {"tick": 14, "title": 16, "key": 15}
+# Figure type in px: ticks, axis titles, key labels. Set explicitly, since Streamlit's chart
+# theme would otherwise write ticks at 0.75 rem; ``?text=large`` enlarges them all alike
+# (``viz.style.readable``, through the page).
+FONTS = {"tick": 14, "title": 16, "key": 15}
 
 
 def _axis_fonts(size: dict[str, int], title: str) -> dict:
@@ -344,14 +344,13 @@ def keys_figure(
     radius: float | None = None,
     plane: bool = False,
     height: int = 400,
-    large: bool = False,
 ) -> go.Figure:
     """The keys (n, d) with their hull, the query direction and, for a normalised case, the
     circle or sphere of ``radius``; ``plane`` adds the line or plane ⟂ 1."""
     scale = _extent(keys, radius)
     points = _key_points(keys, unselectable, scale)
     build = _figure_2d if keys.shape[1] == 2 else _figure_3d
-    return build(keys, hull, points, direction, color, radius, plane, height, fonts(large))
+    return build(keys, hull, points, direction, color, radius, plane, height, FONTS)
 
 
 def weights_figure(
@@ -361,11 +360,10 @@ def weights_figure(
     color: str,
     labels: Mapping[str, str],
     height: int = 260,
-    large: bool = False,
 ) -> go.Figure:
     """Attention weights as bars (un-selectable keys hatched), with the uniform level 1/n."""
     n = len(weights)
-    size = fonts(large)
+    size = FONTS
     names = [f"k{i + 1}" for i in range(n)]
     hatch = ["x" if i in unselectable else "" for i in range(n)]
     bars = go.Bar(

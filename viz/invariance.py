@@ -96,8 +96,9 @@ def _paired_panels(
         fig.add_trace(go.Scatter(x=[None], y=[None], name=name, mode="lines", line=legend_line))
     fig.update_yaxes(title_text=labels["value"], row=1, col=1)
     style.base_layout(fig, height=440)
-    # Subplot titles sit just above the panels; the legend goes above them.
-    fig.update_annotations(font_size=style.FONT_SIZE)
+    # Subplot titles sit just above the panels; the legend goes above them. At the smallest
+    # figure size three titles side by side fit a phone's width.
+    fig.update_annotations(font_size=style.MIN_FONT_SIZE)
     fig.update_layout(margin={"t": 120}, legend={"y": 1.16})
     return fig
 

@@ -22,17 +22,10 @@ SERIES = {
 }
 # Cividis reads in order for every common colour-vision deficiency and in greyscale.
 HEAT_SCALE = "Cividis"
-# Streamlit's chart theme writes ticks, axis titles and legends at 12.75 px unless the figure
-# names a size; a projector and a phone need every text at the figure's size.
+
+
+# The colour bar's text at the figure's size (the page's ui.frame.readable sizes the rest).
 TEXT = {"size": style.FONT_SIZE}
-
-
-def _readable(fig: go.Figure) -> None:
-    """Every axis's ticks and title, and the legend, at ``style.FONT_SIZE``."""
-    fig.update_xaxes(tickfont=TEXT, title_font=TEXT)
-    fig.update_yaxes(tickfont=TEXT, title_font=TEXT)
-    fig.update_annotations(font_size=style.FONT_SIZE)
-    fig.update_layout(legend_font=TEXT)
 
 
 def layers_figure(
@@ -88,7 +81,6 @@ def layers_figure(
         fig.update_xaxes(tickmode="array", tickvals=list(layers))
     height, top, bottom = 300 * rows + 130, 130, 50
     style.base_layout(fig, height=height)
-    _readable(fig)
     # The legend goes above the subplot titles: 55 px above the plot area.
     fig.update_layout(
         margin={"t": top, "b": bottom}, legend={"y": 1 + 55 / (height - top - bottom)}
@@ -140,7 +132,6 @@ def coordinates_figure(
     top_margin, bottom_margin = 60, 180
     height = 200 * len(norms) + top_margin + bottom_margin
     style.base_layout(fig, height=height)
-    _readable(fig)
     fig.update_layout(
         # 80 px on the left: the layer axis title beside its ticks.
         margin={"t": top_margin, "b": bottom_margin, "r": 20, "l": 80},

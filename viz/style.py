@@ -5,6 +5,7 @@ any common colour-vision deficiency; the series also differ in marker shape and 
 """
 
 import math
+import re
 
 import plotly.graph_objects as go
 
@@ -55,25 +56,94 @@ def chart_config(file_name: str) -> dict:
     }
 
 
-# ``?text=large`` sets the page's root font to 22 px against the usual 16.
+# ``?text=large`` sets the page's root font to 22 px against the usual 16; figures grow alike.
 LARGE_TEXT_SCALE = 22 / 16
+# No figure text below this at normal size: ticks, legends, titles, annotations, labels.
+MIN_FONT_SIZE = 14
+# Figure text over white at 12.6:1. Streamlit's chart theme writes ticks and axis titles in a
+# grey of 3.7:1, too faint on a projector.
+TEXT = "#333333"
 
 
 def readable(fig: go.Figure, *, large: bool = False) -> go.Figure:
-    """Every text of ``fig`` at ``FONT_SIZE`` (times ``LARGE_TEXT_SCALE`` when ``large``):
-    ticks, axis titles, legend, hover labels, subplot titles, colour bars and bar labels.
-    Streamlit's chart theme draws ticks and legends at 12.75 px otherwise, too small for a
-    projector."""
-    font = {"size": FONT_SIZE * (LARGE_TEXT_SCALE if large else 1.0)}
-    fig.update_layout(font=font, legend={"font": font}, hoverlabel={"font": font})
-    fig.update_xaxes(tickfont=font, title_font=font)
-    fig.update_yaxes(tickfont=font, title_font=font)
-    fig.update_annotations(font_size=font["size"])
-    fig.update_traces(
-        colorbar={"tickfont": font, "title": {"font": font}}, selector={"type": "heatmap"}
-    )
-    fig.update_traces(textfont=font, selector={"type": "bar"})
-    return fig
+    """``fig`` with every text at least ``MIN_FONT_SIZE`` px, times ``LARGE_TEXT_SCALE`` when
+    ``large``: ticks and axis titles (2D and 3D), legend, title, annotations (subplot titles),
+    hover labels, colour bars and labels drawn on traces.
+
+    A size the figure set itself is kept (raised to the minimum); a size it left to Streamlit's
+    chart theme, which writes ticks and legends at 12.75 px, becomes the figure's base size
+    (``FONT_SIZE`` unless its layout says otherwise). Pages call it once per figure through
+    ``ui.frame.readable``, which passes ``large`` from the link's view mode.
+
+    Returns a new figure built from the edited layout: setting the same fonts property by
+    property on the built figure costs five to ten times as long.
+    """
+    layout = fig.layout.to_plotly_json()
+    # The new figure gets the default template back without validating it again.
+    layout.pop("template", None)
+    sized = _Sizer(LARGE_TEXT_SCALE if large else 1.0, (layout.get("font") or {}).get("size"))
+    layout["font"] = sized.font(layout.get("font"))
+    for key in ("legend", "hoverlabel"):
+        layout[key] = {**layout.get(key, {}), "font": sized.font(layout.get(key, {}).get("font"))}
+    title = layout.get("title") or {}
+    if title.get("text"):
+        title["font"] = sized.font(title.get("font"), sized.base + 3)
+    kinds = {trace.type for trace in fig.data}
+    if kinds - _THREE_D:  # 2D traces: their axes, also those the layout does not name
+        layout.setdefault("xaxis", {})
+        layout.setdefault("yaxis", {})
+    if kinds & _THREE_D:
+        layout.setdefault("scene", {})
+    for name in list(layout):
+        if _AXIS.match(name):
+            layout[name] = sized.axis(layout[name])
+        elif _SCENE.match(name):
+            scene = layout[name]
+            scene.update({k: sized.axis(scene.get(k)) for k in ("xaxis", "yaxis", "zaxis")})
+    for note in layout.get("annotations", ()):
+        note["font"] = sized.font(note.get("font"), colour=False)  # perhaps its series' colour
+    out = go.Figure(data=fig.data, layout=layout)
+    for trace in out.data:
+        sized.trace(trace)
+    return out
+
+
+# Trace types drawn in a 3D scene rather than on x and y axes.
+_THREE_D = {"scatter3d", "surface", "mesh3d", "cone", "streamtube", "isosurface", "volume"}
+_AXIS = re.compile(r"[xy]axis\d*$")
+_SCENE = re.compile(r"scene\d*$")
+
+
+class _Sizer:
+    """Fonts for ``readable``: a size the figure gave kept (at least the minimum), scaled."""
+
+    def __init__(self, scale: float, base: float | None) -> None:
+        self.scale, self.base = scale, base or FONT_SIZE
+
+    def font(self, font: dict | None, default: float | None = None, *, colour: bool = True):
+        font = dict(font or {})
+        size = font.get("size", self.base if default is None else default)
+        font["size"] = max(size, MIN_FONT_SIZE) * self.scale
+        if colour:
+            font.setdefault("color", TEXT)
+        return font
+
+    def axis(self, axis: dict | None) -> dict:
+        axis = dict(axis or {})
+        title = axis.get("title") or {}
+        axis["tickfont"] = self.font(axis.get("tickfont"))
+        axis["title"] = {**title, "font": self.font(title.get("font"))}
+        return axis
+
+    def trace(self, trace: object) -> None:
+        """Labels drawn on the trace (text mode, bar labels) and its colour bar: few traces
+        have them, so these are set on the built figure."""
+        if "textfont" in trace and trace.text is not None:
+            trace.textfont.size = self.font(trace.textfont.to_plotly_json())["size"]
+        if "colorbar" in trace and trace.showscale is not False:
+            bar = trace.colorbar
+            bar.tickfont = self.font(bar.tickfont.to_plotly_json())
+            bar.title.font = self.font(bar.title.font.to_plotly_json())
 
 
 def _tick_text(value: float) -> str:

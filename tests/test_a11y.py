@@ -1,0 +1,306 @@
+"""Every page in real headless Chromium as a laptop, a phone, a projector and a keyboard meet it.
+
+- Laptop (1366x900), every page in both languages: axe-core finds no serious or critical
+  violation of WCAG 2.1 A/AA, every chart has its alt text, figure text is at least 14 px
+  (read from Plotly's resolved layout), no metric is cut off, and nothing scrolls sideways.
+- Phone (390x844), every page in one language (English and Indonesian by turns): the same axe
+  audit, the sidebar starts closed, metrics sit at least two to a row, no chart toolbar over
+  a legend, figure text at least 14 px, no sideways scrolling.
+- Presenter (1920x1080, ``controls=hidden&text=large``), every page in the other language: no
+  sidebar, no save, upload or share box, no sentence pointing to a hidden control, figure text
+  enlarged with the page's text, no sideways scrolling.
+- Keyboard: a slider, a select box, a segmented control, a radio group and a button, reached
+  with Tab and worked with the arrow keys, Enter and Space.
+
+One server and one browser for the whole file; each page is visited once per viewport. With
+``NORMLAB_SHOTS=<folder>`` every visit also saves a full-page screenshot there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import READY, is_local, open_page
+
+from ui.i18n import t
+from ui.nav import PAGES
+from viz.style import MIN_FONT_SIZE
+
+pytestmark = pytest.mark.browser
+
+NAMES = [spec.name for spec in PAGES]
+LAPTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+PROJECTOR = {"width": 1920, "height": 1080}
+# The page's own text grows from 17 to 22 px with text=large; figure text must grow alike.
+LARGE_MIN_FONT = MIN_FONT_SIZE * 22 / 17
+AXE_OPTIONS = {
+    "runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
+    "resultTypes": ["violations"],
+}
+SEVERE = ("serious", "critical")
+SHOTS = os.environ.get("NORMLAB_SHOTS")
+
+# Every Plotly chart the script sent has been drawn.
+CHARTS_DRAWN = """() => {
+  const boxes = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+  const plots = document.querySelectorAll('.js-plotly-plot');
+  return plots.length === boxes.length && Array.from(plots).every(p => p._fullLayout);
+}"""
+# The smallest text of each chart as Plotly laid it out after Streamlit's theme: base font,
+# legend, title, 2D and 3D axes (ticks and titles), annotations, trace labels, colour bars.
+SMALLEST_FONTS = r"""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(p => {
+  const L = p._fullLayout, sizes = [L.font.size];
+  const font = f => { if (f && f.size) sizes.push(f.size); };
+  const axis = a => {
+    if (!a || a.visible === false) return;
+    if (a.showticklabels !== false) font(a.tickfont);
+    if (a.title && a.title.text) font(a.title.font);
+  };
+  if (L.showlegend !== false && p._fullData.some(t => t.showlegend)) font(L.legend.font);
+  if (L.title && L.title.text) font(L.title.font);
+  Object.keys(L).filter(k => /^[xy]axis\d*$/.test(k)).forEach(k => axis(L[k]));
+  Object.keys(L).filter(k => /^scene\d*$/.test(k))
+    .forEach(s => ['xaxis', 'yaxis', 'zaxis'].forEach(k => axis(L[s][k])));
+  (L.annotations || []).filter(a => a.text && a.visible !== false).forEach(a => font(a.font));
+  p._fullData.filter(t => t.visible !== false).forEach(t => {
+    if (t.text && t.text.length && (!t.mode || t.mode.includes('text'))) font(t.textfont);
+    if (t.colorbar && t.showscale) font(t.colorbar.tickfont);
+  });
+  return Math.min(...sizes);
+})"""
+# Groups of metrics that share a row container: how many sit on the group's first row.
+METRICS_ON_FIRST_ROW = """() => {
+  const groups = new Map();
+  document.querySelectorAll('[data-testid="stMetric"]').forEach(m => {
+    const row = m.closest('[data-testid="stHorizontalBlock"], [data-testid="stLayoutWrapper"]')
+      || m.parentElement;
+    if (!groups.has(row)) groups.set(row, []);
+    groups.get(row).push(Math.round(m.getBoundingClientRect().top));
+  });
+  return Array.from(groups.values()).filter(tops => tops.length > 1)
+    .map(tops => tops.filter(top => top === Math.min(...tops)).length);
+}"""
+# Metric labels, values and deltas cut off with an ellipsis (wider than their box).
+CUT_METRICS = """() => Array.from(document.querySelectorAll(
+    '[data-testid="stMetric"] [data-testid="stMarkdownContainer"]'))
+  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+# Whether a chart's Plotly toolbar covers part of its legend (a hidden toolbar has no size).
+TOOLBAR_OVER_LEGEND = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(p => {
+  const bar = p.querySelector('.modebar'), legend = p.querySelector('.legend');
+  if (!bar || !legend) return false;
+  const a = bar.getBoundingClientRect(), b = legend.getBoundingClientRect();
+  return a.width > 0 && a.height > 0
+    && a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+})"""
+# The visible text of the main area (not the sidebar), for the presenter view's sentences.
+MAIN_TEXT = "() => document.querySelector('[data-testid=\"stMain\"]').innerText"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def routed(app_url, browser) -> None:
+    """Open the landing page first, as the other browser tests do: a fresh server's very first
+    request, if it is a deep link, runs that page once outside the router."""
+    page, _ = open_page(browser, f"{app_url}/")
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def axe():
+    from axe_playwright_python.sync_playwright import Axe
+
+    return Axe()
+
+
+def url(app_url: str, name: str, query: str) -> str:
+    path = "" if name == "explorer" else name
+    return f"{app_url}/{path}?{query}"
+
+
+def settle(page) -> None:
+    """The script has finished, every chart is drawn, and the page stayed so for a moment (a
+    first visit may rerun once through the router, and charts mount after the script ends)."""
+    charts = -1
+    for _ in range(30):
+        page.wait_for_selector(READY, timeout=90_000)
+        page.wait_for_function(CHARTS_DRAWN, timeout=90_000)
+        drawn = page.locator("[data-testid='stPlotlyChart']").count()
+        page.wait_for_timeout(500)
+        if drawn == charts and page.locator(READY).count() == 1:
+            return
+        charts = drawn
+    raise AssertionError("the page kept changing")
+
+
+def visit(browser, address: str, size: dict):
+    page = browser.new_page(viewport=size)
+    outside: list[str] = []
+    page.on("request", lambda req: outside.append(req.url) if not is_local(req.url) else None)
+    page.goto(address)
+    settle(page)
+    assert page.locator("[data-testid='stException']").count() == 0
+    return page, outside
+
+
+def severe_violations(axe, page) -> list[str]:
+    """axe-core's serious and critical WCAG 2.1 A/AA violations, one line per rule."""
+    found = axe.run(page, options=AXE_OPTIONS).response["violations"]
+    return [
+        f"{v['id']} ({v['impact']}, {len(v['nodes'])} nodes): {v['nodes'][0]['html'][:120]}"
+        for v in found
+        if v["impact"] in SEVERE
+    ]
+
+
+def overflow(page) -> int:
+    """How far the page is wider than the window (0 or less: no sideways scrolling)."""
+    return page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+
+
+def unnamed_charts(page) -> int:
+    """Charts without alt text (Streamlit writes ``alt`` as the figure's aria-label)."""
+    return page.evaluate(
+        "Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"]'))"
+        ".filter(c => !(c.getAttribute('aria-label') || '').trim()).length"
+    )
+
+
+def shoot(page, name: str) -> None:
+    """A full-page screenshot when ``NORMLAB_SHOTS`` names a folder (Streamlit scrolls inside
+    its main block, so the window grows to the page's height first)."""
+    if not SHOTS:
+        return
+    Path(SHOTS).mkdir(parents=True, exist_ok=True)
+    tall = page.evaluate(
+        "Math.max(...Array.from(document.querySelectorAll('*')).map(e => e.scrollHeight))"
+    )
+    width = page.viewport_size["width"]
+    page.set_viewport_size({"width": width, "height": min(int(tall) + 50, 16000)})
+    time.sleep(1.5)
+    page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+@pytest.mark.parametrize("name", NAMES)
+def test_laptop_page_is_accessible_and_readable(app_url, browser, axe, name, lang) -> None:
+    page, outside = visit(browser, url(app_url, name, f"lang={lang}"), LAPTOP)
+    assert severe_violations(axe, page) == []
+    assert unnamed_charts(page) == 0
+    smallest = page.evaluate(SMALLEST_FONTS)
+    assert all(size >= MIN_FONT_SIZE for size in smallest), smallest
+    assert overflow(page) <= 0
+    assert page.evaluate(CUT_METRICS) == []
+    assert outside == []
+    shoot(page, f"{name}-laptop-{lang}")
+    page.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_phone_page_is_accessible_and_fits(app_url, browser, axe, name) -> None:
+    lang = ("en", "id")[NAMES.index(name) % 2]
+    page, _ = visit(browser, url(app_url, name, f"lang={lang}"), PHONE)
+    # Closed, and the button that opens it is there.
+    assert page.locator("[data-testid='stSidebar']").get_attribute("data-collapsed") == "true"
+    assert page.get_by_role("button", name="Expand sidebar").is_visible()
+    assert severe_violations(axe, page) == []
+    assert overflow(page) <= 0
+    smallest = page.evaluate(SMALLEST_FONTS)
+    assert all(size >= MIN_FONT_SIZE for size in smallest), smallest
+    assert all(n >= 2 for n in page.evaluate(METRICS_ON_FIRST_ROW))
+    assert page.evaluate(CUT_METRICS) == []
+    assert not page.evaluate(TOOLBAR_OVER_LEGEND)
+    shoot(page, f"{name}-phone-{lang}")
+    page.close()
+
+
+# Sentences that send a reader to the controls, which the presenter view hides.
+POINTING = {
+    "en": ("on the left", "in the sidebar", "of the controls", "First move"),
+    "id": ("di kiri", "bilah samping", "bagian atas kontrol", "Langkah pertama"),
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_presenter_view_shows_figures_and_explanations_only(app_url, browser, name) -> None:
+    lang = ("id", "en")[NAMES.index(name) % 2]
+    address = url(app_url, name, f"lang={lang}&controls=hidden&text=large")
+    page, _ = visit(browser, address, PROJECTOR)
+    assert not page.locator("[data-testid='stSidebar']").is_visible()
+    for box in ("stFileUploader", "stDownloadButton"):
+        assert page.locator(f"[data-testid='{box}']").count() == 0, box
+    # No share box: no link to this app in a code box (a page may show other code).
+    assert page.locator("[data-testid='stCode']").filter(has_text=app_url).count() == 0
+    text = page.evaluate(MAIN_TEXT)
+    assert t("common.share_heading", lang) not in text
+    assert t("common.save_heading", lang) not in text
+    assert [p for p in POINTING[lang] if p.lower() in text.lower()] == []
+    smallest = page.evaluate(SMALLEST_FONTS)
+    assert all(size >= LARGE_MIN_FONT for size in smallest), smallest
+    assert page.evaluate(CUT_METRICS) == []
+    assert overflow(page) <= 0
+    shoot(page, f"{name}-presenter-{lang}")
+    page.close()
+
+
+# Where the keyboard is: the widget key of the focused element's container, and its state.
+FOCUS = """() => {
+  const e = document.activeElement;
+  const box = e && e.closest('[class*="st-key-"]');
+  const key = box ? box.className.match(/st-key-(\\S+)/)[1] : null;
+  return {key, tag: e ? e.tagName : null, role: e ? e.getAttribute('role') : null};
+}"""
+
+
+def tab_to(page, key: str, *, back: bool = False, most: int = 60) -> dict:
+    """Press Tab (Shift+Tab with ``back``) until the widget keyed ``key`` has the focus."""
+    for _ in range(most):
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+        focus = page.evaluate(FOCUS)
+        if focus["key"] == key:
+            return focus
+    raise AssertionError(f"{key} not reached with {'Shift+' if back else ''}Tab")
+
+
+def wait_for_link(page, part: str) -> None:
+    page.wait_for_function(f"() => location.search.includes({part!r})", timeout=60_000)
+    settle(page)
+
+
+def test_slider_select_and_segmented_control_work_from_the_keyboard(app_url, browser) -> None:
+    page, _ = visit(browser, url(app_url, "explorer", "lang=en"), LAPTOP)
+    assert tab_to(page, "offset")["tag"] == "INPUT"
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")  # steps of 0.1
+    wait_for_link(page, "offset=0.3")
+    assert tab_to(page, "dist")["role"] == "combobox"
+    page.keyboard.press("ArrowDown")  # opens the list on the option after "normal"
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    wait_for_link(page, "dist=spike")
+    # The language: a segmented control, back up the sidebar above the controls.
+    assert tab_to(page, "lang", back=True)["role"] == "radio"
+    page.keyboard.press("ArrowRight")  # to "id", from "en" or already there
+    page.keyboard.press("Space")
+    wait_for_link(page, "lang=id")
+    assert page.locator("h1").inner_text() == t("explorer.title", "id")
+    assert "offset=0.3" in page.url and "dist=spike" in page.url
+    page.close()
+
+
+def test_radio_and_button_work_from_the_keyboard(app_url, browser) -> None:
+    page, _ = visit(browser, url(app_url, "lesson", "step=5&lang=en"), LAPTOP)
+    assert page.locator("[data-testid='stPlotlyChart']").count() == 0
+    assert tab_to(page, "pick_shift")["tag"] == "INPUT"
+    page.keyboard.press("ArrowDown")  # picks a prediction
+    settle(page)
+    assert tab_to(page, "reveal_shift")["tag"] == "BUTTON"
+    page.keyboard.press("Space")
+    page.wait_for_selector("[data-testid='stPlotlyChart']", timeout=90_000)
+    settle(page)
+    # The revealed figure has its alt text and readable type.
+    assert unnamed_charts(page) == 0
+    assert min(page.evaluate(SMALLEST_FONTS)) >= MIN_FONT_SIZE
+    page.close()
