@@ -137,29 +137,27 @@ def backward_lesson(
     if d > MAX_JACOBIAN_WIDTH:
         raise ValueError(f"d must be at most {MAX_JACOBIAN_WIDTH} for the Jacobian; got {d}")
     g = upstream_gradient(x, gradient, seed=seed)
-    j_rms = rms_norm_jacobian(x, eps=eps)
-    j_layer = layer_norm_jacobian(x, eps=eps)
-    eig_rms, eig_layer = jacobian_spectrum(j_rms), jacobian_spectrum(j_layer)
-    grad_rms, grad_layer = j_rms.T @ g, j_layer.T @ g
+    per_norm: dict[str, np.ndarray | int] = {}
+    parts = {"upstream": components(g, x)}
+    for kind, jacobian in (("rms", rms_norm_jacobian), ("layer", layer_norm_jacobian)):
+        j = jacobian(x, eps=eps)  # (d, d)
+        eig = jacobian_spectrum(j)
+        grad = j.T @ g
+        per_norm |= {
+            f"jacobian_{kind}": j,
+            f"eig_{kind}": eig,
+            f"grad_{kind}": grad,
+            f"flat_{kind}": _flat_count(eig),
+        }
+        parts[kind] = components(grad, x)
     return BackwardLesson(
         x=x,
         eps=float(eps),
         rms_stat=float(rms_denominator(x, eps)[0]),  # (d,) -> (1,)
         layer_stat=float(std_denominator(x, eps)[0]),  # (d,) -> (1,)
         upstream=g,
-        jacobian_rms=j_rms,
-        jacobian_layer=j_layer,
-        eig_rms=eig_rms,
-        eig_layer=eig_layer,
-        grad_rms=grad_rms,
-        grad_layer=grad_layer,
-        flat_rms=_flat_count(eig_rms),
-        flat_layer=_flat_count(eig_layer),
-        parts={
-            "upstream": components(g, x),
-            "rms": components(grad_rms, x),
-            "layer": components(grad_layer, x),
-        },
+        parts=parts,
+        **per_norm,
     )
 
 
@@ -216,8 +214,8 @@ def _alts(lesson: BackwardLesson) -> dict[str, dict[str, float]]:
 def _claims(lesson: BackwardLesson) -> dict[str, Claim]:
     return {
         "heatmap": _heatmap_claim(lesson),
-        "spectrum_rms": _spectrum_rms_claim(lesson),
-        "spectrum_layer": _spectrum_layer_claim(lesson),
+        "spectrum_rms": _spectrum_claim(lesson, "rms"),
+        "spectrum_layer": _spectrum_claim(lesson, "layer"),
         "components_layer": _layer_components_claim(lesson),
         "components_rms": _rms_components_claim(lesson),
         "components_conclusion": _conclusion_claim(lesson),
@@ -268,44 +266,36 @@ def _spectrum_matches(eig: np.ndarray, expected: np.ndarray, scale: float) -> Ve
     return at_most(gap, SPECTRUM_RTOL * scale)
 
 
-def _spectrum_rms_claim(lesson: BackwardLesson) -> Claim:
-    d, eps, r = lesson.x.shape[-1], lesson.eps, lesson.rms_stat
-    along = eps / r**3
-    expected = np.array([along] + [1 / r] * (d - 1))
-    fields = {
-        "rest": d - 1,
-        "inv_r": 1 / r,
-        "along": along,
-        "ratio_pct": eps / r**2,
-        "mean_square": float(mean_square(lesson.x)[0]),
-        "eps": eps,
-        "min": float(lesson.eig_rms[0]),
-        "max": float(lesson.eig_rms[-1]),
-    }
-    if not _spectrum_matches(lesson.eig_rms, expected, 1 / r):
-        return Claim("backward.spectrum_rms_range", fields)
-    flat = at_most(eps / r**2, FLAT_TOLERANCE)
-    return pick(flat, "backward.spectrum_rms_flat", "backward.spectrum_rms_damped", **fields)
+# Per norm: the field naming 1/s, the eigenvalues it pins at 0 (LayerNorm's along 1), and the
+# moment whose root (plus eps) is its statistic s.
+_SPECTRA = {
+    "rms": ("inv_r", 0, "mean_square", mean_square),
+    "layer": ("inv_sigma", 1, "variance", variance),
+}
 
 
-def _spectrum_layer_claim(lesson: BackwardLesson) -> Claim:
-    d, eps, sigma = lesson.x.shape[-1], lesson.eps, lesson.layer_stat
-    along = eps / sigma**3
-    expected = np.array([0.0, along] + [1 / sigma] * (d - 2))
+def _spectrum_claim(lesson: BackwardLesson, kind: str) -> Claim:
+    """The closed-form spectrum of ``kind``'s Jacobian (module docstring) against eigvalsh's."""
+    inv_name, zeros, moment_name, moment = _SPECTRA[kind]
+    d, eps, s = lesson.x.shape[-1], lesson.eps, getattr(lesson, f"{kind}_stat")
+    eig = getattr(lesson, f"eig_{kind}")
+    along = eps / s**3
+    rest = d - 1 - zeros
+    expected = np.array([0.0] * zeros + [along] + [1 / s] * rest)
     fields = {
-        "rest": d - 2,
-        "inv_sigma": 1 / sigma,
+        "rest": rest,
+        inv_name: 1 / s,
         "along": along,
-        "ratio_pct": eps / sigma**2,
-        "variance": float(variance(lesson.x)[0]),
+        "ratio_pct": eps / s**2,
+        moment_name: float(moment(lesson.x)[0]),
         "eps": eps,
-        "min": float(lesson.eig_layer[0]),
-        "max": float(lesson.eig_layer[-1]),
+        "min": float(eig[0]),
+        "max": float(eig[-1]),
     }
-    if not _spectrum_matches(lesson.eig_layer, expected, 1 / sigma):
-        return Claim("backward.spectrum_layer_range", fields)
-    flat = at_most(eps / sigma**2, FLAT_TOLERANCE)
-    stem = "backward.spectrum_layer_d2" if d == 2 else "backward.spectrum_layer"
+    if not _spectrum_matches(eig, expected, 1 / s):
+        return Claim(f"backward.spectrum_{kind}_range", fields)
+    flat = at_most(eps / s**2, FLAT_TOLERANCE)
+    stem = f"backward.spectrum_{kind}" + ("_d2" if kind == "layer" and d == 2 else "")
     return pick(flat, f"{stem}_flat", f"{stem}_damped", **fields)
 
 
