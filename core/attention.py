@@ -327,31 +327,37 @@ def _check_args(d: int, n: int, spread: float, offset: float, length: float) -> 
         raise ValueError(f"length must be a finite number > 0 (got {length!r})")
 
 
+def _band_claim(
+    values: np.ndarray, target: float, noise: float, keys: tuple[str, str], **fields: float
+) -> Claim:
+    """``keys[0]`` when every value lies within ``noise`` of ``target``, else ``keys[1]``; both
+    texts get ``fields``, the largest gap ``dev`` and the range ``lo``, ``hi``."""
+    dev = float(np.max(np.abs(values - target)))
+    return pick(
+        at_most(dev, noise),
+        *keys,
+        noise=noise,
+        **fields,
+        dev=dev,
+        lo=float(values.min()),
+        hi=float(values.max()),
+    )
+
+
 def _geometry_claims(case: str, ks: KeySet, d: int, n: int) -> dict[str, Claim]:
     """Norms (scaling), the component along 1 (projection) and which keys can be selected."""
     root_d = math.sqrt(d)
-    dev = float(np.max(np.abs(ks.norms - root_d)))
     scale = float(np.max(ks.norms))
-    off = float(np.max(np.abs(ks.along_ones)))
     claims = {
-        f"norms_{case}": pick(
-            at_most(dev, NORM_TOL * root_d),
-            "attention.norms_equal",
-            "attention.norms_range",
-            noise=NORM_TOL * root_d,
+        f"norms_{case}": _band_claim(
+            ks.norms,
+            root_d,
+            NORM_TOL * root_d,
+            ("attention.norms_equal", "attention.norms_range"),
             root_d=root_d,
-            dev=dev,
-            lo=float(ks.norms.min()),
-            hi=float(ks.norms.max()),
         ),
-        f"plane_{case}": pick(
-            at_most(off, PLANE_TOL * scale),
-            "attention.plane_in",
-            "attention.plane_out",
-            noise=PLANE_TOL * scale,
-            dev=off,
-            lo=float(ks.along_ones.min()),
-            hi=float(ks.along_ones.max()),
+        f"plane_{case}": _band_claim(
+            ks.along_ones, 0.0, PLANE_TOL * scale, ("attention.plane_in", "attention.plane_out")
         ),
     }
     hidden = ks.unselectable
