@@ -170,7 +170,7 @@ def _geometry(
     plane = plane_images_from(x, rms, layer, gain=g, eps_rms=eps, eps_layer=eps, on_axis=units.flat)
     if x.shape[-1] != 3:
         return plane, None
-    return plane, sphere_from(x, rms, layer, gain=g, eps_rms=eps, eps_layer=eps)
+    return plane, sphere_from(x, rms, layer, plane)
 
 
 def dtype_max(dtype: str) -> float:

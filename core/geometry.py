@@ -9,7 +9,7 @@ a picture and the numbers printed beside it come from the same computation.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from numbers import Real
 
 import numpy as np
@@ -19,6 +19,7 @@ from core.norms import layer_norm, rms_norm
 from core.stats import _as_float_array
 
 __all__ = [
+    "Drawn",
     "PlaneImages",
     "Sphere3D",
     "decompose",
@@ -91,12 +92,22 @@ def plane_coords(x: ArrayLike) -> tuple[float | np.ndarray, float | np.ndarray]:
 
 
 @dataclass(frozen=True)
-class PlaneImages:
+class Drawn:
+    """The numbers both pictures are drawn with: the constant weight ``gain`` that multiplies
+    each norm's output, and each norm's eps."""
+
+    gain: float
+    eps_rms: float
+    eps_layer: float
+
+
+@dataclass(frozen=True)
+class PlaneImages(Drawn):
     """Plane coordinates ``(a, b)`` of an input and of its two normalised images.
 
     Fields: ``point``, ``layer`` and ``rms`` are ``(a, b)`` pairs for x, LayerNorm(x) and
     RMSNorm(x); ``radius`` is sqrt(d) * |gain|, the circle both images lie on when eps = 0;
-    ``d``, ``gain``, ``eps_rms`` and ``eps_layer`` record the inputs.
+    ``d`` and the :class:`Drawn` fields ``gain``, ``eps_rms``, ``eps_layer`` record the inputs.
     """
 
     point: tuple[float, float]
@@ -104,9 +115,6 @@ class PlaneImages:
     rms: tuple[float, float]
     radius: float
     d: int
-    gain: float
-    eps_rms: float
-    eps_layer: float
 
 
 def plane_images(
@@ -121,18 +129,22 @@ def plane_images(
     so ``b`` is signed: a negative gain shows up as a reflection through the origin.
     """
     x = _as_float_array(x, name="x", ndim=1)
-    eps_rms = _check_scalar(eps_rms, name="eps_rms", nonnegative=True)
-    eps_layer = _check_scalar(eps_layer, name="eps_layer", nonnegative=True)
-    gain = _check_scalar(gain, name="gain")
-    weight = np.full(x.shape[-1], gain)
-    return plane_images_from(
-        x,
-        rms_norm(x, weight, eps=eps_rms),
-        layer_norm(x, weight, eps=eps_layer),
-        gain=gain,
-        eps_rms=eps_rms,
-        eps_layer=eps_layer,
+    rms, layer, drawn = _normalise_both(x, eps_rms=eps_rms, eps_layer=eps_layer, gain=gain)
+    return plane_images_from(x, rms, layer, **asdict(drawn))
+
+
+def _normalise_both(
+    x: np.ndarray, *, eps_rms: float, eps_layer: float, gain: float
+) -> tuple[np.ndarray, np.ndarray, Drawn]:
+    """RMSNorm(x) and LayerNorm(x) with the constant weight ``gain``, and the checked numbers."""
+    drawn = Drawn(
+        eps_rms=_check_scalar(eps_rms, name="eps_rms", nonnegative=True),
+        eps_layer=_check_scalar(eps_layer, name="eps_layer", nonnegative=True),
+        gain=_check_scalar(gain, name="gain"),
     )
+    weight = np.full(x.shape[-1], drawn.gain)
+    rms = rms_norm(x, weight, eps=drawn.eps_rms)
+    return rms, layer_norm(x, weight, eps=drawn.eps_layer), drawn
 
 
 def plane_images_from(
@@ -189,7 +201,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Sphere3D:
+class Sphere3D(Drawn):
     """Mesh data for the d = 3 picture; every array is read-only.
 
     Fields:
@@ -200,7 +212,8 @@ class Sphere3D:
         sphere: ``(X, Y, Z)`` grids of shape ``(resolution, resolution)``, RMSNorm's output
             sphere of the same radius.
         point, layer, rms: ``(3,)`` input and its LayerNorm and RMSNorm images (with eps).
-        radius, gain, eps_rms, eps_layer: the numbers the picture was drawn with.
+        radius: sqrt(3)|gain|; with the :class:`Drawn` fields, the numbers the picture was
+            drawn with.
     """
 
     plane: tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -242,34 +255,20 @@ def sphere_3d(
             f"resolution must be an integer in [{MIN_RESOLUTION}, {MAX_RESOLUTION}]; "
             f"got {resolution!r}"
         )
-    eps_rms = _check_scalar(eps_rms, name="eps_rms", nonnegative=True)
-    eps_layer = _check_scalar(eps_layer, name="eps_layer", nonnegative=True)
-    gain = _check_scalar(gain, name="gain")
-    weight = np.full(3, gain)
-    return sphere_from(
-        x,
-        rms_norm(x, weight, eps=eps_rms),
-        layer_norm(x, weight, eps=eps_layer),
-        gain=gain,
-        eps_rms=eps_rms,
-        eps_layer=eps_layer,
-        resolution=resolution,
-    )
+    images = _normalise_both(x, eps_rms=eps_rms, eps_layer=eps_layer, gain=gain)
+    return sphere_from(x, *images, resolution=resolution)
 
 
 def sphere_from(
-    x: ArrayLike,
-    rms: np.ndarray,
-    layer: np.ndarray,
-    *,
-    gain: float,
-    eps_rms: float,
-    eps_layer: float,
-    resolution: int = 40,
+    x: ArrayLike, rms: np.ndarray, layer: np.ndarray, drawn: Drawn, *, resolution: int = 40
 ) -> Sphere3D:
-    """:func:`sphere_3d` for outputs already computed: the mesh around the given images."""
+    """:func:`sphere_3d` for outputs already computed: the mesh around the given images.
+
+    ``drawn`` holds the gain and eps they were computed with; a :class:`PlaneImages` of the same
+    outputs is one.
+    """
     x = _as_float_array(x, name="x", ndim=1)
-    radius = math.sqrt(3) * abs(gain)
+    radius = math.sqrt(3) * abs(drawn.gain)
 
     # An orthonormal basis of the plane perpendicular to 1, ordered so e1 x e2 = u.
     e1 = np.array([1.0, -1.0, 0.0]) / math.sqrt(2)
@@ -304,7 +303,7 @@ def sphere_from(
         layer=_readonly(np.array(layer, dtype=np.float64)),
         rms=_readonly(np.array(rms, dtype=np.float64)),
         radius=radius,
-        gain=float(gain),
-        eps_rms=float(eps_rms),
-        eps_layer=float(eps_layer),
+        gain=float(drawn.gain),
+        eps_rms=float(drawn.eps_rms),
+        eps_layer=float(drawn.eps_layer),
     )
