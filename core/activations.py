@@ -24,14 +24,14 @@ torch is imported inside the functions: ``import core.activations`` needs only n
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from core.device import torch_threads
 
 __all__ = [
     "DEFAULT_TEXT",
@@ -295,18 +295,6 @@ def shipped_path(norm: str, seed: int) -> Path:
     return SHIPPED_DIR / f"{norm}-seed{seed}.safetensors"
 
 
-@contextmanager
-def _threads(n: int) -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 @lru_cache(maxsize=len(TEXTS))
 def read_shipped(text: str = DEFAULT_TEXT) -> tuple[ShippedReading, ...]:
     """Every shipped checkpoint (``SHIPPED_NORMS`` x ``SHIPPED_SEEDS``, norm-major) read on
@@ -315,7 +303,7 @@ def read_shipped(text: str = DEFAULT_TEXT) -> tuple[ShippedReading, ...]:
     from core.checkpoint import load_checkpoint
 
     out = []
-    with _READ_LOCK, _threads(READ_THREADS):
+    with _READ_LOCK, torch_threads(READ_THREADS):
         for norm in SHIPPED_NORMS:
             for seed in SHIPPED_SEEDS:
                 model, config = load_checkpoint(shipped_path(norm, seed))

@@ -7,6 +7,8 @@ torch is looked up with :func:`importlib.util.find_spec` and imported inside the
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 DEVICE_NAMES = ("auto", "cpu", "cuda", "mps")
 
@@ -36,6 +38,22 @@ def available_devices() -> list[str]:
     if mps is not None and mps.is_available():
         devices.append("mps")
     return devices
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block on ``n`` torch intra-op threads, then restore the count it found.
+
+    The count is process-wide: callers that may overlap hold a lock around the block.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def resolve_device(name: str) -> str:

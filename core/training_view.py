@@ -30,8 +30,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,6 +38,7 @@ import numpy as np
 
 from core.claims import Claim, at_most
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, ladder_upto
+from core.device import torch_threads
 from core.model import NORM_CLASSES, NORM_KINDS, ModelConfig
 from core.reference import REFERENCE, load_reference
 from core.speedlab import PAPER_SAVING
@@ -165,24 +165,12 @@ def max_parameters() -> int:
     return 2 * vocab * d + block * d + n_layer * per_block + 2 * d
 
 
-@contextmanager
-def _threads(n: int) -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def train_live(
     configs: Sequence[TrainConfig],
     callback: Callable[[list[TrainResult]], bool | None] | None = None,
 ) -> list[TrainResult]:
     """``train_together`` on ``LIVE_THREADS`` torch threads. The caller holds ``TRAIN_LOCK``."""
-    with _threads(LIVE_THREADS):
+    with torch_threads(LIVE_THREADS):
         return train_together(configs, callback=callback)
 
 
