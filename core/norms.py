@@ -35,12 +35,13 @@ in ``NormReport.notes``, and as a :class:`NormWarning` where the numbers alone w
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -160,7 +161,8 @@ _PARTIAL_DECIMALS = 9
 @dataclass(frozen=True)
 class Settings:
     """The keywords of the four public functions as the caller gave them: None takes the
-    preset's value, else the module default (see :func:`rms_norm`)."""
+    preset's value, else the module default (see :func:`rms_norm`). Their signatures show these
+    fields as keyword-only parameters (:func:`_keywords`)."""
 
     eps: float | None = None
     preset: str | Preset | None = None
@@ -172,13 +174,41 @@ class Settings:
     device: str | None = None
 
     @classmethod
+    def fields_of(cls, kind: str) -> list[Field]:
+        """The keywords the functions of ``kind`` take: LayerNorm has no ``partial``."""
+        return [f for f in fields(cls) if kind == "rms" or f.name != "partial"]
+
+    @classmethod
     def of(cls, kind: str, keywords: Mapping[str, Any], *, caller: str) -> Settings:
         """The settings among ``keywords``; a keyword ``caller`` does not take is a TypeError."""
-        names = {f.name for f in fields(cls)} - ({"partial"} if kind == "layer" else set())
-        unknown = sorted(set(keywords) - names - {"x", "weight", "bias"})
+        names = {f.name for f in cls.fields_of(kind)}
+        unknown = sorted(set(keywords) - names)
         if unknown:
             raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
         return cls(**{name: keywords[name] for name in names if name in keywords})
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _keywords(kind: str) -> Callable[[_F], _F]:
+    """Give ``f(x, weight=None, bias=None, **options)`` the signature that help(), notebooks
+    and ``inspect.signature`` show: the fields of :class:`Settings` for ``kind`` as keyword-only
+    parameters, with their defaults. ``Settings.of`` checks the keywords of each call."""
+
+    def decorate(function: _F) -> _F:
+        signature = inspect.signature(function)
+        positional = [p for p in signature.parameters.values() if p.kind != p.VAR_KEYWORD]
+        keywords = [
+            inspect.Parameter(
+                f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type
+            )
+            for f in Settings.fields_of(kind)
+        ]
+        function.__signature__ = signature.replace(parameters=positional + keywords)
+        return function
+
+    return decorate
 
 
 @dataclass
@@ -203,20 +233,8 @@ class NormReport:
     notes: list[Message] = field(default_factory=list)
 
 
-def rms_norm(
-    x: Any,
-    weight: Any = None,
-    bias: Any = None,
-    *,
-    eps: float | None = None,
-    preset: str | Preset | None = None,
-    eps_placement: str | None = None,
-    reduction_dtype: str | None = None,
-    gain_mode: str | None = None,
-    cast: str | None = None,
-    partial: float = 1.0,
-    device: str | None = None,
-) -> Any:
+@_keywords("rms")
+def rms_norm(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> Any:
     """RMSNorm over the last axis of ``x``, :data:`RMS_FORMULA`: shape (..., d) -> (..., d).
 
     Args:
@@ -237,43 +255,33 @@ def rms_norm(
         The same kind as ``x`` (lists give numpy), in the input dtype, except where
         ``cast="before"`` or a preset lets type promotion with the weight decide.
     """
-    settings = Settings.of("rms", locals(), caller="rms_norm")
+    settings = Settings.of("rms", options, caller="rms_norm")
     return _norm("rms", x, weight, bias, settings, report=False)
 
 
-def layer_norm(
-    x: Any,
-    weight: Any = None,
-    bias: Any = None,
-    *,
-    eps: float | None = None,
-    preset: str | Preset | None = None,
-    eps_placement: str | None = None,
-    reduction_dtype: str | None = None,
-    gain_mode: str | None = None,
-    cast: str | None = None,
-    device: str | None = None,
-) -> Any:
+@_keywords("layer")
+def layer_norm(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> Any:
     """LayerNorm over the last axis of ``x``, :data:`LAYER_FORMULA`: shape (..., d) -> (..., d).
 
     Arguments as in :func:`rms_norm` (no ``partial``); ``eps`` defaults to the preset's, else
     ``DEFAULT_LAYER_EPS``. With ``eps_placement`` "outside" or "clamp" the standard deviation
     takes the place of the RMS.
     """
-    settings = Settings.of("layer", locals(), caller="layer_norm")
+    settings = Settings.of("layer", options, caller="layer_norm")
     return _norm("layer", x, weight, bias, settings, report=False)
 
 
+@_keywords("rms")
 def rms_norm_report(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> NormReport:
     """:func:`rms_norm` plus the statistics, resolved settings and notes behind it.
 
-    Takes exactly :func:`rms_norm`'s keywords (``eps``, ``preset``, ``eps_placement``,
-    ``reduction_dtype``, ``gain_mode``, ``cast``, ``partial``, ``device``).
+    Takes exactly :func:`rms_norm`'s keywords.
     """
     settings = Settings.of("rms", options, caller="rms_norm_report")
     return _norm("rms", x, weight, bias, settings, report=True)
 
 
+@_keywords("layer")
 def layer_norm_report(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> NormReport:
     """:func:`layer_norm` plus the statistics, resolved settings and notes behind it.
 
