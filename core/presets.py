@@ -29,6 +29,7 @@ no bias. Values that appear only in presets, never as explicit keywords:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS, NORMALIZE_EPS, PAPER_EPS
 
@@ -67,8 +68,18 @@ def _fp32_formula(outer: str) -> str:
     return "y = " + outer.replace("XHAT", xhat) + r",\quad \tilde{x} = \operatorname{fp32}(x)"
 
 
-_EPS_CONFIG = "The checkpoint's config (rms_norm_eps) decides eps; {default} is the default of "
-_HF = "transformers/models/{0}/modeling_{0}.py: {1}"
+def _transformers(name: str, label: str, module: str, **fields: Any) -> Preset:
+    """A preset whose upstream is ``module`` in transformers' ``models/<name>`` package."""
+    source = f"transformers/models/{name}/modeling_{name}.py: {module}"
+    return Preset(name=name, title=f"{label} ({module})", source=source, **fields)
+
+
+def _config_eps(default_of: str) -> str:
+    """The sentence of a preset whose eps a checkpoint's config overrides (1e-6 by default)."""
+    return (
+        "The checkpoint's config (rms_norm_eps) decides eps; 1e-6 is the default of " + default_of
+    )
+
 
 _ALL = (
     Preset(
@@ -92,58 +103,56 @@ _ALL = (
             "kernel."
         ),
     ),
-    Preset(
-        name="llama",
-        title="Llama (LlamaRMSNorm)",
+    _transformers(
+        "llama",
+        "Llama",
+        "LlamaRMSNorm",
         cast="before",
         formula=_fp32_formula(r"w \odot \operatorname{cast}_{x}\!\left(XHAT\right)"),
-        source=_HF.format("llama", "LlamaRMSNorm"),
         notes=(
             "Normalises in float32, casts back to the input dtype, then multiplies by the "
             "weight, so the product is rounded in half precision when the weight is half. "
-            + _EPS_CONFIG.format(default="1e-6")
-            + "LlamaRMSNorm and LlamaConfig."
+            + _config_eps("LlamaRMSNorm and LlamaConfig.")
         ),
     ),
-    Preset(
-        name="gemma",
-        title="Gemma (GemmaRMSNorm)",
+    _transformers(
+        "gemma",
+        "Gemma",
+        "GemmaRMSNorm",
         gain_mode="offset",
         formula=_fp32_formula(
             r"\operatorname{cast}_{x}\!\left((1 + \operatorname{fp32}(w)) \odot XHAT\right)"
         ),
-        source=_HF.format("gemma", "GemmaRMSNorm"),
         notes=(
             "The stored weight is zero-centred (initialised to 0, gain 1 + w) and the whole "
             "computation stays in float32 until one cast at the end."
         ),
     ),
-    Preset(
-        name="t5",
-        title="T5 (T5LayerNorm)",
+    _transformers(
+        "t5",
+        "T5",
+        "T5LayerNorm",
         cast="t5",
         formula=(
             r"y = w \odot \operatorname{cast}_{w}\!\left(x\,\operatorname{rsqrt}\!\left("
             r"\tfrac{1}{d}\textstyle\sum_j \operatorname{fp32}(x_j)^{2} + \epsilon\right)\right),"
             r"\quad \operatorname{cast}_{w} \text{ only for a half-precision } w"
         ),
-        source=_HF.format("t5", "T5LayerNorm"),
         notes=(
             "Despite its name an RMSNorm. The variance is accumulated in float32; the result is "
             "cast to the weight's dtype only when that is float16 or bfloat16."
         ),
     ),
-    Preset(
-        name="olmo2",
-        title="OLMo 2 (Olmo2RMSNorm)",
+    _transformers(
+        "olmo2",
+        "OLMo 2",
+        "Olmo2RMSNorm",
         cast="promote",
         formula=_fp32_formula(r"\operatorname{cast}_{x}\!\left(w \odot XHAT\right)"),
-        source=_HF.format("olmo2", "Olmo2RMSNorm"),
         notes=(
             "Like Llama, except that the weight multiplies the float32 result before the single "
             "cast back to the input dtype (in float64 when the weight is float64). "
-            + _EPS_CONFIG.format(default="1e-6")
-            + "Olmo2RMSNorm, while transformers' Olmo2Config defaults to 1e-5."
+            + _config_eps("Olmo2RMSNorm, while transformers' Olmo2Config defaults to 1e-5.")
         ),
     ),
     Preset(
@@ -224,7 +233,7 @@ _ALL = (
             r"y = \operatorname{cast}_{x}\!\left(\frac{\tilde{x} - \mu}{\sqrt{\sigma^{2} + "
             r"\epsilon}}\right),\quad \tilde{x} = \operatorname{fp32}(x)"
         ),
-        source=_HF.format("olmo", "OlmoLayerNorm"),
+        source="transformers/models/olmo/modeling_olmo.py: OlmoLayerNorm",
         notes=(
             "No weight and no bias: F.layer_norm on the float32 copy of x, cast back to the "
             "input dtype, computed by that same kernel call on torch tensors."
