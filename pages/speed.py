@@ -173,23 +173,11 @@ def run_measurement(state: dict, tr: Translator) -> None:
 
 
 def show_notes(view: SpeedView, tr: Translator) -> None:
-    run = view.run
     for slot, show in (("skipped", st.info), ("capped", st.warning)):
         if slot in view.claims:
             show(tr.claim(view.claims[slot]))
-    st.caption(
-        tr(
-            "speed.run_info",
-            impl=run.implementation,
-            device=run.device,
-            dtype=run.dtype,
-            threads=run.threads,
-            repeats=run.repeats,
-            calls=run.calls,
-            elements=run.elements,
-            elapsed=run.elapsed_s,
-        )
-    )
+    # The caption names the run's own fields.
+    st.caption(tr("speed.run_info", **vars(view.run)))
 
 
 def show_figures(view: SpeedView, tr: Translator) -> None:

@@ -175,20 +175,8 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
 
 def shipped_section(tr: Translator, labels: dict) -> None:
     st.header(tr("training.shipped_heading"))
-    model = REFERENCE.model
-    st.caption(
-        tr(
-            "training.shipped_setup",
-            layers=model.n_layer,
-            width=model.n_embd,
-            heads=model.n_head,
-            steps=REFERENCE.steps,
-            batch=REFERENCE.batch_size,
-            block=model.block_size,
-            lr=REFERENCE.lr,
-            eps=model.eps,
-        )
-    )
+    # The caption names the reference configuration's own fields, the model's and the run's.
+    st.caption(tr("training.shipped_setup", **vars(REFERENCE.model), **vars(REFERENCE)))
     view = shipped()
     curves(view, tr, labels, "shipped")
     finals(view, tr, labels, "shipped")

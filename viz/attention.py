@@ -17,10 +17,18 @@ import plotly.graph_objects as go
 from viz import style
 
 UNSELECTABLE = "#111111"
-# Marker shapes: Plotly draws 3D markers as font glyphs, and "x" is missing from common fonts
-# (it shows as an empty box), so the 3D views mark un-selectable keys with a diamond.
-SYMBOL_2D = {False: "circle", True: "x"}
-SYMBOL_3D = {False: "circle", True: "diamond"}
+# Key markers by view (d) and by whether the key is un-selectable. Plotly draws 3D markers as
+# font glyphs, and "x" is missing from common fonts (it shows as an empty box), so the 3D views
+# mark un-selectable keys with a diamond; 3D marker sizes are in other units. A white edge keeps
+# touching 2D markers apart.
+EDGE = {"color": "white", "width": 1}
+KEY_MARKERS = {
+    2: {
+        False: {"symbol": "circle", "size": 12, "line": EDGE},
+        True: {"symbol": "x", "size": 14, "line": EDGE},
+    },
+    3: {False: {"symbol": "circle", "size": 6}, True: {"symbol": "diamond", "size": 7}},
+}
 # Keys closer than this (relative to the panel) are drawn as one point with a joint label.
 SAME_POINT = 1e-9
 SPHERE_LINES = 7
@@ -108,34 +116,32 @@ def _plane_traces(keys, hull, color, radius, plane, extent) -> list[go.Scatter]:
 
 
 def _line(x, y, color, dash) -> go.Scatter:
-    return go.Scatter(
-        x=x, y=y, mode="lines", line={"color": color, "dash": dash, "width": 1.5}, hoverinfo="skip"
-    )
+    return style.line(x, y, None, color, dash=dash, width=1.5, hoverinfo="skip")
 
 
-def _markers_2d(points: list[dict], color: str, size: dict[str, int]) -> list[go.Scatter]:
+def _key_markers(points: list[dict], color: str, size: dict[str, int], d: int) -> list:
+    """The keys as labelled markers in the view of ``d`` = 2 or 3: selectable keys in the
+    case's colour, un-selectable ones black, one trace each where there are any."""
+    axes = "xyz"[:d]
+    hover = "%{text}<br>(" + ", ".join(f"%{{{a}:.3f}}" for a in axes) + ")<extra></extra>"
     traces = []
     for hidden in (False, True):
         chosen = [p for p in points if p["hidden"] == hidden]
         if not chosen:
             continue
-        xy = np.array([p["at"] for p in chosen])
+        at = np.array([p["at"] for p in chosen])
+        # In the plane labels lean towards the origin; in space they sit above the marker.
+        where = [_text_position(a) for a in at] if d == 2 else "top center"
         traces.append(
-            go.Scatter(
-                x=xy[:, 0],
-                y=xy[:, 1],
+            (go.Scatter if d == 2 else go.Scatter3d)(
+                **dict(zip(axes, at.T, strict=True)),
                 name="unselectable" if hidden else "selectable",
                 mode="markers+text",
                 text=[p["label"] for p in chosen],
-                textposition=[_text_position(p["at"]) for p in chosen],
+                textposition=where,
                 textfont={"size": size["key"]},
-                marker={
-                    "symbol": SYMBOL_2D[hidden],
-                    "size": 14 if hidden else 12,
-                    "color": UNSELECTABLE if hidden else color,
-                    "line": {"color": "white", "width": 1},
-                },
-                hovertemplate="%{text}<br>(%{x:.3f}, %{y:.3f})<extra></extra>",
+                marker={**KEY_MARKERS[d][hidden], "color": UNSELECTABLE if hidden else color},
+                hovertemplate=hover,
             )
         )
     return traces
@@ -153,7 +159,7 @@ def _figure_2d(keys, hull, points, direction, color, radius, plane, height, size
     query = _line([0.0, tip[0]], [0.0, tip[1]], style.EXTRA[0], "solid")
     query.update(name="query", line_width=2.5)
     traces.append(query)
-    traces += _markers_2d(points, color, size)
+    traces += _key_markers(points, color, size, 2)
     arrow = {
         "x": tip[0],
         "y": tip[1],
@@ -225,34 +231,6 @@ def _plane_3d(extent: float) -> go.Mesh3d:
     )
 
 
-def _markers_3d(points: list[dict], color: str, size: dict[str, int]) -> list[go.Scatter3d]:
-    traces = []
-    for hidden in (False, True):
-        chosen = [p for p in points if p["hidden"] == hidden]
-        if not chosen:
-            continue
-        xyz = np.array([p["at"] for p in chosen])
-        traces.append(
-            go.Scatter3d(
-                x=xyz[:, 0],
-                y=xyz[:, 1],
-                z=xyz[:, 2],
-                name="unselectable" if hidden else "selectable",
-                mode="markers+text",
-                text=[p["label"] for p in chosen],
-                textposition="top center",
-                textfont={"size": size["key"]},
-                marker={
-                    "symbol": SYMBOL_3D[hidden],
-                    "size": 7 if hidden else 6,
-                    "color": UNSELECTABLE if hidden else color,
-                },
-                hovertemplate="%{text}<br>(%{x:.3f}, %{y:.3f}, %{z:.3f})<extra></extra>",
-            )
-        )
-    return traces
-
-
 def _figure_3d(keys, hull, points, direction, color, radius, plane, height, size) -> go.Figure:
     extent = _extent(keys, radius)
     traces: list = _sphere_traces(radius) if radius else []
@@ -281,7 +259,7 @@ def _figure_3d(keys, hull, points, direction, color, radius, plane, height, size
     )
     tip = 0.75 * extent * direction
     traces += _query_3d(tip)
-    traces += _markers_3d(points, color, size)
+    traces += _key_markers(points, color, size, 3)
     # No tick labels in space: from most viewpoints the three axes' numbers overlap, and the
     # lesson is in the shapes (the page gives the norms and components in words).
     axis = {"range": [-extent, extent], "showticklabels": False}

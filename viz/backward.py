@@ -58,17 +58,11 @@ def spectrum_figure(
 ) -> go.Figure:
     """Eigenvalues of both Jacobians in ascending order; the zeros are the flattened directions."""
     fig = go.Figure()
+    hover = "k = %{x}<br>λ = %{y:.4g}"
     for values, key, color in ((eig_rms, "rms", style.RMS), (eig_layer, "layer", style.LAYER)):
+        index = np.arange(1, values.shape[-1] + 1)
         fig.add_trace(
-            go.Scatter(
-                x=np.arange(1, values.shape[-1] + 1),
-                y=values,
-                mode="markers+lines",
-                name=labels[key],
-                marker={"color": color, "symbol": style.SYMBOLS[key], "size": 10},
-                line={"color": color, "dash": style.DASHES[key], "width": 1.5},
-                hovertemplate="k = %{x}<br>λ = %{y:.4g}<extra>" + labels[key] + "</extra>",
-            )
+            style.line(index, values, labels[key], color, kind=key, size=10, width=1.5, hover=hover)
         )
     fig.add_hline(y=0, line={"color": style.MUTED, "width": 1})
     fig.update_xaxes(title_text=labels["index"])
@@ -94,20 +88,12 @@ def gradient_figure(
         (grad_rms, "rms", style.RMS, "rms", 2),
         (grad_layer, "layer", style.LAYER, "layer", 2),
     )
+    hover = "i = %{x}<br>%{y:.4g}"
     for values, key, color, kind, row in series:
-        fig.add_trace(
-            go.Scatter(
-                x=index,
-                y=values,
-                mode="lines+markers",
-                name=labels[key],
-                marker={"color": color, "symbol": style.SYMBOLS[kind], "size": 8},
-                line={"color": color, "dash": style.DASHES[kind], "width": 2},
-                hovertemplate="i = %{x}<br>%{y:.4g}<extra>" + labels[key] + "</extra>",
-            ),
-            row=row,
-            col=1,
+        trace = style.line(
+            index, values, labels[key], color, kind=kind, size=8, width=2, hover=hover
         )
+        fig.add_trace(trace, row=row, col=1)
     for row in (1, 2):
         fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=row, col=1)
         fig.update_yaxes(title_text=labels["value"], row=row, col=1)

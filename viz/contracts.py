@@ -30,24 +30,16 @@ def contract_figure(
         row_heights=[0.55, 0.45],
         subplot_titles=(labels["outputs"], labels["delta_title"]),
     )
+    hover = "i = %{x}<br>%{y:.6g}"
     # Both sides are RMSNorms: neither takes LayerNorm's blue or RMSNorm's vermillion.
     for values, key, colour, kind in (
         (y_a, "a", style.EXTRA[1], "layer"),
         (y_b, "b", style.EXTRA[2], "rms"),
     ):
-        fig.add_trace(
-            go.Scatter(
-                x=index,
-                y=values,
-                name=labels[key],
-                mode=mode,
-                marker={"color": colour, "symbol": style.SYMBOLS[kind], "size": 7},
-                line={"color": colour, "dash": style.DASHES[kind], "width": 2},
-                hovertemplate="i = %{x}<br>%{y:.6g}<extra>" + labels[key] + "</extra>",
-            ),
-            row=1,
-            col=1,
+        trace = style.line(
+            index, values, labels[key], colour, kind=kind, size=7, width=2, mode=mode, hover=hover
         )
+        fig.add_trace(trace, row=1, col=1)
     fig.add_trace(
         go.Bar(
             x=index,

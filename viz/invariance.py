@@ -18,33 +18,11 @@ Pair = tuple[np.ndarray, np.ndarray]
 Series = tuple[np.ndarray, str, str, str]
 
 
-def _line(
-    y: np.ndarray, *, name: str, color: str, dash: str, symbol: str, legend: bool, group: str
-) -> go.Scatter:
-    return go.Scatter(
-        x=np.arange(y.shape[-1]),
-        y=y,
-        name=name,
-        mode="lines+markers",
-        marker={"color": color, "symbol": symbol, "size": 9},
-        line={"color": color, "dash": dash, "width": 2},
-        legendgroup=group,
-        showlegend=legend,
-        hovertemplate="i = %{x}<br>%{y:.4g}<extra>" + name + "</extra>",
-    )
-
-
 def curves(x: np.ndarray, series: Sequence[Series]) -> list[go.Scatter]:
     """Thick lines against ``x`` (the offset c), one per series, for a shared-axis figure."""
+    hover = "c = %{x:.4g}<br>%{y:.4g}"
     return [
-        go.Scatter(
-            x=x,
-            y=values,
-            name=name,
-            mode="lines",
-            line={"color": color, "dash": dash, "width": 3},
-            hovertemplate="c = %{x:.4g}<br>%{y:.4g}<extra>" + name + "</extra>",
-        )
+        style.line(x, values, name, color, dash=dash, width=3, hover=hover)
         for values, name, color, dash in series
     ]
 
@@ -82,18 +60,19 @@ def _paired_panels(
         horizontal_spacing=0.07,
         subplot_titles=titles,
     )
+    hover = "i = %{x}<br>%{y:.4g}"
     for col, (pair, color, kind) in enumerate(panels, start=1):
         symbols = (style.SYMBOLS[kind], style.SYMBOLS[kind] + "-open")
         for values, (name, dash), symbol in zip(pair, styles, symbols, strict=True):
-            trace = _line(
-                values, name=name, color=color, dash=dash, symbol=symbol, legend=False, group=name
+            x = np.arange(values.shape[-1])
+            trace = style.line(
+                x, values, name, color, dash=dash, width=2, symbol=symbol, size=9, hover=hover
             )
-            fig.add_trace(trace, row=1, col=col)
+            fig.add_trace(trace.update(legendgroup=name, showlegend=False), row=1, col=col)
         fig.add_hline(y=0, line={"color": style.MUTED, "width": 1}, row=1, col=col)
         fig.update_xaxes(title_text=labels["coordinate"], row=1, col=col)
     for name, dash in styles:
-        legend_line = {"color": style.INPUT, "dash": dash, "width": 2}
-        fig.add_trace(go.Scatter(x=[None], y=[None], name=name, mode="lines", line=legend_line))
+        fig.add_trace(style.line([None], [None], name, style.INPUT, dash=dash, width=2))
     fig.update_yaxes(title_text=labels["value"], row=1, col=1)
     style.base_layout(fig, height=440)
     # Subplot titles sit just above the panels; the legend goes above them. At the smallest

@@ -27,16 +27,8 @@ def _reference(
 ) -> None:
     """A labelled reference line drawn as a trace: shapes and annotations on log axes take
     log10 coordinates, a trace takes data values like every other series."""
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=y,
-            name=name,
-            mode="lines",
-            line={"color": colour, "dash": dash, "width": 1.5},
-            hovertemplate=name + "<extra></extra>",
-        )
-    )
+    hover = name + "<extra></extra>"
+    fig.add_trace(style.line(x, y, name, colour, dash=dash, width=1.5, hovertemplate=hover))
 
 
 def _eps_colour(index: int) -> str:
@@ -54,19 +46,15 @@ def norm_vs_scale_figure(
     """``norms[placement]`` has shape (E, S): one line per eps (``eps_text`` names them), solid
     inside, dashed outside."""
     fig = go.Figure()
+    hover = "s = %{x:.3g}<br>‖y‖ = %{y:.4g}"
     for placement, grid in norms.items():
         for i, eps in enumerate(eps_text):
             name = f"ε = {eps} · {labels[placement]}"
-            fig.add_trace(
-                go.Scatter(
-                    x=scales,
-                    y=grid[i],
-                    name=name,
-                    mode="lines",
-                    line={"color": _eps_colour(i), "dash": PLACEMENT_DASH[placement], "width": 2.5},
-                    hovertemplate="s = %{x:.3g}<br>‖y‖ = %{y:.4g}<extra>" + name + "</extra>",
-                )
+            dash = PLACEMENT_DASH[placement]
+            trace = style.line(
+                scales, grid[i], name, _eps_colour(i), dash=dash, width=2.5, hover=hover
             )
+            fig.add_trace(trace)
     _reference(fig, [scales[0], scales[-1]], [sqrt_d, sqrt_d], labels["sqrt_d"], style.MUTED, "dot")
     # Every other decade on x: 13 decade labels crowd a phone's width.
     fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=2)
@@ -89,21 +77,14 @@ def matched_figure(
     ``curves`` and ``names`` are keyed by placement; ``knee`` is None when eps = 0.
     """
     fig = go.Figure()
+    hover = "s = %{x:.3g}<br>‖y‖ = %{y:.4g}<extra></extra>"
     for placement, values in curves.items():
-        fig.add_trace(
-            go.Scatter(
-                x=scales,
-                y=values,
-                name=names[placement],
-                mode="lines",
-                line={
-                    "color": style.RMS if placement == "inside" else style.LAYER,
-                    "dash": PLACEMENT_DASH[placement],
-                    "width": 3,
-                },
-                hovertemplate="s = %{x:.3g}<br>‖y‖ = %{y:.4g}<extra></extra>",
-            )
+        colour = style.RMS if placement == "inside" else style.LAYER
+        dash = PLACEMENT_DASH[placement]
+        trace = style.line(
+            scales, values, names[placement], colour, dash=dash, width=3, hovertemplate=hover
         )
+        fig.add_trace(trace)
     _reference(fig, [scales[0], scales[-1]], [sqrt_d, sqrt_d], labels["sqrt_d"], style.MUTED, "dot")
     if knee is not None:
         low = float(np.nanmin(np.concatenate(list(curves.values()))))
@@ -131,18 +112,13 @@ def error_vs_scale_figure(
     shown = shown[np.isfinite(shown)]
     # Vertical lines run over the errors drawn, up to an error of 1 (an output lost entirely).
     span = [float(shown.min()) if shown.size else ERROR_FLOOR, 1.0]
+    hover = "s = %{x:.3g}<br>%{y:.3g}"
     for dtype, err in errors.items():
-        fig.add_trace(
-            go.Scatter(
-                x=scales,
-                y=np.maximum(err, ERROR_FLOOR),
-                name=dtype,
-                mode="lines+markers",
-                marker={"color": DTYPE_COLOURS[dtype], "symbol": DTYPE_SYMBOLS[dtype], "size": 6},
-                line={"color": DTYPE_COLOURS[dtype], "width": 2},
-                hovertemplate="s = %{x:.3g}<br>%{y:.3g}<extra>" + dtype + "</extra>",
-            )
+        shown, symbol = np.maximum(err, ERROR_FLOOR), DTYPE_SYMBOLS[dtype]
+        trace = style.line(
+            scales, shown, dtype, DTYPE_COLOURS[dtype], width=2, symbol=symbol, size=6, hover=hover
         )
+        fig.add_trace(trace)
     for key, dash in (("sum", "dot"), ("square", "dash")):
         value = limits.get(key, np.inf)
         if np.isfinite(value):
@@ -160,23 +136,15 @@ def running_sum_figure(
 ) -> go.Figure:
     """Partial sums of squares against the coordinate index, one line per accumulator dtype."""
     fig = go.Figure()
+    hover = "i = %{x}<br>%{y:.6g}"
     for dtype, values in sums.items():
         index = np.arange(1, values.shape[-1] + 1)
         shown = np.where(np.isfinite(values), values, np.nan)
-        fig.add_trace(
-            go.Scatter(
-                x=index,
-                y=shown,
-                name=dtype,
-                mode="lines",
-                line={
-                    "color": DTYPE_COLOURS[dtype],
-                    "width": 2.5,
-                    "dash": "dot" if dtype == "float64" else "solid",
-                },
-                hovertemplate="i = %{x}<br>%{y:.6g}<extra>" + dtype + "</extra>",
-            )
+        dash = "dot" if dtype == "float64" else "solid"
+        trace = style.line(
+            index, shown, dtype, DTYPE_COLOURS[dtype], dash=dash, width=2.5, hover=hover
         )
+        fig.add_trace(trace)
     length = max(v.shape[-1] for v in sums.values())
     limit = [float16_max, float16_max]
     _reference(fig, [1, length], limit, labels["float16_max"], style.RMS, "dash")

@@ -24,10 +24,16 @@ MARKERS = {
 DASHES = {"copy": "dot", "composite": "dash", "fused": "solid"}
 
 
-def _style(kernel: str) -> tuple[str, str, str]:
-    """(colour, dash, marker) of a kernel id such as ``rms_fused``."""
+def _style(kernel: str) -> tuple[str, dict]:
+    """The colour of a kernel id such as ``rms_fused``, and its dash and marker as
+    ``style.line`` keywords."""
     norm, _, technique = kernel.partition("_")
-    return COLORS[norm], DASHES[technique or "copy"], MARKERS[kernel]
+    return COLORS[norm], {"dash": DASHES[technique or "copy"], "symbol": MARKERS[kernel]}
+
+
+def _spread(y: np.ndarray, lo: np.ndarray, hi: np.ndarray, **options: object) -> dict:
+    """Error bars from ``lo`` to ``hi`` around ``y`` (the middle half of the rounds)."""
+    return {"type": "data", "symmetric": False, "array": hi - y, "arrayminus": y - lo, **options}
 
 
 def decade_ticks(values: np.ndarray, number: Callable[[float], str]) -> dict:
@@ -52,27 +58,15 @@ def _sweep_figure(
     unit: str,
 ) -> go.Figure:
     fig = go.Figure(layout=style.layout(height=460))
+    hover = f"{labels['size']} = %{{x}}<br>%{{y:.4g}} {unit}"
     for kernel, series in values.items():
-        colour, dash, marker = _style(kernel)
+        colour, marks = _style(kernel)
         error = None
         if spread is not None:
-            lo, hi = spread[kernel]
-            error = {"type": "data", "symmetric": False, "array": hi - series}
-            error.update(arrayminus=series - lo, color=colour, thickness=1.5, width=4)
-        fig.add_trace(
-            go.Scatter(
-                x=sizes,
-                y=series,
-                mode="lines+markers",
-                name=labels[kernel],
-                error_y=error,
-                marker={"color": colour, "symbol": marker, "size": 10},
-                line={"color": colour, "dash": dash, "width": 2},
-                hovertemplate=(
-                    f"{labels['size']} = %{{x}}<br>%{{y:.4g}} {unit}<extra>{labels[kernel]}</extra>"
-                ),
-            )
-        )
+            error = _spread(series, *spread[kernel], color=colour, thickness=1.5, width=4)
+        name = labels[kernel]
+        trace = style.line(sizes, series, name, colour, width=2, size=10, hover=hover, **marks)
+        fig.add_trace(trace.update(error_y=error))
     shown = np.concatenate([np.asarray(v, dtype=float) for v in values.values()])
     fig.update_xaxes(
         title_text=labels["size"], type="log", tickvals=sizes, ticktext=[str(int(s)) for s in sizes]
@@ -125,39 +119,18 @@ def partial_figure(
     """pRMSNorm against p: time as a multiple of the full RMS's (with the middle half of the
     rounds), and the median error of the RMS estimate, side by side."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16)
-    lo, hi = spread
-    fig.add_trace(
-        go.Scatter(
-            x=partials,
-            y=ratio,
-            mode="lines+markers",
-            name=labels["ratio"],
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": hi - ratio,
-                "arrayminus": ratio - lo,
-            },
-            marker={"color": style.RMS, "symbol": "diamond-open", "size": 10},
-            line={"color": style.RMS, "dash": "dash"},
-            hovertemplate="p = %{x}<br>%{y:.3g}×<extra></extra>",
-        ),
-        row=1,
-        col=1,
+    # pRMSNorm is a composite RMSNorm, and drawn like one.
+    colour, marks = _style("rms_composite")
+    hover = "p = %{x}<br>%{y:.3g}×<extra></extra>"
+    ratios = style.line(
+        partials, ratio, labels["ratio"], colour, size=10, hovertemplate=hover, **marks
     )
-    fig.add_trace(
-        go.Scatter(
-            x=partials,
-            y=error,
-            mode="lines+markers",
-            name=labels["error"],
-            marker={"color": style.ACCENT, "size": 10},
-            line={"color": style.ACCENT},
-            hovertemplate="p = %{x}<br>%{y:.3g}<extra></extra>",
-        ),
-        row=1,
-        col=2,
+    fig.add_trace(ratios.update(error_y=_spread(ratio, *spread)), row=1, col=1)
+    hover = "p = %{x}<br>%{y:.3g}<extra></extra>"
+    errors = style.line(
+        partials, error, labels["error"], style.ACCENT, size=10, hovertemplate=hover
     )
+    fig.add_trace(errors, row=1, col=2)
     ticks = {"tickvals": partials, "ticktext": [number(p) for p in partials]}
     for col in (1, 2):
         fig.update_xaxes(type="log", title_text=labels["p"], row=1, col=col, **ticks)

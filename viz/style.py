@@ -48,6 +48,44 @@ def base_layout(fig: go.Figure, *, title: str = "", height: int = 420) -> go.Fig
     return fig
 
 
+def line(
+    x: object,
+    y: object,
+    name: str | None,
+    color: str,
+    *,
+    kind: str | None = None,
+    dash: str | None = None,
+    symbol: str | None = None,
+    width: float | None = None,
+    size: float | None = None,
+    hover: str | None = None,
+    **extra: object,
+) -> go.Scatter:
+    """One series as a line in ``color``; given a marker ``size``, with markers of the same
+    colour on it.
+
+    ``kind`` ("input", "rms", "layer") gives the marker symbol and dash of ``SYMBOLS`` and
+    ``DASHES`` where ``symbol`` and ``dash`` do not. ``hover`` is the hover text, shown in a box
+    named after the series; pass ``hovertemplate`` instead for another box. Options left None
+    are Plotly's defaults; ``extra`` (error bars, legend groups, another ``mode``) goes to
+    ``go.Scatter`` as it is.
+    """
+    if kind is not None:
+        dash, symbol = dash or DASHES[kind], symbol or SYMBOLS[kind]
+    marker = None if size is None else _given(color=color, symbol=symbol, size=size)
+    if hover is not None:
+        extra["hovertemplate"] = f"{hover}<extra>{name}</extra>"
+    extra.setdefault("mode", "lines" if marker is None else "lines+markers")
+    stroke = _given(color=color, dash=dash, width=width)
+    return go.Scatter(x=x, y=y, name=name, line=stroke, marker=marker, **extra)
+
+
+def _given(**options: object) -> dict:
+    """``options`` without those left None."""
+    return {k: v for k, v in options.items() if v is not None}
+
+
 def chart_config(file_name: str) -> dict:
     """Plotly's toolbar: PNG download at twice the screen resolution, no vendor logo."""
     return {

@@ -37,6 +37,7 @@ except ImportError:  # pragma: no cover - Windows: one process's lock only
 __all__ = [
     "MAX_CACHED",
     "LoadedModel",
+    "ModelFacts",
     "Refusal",
     "clear_cache",
     "is_loaded",
@@ -73,13 +74,12 @@ class Refusal(Exception):
         self.fields = fields
 
 
-@dataclass
-class LoadedModel:
-    """A model ready for inspection. ``encode`` turns text into token ids (None: no tokenizer);
-    ``context`` is the longest sequence the model reads; ``nbytes`` its weights in memory."""
+@dataclass(frozen=True)
+class ModelFacts:
+    """What the inspector says about a model: its class and family, its size in parameters and
+    ``nbytes`` (its weights in memory), dtype, width and ``context``, the longest sequence it
+    reads."""
 
-    ref: ModelRef
-    model: Any
     architecture: str
     family: str
     parameters: int
@@ -87,6 +87,14 @@ class LoadedModel:
     dtype: str
     width: int
     context: int
+
+
+@dataclass(frozen=True)
+class LoadedModel(ModelFacts):
+    """A model ready for inspection. ``encode`` turns text into token ids (None: no tokenizer)."""
+
+    ref: ModelRef
+    model: Any
     encode: Callable[[str], list[int]] | None
     config: dict[str, Any] = field(default_factory=dict)
     # What the inspector has read from this model once (its contract), kept with it.

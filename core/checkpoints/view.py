@@ -9,11 +9,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from core.checkpoints.contract import FORMULA_TOL, ModelContract, read_contract
-from core.checkpoints.loading import LoadedModel, Refusal, load
+from core.checkpoints.loading import LoadedModel, ModelFacts, Refusal, load
 from core.checkpoints.readings import MAX_TOKENS, NormReading, read_norm_inputs
 from core.checkpoints.sources import Catalog, ModelRef, Settings
 from core.claims import Claim, at_least, at_most, pick
@@ -41,17 +41,12 @@ TRACE_TOKENS = 8
 
 
 @dataclass(frozen=True)
-class ModelSummary:
+class ModelSummary(ModelFacts):
+    """A model's facts, and the link value, source kind and label that name it."""
+
     link: str
     source: str
     label: str
-    architecture: str
-    family: str
-    parameters: int
-    nbytes: int
-    dtype: str
-    width: int
-    context: int
 
 
 @dataclass(frozen=True)
@@ -100,18 +95,8 @@ def _contract(loaded: LoadedModel) -> ModelContract:
 
 def _summary(loaded: LoadedModel) -> ModelSummary:
     ref = loaded.ref
-    return ModelSummary(
-        link=ref.link,
-        source=ref.kind,
-        label=ref.label,
-        architecture=loaded.architecture,
-        family=loaded.family,
-        parameters=loaded.parameters,
-        nbytes=loaded.nbytes,
-        dtype=loaded.dtype,
-        width=loaded.width,
-        context=loaded.context,
-    )
+    facts = {f.name: getattr(loaded, f.name) for f in fields(ModelFacts)}
+    return ModelSummary(link=ref.link, source=ref.kind, label=ref.label, **facts)
 
 
 def _effective_gains(loaded: LoadedModel, contract: ModelContract) -> dict[str, Any]:
