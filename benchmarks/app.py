@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.live import (
+    CHARTS_DRAWN,
     CHROMIUM,
     CHROMIUM_ARGS,
     READY,
@@ -75,14 +76,6 @@ fig = go.Figure(
 )
 st.plotly_chart(fig, key="coords")
 """
-
-# Every chart the script sent is drawn (Plotly has laid out its data).
-_CHARTS_DRAWN = """() => {
-  const boxes = document.querySelectorAll('[data-testid="stPlotlyChart"]');
-  const plots = document.querySelectorAll('.js-plotly-plot');
-  return boxes.length > 0 && plots.length === boxes.length
-    && Array.from(plots).every(p => p._fullData && p._fullData.length > 0);
-}"""
 
 _FIRST_RMS = """() => {
   const plot = document.querySelector('.st-key-coords .js-plotly-plot');
@@ -157,7 +150,7 @@ def _first_render(browser, url: str) -> float:
     start = time.perf_counter()
     page.goto(url)
     page.wait_for_selector(READY, timeout=120_000)
-    page.wait_for_function(_CHARTS_DRAWN, timeout=120_000)
+    page.wait_for_function(CHARTS_DRAWN, timeout=120_000)
     seconds = time.perf_counter() - start
     context.close()
     return seconds
@@ -168,7 +161,7 @@ def _slider_presses(browser, url: str, presses: int) -> list[float]:
     page = context.new_page()
     page.goto(url)
     page.wait_for_selector(READY, timeout=120_000)
-    page.wait_for_function(_CHARTS_DRAWN, timeout=120_000)
+    page.wait_for_function(CHARTS_DRAWN, timeout=120_000)
     slider = page.get_by_role("slider").nth(0)
     latencies = []
     for _ in range(presses):

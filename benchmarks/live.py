@@ -3,8 +3,9 @@
 Shared by the browser tests (``tests/conftest.py``), the explorer benchmark
 (``benchmarks/app.py``) and the load script (``benchmarks/load.py``): a free port,
 ``streamlit run app.py`` (or any server command) started and stopped, the health check, Debian's
-Chromium with its flags, and the selector of a page whose script has finished. The port, the
-health check and the worker's command are the launcher's (``serve.launcher``).
+Chromium with its flags, the selector of a page whose script has finished, and the scripts that
+read Plotly's drawn state in the page. The port, the health check and the worker's command are
+the launcher's (``serve.launcher``).
 """
 
 from __future__ import annotations
@@ -12,17 +13,22 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 # The launcher's own: a free port, the health check, the worker's command.
 from serve.launcher import free_port, wait_for_health, worker_command
 
 __all__ = [
+    "CHARTS_DRAWN",
     "CHROMIUM",
     "CHROMIUM_ARGS",
     "READY",
     "ROOT",
+    "SMALLEST_FIGURE_FONT",
     "free_port",
+    "live_app",
     "start_server",
     "stop_server",
     "streamlit_command",
@@ -43,6 +49,37 @@ CHROMIUM_ARGS = [
 ]
 # Streamlit marks the app root with the script's state; "notRunning" means the run has finished.
 READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
+# Every chart the script sent has been drawn, and there are at least ``least`` of them (1 when the
+# caller passes no argument).
+CHARTS_DRAWN = """(least) => {
+  const boxes = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+  const plots = document.querySelectorAll('.js-plotly-plot');
+  return boxes.length >= (least ?? 1) && plots.length === boxes.length
+    && Array.from(plots).every(p => p._fullData && p._fullData.length > 0);
+}"""
+# The smallest text Plotly drew in any chart (its resolved layout, after Streamlit's theme): base
+# font, legend, axis ticks and titles (2D and 3D), annotations (subplot titles) and colour bars;
+# null when no chart has any.
+SMALLEST_FIGURE_FONT = r"""() => {
+  const sizes = [];
+  const axis = a => {
+    if (a && a.tickfont) sizes.push(a.tickfont.size);
+    if (a && a.title && a.title.text && a.title.font) sizes.push(a.title.font.size);
+  };
+  document.querySelectorAll('.js-plotly-plot').forEach(p => {
+    const L = p._fullLayout;
+    sizes.push(L.font.size);
+    if (L.showlegend !== false && L.legend) sizes.push(L.legend.font.size);
+    Object.keys(L).filter(k => /^[xy]axis\d*$/.test(k) && L[k].visible !== false)
+      .forEach(k => axis(L[k]));
+    if (L.scene) ['xaxis', 'yaxis', 'zaxis'].forEach(k => axis(L.scene[k]));
+    (L.annotations || []).filter(a => a.text).forEach(a => sizes.push(a.font.size));
+    p._fullData.filter(t => t.colorbar && t.showscale).forEach(t => {
+      sizes.push(t.colorbar.tickfont.size);
+    });
+  });
+  return sizes.length ? Math.min(...sizes) : null;
+}"""
 
 # How long a server gets to exit on SIGTERM before SIGKILL.
 SHUTDOWN_GRACE_S = 10.0
@@ -54,21 +91,28 @@ def streamlit_command(port: int) -> list[str]:
 
 
 def start_server(
-    command: list[str], port: int, *, own_session: bool = False, log: Path | None = None
+    command: list[str],
+    port: int,
+    *,
+    own_session: bool = False,
+    log: Path | None = None,
+    env: Mapping[str, str | None] | None = None,
 ) -> subprocess.Popen:
     """Start ``command`` in the repository root, its output discarded (or appended to ``log``).
 
     ``port`` also goes to the environment (``STREAMLIT_SERVER_PORT``), so a command that names no
-    port, such as the container's, still listens there. With ``own_session`` the server leads a
-    process group of its own, which ``stop_server`` then signals whole.
+    port, such as the container's, still listens there. ``env`` changes this process's
+    environment for the server: a string sets a variable, None removes it. With ``own_session``
+    the server leads a process group of its own, which ``stop_server`` then signals whole.
     """
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "STREAMLIT_SERVER_PORT": str(port)}
+    changes = {**(env or {}), "PYTHONUNBUFFERED": "1", "STREAMLIT_SERVER_PORT": str(port)}
+    server_env = {k: v for k, v in {**os.environ, **changes}.items() if v is not None}
     output = subprocess.DEVNULL if log is None else log.open("ab")
     try:
         return subprocess.Popen(
             command,
             cwd=ROOT,
-            env=env,
+            env=server_env,
             stdout=output,
             stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL,
             start_new_session=own_session,
@@ -96,3 +140,17 @@ def stop_server(proc: subprocess.Popen, *, grace_s: float = SHUTDOWN_GRACE_S) ->
     except subprocess.TimeoutExpired:
         send(signal.SIGKILL)
         proc.wait()
+
+
+@contextmanager
+def live_app(*, env: Mapping[str, str | None] | None = None) -> Iterator[str]:
+    """``streamlit run app.py`` on a free loopback port (``env`` as ``start_server`` takes it):
+    yields its URL once it answers the health check, and stops it on leaving."""
+    port = free_port()
+    proc = start_server(streamlit_command(port), port, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_health(url)
+        yield url
+    finally:
+        stop_server(proc)

@@ -56,7 +56,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -282,35 +283,23 @@ async def until_deadline(
     return False
 
 
-async def drive_ws(
-    base_url: str,
-    visitors: int,
-    interactions: int,
-    timeouts: tuple[float, float],
-    deadline: float,
-    think_s: float,
-    failover: Failover | None = None,
-) -> tuple[list[WsVisitor], bool]:
-    """Run every visitor at once until done or ``deadline``; ``timeouts`` are (step, load) s."""
+@asynccontextmanager
+async def ws_crowd(
+    base_url: str, visitors: int, timeouts: tuple[float, float], think_s: float
+) -> AsyncIterator[list[WsVisitor]]:
+    """Websocket visitors; their connections are closed on leaving."""
     crowd = [WsVisitor(number, base_url, *timeouts, think_s) for number in range(visitors)]
-    extra = [failover(crowd)] if failover is not None else []
     try:
-        hit = await until_deadline(crowd, interactions, deadline, extra)
+        yield crowd
     finally:
         await asyncio.gather(*(v.close() for v in crowd), return_exceptions=True)
-    return crowd, hit
 
 
-async def drive_browser(
-    base_url: str,
-    visitors: int,
-    interactions: int,
-    timeouts: tuple[float, float],
-    deadline: float,
-    think_s: float,
-    failover: None = None,
-) -> tuple[list[BrowserVisitor], bool]:
-    """Run every visitor at once until done or ``deadline``; ``timeouts`` are (step, load) s."""
+@asynccontextmanager
+async def browser_crowd(
+    base_url: str, visitors: int, timeouts: tuple[float, float], think_s: float
+) -> AsyncIterator[list[BrowserVisitor]]:
+    """Visitors in headless Chromium, a browser context each; the browser closes on leaving."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
@@ -319,11 +308,32 @@ async def drive_browser(
             crowd = []
             for number in range(visitors):
                 context = await browser.new_context(viewport={"width": 1280, "height": 900})
-                crowd.append(BrowserVisitor(number, context, base_url, *timeouts, think_s))
-            hit = await until_deadline(crowd, interactions, deadline)
+                crowd.append(BrowserVisitor(context, number, base_url, *timeouts, think_s))
+            yield crowd
         finally:
             await browser.close()
-    return crowd, hit
+
+
+# The visitors of each of CLIENTS.
+CROWDS = {"ws": ws_crowd, "browser": browser_crowd}
+
+
+async def drive_crowd(
+    client: str,
+    base_url: str,
+    visitors: int,
+    interactions: int,
+    timeouts: tuple[float, float],
+    deadline: float,
+    think_s: float,
+    failover: Failover | None = None,
+) -> tuple[list[Visitor], bool]:
+    """Run every visitor of ``client``'s class at once until done or ``deadline`` (and
+    ``failover`` beside them; the command line allows it with the ws client only); ``timeouts``
+    are (step, load) s."""
+    async with CROWDS[client](base_url, visitors, timeouts, think_s) as crowd:
+        extra = [failover(crowd)] if failover is not None else []
+        return crowd, await until_deadline(crowd, interactions, deadline, extra)
 
 
 def summarise(
@@ -485,12 +495,12 @@ def drive(
     report: Report | None = None,
 ) -> tuple[list[Visitor], Failover | None]:
     """The class at ``base_url`` until done or ``deadline``; notes a deadline hit in ``report``."""
-    drivers: dict[str, Callable] = {"ws": drive_ws, "browser": drive_browser}
     failover = None
     if opts.kill_after_s is not None and run_dir is not None:
         failover = Failover(run_dir, opts.kill_after_s)
     crowd, hit = asyncio.run(
-        drivers[opts.client](
+        drive_crowd(
+            opts.client,
             base_url,
             visitors,
             interactions,

@@ -30,6 +30,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import numpy as np
@@ -95,9 +96,20 @@ class Visitor(ABC):
     (from the first busy page to a seat).
     """
 
-    def __init__(self, number: int, think_s: float = DEFAULT_THINK_S) -> None:
+    def __init__(
+        self,
+        number: int,
+        base_url: str,
+        step_timeout_s: float,
+        load_timeout_s: float,
+        think_s: float = DEFAULT_THINK_S,
+    ) -> None:
         self.number = number
+        self.base_url = base_url.rstrip("/")
+        self.step_timeout_s, self.load_timeout_s = step_timeout_s, load_timeout_s
         self.think_s = think_s
+        # How far through WIDTHS its width changes have gone (``next_width``).
+        self.width = 0
         self.rng = np.random.default_rng((THINK_SEED, number))
         self.latencies: list[float] = []
         self.errors: list[str] = []
@@ -145,6 +157,13 @@ class Visitor(ABC):
         """Read the page before the next interaction; whether the connection dropped meanwhile."""
         await asyncio.sleep(self.pause())
         return False
+
+    def next_width(self, shown: int) -> int:
+        """The next width in turn that differs from the one ``shown``, so the chart must change."""
+        self.width += 1
+        while WIDTHS[self.width % len(WIDTHS)] == shown:
+            self.width += 1
+        return WIDTHS[self.width % len(WIDTHS)]
 
     def pause(self) -> float:
         if self.think_s <= 0:
@@ -290,24 +309,15 @@ class WsVisitor(Visitor):
     from the ``new_element`` deltas of the run before, found by the key at their end.
     """
 
-    def __init__(
-        self,
-        number: int,
-        base_url: str,
-        step_timeout_s: float,
-        load_timeout_s: float,
-        think_s: float = DEFAULT_THINK_S,
-    ) -> None:
-        super().__init__(number, think_s)
-        self.base_url = base_url.rstrip("/")
-        self.step_timeout_s, self.load_timeout_s = step_timeout_s, load_timeout_s
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """``Visitor``'s arguments; no cookies, connection or page seen yet."""
+        super().__init__(*args, **kwargs)
         self.cookies = Cookies()
         self.conn = None
         self.pages: dict[str, str] = {}  # url path (HOME for the landing page) -> script hash
         self.shown = Run()
         self.params: dict[str, object] = {}
         self.view = View({}, "", None)
-        self.width = 0
 
     async def close(self) -> None:
         if self.conn is not None:
@@ -514,11 +524,7 @@ class WsVisitor(Visitor):
         self.remember()
 
     async def width_change(self) -> None:
-        # The next width in turn that differs from the one shown, so the chart must change.
-        self.width += 1
-        while WIDTHS[self.width % len(WIDTHS)] == self.params[WIDTH_KEY]:
-            self.width += 1
-        d = WIDTHS[self.width % len(WIDTHS)]
+        d = self.next_width(self.params[WIDTH_KEY])
         self.params[WIDTH_KEY] = d
         self.latencies.append(await self.rerun(widgets=self.explorer_widgets()))
         if self.shown.chart is None:
@@ -544,21 +550,13 @@ class WsVisitor(Visitor):
 class BrowserVisitor(Visitor):
     """A visitor in a browser context of headless Chromium, pressing keys and clicking links."""
 
-    def __init__(
-        self,
-        number: int,
-        context,
-        base_url: str,
-        step_timeout_s: float,
-        load_timeout_s: float,
-        think_s: float = DEFAULT_THINK_S,
-    ) -> None:
-        super().__init__(number, think_s)
-        self.context, self.base_url = context, base_url
-        self.timeout_ms = step_timeout_s * 1e3
-        self.load_timeout_ms = load_timeout_s * 1e3
+    def __init__(self, context, *args: Any, **kwargs: Any) -> None:
+        """A ``Visitor`` (its arguments after ``context``) in the browser ``context``."""
+        super().__init__(*args, **kwargs)
+        self.context = context
+        self.timeout_ms = self.step_timeout_s * 1e3
+        self.load_timeout_ms = self.load_timeout_s * 1e3
         self.page = None
-        self.width = 0
 
     async def chart(self):
         return await self.page.evaluate(CHART_STATE)
@@ -614,12 +612,8 @@ class BrowserVisitor(Visitor):
 
     async def width_change(self) -> None:
         before = await self.chart()
-        # The next width in turn that differs from the one shown, so the chart must change.
-        self.width += 1
-        while WIDTHS[self.width % len(WIDTHS)] == before[0]:
-            self.width += 1
         box = self.page.locator("[data-testid='stNumberInput'] input").nth(0)  # d
-        await box.fill(str(WIDTHS[self.width % len(WIDTHS)]))
+        await box.fill(str(self.next_width(before[0])))
         start = time.perf_counter()
         await box.press("Enter")
         await self.chart_differs(before)

@@ -10,22 +10,26 @@ import pytest
 
 # Test files import these from here; they live with the benchmarks, which start servers too.
 from benchmarks.live import (
+    CHARTS_DRAWN,
     CHROMIUM,
     CHROMIUM_ARGS,
     READY,
+    SMALLEST_FIGURE_FONT,
     free_port,
+    live_app,
     start_server,
-    stop_server,
-    streamlit_command,
     wait_for_health,
 )
 
 __all__ = [
+    "CHARTS_DRAWN",
     "CHROMIUM",
     "CHROMIUM_ARGS",
     "READY",
+    "SMALLEST_FIGURE_FONT",
     "free_port",
     "is_local",
+    "live_app",
     "open_page",
     "start_server",
     "wait_for_health",
@@ -37,14 +41,8 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 @pytest.fixture(scope="session")
 def app_url() -> Iterator[str]:
     """A real ``streamlit run app.py`` on a free loopback port, for the browser tests."""
-    port = free_port()
-    proc = start_server(streamlit_command(port), port)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_health(url)
+    with live_app() as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 @pytest.fixture(scope="session")

@@ -74,6 +74,14 @@ BRUTE_STATES = [
     (3, 12, 5, 1.0, 2.0),
     (3, 9, 19, 0.5, -4.0),
 ]
+# Hypothesis draws of draw_keys's arguments, for the properties that hold at any of them.
+KEY_DRAWS = {
+    "d": st.sampled_from((2, 3)),
+    "n": st.integers(MIN_KEYS, MAX_KEYS),
+    "seed": st.integers(0, 2**31 - 1),
+    "spread": st.floats(0.1, 5.0),
+    "offset": st.floats(-10.0, 10.0),
+}
 
 
 @pytest.mark.parametrize("d,n,seed,spread,offset", BRUTE_STATES)
@@ -171,14 +179,7 @@ def test_best_query_beats_every_sampled_direction(d, n, seed, spread, offset) ->
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    d=st.sampled_from((2, 3)),
-    n=st.integers(MIN_KEYS, MAX_KEYS),
-    seed=st.integers(0, 2**31 - 1),
-    spread=st.floats(0.1, 5.0),
-    offset=st.floats(-10.0, 10.0),
-    length=st.sampled_from((0.5, 3.0, 8.0)),
-)
+@given(**KEY_DRAWS, length=st.sampled_from((0.5, 3.0, 8.0)))
 def test_layer_norm_best_query_is_the_closed_form(d, n, seed, spread, offset, length) -> None:
     layer = normalised(draw_keys(d, n, seed, spread, offset))["layer"]
     best = best_query(layer, length)
@@ -243,13 +244,7 @@ def test_attention_is_scaled_dot_product_softmax() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    d=st.sampled_from((2, 3)),
-    n=st.integers(MIN_KEYS, MAX_KEYS),
-    seed=st.integers(0, 2**31 - 1),
-    spread=st.floats(0.1, 5.0),
-    offset=st.floats(-10.0, 10.0),
-)
+@given(**KEY_DRAWS)
 def test_offset_and_spread_change_neither_layer_norm_nor_which_raw_keys_hide(
     d, n, seed, spread, offset
 ) -> None:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import READY, open_page
+from conftest import CHARTS_DRAWN, READY, SMALLEST_FIGURE_FONT, open_page
 
 pytestmark = pytest.mark.browser
 
@@ -20,32 +20,6 @@ READ_OUTPUTS = """() => {
   if (!plot || !plot._fullData) return null;
   const pick = name => Array.from(plot._fullData.find(t => t.name === name).y);
   return {rms: pick('RMSNorm(x)'), layer: pick('LayerNorm(x)')};
-}"""
-# Every chart the script sent has been drawn.
-CHARTS_DRAWN = """() => {
-  const boxes = document.querySelectorAll('[data-testid="stPlotlyChart"]');
-  const plots = document.querySelectorAll('.js-plotly-plot');
-  return boxes.length > 0 && plots.length === boxes.length
-    && Array.from(plots).every(p => p._fullData && p._fullData.length > 0);
-}"""
-# The smallest text Plotly drew in any chart (its resolved layout, after Streamlit's theme):
-# base font, legend, axis ticks and titles (2D and 3D) and annotations.
-SMALLEST_FIGURE_FONT = r"""() => {
-  const sizes = [];
-  const axis = a => {
-    if (a && a.tickfont) sizes.push(a.tickfont.size);
-    if (a && a.title && a.title.text && a.title.font) sizes.push(a.title.font.size);
-  };
-  document.querySelectorAll('.js-plotly-plot').forEach(p => {
-    const L = p._fullLayout;
-    sizes.push(L.font.size);
-    if (L.showlegend !== false && L.legend) sizes.push(L.legend.font.size);
-    Object.keys(L).filter(k => /^[xy]axis\d*$/.test(k) && L[k].visible !== false)
-      .forEach(k => axis(L[k]));
-    if (L.scene) ['xaxis', 'yaxis', 'zaxis'].forEach(k => axis(L.scene[k]));
-    (L.annotations || []).filter(a => a.text).forEach(a => sizes.push(a.font.size));
-  });
-  return Math.min(...sizes);
 }"""
 
 
@@ -105,7 +79,7 @@ def test_screens_fit_and_read(app_url: str, browser, view: str, lang: str) -> No
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     # Figure text at least 14 px; larger in the presenter view's large text.
     smallest = page.evaluate(SMALLEST_FIGURE_FONT)
-    assert smallest >= (18 if view == "presenter" else 14), smallest
+    assert smallest is not None and smallest >= (18 if view == "presenter" else 14), smallest
     if view == "phone":
         tops = page.evaluate(
             "Array.from(document.querySelectorAll('[data-testid=\"stMetric\"]'))"

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import open_page
+from conftest import live_app, open_page
 
-from benchmarks.live import free_port, start_server, stop_server, streamlit_command, wait_for_health
 from tests.claims.inspector import tiny_dir
 from ui.i18n import t
 
@@ -41,17 +40,8 @@ OVERFLOW = "() => document.documentElement.scrollWidth - window.innerWidth"
 @pytest.fixture(scope="module")
 def inspector_url() -> Iterator[str]:
     """A server whose host lists the tiny local models (the hub stays off)."""
-    port = free_port()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NORMLAB_MODEL_DIRS", str(tiny_dir()))
-        mp.delenv("NORMLAB_HUB", raising=False)
-        proc = start_server(streamlit_command(port), port)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_health(url)
+    with live_app(env={"NORMLAB_MODEL_DIRS": str(tiny_dir()), "NORMLAB_HUB": None}) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 def wait_for_charts(page, keys=CHARTS) -> dict:

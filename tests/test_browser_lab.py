@@ -8,38 +8,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import READY
+from conftest import CHARTS_DRAWN, READY, SMALLEST_FIGURE_FONT
 
 pytestmark = pytest.mark.browser
 
-# Every chart the script sent has been drawn.
-CHARTS_DRAWN = """(least) => {
-  const boxes = document.querySelectorAll('[data-testid="stPlotlyChart"]');
-  const plots = document.querySelectorAll('.js-plotly-plot');
-  return boxes.length >= least && plots.length === boxes.length
-    && Array.from(plots).every(p => p._fullData && p._fullData.length > 0);
-}"""
-# The smallest text Plotly drew in any chart, after Streamlit's theme: base font, legend, axis
-# ticks and titles, annotations (subplot titles) and colour bars.
-SMALLEST_FIGURE_FONT = r"""() => {
-  const sizes = [];
-  const axis = a => {
-    if (a && a.tickfont) sizes.push(a.tickfont.size);
-    if (a && a.title && a.title.text && a.title.font) sizes.push(a.title.font.size);
-  };
-  document.querySelectorAll('.js-plotly-plot').forEach(p => {
-    const L = p._fullLayout;
-    sizes.push(L.font.size);
-    if (L.showlegend !== false && L.legend) sizes.push(L.legend.font.size);
-    Object.keys(L).filter(k => /^[xy]axis\d*$/.test(k) && L[k].visible !== false)
-      .forEach(k => axis(L[k]));
-    (L.annotations || []).filter(a => a.text).forEach(a => sizes.push(a.font.size));
-    p._fullData.filter(t => t.colorbar && t.showscale).forEach(t => {
-      sizes.push(t.colorbar.tickfont.size);
-    });
-  });
-  return sizes.length ? Math.min(...sizes) : null;
-}"""
 VIEWS = {
     "laptop": ({"width": 1366, "height": 900}, "", 14),
     "phone": ({"width": 390, "height": 844}, "", 14),

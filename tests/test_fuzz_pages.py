@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest_util import shown_text
 from ui.i18n import LANGUAGES, t
 from ui.nav import PAGES as NAV_PAGES
 from ui.nav import page_params
@@ -85,26 +86,6 @@ def open_page(file: str, lang: str, query: dict[str, str]) -> AppTest:
         at.query_params[key] = value
     at.run()
     return at
-
-
-def shown_text(at: AppTest) -> list[str]:
-    """Every string Streamlit renders as Markdown."""
-    bodies = []
-    for kind in (
-        "markdown",
-        "caption",
-        "warning",
-        "error",
-        "info",
-        "success",
-        "title",
-        "header",
-        "subheader",
-    ):
-        bodies += [element.value for element in at.get(kind)]
-    for metric in at.get("metric"):
-        bodies += [metric.label, str(metric.value)]
-    return bodies
 
 
 def outside_code_spans(text: str) -> str:

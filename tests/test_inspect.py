@@ -38,7 +38,12 @@ from core.checkpoints.readings import read_norm_inputs
 from core.checkpoints.sources import DEFAULT_MAX_GB, GIB, valid_hub_id
 from core.checkpoints.view import _contract_claim
 from core.norms import layer_norm, rms_norm
-from tests.claims.inspector import check_contract_unknown, tiny_dir, unknown_count
+from tests.claims.inspector import (
+    check_contract_unknown,
+    offline_hub_cache,
+    tiny_dir,
+    unknown_count,
+)
 
 FAMILIES = ("llama", "gemma", "olmo2", "gpt2")
 
@@ -511,22 +516,11 @@ def test_progress_steps_of_a_local_load(tiny, local) -> None:
 
 # --- The hub path, offline ----------------------------------------------------------------------
 
-SHA = "0123456789abcdef0123456789abcdef01234567"
-
 
 @pytest.fixture
-def hub_cache(tiny: Path, tmp_path: Path, monkeypatch) -> Path:
-    """A Hugging Face cache holding ``normlab/tiny-llama``, with the hub offline
-    (HF_HUB_OFFLINE=1 and HF_HUB_CACHE, as huggingface_hub reads them at import)."""
-    import huggingface_hub.constants as constants
-
-    repo = tmp_path / "hub" / "models--normlab--tiny-llama"
-    shutil.copytree(tiny / "tiny-llama", repo / "snapshots" / SHA)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(SHA)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    return tmp_path / "hub"
+def hub_cache(tmp_path: Path, monkeypatch) -> Path:
+    """A Hugging Face cache holding ``normlab/tiny-llama``, with the hub offline."""
+    return offline_hub_cache(tmp_path, monkeypatch)
 
 
 def test_a_hub_id_loads_through_the_cache(hub_cache: Path, tiny: Path, local) -> None:

@@ -74,44 +74,39 @@ def check_report(done: subprocess.CompletedProcess, report: dict, client: str, n
     assert ("PASS" if report["passed"] else "FAIL") in done.stdout
 
 
-@pytest.fixture(scope="module")
-def ws_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
-    out = tmp_path_factory.mktemp("load") / "report.json"
-    # A short think time keeps the smoke run quick and still takes the pause's path.
-    return run_script(out, "--visitors", "3", "--interactions", "5", "--think", "0.2")
+def smoke(*args: str, haproxy: bool = False, chromium: bool = False):
+    """A module fixture: one run of the load script with ``args``, as (process, report); skipped
+    without HAProxy (``haproxy``) or Debian's Chromium (``chromium``)."""
+
+    @pytest.fixture(scope="module")
+    def run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+        """The load script run once for this module: (process, report)."""
+        if haproxy:
+            need_haproxy()
+        if chromium and not Path(load.CHROMIUM).exists():
+            pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+        return run_script(tmp_path_factory.mktemp("load") / "report.json", *args)
+
+    return run
 
 
-@pytest.fixture(scope="module")
-def browser_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
-    if not Path(load.CHROMIUM).exists():
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    out = tmp_path_factory.mktemp("load") / "report.json"
-    return run_script(
-        out, "--client", "browser", "--visitors", "2", "--interactions", "3", "--think", "0"
-    )
-
-
-@pytest.fixture(scope="module")
-def failover_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
-    need_haproxy()
-    out = tmp_path_factory.mktemp("load") / "report.json"
-    return run_script(
-        out,
-        *("--workers", "2", "--visitors", "4", "--interactions", "6", "--think", "0.5"),
-        *("--kill-after", "1"),
-    )
-
-
-@pytest.fixture(scope="module")
-def overload_smoke(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
-    need_haproxy()
-    out = tmp_path_factory.mktemp("load") / "report.json"
-    # Two workers of one seat each and four visitors who never pause: two wait for a seat.
-    return run_script(
-        out,
-        *("--workers", "2", "--seats", "1", "--visitors", "4", "--interactions", "3"),
-        *("--think", "0"),
-    )
+# A short think time keeps the smoke run quick and still takes the pause's path.
+ws_smoke = smoke("--visitors", "3", "--interactions", "5", "--think", "0.2")
+browser_smoke = smoke(
+    *("--client", "browser", "--visitors", "2", "--interactions", "3", "--think", "0"),
+    chromium=True,
+)
+failover_smoke = smoke(
+    *("--workers", "2", "--visitors", "4", "--interactions", "6", "--think", "0.5"),
+    *("--kill-after", "1"),
+    haproxy=True,
+)
+# Two workers of one seat each and four visitors who never pause: two wait for a seat.
+overload_smoke = smoke(
+    *("--workers", "2", "--seats", "1", "--visitors", "4", "--interactions", "3"),
+    *("--think", "0"),
+    haproxy=True,
+)
 
 
 @pytest.mark.slow

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM, free_port, open_page, start_server, wait_for_health
+from conftest import CHROMIUM, live_app, open_page
 
-from benchmarks.live import stop_server, streamlit_command
 from ui.nav import PAGES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,11 +55,7 @@ def test_no_page_requests_anything_from_another_host(app_url, browser, tmp_path)
 def test_a_deep_link_as_a_fresh_servers_first_request_stays_offline(browser) -> None:
     """The first request after a start runs the page without app.py until it reroutes itself;
     that run must not make a Material icon the favicon (fetched from Google's font servers)."""
-    port = free_port()
-    proc = start_server(streamlit_command(port), port)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_health(url)
+    with live_app() as url:
         page, requests = open_page(browser, f"{url}/invariance?seed=5")
         try:
             page.wait_for_timeout(SETTLE_MS)
@@ -68,5 +63,3 @@ def test_a_deep_link_as_a_fresh_servers_first_request_stays_offline(browser) -> 
             assert not requests, sorted(set(requests))
         finally:
             page.close()
-    finally:
-        stop_server(proc)

@@ -3,16 +3,13 @@ bars are softmax(q·k/√d) of the drawn keys, and every control does what the g
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
-from core.attention import MAX_KEYS, attention_sandbox
+from core.attention import attention_sandbox
 from tests.apptest_util import assert_claims_shown, decode, figures, open_app, shown_text, trace
+from tests.claims import attention as documented
 from ui.i18n import t
 
 DEFAULT = {
@@ -40,33 +37,11 @@ def state_of(at: AppTest) -> dict:
     return state
 
 
-def reference_keys(state: dict) -> dict[str, np.ndarray]:
-    """The keys as documented, normalised with torch (eps = 0)."""
-    d, n = state["d"], state["n"]
-    z = np.random.default_rng(state["seed"]).standard_normal((MAX_KEYS, 3))[:n, :d]
-    raw = torch.from_numpy(state["spread"] * z + state["offset"])
-    return {
-        "raw": raw.numpy(),
-        "rms": F.rms_norm(raw, (d,), eps=0.0).numpy(),
-        "layer": F.layer_norm(raw, (d,), eps=0.0).numpy(),
-    }
-
-
 def reference_weights(state: dict, case: str) -> np.ndarray:
-    d = state["d"]
-    theta, phi = math.radians(state["angle"]), math.radians(state["turn"] if d == 3 else 0)
-    ones = np.ones(d) / math.sqrt(d)
-    if d == 2:
-        u = math.cos(theta) * ones + math.sin(theta) * np.array([-1.0, 1.0]) / math.sqrt(2)
-    else:
-        e1, e2 = (
-            np.array([-1.0, 1.0, 0.0]) / math.sqrt(2),
-            np.array([-1.0, -1.0, 2.0]) / math.sqrt(6),
-        )
-        u = math.cos(theta) * ones + math.sin(theta) * (math.cos(phi) * e1 + math.sin(phi) * e2)
-    k = reference_keys(state)[case]
-    scores = torch.from_numpy(k @ (state["length"] * u) / math.sqrt(d))
-    return torch.softmax(scores, dim=0).numpy()
+    """softmax(q·k/√d) of the documented keys (normalised with torch, eps = 0), q rebuilt from the
+    link's angles and length (``tests.claims.attention``, independent of ``core.attention``)."""
+    q = state["length"] * documented.direction(state["d"], state["angle"], state["turn"])
+    return documented.weights(documented.keys(state)[case], q)
 
 
 def bars(at: AppTest, key: str) -> np.ndarray:
@@ -114,7 +89,7 @@ def test_bars_are_softmax_of_scaled_scores_of_the_drawn_keys() -> None:
         )
         np.testing.assert_allclose(
             np.sort(np.linalg.norm(key_positions(at, case), axis=1)),
-            np.sort(np.linalg.norm(reference_keys(state)[case], axis=1)),
+            np.sort(np.linalg.norm(documented.keys(state)[case], axis=1)),
             rtol=1e-12,
         )
 

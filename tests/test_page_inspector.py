@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -10,12 +9,11 @@ from apptest_util import assert_claims_shown, figures, open_app, shown_text
 
 from core.checkpoints import Settings, clear_cache, inspect_view
 from core.checkpoints import sources as sources_module
-from tests.claims.inspector import tiny_dir
+from tests.claims.inspector import offline_hub_cache, tiny_dir
 from ui.i18n import t
 
 pytest.importorskip("transformers")
 
-SHA = "0123456789abcdef0123456789abcdef01234567"
 FIGURES = {"gains_a", "readings_share", "readings_rms", "readings_top"}
 
 
@@ -99,17 +97,10 @@ def test_the_hub_box_is_disabled_and_says_why(tiny: Path) -> None:
 @pytest.fixture
 def hub(tiny: Path, tmp_path: Path, monkeypatch) -> Path:
     """The hub turned on, offline, with normlab/tiny-llama in its cache."""
-    import huggingface_hub.constants as constants
-
-    repo = tmp_path / "hub" / "models--normlab--tiny-llama"
-    shutil.copytree(tiny / "tiny-llama", repo / "snapshots" / SHA)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(SHA)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    cache = offline_hub_cache(tmp_path, monkeypatch)
     monkeypatch.setenv("NORMLAB_HUB", "1")
     clear_cache()
-    return tmp_path / "hub"
+    return cache
 
 
 def test_a_hub_id_typed_in_the_box(hub: Path) -> None:

@@ -53,6 +53,26 @@ def tiny_dir() -> Path:
     return root
 
 
+# The snapshot a Hugging Face cache made by ``offline_hub_cache`` names.
+HUB_SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def offline_hub_cache(folder: Path, monkeypatch) -> Path:
+    """A Hugging Face cache in ``folder / "hub"`` holding ``normlab/tiny-llama`` (``tiny_dir()``'s
+    Llama), with the hub offline: HF_HUB_OFFLINE and HF_HUB_CACHE set through ``monkeypatch``
+    on ``huggingface_hub.constants``, which reads them from the environment at import."""
+    import huggingface_hub.constants as constants
+
+    cache = folder / "hub"
+    repo = cache / "models--normlab--tiny-llama"
+    shutil.copytree(tiny_dir() / "tiny-llama", repo / "snapshots" / HUB_SHA)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(HUB_SHA)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    return cache
+
+
 def settings() -> Settings:
     return Settings(model_dirs=(tiny_dir(),))
 
