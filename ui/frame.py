@@ -77,6 +77,10 @@ def read_view_mode(lang: str) -> ViewMode:
 #   button is there on a laptop.
 # - A metric's label and its delta wrap instead of ending in an ellipsis: in a row of metrics
 #   two to a phone's line, "Residual, RMSNorm (worst case)" was cut to "Residual, RMSNorm (w…".
+# - On a phone a table's cells wrap, so the table fits the page: st.table's scrolling box cannot
+#   take the keyboard's focus (axe-core: scrollable-region-focusable), and the contracts page's
+#   settings table was 788 px wide in Indonesian. Columns of equal width (fixed layout) keep
+#   the row labels readable where an automatic layout squeezed them to a few letters.
 _BASE_CSS = """<style>
 .katex-display { padding: 0 2px; }
 [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
@@ -85,6 +89,11 @@ _BASE_CSS = """<style>
 [data-testid="stMetricDelta"] p { white-space: normal; }
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.9em; }
+  [data-testid="stTable"] table { table-layout: fixed; width: 100%; }
+  [data-testid="stTable"] th, [data-testid="stTable"] td { white-space: normal; }
+  [data-testid="stTable"] [data-testid="stMarkdownContainer"],
+  [data-testid="stTable"] [data-testid="stMarkdownContainer"] p {
+    max-width: 100%; overflow-wrap: anywhere; }
   .js-plotly-plot .modebar-container { display: none; }
 }
 </style>"""
