@@ -3,10 +3,19 @@ repository root on the import path)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Under pytest-xdist each test process is a host of its own: its own temporary folder, so the
+# host-wide lock of the inspector's model loads (a file there) is not held by the other
+# process's tests, and the servers a test starts inherit the same folder.
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["TMPDIR"] = tempfile.mkdtemp(prefix=f"normlab-tests-{worker}-")
+    tempfile.tempdir = None
 
 # Test files import these from here; they live with the benchmarks, which start servers too.
 from benchmarks.live import (

@@ -2,7 +2,8 @@
 
 - Laptop (1366x900), every page in both languages: axe-core finds no serious or critical
   violation of WCAG 2.1 A/AA, every chart has its alt text, figure text is at least 14 px
-  (read from Plotly's resolved layout), no metric is cut off, and nothing scrolls sideways.
+  (read from Plotly's resolved layout), no metric is cut off, nothing scrolls sideways, no
+  exception is shown and the browser asks no other host for anything (the app works offline).
 - Phone (390x844), every page in one language (English and Indonesian by turns): the same axe
   audit, the sidebar starts closed, metrics sit at least two to a row, no chart toolbar over
   a legend, figure text at least 14 px, no sideways scrolling.

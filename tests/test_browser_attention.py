@@ -1,5 +1,6 @@
-"""The attention sandbox in real headless Chromium: both languages, readable figure type, a slider
-driven by the keyboard, a phone without sideways scrolling, and the presenter view."""
+"""The attention sandbox in real headless Chromium: the plane view's figure type, a slider driven
+by the keyboard, and the presenter view's own sentences (every size and both languages at the
+default state are ``tests/test_a11y.py``'s)."""
 
 from __future__ import annotations
 
@@ -70,10 +71,10 @@ def shoot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-@pytest.mark.parametrize("lang,d", [("en", "3"), ("id", "2")])
-def test_page_reads_in_both_languages_with_large_enough_figure_text(
-    app_url, browser, lang, d
-) -> None:
+def test_the_plane_view_reads_with_large_enough_figure_text(app_url, browser) -> None:
+    """d = 2 draws the keys in the plane (the default d = 3 in space, in both languages and at
+    every size, is ``tests/test_a11y.py``'s)."""
+    lang, d = "id", "2"
     page, outside = load(browser, f"{app_url}/attention?lang={lang}&d={d}")
     assert page.get_by_text(t("attention.title", lang)).count() == 1
     assert page.get_by_text(t("attention.keys_heading", lang)).count() == 1
@@ -104,16 +105,6 @@ def test_turning_the_query_onto_one_by_keyboard_makes_layer_norm_uniform(app_url
     assert max(rms) - min(rms) > 1e-3  # RMSNorm's keys are not ⟂ 1
     assert "angle=0" in page.url
     assert outside == []
-    page.close()
-
-
-@pytest.mark.parametrize("lang", ["en", "id"])
-def test_phone_width_scrolls_only_down(app_url, browser, lang) -> None:
-    page, outside = load(browser, f"{app_url}/attention?lang={lang}", width=390, height=844)
-    assert no_sideways_scroll(page)
-    assert min(page.evaluate(FONT_SIZES)) >= 14
-    assert outside == []
-    shoot(page, f"attention-phone-{lang}")
     page.close()
 
 

@@ -82,17 +82,3 @@ def test_shipped_curves_at_once_and_a_live_run_grows(app_url, browser, lang, but
     shot(page, f"training-{lang}-1366-after.png")
     assert outside == []
     page.close()
-
-
-def test_phone_width_has_no_horizontal_scroll(app_url, browser) -> None:
-    page, outside = open_page(browser, f"{app_url}/training?lang=en", width=390, height=844)
-    shipped_points(page)
-    collapse = page.locator("[data-testid='stSidebarCollapseButton'] button")
-    if collapse.count() and collapse.first.is_visible():
-        collapse.first.click()  # read the page as a phone shows it after closing the sidebar
-        time.sleep(1.0)
-    assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
-    assert min(page.evaluate(FONTS)) >= 14
-    shot(page, "training-en-390.png")
-    assert outside == []
-    page.close()
