@@ -85,3 +85,11 @@ def open_page(browser: object, url: str, *, width: int = 1400, height: int = 100
     page.goto(url)
     page.wait_for_selector(READY, timeout=60_000)
     return page, outside
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A browser test starts a server and Chromium, so it is ``slow`` too: ``-m "not slow"``
+    leaves every browser test out of the quick loop."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)

@@ -42,7 +42,14 @@ def _check_state(module, state) -> None:
         module.CHECKS[claim.key](state, claim)
 
 
-@pytest.mark.parametrize("page", sorted(MODULES))
+# The inspector's states load real checkpoints: half a minute, so not in the quick loop.
+PAGES = [
+    pytest.param(name, marks=pytest.mark.slow) if name == "inspector" else name
+    for name in sorted(MODULES)
+]
+
+
+@pytest.mark.parametrize("page", PAGES)
 def test_every_shown_claim_holds(page: str) -> None:
     module = MODULES[page]
 

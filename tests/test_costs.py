@@ -29,6 +29,9 @@ from ui.nav import PAGES as NAV_PAGES
 from ui.nav import page_params
 from ui.params import FloatParam, IntParam, LadderParam
 
+# Every page's worst link in AppTest, measured: a minute of the suite, so not in the quick loop.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120
 MEMORY_BUDGET_MB = 200.0

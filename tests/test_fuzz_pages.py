@@ -21,6 +21,10 @@ from ui.i18n import LANGUAGES, t
 from ui.nav import PAGES as NAV_PAGES
 from ui.nav import page_params
 
+# Hundreds of hostile links through every page in AppTest: most of a minute of the suite, so
+# not in the quick loop.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120
 
