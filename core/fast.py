@@ -63,6 +63,7 @@ from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
 from core.norms import mean_square
 
 FUSED_DTYPES = (torch.float32, torch.float64)
+_NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 
 # Below this many elements (1 MiB of float32) the work takes well under a millisecond: a fused
 # kernel then runs in the calling thread (waking threads would cost a sizeable part of it and,
@@ -132,6 +133,22 @@ def _vector(p: Param) -> np.ndarray | None:
     return None if p is None else p.detach().contiguous().numpy()
 
 
+def fresh_output(x: Tensor) -> Tensor:
+    """A fresh uninitialised CPU tensor of x's shape and dtype for a kernel's output, allocated by
+    numpy.
+
+    Fresh memory costs a page fault on first touch, and at (4096, 4096) float32 the 16,384 faults
+    on 4 KiB pages take about as long as copying the data. numpy advises the kernel to back
+    allocations of 4 MiB and more with transparent huge pages (2 MiB, where the host's
+    ``/sys/kernel/mm/transparent_hugepage/enabled`` says ``madvise`` or ``always``), so the same
+    output faults 512 times less often. torch's own CPU allocator does the same only when
+    ``THP_MEM_ALLOC_ENABLE=1`` is set before it first allocates; ``benchmarks.bench`` times a copy
+    into an output allocated this way too, so the allocator's share is not credited to the
+    kernel.
+    """
+    return torch.from_numpy(np.empty(x.shape, dtype=_NUMPY_DTYPES[x.dtype]))
+
+
 def _launch(kind: str, *args: object) -> None:
     """Run the fused kernel of ``kind`` on ``args``: in this thread for a small input, else on
     this process's cores, one parallel launch at a time."""
@@ -150,27 +167,35 @@ def _launch(kind: str, *args: object) -> None:
             numba.config.THREADING_LAYER = "workqueue"
         threads = min(available_cores(), numba.config.NUMBA_NUM_THREADS)
         numba.set_num_threads(threads)
-        with numba.parallel_chunksize(max(1, x.shape[0] // (threads * _CHUNKS_PER_THREAD))):
-            (_fused.rms_parallel if kind == "rms" else _fused.layer_parallel)(*args)
+        blocks = min(x.shape[0], threads * _CHUNKS_PER_THREAD)
+        with numba.parallel_chunksize(1):  # one block at a time, to whichever thread is free
+            (_fused.rms_parallel if kind == "rms" else _fused.layer_parallel)(*args, blocks)
 
 
 def fused_norm(
-    kind: str, x: Tensor, weight: Param, bias: Param, eps: float
+    kind: str, x: Tensor, weight: Param, bias: Param, eps: float, *, out: Tensor | None = None
 ) -> tuple[Tensor, tuple[np.ndarray, ...]]:
     """The fused kernel of ``kind`` ("rms" or "layer") and its per-row statistics.
 
-    Returns ``y`` (x's shape and dtype, one fresh allocation) and, per row, ``(inv_rms,)`` for
-    RMSNorm or ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that
-    met inf or nan without another pass over x.
+    Returns ``y`` (x's shape and dtype: one fresh allocation, or ``out`` when given, a contiguous
+    CPU tensor of x's shape and dtype) and, per row, ``(inv_rms,)`` for RMSNorm or
+    ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that met inf or
+    nan without another pass over x.
     """
     if not fusable(x, weight, bias):
         raise ValueError(
             "the fused kernels take float32/float64 CPU tensors with weight and bias of the same "
             f"dtype and shape (d,), outside autograd (got x {x.dtype} on {x.device})"
         )
+    if out is not None and not (
+        out.shape == x.shape and out.dtype == x.dtype and out.is_contiguous() and fusable(out)
+    ):
+        raise ValueError(
+            f"out must be a contiguous CPU tensor of x's shape {tuple(x.shape)} and dtype {x.dtype}"
+        )
     d = x.shape[-1]
     xs = _rows(x, d)
-    out = torch.empty(x.shape, dtype=x.dtype)
+    out = fresh_output(x) if out is None else out
     stats = tuple(np.empty(xs.shape[0], dtype=xs.dtype) for _ in range(1 if kind == "rms" else 2))
     _launch(kind, xs, _vector(weight), _vector(bias), float(eps), _rows(out, d), *stats)
     return out, stats

@@ -89,6 +89,56 @@ def test_parallel_and_serial_kernels_are_bit_identical(norm):
     assert torch.equal(parallel, serial)
 
 
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+@pytest.mark.parametrize("rows", [1, 2, 3, 17, 1024])
+def test_pipelined_rows_and_blocks_change_no_bit(norm, rows):
+    # Row i's output loop also sums row i+1; blocks restart the pipeline. Each row's result must
+    # be the one a kernel taking that row alone computes, whatever the block count.
+    x = _random((rows, 300), torch.float64, seed=9) * 3 + 2
+    w, b = _random((300,), torch.float64, seed=10), _random((300,), torch.float64, seed=11)
+    serial, parallel = (
+        (_fused.rms_serial, _fused.rms_parallel)
+        if norm == "rms"
+        else (_fused.layer_serial, _fused.layer_parallel)
+    )
+    stats = 1 if norm == "rms" else 2
+
+    def run(kernel, xs, *blocks):
+        out = np.empty_like(xs)
+        row_stats = [np.empty(xs.shape[0]) for _ in range(stats)]
+        kernel(xs, w.numpy(), b.numpy(), 1e-5, out, *row_stats, *blocks)
+        return out, row_stats
+
+    alone = [run(serial, x.numpy()[i : i + 1]) for i in range(rows)]
+    for kernel, blocks in [(serial, ()), (parallel, (1,)), (parallel, (min(rows, 5),))]:
+        out, row_stats = run(kernel, x.numpy(), *blocks)
+        for i, (row_out, row_stat) in enumerate(alone):
+            assert np.array_equal(out[i], row_out[0])
+            assert all(s[i] == r[0] for s, r in zip(row_stats, row_stat, strict=True))
+
+
+def test_fused_norm_writes_into_a_given_output_or_refuses_it():
+    x = _random((600, 512), torch.float32, seed=12)
+    out = torch.full_like(x, float("nan"))
+    y, _ = fast.fused_norm("rms", x, None, None, 1e-6, out=out)
+    assert y is out
+    _assert_close(out, F.rms_norm(x, (512,), None, 1e-6))
+    for bad in (
+        torch.empty(600, 511),
+        torch.empty(600, 512, dtype=torch.float64),
+        torch.empty(512, 600).t(),
+    ):
+        with pytest.raises(ValueError, match="out must be a contiguous CPU tensor"):
+            fast.fused_norm("rms", x, None, None, 1e-6, out=bad)
+
+
+def test_fresh_outputs_are_ordinary_tensors():
+    x = _random((3, 5), torch.float64, seed=13)
+    y = fast.fresh_output(x)
+    assert (y.shape, y.dtype, y.device.type, y.is_contiguous()) == (x.shape, x.dtype, "cpu", True)
+    assert y.data_ptr() != x.data_ptr()
+
+
 def test_fused_kernels_are_safe_from_many_threads():
     x = _random((1024, 512), torch.float32, seed=8)
     expected = F.rms_norm(x, (512,), None, 1e-6)
