@@ -65,7 +65,7 @@ def test_readings_have_one_value_per_layer_and_match_their_definitions():
     trace = simulate_residual(layers=5, d=32, drift=1.0, seed=1, eps=0.0, n=4)
     np.testing.assert_array_equal(trace.layers, np.arange(6))
     for name in NORMS:
-        assert set(trace.readings[name]) == set(QUANTITIES)
+        assert set(trace.readings[name]) == {*QUANTITIES, "input_cos_ones_worst"}
         for values in trace.readings[name].values():
             assert values.shape == (6,) and np.all(np.isfinite(values))
     # Check the layer-3 readings of RMSNorm from the streams and the weights directly.
@@ -84,6 +84,8 @@ def test_readings_have_one_value_per_layer_and_match_their_definitions():
     unit = p / np.linalg.norm(p, axis=-1, keepdims=True)
     gram = unit @ unit.T
     np.testing.assert_allclose(r["token_cosine"], (gram.sum() - 4) / 12, rtol=1e-12)
+    cos_z = z.sum(-1) / (np.linalg.norm(z, axis=-1) * math.sqrt(32))  # each token's cos(z, 1)
+    np.testing.assert_allclose(r["input_cos_ones_worst"], np.max(np.abs(cos_z)), rtol=1e-12)
 
 
 def test_layer_norm_hands_no_offset_on_and_rms_norm_passes_it():

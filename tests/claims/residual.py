@@ -121,14 +121,13 @@ def check_length(state: dict, claim: Claim) -> None:
 def check_layer(state: dict, claim: Claim) -> None:
     z, d = run(state)["layer"]["z"], state["d"]
     per_token = _cos(z, np.ones(d))  # (L+1, n)
-    worst = float(np.max(np.abs(np.mean(per_token, axis=-1))))
+    worst = float(np.max(np.abs(per_token)))  # any token at any layer, not only the mean
     # Rounding-level cosines differ between implementations by about their own size.
     near(claim.fields["worst"], worst, atol=1e-9)
     near(claim.fields["cos_layer"], np.mean(per_token[-1]), atol=1e-9)
     orthogonal = worst <= 1e-6
-    assert orthogonal == (claim.key == "residual.explain_layer")
-    if orthogonal:
-        assert np.max(np.abs(per_token)) <= 1e-6  # every token, not only the mean
+    if abs(worst - 1e-6) > 1e-9:  # within rounding of the line either sentence is fair
+        assert orthogonal == (claim.key == "residual.explain_layer")
 
 
 def check_rms(state: dict, claim: Claim) -> None:
