@@ -185,14 +185,23 @@ def coordinates(tr: Translator, view: ExplorerView, names: dict, scale: float) -
         config=style.chart_config("normlab-coordinates"),
         alt=tr("explorer.coords_alt", **view.claims["coords"].fields),
     )
-    st.caption(tr.claim(view.claims["coords"]) + " " + tr.claim(view.claims["divisors"]))
+    caption = tr.claim(view.claims["coords"]) + " " + tr.claim(view.claims["divisors"])
+    if view.envelope:
+        caption += " " + tr("explorer.coords_envelope", d=view.d, width=_envelope_width(view))
+    st.caption(caption)
+
+
+def _envelope_width(view: ExplorerView) -> int:
+    """Coordinates per envelope group: d over the chart's groups (two points each), rounded up."""
+    return -(-view.d // (len(view.chart["x"].index) // 2 or 1))
 
 
 def _coords_figure(tr: Translator, view: ExplorerView, names: dict, scale: float):
-    note = ""
-    if view.envelope:
-        width = -(-view.d // (len(view.chart["x"].index) // 2 or 1))
-        note = tr("explorer.coords_envelope", d=view.d, width=width)
+    # The figure names the envelope in a line short enough for a phone (and its own export);
+    # the caption under it says the rest.
+    note = (
+        tr("explorer.coords_envelope_label", width=_envelope_width(view)) if view.envelope else ""
+    )
     series = {k: (s.index, s.values) for k, s in view.chart.items()}
     means = {k: s.mean for k, s in view.chart.items()}
     return coordinates_figure(series, means, names, d=view.d, note=note, font_scale=scale)

@@ -228,11 +228,17 @@ def test_three_dimensional_view_appears_for_d_equal_three() -> None:
     np.testing.assert_allclose(np.linalg.norm(tip), math.sqrt(3), rtol=1e-12)
 
 
-def test_wide_vectors_use_webgl() -> None:
+def test_wide_vectors_use_webgl_and_envelopes_one_svg_line() -> None:
+    # Every coordinate of a wide vector: WebGL markers. An envelope: one SVG line per trace,
+    # which redraws without a fresh WebGL canvas on every slider move.
+    at = open_app(d="1000")
+    assert not at.exception
+    data = figures(at)["coords"]["data"]
+    assert {(tr["type"], tr["mode"]) for tr in data} == {("scattergl", "markers")}
     at = open_app(d="8192")
     assert not at.exception
-    types = {tr["type"] for tr in figures(at)["coords"]["data"]}
-    assert types == {"scattergl"}
+    data = figures(at)["coords"]["data"]
+    assert {(tr["type"], tr["mode"]) for tr in data} == {("scatter", "lines")}
 
 
 def _styles(at) -> str:
@@ -360,10 +366,15 @@ def test_wide_vector_chart_is_an_envelope_that_says_so() -> None:
     np.testing.assert_array_equal(x_shown, exact[index].astype(np.float32))
     assert x_shown.max() == np.float32(exact.max()) and x_shown.min() == np.float32(exact.min())
     assert len(rms_shown) <= 2 * CHART_BUCKETS
+    width = -(-4096 // (len(x_shown) // 2))
     notes = [a["text"] for a in spec["layout"]["annotations"]]
-    assert any("envelope" in n and "4096" in n for n in notes)
-    # Downloads keep every value: the CSV is built from the full vectors.
-    assert "4096" not in " ".join(n for n in notes if "envelope" not in n)
+    assert f"Envelope, groups of {width}" in notes
+    caption = " ".join(c.value for c in at.caption)
+    assert f"4096 coordinates: a line runs between each group of {width}'s" in caption
+    at = open_app(d="1200", seed="5")  # every coordinate shown: no envelope, and none said
+    assert len(trace(figures(at)["coords"], "x")) == 1200
+    assert not any("nvelope" in a["text"] for a in figures(at)["coords"]["layout"]["annotations"])
+    assert "envelope" not in " ".join(c.value for c in at.caption)
 
 
 def test_partial_rmsnorm_and_rms_bias_follow_the_link() -> None:

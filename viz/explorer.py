@@ -10,7 +10,10 @@ import plotly.graph_objects as go
 from viz import style
 
 # Above this width individual markers stop being readable and SVG slows the tab: draw with
-# WebGL and without per-point markers.
+# WebGL and without per-point markers. An envelope (a wide vector's min and max per group of
+# coordinates) is drawn as one SVG line through its points instead: the line between each
+# group's extremes fills the band of its values, and one SVG path redraws far faster than a
+# WebGL canvas, which Streamlit creates afresh whenever the figure changes.
 WEBGL_WIDTH = 512
 # Above this width lines between neighbouring coordinates are noise; show points only.
 LINE_WIDTH = 128
@@ -54,15 +57,19 @@ def _series(
     index: np.ndarray, values: np.ndarray, *, name: str, color: str, kind: str, d: int
 ) -> dict:
     points = len(values)
+    enveloped = points < d
     marker = {"color": color, "symbol": style.SYMBOLS[kind], "size": 8 if d <= LINE_WIDTH else 4}
+    mode = "lines+markers" if d <= LINE_WIDTH else "lines" if enveloped else "markers"
+    dash = "solid" if enveloped else style.DASHES[kind]  # a band: a dash pattern would not show
     return {
-        "type": "scattergl" if points > WEBGL_WIDTH else "scatter",
+        "type": "scattergl" if points > WEBGL_WIDTH and not enveloped else "scatter",
         "x": index,
         "y": values,
         "name": name,
-        "mode": "lines+markers" if d <= LINE_WIDTH else "markers",
+        "mode": mode,
         "marker": marker,
-        "line": {"color": color, "dash": style.DASHES[kind], "width": 2},
+        "line": {"color": color, "dash": dash, "width": 1 if enveloped else 2},
+        "opacity": 0.8 if enveloped else 1.0,  # overlapping bands stay visible
         "hovertemplate": "i = %{x}<br>%{y:.5g}<extra>" + name + "</extra>",
     }
 
