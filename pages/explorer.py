@@ -26,7 +26,7 @@ from core.inputs import (
 from core.stats import IDENTITY_FORMULA, STAT_NAMES
 from ui import fmt, widgets
 from ui.export import coordinates_csv, statistics_csv, view_json
-from ui.frame import begin_page, metric_width, presenting, save_box, share_box, view_mode
+from ui.frame import Saving, begin_page, metric_width, presenting, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam
 from viz import style
@@ -322,7 +322,8 @@ def messages(tr: Translator, view: ExplorerView) -> None:
             st.markdown("\n".join(f"- {tr.message(note)}" for note in view.notes))
 
 
-def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> None:
+def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> Saving:
+    """The explorer's files, built only when their button is clicked."""
     arrays = {"x": view.x, "gain": view.gain, "rmsnorm": view.y_rms, "layernorm": view.y_layer}
     stats = {
         name: {k: v for k, v in view.stats[key].as_dict().items() if k != "d"}
@@ -356,7 +357,7 @@ def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> N
             "text/html",
         ),
     ]
-    save_box("explorer", PARAMS, tr.lang, files)
+    return Saving("explorer", files)
 
 
 def main() -> None:
@@ -379,8 +380,7 @@ def main() -> None:
         statistics(tr, view, names)
     geometry(tr, view, state, names, scale)
     explanations(tr, view)
-    downloads(tr, view, state, names)
-    share_box(PARAMS, lang)
+    share_box(PARAMS, lang, saving=downloads(tr, view, state, names))
 
 
 if __name__ == "__main__":

@@ -91,3 +91,29 @@ def assert_claims_shown(at: AppTest, claims: dict[str, Claim], lang: str) -> Non
     page = "\n".join(shown_text(at))
     for slot, claim in claims.items():
         assert tr.claim(claim) in page, f"{slot}: {tr.claim(claim)[:120]!r} is not on the page"
+
+
+def open_page_alone(page: str, lang: str = "en", **query: str) -> AppTest:
+    """``pages/<page>.py`` run as the main script, so that a button's click reaches it: through
+    ``app.py`` every AppTest run is rerouted once, which drops the click (see
+    ``ui.frame.ensure_router``)."""
+    at = AppTest.from_file(str(Path(APP).parent / "pages" / f"{page}.py"), default_timeout=TIMEOUT)
+    at.session_state["lang"] = lang
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_share(at: AppTest, **changes: bool) -> AppTest:
+    """Click the share button and run (``at`` from :func:`open_page_alone`): the dialog's link,
+    presenter builder and files are in the tree after this run. ``changes`` set the dialog's
+    checkboxes (by key) in the same run: a run without the click closes the dialog, as a click
+    outside it would."""
+    from ui.frame import SHARE_OPEN_KEY
+
+    for key, value in changes.items():
+        at.checkbox(key=key).set_value(value)
+    at.button(key=SHARE_OPEN_KEY).click()
+    return at.run()

@@ -305,3 +305,22 @@ def test_radio_and_button_work_from_the_keyboard(app_url, browser) -> None:
     assert unnamed_charts(page) == 0
     assert min(page.evaluate(SMALLEST_FONTS)) >= MIN_FONT_SIZE
     page.close()
+
+
+@pytest.mark.parametrize(("lang", "size"), [("id", LAPTOP), ("en", PHONE)])
+def test_share_dialog_opens_from_the_keyboard_and_is_accessible(app_url, browser, axe, lang, size):
+    # The explorer's dialog holds the most: the link, the presenter builder, downloads, upload.
+    page, outside = visit(browser, url(app_url, "explorer", f"lang={lang}"), size)
+    assert page.get_by_role("dialog").count() == 0
+    page.locator(".st-key-_share_open button").focus()
+    page.keyboard.press("Enter")
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for(timeout=60_000)
+    page.wait_for_selector("[data-testid='stFileUploaderDropzoneInput']", state="attached")
+    assert severe_violations(axe, page) == []
+    assert overflow(page) <= 0
+    assert dialog.locator("[data-testid='stDownloadButton']").count() == 4
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="detached", timeout=30_000)
+    assert outside == []
+    page.close()

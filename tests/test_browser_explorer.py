@@ -92,6 +92,11 @@ def test_phone_shows_the_metrics_two_to_a_row(app_url: str, browser, lang: str) 
 def test_saved_view_downloads_and_restores(app_url: str, browser, tmp_path) -> None:
     page, outside = open_page(browser, f"{app_url}/?d=7&offset=1.5&seed=9", height=1400)
     saved = wait_for_charts(page)
+    assert page.get_by_role("button", name="Whole view (JSON)").count() == 0  # in the dialog
+    page.get_by_role("button", name="Link, downloads and restore").click()
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for(timeout=30_000)
+    assert "d=7" in dialog.locator("[data-testid='stCode']").first.inner_text()
     with page.expect_download(timeout=90_000) as info:
         page.get_by_role("button", name="Whole view (JSON)").click()
     path = tmp_path / "view.json"
@@ -100,6 +105,8 @@ def test_saved_view_downloads_and_restores(app_url: str, browser, tmp_path) -> N
 
     page, outside_again = open_page(browser, f"{app_url}/", height=1400)
     assert len(wait_for_charts(page)["rms"]) == 16
+    page.get_by_role("button", name="Link, downloads and restore").click()
+    page.get_by_role("dialog").wait_for(timeout=30_000)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
     page.wait_for_function(
         f"(() => {{ const o = ({READ_OUTPUTS})(); return o && o.rms.length === 7; }})()",
@@ -109,5 +116,6 @@ def test_saved_view_downloads_and_restores(app_url: str, browser, tmp_path) -> N
     restored = page.evaluate(READ_OUTPUTS)
     assert restored["rms"] == saved["rms"]
     assert page.get_by_text("The saved view was restored.").count() == 1
+    assert page.get_by_role("dialog").count() == 0  # the whole page ran again, the dialog closed
     assert outside == [] and outside_again == []
     page.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.apptest_util import open_app
+from tests.apptest_util import open_app, open_page_alone, open_share
 from ui.i18n import catalogue
 from ui.nav import PAGES
 
@@ -276,3 +276,14 @@ def test_the_page_check_sees_english() -> None:
     """The check itself: the English page is full of the sentences it looks for."""
     at = open_app("explorer", lang="en")
     assert len(english_on_page(at)) >= 5
+
+
+@pytest.mark.parametrize("page", ["explorer", "lesson"])
+def test_indonesian_share_dialog_shows_no_english(page: str) -> None:
+    # The explorer's dialog also holds the downloads and the restore upload; the lesson's does not.
+    at = open_share(open_page_alone(page, lang="id"))
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.get("code"), "the dialog did not open"
+    assert bool(at.get("download_button")) == (page == "explorer")
+    found = english_on_page(at)
+    assert not found, f"{page}'s share dialog shows English in Indonesian: {found}"

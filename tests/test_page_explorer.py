@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from apptest_util import figures, open_app, trace
+from apptest_util import figures, open_app, open_page_alone, open_share, trace
 
 from core import layer_norm, rms_norm
 from core.inputs import gain_vector, make_input
@@ -134,8 +134,8 @@ def test_a_link_with_every_parameter_restores_every_control() -> None:
 
 
 def test_the_share_link_reproduces_the_view() -> None:
-    at = open_app(**FULL_LINK)
-    link = at.code[-1].value
+    at = open_share(open_page_alone("explorer", **FULL_LINK))
+    link = at.code[0].value
     query = dict(pair.split("=", 1) for pair in link.split("?", 1)[1].split("&"))
     again = open_app(**query)
     np.testing.assert_array_equal(outputs(again)[1], outputs(at)[1])
@@ -257,11 +257,12 @@ def test_presenter_link_hides_controls_and_enlarges_text() -> None:
 
 
 def test_presenter_builder_makes_the_link() -> None:
-    at = open_app(d="8")
+    at = open_page_alone("explorer", d="8")
+    assert not at.code  # nothing of the dialog is drawn until it is opened
+    open_share(at)
     present = at.code[-1].value
     assert "d=8" in present and "controls=hidden" in present and "text=large" in present
-    at.checkbox(key="_present_large").uncheck().run()
-    at.checkbox(key="_present_embed").check().run()
+    open_share(at, _present_large=False, _present_embed=True)
     present = [c.value for c in at.code if "controls=hidden" in c.value][0]
     assert "text=large" not in present and "embed=true" in present
     assert any("<iframe" in c.value for c in at.code)
@@ -274,7 +275,10 @@ def test_an_unknown_view_option_gets_a_notice() -> None:
 
 
 def test_downloads_are_offered() -> None:
-    at = open_app(d="5")
+    at = open_page_alone("explorer", d="5")
+    assert not at.get("download_button") and not at.get("file_uploader")
+    open_share(at)
+    assert not at.exception
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == [
         "Coordinates (CSV)",

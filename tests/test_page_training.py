@@ -15,13 +15,13 @@ from core.reference import CURVES_FILE, REFERENCE_DIR
 from core.training_view import SECONDS_ENV, TRAIN_LOCK, reference_view
 from tests.apptest_util import (
     APP,
-    TIMEOUT,
     assert_claims_shown,
     decode,
     figures,
     open_app,
     shown_text,
 )
+from tests.apptest_util import open_page_alone as open_alone
 from ui.i18n import translator
 from ui.params import BoolParam
 
@@ -38,14 +38,8 @@ TITLES = {
 
 
 def open_page_alone(lang: str = "en", **query: str) -> AppTest:
-    """The page script alone, so that a button's click reaches it (see test_page_speed)."""
-    at = AppTest.from_file(PAGE_FILE, default_timeout=TIMEOUT)
-    at.session_state["lang"] = lang
-    for key, value in query.items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    """The page script alone, so that a button's click reaches it."""
+    return open_alone("training", lang, **query)
 
 
 def train(at: AppTest) -> AppTest:

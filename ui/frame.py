@@ -202,10 +202,32 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
     return lang
 
 
-def share_box(params: Sequence[Param], lang: str, extra: dict[str, str] | None = None) -> str:
-    """Show a copyable link that reproduces the current view, and a presenter-link builder.
+@dataclass(frozen=True)
+class Saving:
+    """What a page offers to save and restore: its name (a saved view names the page it belongs
+    to) and its files, each (text key, data or a callable, file name, MIME type). Pass callables
+    for anything costly: Streamlit calls them only when the button is clicked."""
 
-    Returns the plain link. In the presenter view nothing is drawn.
+    page: str
+    files: Sequence[tuple[str, object, str, str]]
+
+
+SHARE_OPEN_KEY = "_share_open"
+
+
+def share_box(
+    params: Sequence[Param],
+    lang: str,
+    extra: dict[str, str] | None = None,
+    *,
+    saving: Saving | None = None,
+) -> str:
+    """A button that opens the share dialog: a copyable link that reproduces the current view,
+    a presenter-link builder and, given ``saving``, downloads and a restore upload.
+
+    The dialog draws nothing until it is opened, so its code block, checkboxes, download buttons
+    and uploader (and the browser code behind them) cost a page nothing on load or on a slider
+    move. Returns the plain link. In the presenter view nothing is drawn.
     """
     query = share_query(params, lang, extra)
     base = st.context.url or ""
@@ -213,26 +235,38 @@ def share_box(params: Sequence[Param], lang: str, extra: dict[str, str] | None =
     if presenting():
         return link
     st.subheader(t("common.share_heading", lang))
+    st.caption(t("common.share_save_intro" if saving else "common.share_intro", lang))
+    if saving is not None:  # a view restored in the dialog reran the whole page; say so here
+        _restore_message(saving.page, lang)
+    label = t("common.share_save_open" if saving else "common.share_open", lang)
+    if st.button(label, key=SHARE_OPEN_KEY, icon=":material/share:"):
+        title = t("common.share_save_heading" if saving else "common.share_heading", lang)
+        st.dialog(title, width="large")(_share_dialog)(params, lang, link, saving)
+    return link
+
+
+def _share_dialog(params: Sequence[Param], lang: str, link: str, saving: Saving | None) -> None:
     st.caption(t("common.share_help", lang))
     st.code(link, language=None, wrap_lines=True)
-    with st.expander(t("common.present_heading", lang)):
-        st.caption(t("common.present_help", lang))
-        cols = st.columns(3)
-        hide = cols[0].checkbox(t("common.present_hide", lang), value=True, key="_present_hide")
-        large = cols[1].checkbox(t("common.present_large", lang), value=True, key="_present_large")
-        embed = cols[2].checkbox(t("common.present_embed", lang), key="_present_embed")
-        options = [("controls", "hidden")] * hide + [("text", "large")] * large
-        options += [("embed", "true")] * embed
-        present = link + "".join(f"&{k}={v}" for k, v in options)
-        st.code(present, language=None, wrap_lines=True)
-        if embed:
-            st.caption(t("common.present_iframe", lang))
-            st.code(
-                f'<iframe src="{present}" width="100%" height="900" style="border:0"></iframe>',
-                language="html",
-                wrap_lines=True,
-            )
-    return link
+    st.markdown(f"**{t('common.present_heading', lang)}**")
+    st.caption(t("common.present_help", lang))
+    cols = st.columns(3)
+    hide = cols[0].checkbox(t("common.present_hide", lang), value=True, key="_present_hide")
+    large = cols[1].checkbox(t("common.present_large", lang), value=True, key="_present_large")
+    embed = cols[2].checkbox(t("common.present_embed", lang), key="_present_embed")
+    options = [("controls", "hidden")] * hide + [("text", "large")] * large
+    options += [("embed", "true")] * embed
+    present = link + "".join(f"&{k}={v}" for k, v in options)
+    st.code(present, language=None, wrap_lines=True)
+    if embed:
+        st.caption(t("common.present_iframe", lang))
+        st.code(
+            f'<iframe src="{present}" width="100%" height="900" style="border:0"></iframe>',
+            language="html",
+            wrap_lines=True,
+        )
+    if saving is not None:
+        save_box(saving.page, params, lang, saving.files)
 
 
 def _restore_view(page: str, params: Sequence[Param], lang: str) -> None:
@@ -257,13 +291,9 @@ def save_box(
     lang: str,
     files: Sequence[tuple[str, object, str, str]],
 ) -> None:
-    """Download buttons for ``files`` (text key, data or a callable, file name, MIME type) and
-    an uploader that restores a view saved as JSON by this page. Pass callables for anything
-    costly: Streamlit calls them only when the button is clicked, not on every rerun. In the
-    presenter view nothing is drawn."""
-    if presenting():
-        return
-    st.subheader(t("common.save_heading", lang))
+    """Download buttons for ``files`` (see :class:`Saving`) and an uploader that restores a view
+    saved as JSON by this page; drawn inside the share dialog."""
+    st.markdown(f"**{t('common.save_heading', lang)}**")
     # One row that wraps, each button as wide as its label: in equal columns a long label
     # ("Figure (HTML, works offline)") was cut off with an ellipsis.
     with st.container(horizontal=True, gap="small"):
@@ -285,6 +315,16 @@ def save_box(
         on_change=_restore_view,
         args=(page, params, lang),
     )
+    message = st.session_state.get(f"_restore_msg_{page}")
+    if message is not None and message[0] == "success":
+        # The dialog reruns alone; the restored values must reach every widget on the page,
+        # so the whole page runs again (which closes the dialog) and says so there.
+        st.rerun()
+    _restore_message(page, lang)
+
+
+def _restore_message(page: str, lang: str) -> None:
+    """The outcome of the last restore, shown once."""
     message = st.session_state.pop(f"_restore_msg_{page}", None)
     if message is not None:
         kind, key = message
