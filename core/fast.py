@@ -63,7 +63,6 @@ from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
 from core.norms import mean_square
 
 FUSED_DTYPES = (torch.float32, torch.float64)
-_NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
 
 # Below this many elements (1 MiB of float32) the work takes well under a millisecond: a fused
 # kernel then runs in the calling thread (waking threads would cost a sizeable part of it and,
@@ -133,22 +132,6 @@ def _vector(p: Param) -> np.ndarray | None:
     return None if p is None else p.detach().contiguous().numpy()
 
 
-def fresh_output(x: Tensor) -> Tensor:
-    """A fresh uninitialised CPU tensor of x's shape and dtype for a kernel's output, allocated by
-    numpy.
-
-    Fresh memory costs a page fault on first touch, and at (4096, 4096) float32 the 16,384 faults
-    on 4 KiB pages take about as long as copying the data. numpy advises the kernel to back
-    allocations of 4 MiB and more with transparent huge pages (2 MiB, where the host's
-    ``/sys/kernel/mm/transparent_hugepage/enabled`` says ``madvise`` or ``always``), so the same
-    output faults 512 times less often. torch's own CPU allocator does the same only when
-    ``THP_MEM_ALLOC_ENABLE=1`` is set before it first allocates; ``benchmarks.bench`` times a copy
-    into an output allocated this way too, so the allocator's share is not credited to the
-    kernel.
-    """
-    return torch.from_numpy(np.empty(x.shape, dtype=_NUMPY_DTYPES[x.dtype]))
-
-
 def _launch(kind: str, *args: object) -> None:
     """Run the fused kernel of ``kind`` on ``args``: in this thread for a small input, else on
     this process's cores, one parallel launch at a time."""
@@ -195,7 +178,10 @@ def fused_norm(
         )
     d = x.shape[-1]
     xs = _rows(x, d)
-    out = fresh_output(x) if out is None else out
+    # torch's allocator, 4 KiB pages. Taken from numpy on transparent huge pages instead, the
+    # output faults in 512 times less often (the median fell to 0.65x x.clone()), but 3-10 % of
+    # calls then stalled for 60-120 ms while the kernel compacted memory into a huge page.
+    out = torch.empty(x.shape, dtype=x.dtype) if out is None else out
     stats = tuple(np.empty(xs.shape[0], dtype=xs.dtype) for _ in range(1 if kind == "rms" else 2))
     _launch(kind, xs, _vector(weight), _vector(bias), float(eps), _rows(out, d), *stats)
     return out, stats
