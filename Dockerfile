@@ -1,7 +1,9 @@
 # NormLab as a hosted demo for a whole class: one Streamlit worker per CPU behind HAProxy, CPU only,
 # non-root, health-checked. Build and run:
 #   docker build -t normlab . && docker run -p 8501:8501 normlab
-FROM python:3.11-slim
+# The same Python as the one the shipped training runs were made with: the training corpus is
+# pydoc_data.topics, whose text (and so the corpus's sha256) changes between Python releases.
+FROM python:3.11.7-slim
 
 # haproxy sits in front of the workers (python -m serve); curl is only for the HEALTHCHECK.
 RUN apt-get update \

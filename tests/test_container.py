@@ -47,9 +47,12 @@ def cmd() -> list[str]:
     return command
 
 
-def test_base_image_is_slim_python() -> None:
+def test_base_image_is_slim_python_of_the_shipped_runs() -> None:
     (base,) = the("FROM")
-    assert re.fullmatch(r"python:3\.11-slim(-\w+)?", base), base
+    assert re.fullmatch(r"python:3\.11\.7-slim(-\w+)?", base), base
+    # The shipped training runs name the Python whose pydoc text was their corpus.
+    curves = json.loads((ROOT / "assets" / "train" / "curves.json").read_text())
+    assert base.startswith(f"python:{curves['data']['python']}-"), curves["data"]["python"]
 
 
 def test_installs_pinned_requirements_with_the_cpu_torch_wheel() -> None:
