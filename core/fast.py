@@ -18,7 +18,7 @@ the centring pass, LayerNorm does not (``python -m benchmarks.bench`` prints bot
 ``F.rms_norm``, ``F.layer_norm`` and copies, as multiples of ``x.clone()``).
 
 Why numba. torch.compile (Inductor) generates C++ and needs a C compiler when it first runs; the
-Docker image (python:3.11-slim) has none, and a C++ extension needs one too, at build or load
+Docker image (python:3.11.7-slim) has none, and a C++ extension needs one too, at build or load
 time. numba ships its own LLVM in its wheel, so the kernel compiles wherever the app runs. It
 compiles on the first call (about a second per dtype and weight/bias combination), never at
 ``import core``, and caches the machine code on disk for later processes.
