@@ -275,6 +275,12 @@ def _units(x: np.ndarray, eps: float, k: int) -> Units:
     )
 
 
+def envelope_width(d: int, buckets: int = CHART_BUCKETS) -> int:
+    """Coordinates per group of a ``d``-wide chart's envelope (the last group may be shorter);
+    0 when the chart shows every coordinate."""
+    return 0 if d <= 2 * buckets else math.ceil(d / buckets)
+
+
 def envelope(values: np.ndarray, buckets: int = CHART_BUCKETS) -> tuple[np.ndarray, np.ndarray]:
     """The coordinates a chart of ``buckets`` columns can show: each bucket's min and max.
 
@@ -283,9 +289,9 @@ def envelope(values: np.ndarray, buckets: int = CHART_BUCKETS) -> tuple[np.ndarr
     Non-finite coordinates are skipped unless a whole bucket is non-finite.
     """
     d = values.shape[-1]
-    if d <= 2 * buckets:
+    width = envelope_width(d, buckets)
+    if not width:
         return np.arange(d), values
-    width = math.ceil(d / buckets)
     rows = math.ceil(d / width)
     padded = np.concatenate([values, np.full(rows * width - d, values[-1])]).reshape(rows, width)
     if not np.all(np.isfinite(padded)):
@@ -313,7 +319,7 @@ def _chart(
         if finite.size == 0 or np.max(np.abs(finite)) < FLOAT32_SAFE:
             shown = shown.astype(np.float32)
         chart[name] = Series(index.astype(np.int32), shown, stats[name].mean)
-    return chart, x.shape[-1] > 2 * CHART_BUCKETS
+    return chart, envelope_width(x.shape[-1]) > 0
 
 
 # --- claims ----------------------------------------------------------------------------------
@@ -344,6 +350,18 @@ def _coords_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
             {"rms": run["rms_stat"], "mean": u.mean, "std": run["layer_stat"]},
             NOISE * s["x"].rms,
         ),
+        **_envelope_claims(ctx["d"]),
+    }
+
+
+def _envelope_claims(d: int) -> dict[str, Claim]:
+    """What the chart says of its envelope, when it shows one: in a caption and on the chart."""
+    width = envelope_width(d)
+    if not width:
+        return {}
+    return {
+        "envelope": Claim("explorer.coords_envelope", {"d": d, "width": width}),
+        "envelope_label": Claim("explorer.coords_envelope_label", {"width": width}),
     }
 
 

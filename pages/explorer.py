@@ -186,22 +186,16 @@ def coordinates(tr: Translator, view: ExplorerView, names: dict, scale: float) -
         alt=tr("explorer.coords_alt", **view.claims["coords"].fields),
     )
     caption = tr.claim(view.claims["coords"]) + " " + tr.claim(view.claims["divisors"])
-    if view.envelope:
-        caption += " " + tr("explorer.coords_envelope", d=view.d, width=_envelope_width(view))
+    if "envelope" in view.claims:
+        caption += " " + tr.claim(view.claims["envelope"])
     st.caption(caption)
-
-
-def _envelope_width(view: ExplorerView) -> int:
-    """Coordinates per envelope group: d over the chart's groups (two points each), rounded up."""
-    return -(-view.d // (len(view.chart["x"].index) // 2 or 1))
 
 
 def _coords_figure(tr: Translator, view: ExplorerView, names: dict, scale: float):
     # The figure names the envelope in a line short enough for a phone (and its own export);
     # the caption under it says the rest.
-    note = (
-        tr("explorer.coords_envelope_label", width=_envelope_width(view)) if view.envelope else ""
-    )
+    label = view.claims.get("envelope_label")
+    note = tr.claim(label) if label is not None else ""
     series = {k: (s.index, s.values) for k, s in view.chart.items()}
     means = {k: s.mean for k, s in view.chart.items()}
     return coordinates_figure(series, means, names, d=view.d, note=note, font_scale=scale)

@@ -16,7 +16,7 @@ import torch.nn.functional as F  # noqa: N812
 from hypothesis import strategies as st
 
 from core.defaults import DTYPES, EPS_LADDER, SCALE_LADDER
-from core.explorer import PARTIAL_LADDER, explore
+from core.explorer import CHART_BUCKETS, PARTIAL_LADDER, explore
 from core.inputs import DISTRIBUTIONS, GAIN_PATTERNS, gain_vector, make_input
 
 U64 = float(np.finfo(np.float64).eps)
@@ -144,6 +144,28 @@ def check_coords(state: dict, claim) -> None:
     with np.errstate(invalid="ignore"):
         _near(f["m_rms"], float(np.mean(v.y_rms)), rtol=1e-9, atol=claim.noise)
         _near(f["m_layer"], float(np.mean(v.y_layer)), rtol=1e-9, atol=claim.noise)
+
+
+def check_envelope(state: dict, claim) -> None:
+    """The chart shows each group of ``width`` coordinates by its smallest and largest finite
+    value, each at its own index and exact (to the float32 the chart sends); ``d`` is the width
+    of x. Both the caption and the chart's label quote ``width``."""
+    v, f = view(state), claim.fields
+    d = _x(state).shape[-1]
+    width = math.ceil(d / CHART_BUCKETS)  # the chart's columns: one group each
+    assert d > 2 * CHART_BUCKETS and f["width"] == width and f.get("d", d) == d
+    for key, full in (("x", v.x), ("rms", v.y_rms), ("layer", v.y_layer)):
+        shown = v.chart[key]
+        exact = full[shown.index].astype(shown.values.dtype)
+        assert np.array_equal(shown.values, exact, equal_nan=True), key
+        group = shown.index // width
+        for start in range(0, d, width):
+            part = full[start : start + width]
+            finite = part[np.isfinite(part)].astype(shown.values.dtype)
+            here = shown.values[group == start // width]
+            assert 1 <= len(here) <= 2, (key, start, len(here))
+            if finite.size:
+                assert here.min() == finite.min() and here.max() == finite.max(), (key, start)
 
 
 def check_divisors(state: dict, claim) -> None:
@@ -395,6 +417,8 @@ def check_noise(state: dict, claim) -> None:
 CHECKS = {
     "explorer.coords_caption": check_coords,
     "explorer.coords_divisors": check_divisors,
+    "explorer.coords_envelope": check_envelope,
+    "explorer.coords_envelope_label": check_envelope,
     **{f"explorer.why_scale_{k}": check_why_scale for k in ("same", "opposite", "turned", "zero",
                                                             "infinite")},
     **{f"explorer.why_layer_{k}": check_why_layer for k in ("kept", "turned", "flat")},
