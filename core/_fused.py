@@ -72,12 +72,8 @@ def _rms_rows(x, weight, bias, eps, out, inv_rms, start, stop):
     for i in range(start, stop):
         inv = x.dtype.type(1.0 / math.sqrt(total / d + eps))  # $1/\mathrm{RMS}(x)$
         inv_rms[i] = inv
-        row, o = x[i], out[i]
-        if i + 1 == stop:
-            for j in range(d):
-                o[j] = _affine(row[j] * inv, weight, bias, j)
-            break
-        following = x[i + 1]
+        # The block's last row sums itself again (from cache) rather than need a loop of its own.
+        row, o, following = x[i], out[i], x[min(i + 1, stop - 1)]
         total = x.dtype.type(0.0)
         for j in range(d):
             o[j] = _affine(row[j] * inv, weight, bias, j)  # row i is still in cache
@@ -100,11 +96,7 @@ def _layer_rows(x, weight, bias, eps, out, mean, rstd, start, stop):
             squares += c * c  # $\sum_j (x_j - \mu)^2$
         r = x.dtype.type(1.0 / math.sqrt(squares / d + eps))  # $1/\sqrt{\sigma^2 + \epsilon}$
         mean[i], rstd[i] = mu, r
-        if i + 1 == stop:
-            for j in range(d):
-                o[j] = _affine((row[j] - mu) * r, weight, bias, j)
-            break
-        following = x[i + 1]
+        following = x[min(i + 1, stop - 1)]  # the last row: itself again, from cache
         total = x.dtype.type(0.0)
         for j in range(d):
             o[j] = _affine((row[j] - mu) * r, weight, bias, j)

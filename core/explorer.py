@@ -109,7 +109,6 @@ class ExplorerView:
     plane: PlaneImages
     sphere: Sphere3D | None
     chart: dict[str, Series]
-    envelope: bool
     alerts: tuple[Message, ...]
     notes: tuple[Message, ...]
     claims: dict[str, Claim]
@@ -148,7 +147,7 @@ def explore(
         "rms": vector_stats(y_rms, finite=False),
         "layer": vector_stats(y_layer, finite=False),
     }
-    chart, enveloped = _chart(x64, y_rms, y_layer, stats)
+    chart = _chart(x64, y_rms, y_layer, stats)
     ctx = dict(
         d=d, eps=eps, g=g, g_plane=g_plane, bias=bias, rms_bias=rms_bias, partial=partial,
         backend=backend, dtype=computed, x=x64, units=units, stats=stats, y_rms=y_rms,
@@ -158,7 +157,7 @@ def explore(
         d=d, dtype=computed, dtype_asked=dtype, x=x64, gain=g, y_rms=y_rms, y_layer=y_layer,
         stats=stats, units=units, rms_stat=run["rms_stat"], layer_stat=run["layer_stat"],
         identity=second_moment_identity(x64), plane=plane, sphere=sphere, chart=chart,
-        envelope=enveloped, alerts=run["alerts"], notes=run["notes"], claims=_claims(ctx),
+        alerts=run["alerts"], notes=run["notes"], claims=_claims(ctx),
     )  # fmt: skip
 
 
@@ -310,7 +309,7 @@ def envelope(values: np.ndarray, buckets: int = CHART_BUCKETS) -> tuple[np.ndarr
 
 def _chart(
     x: np.ndarray, y_rms: np.ndarray, y_layer: np.ndarray, stats: dict[str, VectorStats]
-) -> tuple[dict[str, Series], bool]:
+) -> dict[str, Series]:
     """The three traces, enveloped past 2 x CHART_BUCKETS coordinates, in float32 where safe."""
     chart = {}
     for name, values in (("x", x), ("rms", y_rms), ("layer", y_layer)):
@@ -319,7 +318,7 @@ def _chart(
         if finite.size == 0 or np.max(np.abs(finite)) < FLOAT32_SAFE:
             shown = shown.astype(np.float32)
         chart[name] = Series(index.astype(np.int32), shown, stats[name].mean)
-    return chart, envelope_width(x.shape[-1]) > 0
+    return chart
 
 
 # --- claims ----------------------------------------------------------------------------------

@@ -266,7 +266,7 @@ def _share_dialog(params: Sequence[Param], lang: str, link: str, saving: Saving 
             wrap_lines=True,
         )
     if saving is not None:
-        save_box(saving.page, params, lang, saving.files)
+        save_box(saving, params, lang)
 
 
 def _restore_view(page: str, params: Sequence[Param], lang: str) -> None:
@@ -285,19 +285,15 @@ def _restore_view(page: str, params: Sequence[Param], lang: str) -> None:
     st.session_state[f"_restore_msg_{page}"] = ("success", "common.restore_done")
 
 
-def save_box(
-    page: str,
-    params: Sequence[Param],
-    lang: str,
-    files: Sequence[tuple[str, object, str, str]],
-) -> None:
-    """Download buttons for ``files`` (see :class:`Saving`) and an uploader that restores a view
-    saved as JSON by this page; drawn inside the share dialog."""
+def save_box(saving: Saving, params: Sequence[Param], lang: str) -> None:
+    """Download buttons for the page's files and an uploader that restores a view saved as JSON
+    by this page; drawn inside the share dialog."""
+    page = saving.page
     st.markdown(f"**{t('common.save_heading', lang)}**")
     # One row that wraps, each button as wide as its label: in equal columns a long label
     # ("Figure (HTML, works offline)") was cut off with an ellipsis.
     with st.container(horizontal=True, gap="small"):
-        for label_key, data, file_name, mime in files:
+        for label_key, data, file_name, mime in saving.files:
             st.download_button(
                 t(label_key, lang),
                 data,
