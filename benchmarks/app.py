@@ -9,7 +9,8 @@ Run ``python -m benchmarks.app``. Three measurements:
 2. First render in headless Chromium (warm server, fresh browser context): from opening the page
    to the finished script with every Plotly chart drawn, at d = 16 and d = 4096, against the
    *floor page*: a one-page app with ``st.title``, one ``st.latex`` and one small Plotly chart.
-   Target: at most 1.3x the floor.
+   Target: at most 1.3x the floor. The explorer is also visited with its controls hidden
+   (``?controls=hidden``, the projector's view), untargeted, to show what the sidebar costs.
 3. Slider press to redrawn chart at d = 4096 against the *slider floor*: one slider and one
    3-trace, 4096-point Scattergl chart that follows it. Target: at most 1.0x the floor.
 
@@ -17,6 +18,7 @@ The benchmark writes both floor apps to a temporary folder and serves them itsel
 repository root so they read the same ``.streamlit/config.toml``. Visits to the explorer and
 to its floor alternate, so a busy neighbour on a shared machine slows both; each figure is a
 median over ``--repeats`` visits (or ``--presses`` key presses), printed with its spread.
+``markdown`` writes the same run as the README's table (``python -m benchmarks.readme``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.live import (
@@ -44,6 +47,10 @@ from benchmarks.live import (
     wait_for_health,
 )
 
+DEFAULT_D = 4096
+DEFAULT_INTERACTIONS = 15
+DEFAULT_REPEATS = 5
+DEFAULT_PRESSES = 8
 TARGET_INTERACTION_S = 0.015
 TARGET_FIRST_RENDER = 1.3
 TARGET_SLIDER = 1.0
@@ -230,6 +237,9 @@ def browser_times(repeats: int, presses: int) -> dict[str, list[float]]:
                 "floor": lambda: _first_render(browser, urls["floor"]),
                 "explorer d=16": lambda: _first_render(browser, f"{urls['app']}/?d=16"),
                 "explorer d=4096": lambda: _first_render(browser, f"{urls['app']}/?d=4096"),
+                "explorer d=16 hidden": lambda: _first_render(
+                    browser, f"{urls['app']}/?d=16&controls=hidden"
+                ),
             }
             for visit in visits.values():  # untimed: imports and caches warm up
                 visit()
@@ -250,11 +260,123 @@ def browser_times(repeats: int, presses: int) -> dict[str, list[float]]:
     return out
 
 
+@dataclass(frozen=True)
+class AppResult:
+    """One run: seconds per sample, by measure. ``browser`` is empty when it was skipped."""
+
+    d: int
+    server: dict[str, list[float]]
+    browser: dict[str, list[float]]
+
+    def ratio(self, name: str, floor: str) -> float:
+        """The median of ``name``'s browser samples over the median of ``floor``'s."""
+        return _ratio(self.browser, name, floor)
+
+    def server_ratio(self) -> float:
+        """The explorer's median script time over the slider floor's."""
+        return _ratio(self.server, "explorer", "floor")
+
+
+def _ratio(samples: dict[str, list[float]], name: str, floor: str) -> float:
+    return statistics.median(samples[name]) / statistics.median(samples[floor])
+
+
+# First-render visits, their labels in the report, and whether each is held to the target. The
+# explorer with its controls hidden (the projector's view) is there to show the sidebar's share.
+FIRST_RENDERS = (
+    ("explorer d=16", "explorer, d = 16", True),
+    ("explorer d=4096", "explorer, d = 4096", True),
+    ("explorer d=16 hidden", "explorer, d = 16, controls hidden", False),
+)
+
+
+def measure(
+    d: int, interactions: int, repeats: int, presses: int, *, browser: bool = True
+) -> AppResult:
+    """Server time, then (unless ``browser`` is False) the browser's timings."""
+    server = server_time(d, interactions)
+    return AppResult(d, server, browser_times(repeats, presses) if browser else {})
+
+
 def _spread(values: list[float]) -> str:
     return (
         f"median {1000 * statistics.median(values):7.1f} ms "
         f"(min {1000 * min(values):6.1f}, max {1000 * max(values):6.1f}, n = {len(values)})"
     )
+
+
+def _ms(values: list[float]) -> str:
+    """Median and range in milliseconds, for the Markdown table."""
+    med, low, high = (1000 * f(values) for f in (statistics.median, min, max))
+    digits = 1 if med < 100 else 0
+    return f"{med:.{digits}f} ms ({low:.{digits}f}–{high:.{digits}f})"
+
+
+def _held(ok: bool) -> str:
+    return "met" if ok else "not met"
+
+
+def report(result: AppResult) -> str:
+    """The run as plain text."""
+    times = result.server
+    explorer = statistics.median(times["explorer"])
+    lines = [f"Server (script) time per interaction, d = {result.d}"]
+    for name, label in (("explorer", "explorer"), ("floor", "slider floor"), ("core", "core")):
+        lines.append(f"  {label:14s} {_spread(times[name])}")
+    lines.append(
+        f"  explorer: {explorer / TARGET_INTERACTION_S:.2f}x the 15 ms target; "
+        f"{result.server_ratio():.2f}x the slider floor's script"
+    )
+    if not result.browser:
+        lines.append("Browser timings skipped (no /usr/bin/chromium or --no-browser).")
+        return "\n".join(lines)
+    out = result.browser
+    lines.append("Headless Chromium, warm servers, fresh context per visit")
+    lines.append(f"  first render {'floor':22s} {_spread(out['floor'])}")
+    for name, _, held in FIRST_RENDERS:
+        target = f" (target <= {TARGET_FIRST_RENDER}x)" if held else ""
+        lines.append(
+            f"  first render {name:22s} {_spread(out[name])}  "
+            f"{result.ratio(name, 'floor'):.2f}x the floor{target}"
+        )
+    lines.append(f"  slider floor           {_spread(out['slider floor'])}")
+    lines.append(
+        f"  slider explorer d=4096 {_spread(out['slider explorer'])}  "
+        f"{result.ratio('slider explorer', 'slider floor'):.2f}x the floor "
+        f"(target <= {TARGET_SLIDER}x)"
+    )
+    return "\n".join(lines)
+
+
+def markdown(result: AppResult) -> str:
+    """The run as the README's Markdown table, each target with its verdict."""
+    explorer = statistics.median(result.server["explorer"])
+    lines = [
+        "`python -m benchmarks.app`: medians, with the range in brackets.",
+        "",
+        "| measure | NormLab | floor | ratio | target |",
+        "| --- | ---: | ---: | ---: | --- |",
+        f"| explorer script per interaction, d = {result.d} | {_ms(result.server['explorer'])} | "
+        f"{_ms(result.server['floor'])} (slider floor's script; `core.explorer` alone "
+        f"{_ms(result.server['core'])}) | {result.server_ratio():.2f} | "
+        f"≤ {1000 * TARGET_INTERACTION_S:.0f} ms: {_held(explorer <= TARGET_INTERACTION_S)} |",
+    ]
+    if result.browser:
+        out = result.browser
+        for name, label, held in FIRST_RENDERS:
+            ratio = result.ratio(name, "floor")
+            target = f"≤ {TARGET_FIRST_RENDER}×: {_held(ratio <= TARGET_FIRST_RENDER)}"
+            lines.append(
+                f"| first render, {label} | {_ms(out[name])} | {_ms(out['floor'])} "
+                f"(floor page) | {ratio:.2f} | {target if held else 'none (for comparison)'} |"
+            )
+        ratio = result.ratio("slider explorer", "slider floor")
+        lines.append(
+            f"| slider press to redrawn chart, d = 4096 | {_ms(out['slider explorer'])} | "
+            f"{_ms(out['slider floor'])} (slider floor) | {ratio:.2f} | "
+            f"≤ {TARGET_SLIDER}×: {_held(ratio <= TARGET_SLIDER)} |"
+        )
+    return "\n".join(lines)
 
 
 def _load() -> str:
@@ -264,36 +386,17 @@ def _load() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--d", type=int, default=4096)
-    parser.add_argument("--interactions", type=int, default=15)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--presses", type=int, default=8)
+    parser.add_argument("--d", type=int, default=DEFAULT_D)
+    parser.add_argument("--interactions", type=int, default=DEFAULT_INTERACTIONS)
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
+    parser.add_argument("--presses", type=int, default=DEFAULT_PRESSES)
     parser.add_argument("--no-browser", action="store_true")
     args = parser.parse_args(argv)
 
     print(f"Start: {_load()}")
-    times = server_time(args.d, args.interactions)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"Server (script) time per interaction, d = {args.d}")
-    for name, label in (("explorer", "explorer"), ("floor", "slider floor"), ("core", "core")):
-        print(f"  {label:14s} {_spread(times[name])}")
-    print(
-        f"  explorer: {med['explorer'] / TARGET_INTERACTION_S:.2f}x the 15 ms target; "
-        f"{med['explorer'] / med['floor']:.2f}x the slider floor's script"
-    )
-    if args.no_browser or not Path(CHROMIUM).exists():
-        print("Browser timings skipped (no /usr/bin/chromium or --no-browser).")
-        return 0
-    out = browser_times(args.repeats, args.presses)
-    floor = statistics.median(out["floor"])
-    print("Headless Chromium, warm servers, fresh context per visit")
-    for name in ("floor", "explorer d=16", "explorer d=4096"):
-        ratio = statistics.median(out[name]) / floor
-        verdict = "" if name == "floor" else f"  {ratio:.2f}x the floor (target <= 1.3x)"
-        print(f"  first render {name:16s} {_spread(out[name])}{verdict}")
-    slider = statistics.median(out["slider explorer"]) / statistics.median(out["slider floor"])
-    print(f"  slider floor          {_spread(out['slider floor'])}")
-    print(f"  slider explorer d=4096 {_spread(out['slider explorer'])}  {slider:.2f}x the floor")
+    browser = not args.no_browser and Path(CHROMIUM).exists()
+    result = measure(args.d, args.interactions, args.repeats, args.presses, browser=browser)
+    print(report(result))
     print(f"End: {_load()}")
     return 0
 

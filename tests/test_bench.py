@@ -14,6 +14,7 @@ from benchmarks.bench import (
     format_table,
     interleaved_samples,
     main,
+    markdown,
     summarise,
 )
 
@@ -137,3 +138,37 @@ def test_module_runs_as_a_script():
         timeout=120,
     )
     assert done.returncode == 0 and "python -m benchmarks.bench" in done.stdout
+
+
+def _cpu_result(ms_by_label):
+    """A CPU BenchResult whose cases take the given milliseconds in each of three rounds."""
+    listed = cases(*_tensors(), "cpu")
+    samples = {label: [ms_by_label[label] * 1e-3] * 3 for _, label, _ in listed}
+    return BenchResult(
+        shape=(8, 32),
+        dtype=torch.float32,
+        device=torch.device("cpu"),
+        device_name="",
+        threads=2,
+        repeats=3,
+        timings=summarise(listed, samples, nbytes=2_000_000),
+        agreement={},
+    )
+
+
+def test_markdown_has_a_row_per_case_and_the_verdicts_follow_the_ratios():
+    ms = {label: 10.0 for _, label, _ in cases(*_tensors(), "cpu")}
+    ms.update({"buffer.copy_(x)": 4.0, "fused rms, buffer": 5.0, "fused layer, buffer": 6.0})
+    ms.update({"fused rms": 10.5, "F.layer_norm": 11.0, "fused layer": 12.0})
+    text = markdown(_cpu_result(ms))
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(rows) == len(ms)
+    assert "| `fused rms` | 10.50 | 0.2 | 1.05 | 1.05–1.05 |" in rows
+    assert "fused RMSNorm ≤ 1.1× `x.clone()`: 1.05× (met)" in text
+    assert "faster than `F.layer_norm`: 0.95× its time (met)" in text
+    assert "written the same way: 0.88× its time" in text
+    assert "RMSNorm 1.25×, LayerNorm 1.50×" in text
+    # Slower than both bounds: both verdicts turn.
+    ms.update({"fused rms": 11.5, "F.layer_norm": 11.0})
+    text = markdown(_cpu_result(ms))
+    assert "1.15× (not met)" in text and "1.05× its time (not met)" in text
