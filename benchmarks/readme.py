@@ -1,0 +1,73 @@
+"""Regenerate the README's speed tables from one run of each benchmark.
+
+Run ``python -m benchmarks.readme`` (about four minutes on two cores: the kernel benchmark, then
+the explorer's server and browser timings). Each table sits in the README between a pair of
+markers, ``<!-- speed:NAME -->`` and ``<!-- /speed:NAME -->``, and only what lies between them
+is rewritten: the prose around the tables, which says what limits each figure, is written by
+hand and should be read again when the verdicts change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks.live import ROOT
+
+README = ROOT / "README.md"
+BLOCKS = ("bench", "app")
+
+
+class MarkerError(ValueError):
+    """The README lacks a block's markers, or has them more than once or out of order."""
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    """``text`` with everything between ``name``'s two markers replaced by ``body``."""
+    start, end = f"<!-- speed:{name} -->", f"<!-- /speed:{name} -->"
+    pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.DOTALL)
+    found = pattern.findall(text)
+    if len(found) != 1 or text.count(start) != 1 or text.count(end) != 1:
+        raise MarkerError(f"the README needs exactly one '{start}' ... '{end}' pair, in order")
+    return pattern.sub(lambda _: f"{start}\n{body.strip()}\n{end}", text)
+
+
+def _stamp() -> str:
+    """When and where the tables were measured."""
+    today = datetime.date.today().isoformat()
+    one = os.getloadavg()[0]
+    return f"Measured {today} on {os.cpu_count()} cores; load average {one:.2f} at the end."
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.readme", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--readme", type=Path, default=README, help="the file to rewrite")
+    args = parser.parse_args(argv)
+
+    from benchmarks import app, bench
+
+    text = args.readme.read_text(encoding="utf-8")
+    for name in BLOCKS:  # fail before four minutes of measuring, not after
+        replace_block(text, name, "")
+    kernels = bench.run_benchmark()
+    print(bench.format_table(kernels), flush=True)
+    text = replace_block(text, "bench", f"{bench.markdown(kernels)}\n\n{_stamp()}")
+    explorer = app.measure(
+        app.DEFAULT_D, app.DEFAULT_INTERACTIONS, app.DEFAULT_REPEATS, app.DEFAULT_PRESSES
+    )
+    print(app.report(explorer), flush=True)
+    text = replace_block(text, "app", f"{app.markdown(explorer)}\n\n{_stamp()}")
+    args.readme.write_text(text, encoding="utf-8")
+    print(f"Rewrote the speed tables in {args.readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
