@@ -26,6 +26,20 @@ def _tensors(rows=8, cols=32):
     return tuple(torch.randn(shape, generator=gen) for shape in ((rows, cols), (cols,), (cols,)))
 
 
+def _result(device, timings, *, device_name="", threads=0, agreement=None):
+    """A BenchResult of three rounds on (8, 32) float32 with the given timings."""
+    return BenchResult(
+        shape=(8, 32),
+        dtype=torch.float32,
+        device=torch.device(device),
+        device_name=device_name,
+        threads=threads,
+        repeats=3,
+        timings=timings,
+        agreement=agreement or {},
+    )
+
+
 def _fake_clock(seconds_by_call):
     """A clock that runs the case and reports the next scripted duration."""
     durations = iter(seconds_by_call)
@@ -70,16 +84,7 @@ def test_cuda_cases_run_and_summarise_on_cpu_tensors():
     assert device_copy.vs_device_copy == 1.0
     assert timings[3].vs_clone == pytest.approx(4.0)
     assert timings[3].vs_device_copy == pytest.approx(0.5)
-    result = BenchResult(
-        shape=(8, 32),
-        dtype=torch.float32,
-        device=torch.device("cuda"),
-        device_name="a GPU",
-        threads=0,
-        repeats=3,
-        timings=timings,
-        agreement={"core.rms_norm": 1e-7},
-    )
+    result = _result("cuda", timings, device_name="a GPU", agreement={"core.rms_norm": 1e-7})
     table = format_table(result)
     assert "cuda (a GPU)" in table and "% of copy_" in table
     f_rms_norm = next(line for line in table.splitlines() if "F.rms_norm" in line)
@@ -144,16 +149,7 @@ def _cpu_result(ms_by_label):
     """A CPU BenchResult whose cases take the given milliseconds in each of three rounds."""
     listed = cases(*_tensors(), "cpu")
     samples = {label: [ms_by_label[label] * 1e-3] * 3 for _, label, _ in listed}
-    return BenchResult(
-        shape=(8, 32),
-        dtype=torch.float32,
-        device=torch.device("cpu"),
-        device_name="",
-        threads=2,
-        repeats=3,
-        timings=summarise(listed, samples, nbytes=2_000_000),
-        agreement={},
-    )
+    return _result("cpu", summarise(listed, samples, nbytes=2_000_000), threads=2)
 
 
 def test_markdown_has_a_row_per_case_and_the_verdicts_follow_the_ratios():
