@@ -1,11 +1,14 @@
-"""benchmarks.app's server-time measurement, run small: it must time real runs of both apps."""
+"""benchmarks.app: its server-time measurement run small (it must time real runs of both apps), its
+reports and verdicts, and its slider timing in a real browser."""
 
 from __future__ import annotations
 
+import pytest
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import app_test
 
 from benchmarks import app as bench
+from benchmarks.live import stop_server
 
 
 def test_server_time_times_every_interaction_of_both_apps_and_restores_apptest() -> None:
@@ -32,6 +35,8 @@ def _result(browser: bool, **ms: list[float]) -> bench.AppResult:
         "explorer d=16": [1.25] * 3,
         "explorer d=4096": [1.4] * 3,
         "explorer d=16 hidden": [1.1] * 3,
+        "slider floor data": [0.06] * 3,
+        "slider explorer data": [0.15] * 3,
         "slider floor": [0.2] * 3,
         "slider explorer": [0.18] * 3,
     }
@@ -51,7 +56,9 @@ def test_markdown_states_each_target_with_the_verdict_its_ratio_gives() -> None:
     hidden = rows["| first render, explorer, d = 16, controls hidden"]
     assert hidden.endswith("| 1.10 | none (for comparison) |")
     assert "1000 ms (900–1100) (floor page)" in hidden
-    assert rows["| slider press to redrawn chart, d = 4096"].endswith("| 0.90 | ≤ 1.0×: met |")
+    data = rows["| slider press to the chart's new data (Plotly's model), d = 4096"]
+    assert data.endswith("| 2.50 | none (for comparison) |")
+    assert rows["| slider press to the drawn frame, d = 4096"].endswith("| 0.90 | ≤ 1.0×: met |")
     slow = bench.markdown(_result(True, explorer=[16.0] * 3, slider_explorer=[210.0] * 3))
     assert "≤ 15 ms: not met" in slow and "| 1.05 | ≤ 1.0×: not met |" in slow
 
@@ -68,6 +75,7 @@ def test_without_the_browser_only_the_server_row_and_a_notice_remain() -> None:
     shown = bench.report(_result(True))
     assert "3.00x the slider floor's script" in shown
     assert "1.25x the floor (target <= 1.3x)" in shown
+    assert "2.50x the floor\n" in shown and "0.90x the floor (target <= 1.0x)" in shown
 
 
 def test_cli_without_the_browser_prints_the_server_times(capsys) -> None:
@@ -76,3 +84,17 @@ def test_cli_without_the_browser_prints_the_server_times(capsys) -> None:
     assert "Server (script) time per interaction, d = 64" in out
     assert "the slider floor's script" in out and "Browser timings skipped" in out
     assert out.startswith("Start: load average") and "End: load average" in out
+
+
+@pytest.mark.browser
+def test_slider_presses_time_the_new_data_and_then_the_drawn_frame(browser, tmp_path) -> None:
+    script = tmp_path / "floor_slider.py"
+    script.write_text(bench.SLIDER_FLOOR)
+    server, url = bench._serve(script)
+    try:
+        data, drawn = bench._slider_presses(browser, url, 2, think_s=0.2)
+    finally:
+        stop_server(server)
+    assert len(data) == len(drawn) == 2
+    # The frame is drawn after the data reached Plotly's model, never before.
+    assert all(0 < d < f for d, f in zip(data, drawn, strict=True))
