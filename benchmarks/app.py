@@ -98,8 +98,8 @@ _FIRST_RMS = """() => {
 # slider floor's 4096-point Scattergl chart several hundred milliseconds.
 _FRAME_DRAWN = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 # Before each press the page is left alone this long, as a person reads a chart before the next
-# move: without it a press met the previous press's drawing still under way and was charged for
-# it (on the slider floor every other press took about 250 ms instead of about 60).
+# move. Pressed one right after another, the slider floor's presses alternated between about
+# 60 ms and about 250 ms to the new data.
 THINK_S = 1.0
 
 
