@@ -30,10 +30,16 @@ class MarkerError(ValueError):
 def replace_block(text: str, name: str, body: str) -> str:
     """``text`` with everything between ``name``'s two markers replaced by ``body``."""
     start, end = f"<!-- speed:{name} -->", f"<!-- /speed:{name} -->"
-    pattern = re.compile(re.escape(start) + r"\n.*?" + re.escape(end), re.DOTALL)
+    # Each marker alone on its line, so that rewrapping the prose cannot swallow one.
+    pattern = re.compile(
+        "^" + re.escape(start) + r"\n.*?\n" + re.escape(end) + "$", re.DOTALL | re.MULTILINE
+    )
     found = pattern.findall(text)
     if len(found) != 1 or text.count(start) != 1 or text.count(end) != 1:
-        raise MarkerError(f"the README needs exactly one '{start}' ... '{end}' pair, in order")
+        raise MarkerError(
+            f"the README needs exactly one '{start}' ... '{end}' pair, in order, "
+            "each marker on a line of its own"
+        )
     return pattern.sub(lambda _: f"{start}\n{body.strip()}\n{end}", text)
 
 

@@ -24,6 +24,8 @@ def test_only_what_lies_between_the_markers_is_replaced() -> None:
         TEXT + TEXT,  # twice
         "<!-- /speed:bench -->\nx\n<!-- speed:bench -->\n",  # out of order
         "<!-- speed:bench -->\nx\n",  # no end
+        "<!-- speed:bench -->\nx. <!-- /speed:bench -->\n",  # the end marker inside a line
+        "see <!-- speed:bench -->\nx\n<!-- /speed:bench -->\n",  # the start marker inside one
     ],
 )
 def test_missing_repeated_or_misordered_markers_are_refused(text: str) -> None:
