@@ -66,6 +66,10 @@ FOUND = {
     # d = 2, eps = 1: the mean |cos(z, 1)| over the tokens was 1.2e-7, one token's 1.0006e-6,
     # and "orthogonal to 1 at every layer" was picked by the mean.
     "residual": [{"mode": "synthetic", "layers": 20, "d": 2, "drift": 0.0, "seed": 20, "eps": 1.0}],
+    # d = 2, offset -20, eps = 0: sigma = 1.0e-3 against a mean of -20.2; LayerNorm's Jacobian is
+    # exactly 0, autograd's row sum was 3.7e-9, and the check's bound (1e-10 of the largest
+    # RMSNorm entry, 2.5e-12) was below float64's rounding of it. The page's sentence held.
+    "backward": [{"d": 2, "offset": -20.0, "eps": 0.0, "seed": 280555, "grad": "ones"}],
 }
 
 

@@ -107,9 +107,13 @@ def check_heatmap(state: dict, claim) -> None:
     near(f["row_max_rms"], rows_rms.max(), atol=1e-10 * top)
     rows_layer = np.abs(t.j_layer.sum(axis=1)).max()
     if claim.key == "backward.heatmap_caption":
-        # "each row sums to ≈ 0": shown as noise, and autograd's rows vanish too.
+        # "each row sums to ≈ 0": shown as noise, and autograd's rows vanish too, to float64's
+        # rounding of LayerNorm's Jacobian: its terms are of size 1/sigma and cancel, and
+        # centring x costs |mean| / sigma of the relative precision. (With d = 2 the Jacobian
+        # is exactly 0, so the RMSNorm entries that set ``top`` say nothing of its rounding.)
+        rounding = 8 * d * np.finfo(np.float64).eps * (1 + abs(t.x.mean()) / t.sigma) / t.sigma
         assert f["row_sum_layer"] <= claim.noise
-        assert rows_layer <= 1e-10 * top, rows_layer
+        assert rows_layer <= max(1e-10 * top, rounding), (rows_layer, rounding)
     else:
         assert f["row_sum_layer"] > claim.noise
 
