@@ -9,8 +9,8 @@ Run ``python -m benchmarks.app``. Three measurements:
 2. First render in headless Chromium (warm server, fresh browser context): from opening the page
    to the finished script with every Plotly chart drawn, at d = 16 and d = 4096, against the
    *floor page*: a one-page app with ``st.title``, one ``st.latex`` and one small Plotly chart.
-   Target: at most 1.3x the floor. The explorer is also visited with its controls hidden
-   (``?controls=hidden``, the projector's view), untargeted, to show what the sidebar costs.
+   Target: at most 1.3x the floor. The explorer is also visited in the projector's view
+   (``?controls=hidden``: sidebar collapsed, no page links, controls still built), untargeted.
 3. Slider press to redrawn chart at d = 4096 against the *slider floor*: one slider and one
    3-trace, 4096-point Scattergl chart that follows it. Target: at most 1.0x the floor. Each
    press comes after a second of quiet; the clock stops at the frame that shows the new chart,
@@ -299,7 +299,7 @@ def _ratio(samples: dict[str, list[float]], name: str, floor: str) -> float:
 
 
 # First-render visits, their labels in the report, and whether each is held to the target. The
-# explorer with its controls hidden (the projector's view) is there to show the sidebar's share.
+# projector's view (controls hidden) is there for comparison.
 FIRST_RENDERS = (
     ("explorer d=16", "explorer, d = 16", True),
     ("explorer d=4096", "explorer, d = 4096", True),

@@ -1,6 +1,6 @@
 """Regenerate the README's speed tables from one run of each benchmark.
 
-Run ``python -m benchmarks.readme`` (about four minutes on two cores: the kernel benchmark, then
+Run ``python -m benchmarks.readme`` (about five minutes on two cores: the kernel benchmark, then
 the explorer's server and browser timings). Each table sits in the README between a pair of
 markers, ``<!-- speed:NAME -->`` and ``<!-- /speed:NAME -->``, and only what lies between them
 is rewritten: the prose around the tables, which says what limits each figure, is written by
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks import app, bench
 
     text = args.readme.read_text(encoding="utf-8")
-    for name in BLOCKS:  # fail before four minutes of measuring, not after
+    for name in BLOCKS:  # fail before minutes of measuring, not after
         replace_block(text, name, "")
     kernels = bench.run_benchmark()
     print(bench.format_table(kernels), flush=True)
