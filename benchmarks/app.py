@@ -20,7 +20,7 @@ The benchmark writes both floor apps to a temporary folder and serves them itsel
 repository root so they read the same ``.streamlit/config.toml``. Visits to the explorer and
 to its floor alternate, so a busy neighbour on a shared machine slows both; each figure is a
 median over ``--repeats`` visits (or ``--presses`` key presses), printed with its spread.
-``markdown`` writes the same run as the README's table (``python -m benchmarks.readme``).
+``markdown`` writes the same run as docs/speed.md's table (``python -m benchmarks.tables``).
 """
 
 from __future__ import annotations
@@ -373,7 +373,7 @@ def report(result: AppResult) -> str:
 
 
 def markdown(result: AppResult) -> str:
-    """The run as the README's Markdown table, each target with its verdict."""
+    """The run as docs/speed.md's Markdown table, each target with its verdict."""
     explorer = statistics.median(result.server["explorer"])
     lines = [
         "`python -m benchmarks.app`: medians, with the range in brackets.",

@@ -282,7 +282,7 @@ def _headlines(result: BenchResult) -> list[str]:
 
 
 def markdown(result: BenchResult) -> str:
-    """The benchmark as the README's Markdown: the table, then each target with its verdict."""
+    """The benchmark as docs/speed.md's Markdown: the table, then each target with its verdict."""
     dtype_name = str(result.dtype).removeprefix("torch.")
     cuda = result.device.type == "cuda"
     where = result.device_name if cuda else f"{result.threads} CPU cores"

@@ -20,7 +20,7 @@ TEMPLATE = Path(__file__).with_name("haproxy.cfg")
 # The cookie that binds a visitor to a worker; Streamlit sets none of this name.
 COOKIE = "NORMLAB_WORKER"
 # Visitors one worker takes before new ones see the busy page: the target of 40 readers on two
-# workers at p95 <= 1 s (README, "Serve a class", has what `benchmarks.load` measured).
+# workers at p95 <= 1 s (docs/serving.md has what `benchmarks.load` measured).
 DEFAULT_SEATS = 20
 # How often the busy page tries again, seconds (its refresh and the Retry-After header).
 RETRY_S = 5

@@ -1,7 +1,7 @@
-"""Regenerate the README's speed tables from one run of each benchmark.
+"""Regenerate the speed tables of ``docs/speed.md`` from one run of each benchmark.
 
-Run ``python -m benchmarks.readme`` (about five minutes on two cores: the kernel benchmark, then
-the explorer's server and browser timings). Each table sits in the README between a pair of
+Run ``python -m benchmarks.tables`` (about five minutes on two cores: the kernel benchmark, then
+the explorer's server and browser timings). Each table sits in the document between a pair of
 markers, ``<!-- speed:NAME -->`` and ``<!-- /speed:NAME -->``, and only what lies between them
 is rewritten: the prose around the tables, which says what limits each figure, is written by
 hand and should be read again when the verdicts change.
@@ -10,7 +10,6 @@ hand and should be read again when the verdicts change.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import re
 import sys
@@ -19,12 +18,12 @@ from pathlib import Path
 
 from benchmarks.live import ROOT
 
-README = ROOT / "README.md"
+DOC = ROOT / "docs" / "speed.md"
 BLOCKS = ("bench", "app")
 
 
 class MarkerError(ValueError):
-    """The README lacks a block's markers, or has them more than once or out of order."""
+    """The document lacks a block's markers, or has them more than once or out of order."""
 
 
 def replace_block(text: str, name: str, body: str) -> str:
@@ -37,29 +36,28 @@ def replace_block(text: str, name: str, body: str) -> str:
     found = pattern.findall(text)
     if len(found) != 1 or text.count(start) != 1 or text.count(end) != 1:
         raise MarkerError(
-            f"the README needs exactly one '{start}' ... '{end}' pair, in order, "
+            f"the document needs exactly one '{start}' ... '{end}' pair, in order, "
             "each marker on a line of its own"
         )
     return pattern.sub(lambda _: f"{start}\n{body.strip()}\n{end}", text)
 
 
 def _stamp() -> str:
-    """When and where the tables were measured."""
-    today = datetime.date.today().isoformat()
+    """Where the tables were measured."""
     one = os.getloadavg()[0]
-    return f"Measured {today} on {os.cpu_count()} cores; load average {one:.2f} at the end."
+    return f"Measured on {os.cpu_count()} cores; load average {one:.2f} at the end."
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.readme", description=__doc__.splitlines()[0]
+        prog="python -m benchmarks.tables", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--readme", type=Path, default=README, help="the file to rewrite")
+    parser.add_argument("--doc", type=Path, default=DOC, help="the file to rewrite")
     args = parser.parse_args(argv)
 
     from benchmarks import app, bench
 
-    text = args.readme.read_text(encoding="utf-8")
+    text = args.doc.read_text(encoding="utf-8")
     for name in BLOCKS:  # fail before minutes of measuring, not after
         replace_block(text, name, "")
     kernels = bench.run_benchmark()
@@ -70,8 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(app.report(explorer), flush=True)
     text = replace_block(text, "app", f"{app.markdown(explorer)}\n\n{_stamp()}")
-    args.readme.write_text(text, encoding="utf-8")
-    print(f"Rewrote the speed tables in {args.readme}")
+    args.doc.write_text(text, encoding="utf-8")
+    print(f"Rewrote the speed tables in {args.doc}")
     return 0
 
 

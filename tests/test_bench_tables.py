@@ -1,12 +1,12 @@
-"""benchmarks.readme: the tables go between their markers and nowhere else, and a run of the
-script (on small sizes, without the browser) rewrites a copy of the README."""
+"""benchmarks.tables: the tables go between their markers and nowhere else, and a run of the
+script (on small sizes, without the browser) rewrites a copy of docs/speed.md."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks import app, bench, readme
-from benchmarks.readme import MarkerError, replace_block
+from benchmarks import app, bench, tables
+from benchmarks.tables import MarkerError, replace_block
 
 TEXT = "intro\n<!-- speed:bench -->\nold table\n<!-- /speed:bench -->\nprose\n"
 
@@ -33,9 +33,9 @@ def test_missing_repeated_or_misordered_markers_are_refused(text: str) -> None:
         replace_block(text, "bench", "table")
 
 
-def test_the_readme_has_one_place_for_each_table() -> None:
-    text = readme.README.read_text(encoding="utf-8")
-    for name in readme.BLOCKS:
+def test_the_speed_doc_has_one_place_for_each_table() -> None:
+    text = tables.DOC.read_text(encoding="utf-8")
+    for name in tables.BLOCKS:
         replace_block(text, name, "")
 
 
@@ -44,12 +44,12 @@ def test_a_run_rewrites_both_tables_and_keeps_the_prose(tmp_path, monkeypatch, c
     small_app = app.measure
     monkeypatch.setattr(bench, "run_benchmark", lambda: small_bench(64, 256, repeats=2))
     monkeypatch.setattr(app, "measure", lambda *a: small_app(64, 1, 1, 1, browser=False))
-    copy = tmp_path / "README.md"
+    copy = tmp_path / "speed.md"
     copy.write_text(
         "# Speed\n" + TEXT + "between\n<!-- speed:app -->\nold\n<!-- /speed:app -->\nend\n",
         encoding="utf-8",
     )
-    assert readme.main(["--readme", str(copy)]) == 0
+    assert tables.main(["--doc", str(copy)]) == 0
     text = copy.read_text(encoding="utf-8")
     assert "old" not in text
     assert text.startswith("# Speed\nintro\n<!-- speed:bench -->\n`python -m benchmarks.bench`")
@@ -60,13 +60,13 @@ def test_a_run_rewrites_both_tables_and_keeps_the_prose(tmp_path, monkeypatch, c
     assert "Rewrote the speed tables" in capsys.readouterr().out
 
 
-def test_a_readme_without_markers_is_refused_before_any_measuring(tmp_path, monkeypatch) -> None:
+def test_a_doc_without_markers_is_refused_before_any_measuring(tmp_path, monkeypatch) -> None:
     def measured(*args, **kwargs):
         raise AssertionError("measured before the markers were checked")
 
     monkeypatch.setattr(bench, "run_benchmark", measured)
-    copy = tmp_path / "README.md"
+    copy = tmp_path / "speed.md"
     copy.write_text("no tables here\n", encoding="utf-8")
     with pytest.raises(MarkerError):
-        readme.main(["--readme", str(copy)])
+        tables.main(["--doc", str(copy)])
     assert copy.read_text(encoding="utf-8") == "no tables here\n"
