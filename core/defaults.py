@@ -17,7 +17,6 @@ NORMALIZE_EPS = 1e-12
 
 # The floating-point dtypes the pages offer, widest first.
 DTYPES = ("float64", "float32", "float16", "bfloat16")
-HALF_DTYPES = ("float16", "bfloat16")
 
 # Vector widths a link may ask for: 2 is the smallest with a direction besides 1; 8192 keeps the
 # explorer's chart and every per-coordinate table within a classroom laptop's means.
