@@ -26,13 +26,12 @@ median over ``--repeats`` visits (or ``--presses`` key presses), printed with it
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +47,7 @@ from benchmarks.live import (
     streamlit_command,
     wait_for_health,
 )
+from benchmarks.st_private import shared_script_cache
 
 DEFAULT_D = 4096
 DEFAULT_INTERACTIONS = 15
@@ -107,7 +107,8 @@ THINK_S = 1.0
 # own polling and tree parsing stay out of the figure. A server compiles each script once (its
 # Runtime keeps one ScriptCache); AppTest makes a fresh cache for every run, which would add the
 # compilation of pages/explorer.py (about 4 ms) to every interaction. So the entry script is
-# compiled once here, and the page scripts once in a cache shared by the runs (_shared_cache).
+# compiled once here, and the page scripts once in a cache shared by the runs
+# (benchmarks.st_private.shared_script_cache).
 _TIMED = """
 import time
 from benchmarks import app as bench
@@ -127,27 +128,12 @@ def compiled(path: str) -> object:
     return _COMPILED[path]
 
 
-@contextlib.contextmanager
-def _shared_cache() -> Iterator[None]:
-    """AppTest runs in this block share one script cache, as a server's sessions do."""
-    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
-    from streamlit.testing.v1 import app_test
-
-    shared = ScriptCache()
-    fresh = app_test.ScriptCache
-    app_test.ScriptCache = lambda: shared
-    try:
-        yield
-    finally:
-        app_test.ScriptCache = fresh
-
-
 def server_time(d: int, interactions: int) -> dict[str, list[float]]:
     """Seconds of script time per interaction: the explorer and the slider floor, both run by
     Streamlit's AppTest (each press of the offset slider misses the cache), and core alone."""
     folder = Path(tempfile.mkdtemp(prefix="normlab-floor-"))
     (folder / "floor_slider.py").write_text(SLIDER_FLOOR)
-    with _shared_cache():
+    with shared_script_cache():
         return _interactions(d, interactions, folder / "floor_slider.py")
 
 

@@ -36,6 +36,7 @@ from urllib.parse import urlencode, urlsplit
 import numpy as np
 
 from benchmarks.live import READY
+from benchmarks.st_private import protos
 from serve.config import BUSY_MARKER, RETRY_S
 from ui.i18n import t
 
@@ -410,10 +411,9 @@ class WsVisitor(Visitor):
         self, *, page: str = "", widgets: Sequence = (), timeout_s: float | None = None
     ) -> float:
         """Ask for a run and wait for its end; the seconds from sending to ``script_finished``."""
-        from streamlit.proto.BackMsg_pb2 import BackMsg
         from websockets.exceptions import ConnectionClosed
 
-        msg = BackMsg()
+        msg = protos().BackMsg()
         state = msg.rerun_script
         state.query_string = urlencode(self.params)
         state.page_script_hash = page
@@ -431,7 +431,7 @@ class WsVisitor(Visitor):
         return time.perf_counter() - start
 
     async def receive_run(self) -> Run:
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        ForwardMsg = protos().ForwardMsg  # noqa: N806
 
         run = Run()
         while True:
@@ -498,7 +498,7 @@ class WsVisitor(Visitor):
 
     def explorer_widgets(self) -> list:
         """The moved widgets' values, as the browser sends every widget value it holds."""
-        from streamlit.proto.WidgetStates_pb2 import WidgetState
+        WidgetState = protos().WidgetState  # noqa: N806
 
         ids = self.shown.ids
         return [
