@@ -1,0 +1,171 @@
+"""Oracle helpers more than one claims module uses; nothing here imports ``core``.
+
+- ``round_to``: a float rounded correctly to a narrower dtype (a scalar model of one rounding);
+- ``f_norm``: RMSNorm or LayerNorm of float64 rows by ``torch.nn.functional``;
+- ``ulps``: a tolerance of some units in the last place of a dtype, scaled by the operands;
+- the invariance lab's documented setup (``preactivations``, ``changes``, ``residuals``) and
+  Table 1 of Zhang & Sennrich (2019);
+- the residual page's documented synthetic trunk (``trunk``, ``cosines``, ``token_cosine``).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+# --- one rounding, written out ------------------------------------------------------------------
+
+SIGNIFICAND = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
+MIN_EXP = {"float64": -1022, "float32": -126, "float16": -14, "bfloat16": -126}
+MAX_FINITE = {
+    "float64": 1.7976931348623157e308,
+    "float32": 3.4028234663852886e38,
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+}
+
+
+def round_to(v: float, dtype: str) -> float:
+    """``v`` rounded to nearest, ties to even, in ``dtype`` (subnormals and overflow included)."""
+    if v == 0 or not math.isfinite(v):
+        return v
+    bits = SIGNIFICAND[dtype]
+    exponent = max(math.frexp(v)[1] - 1, MIN_EXP[dtype])
+    step = 2.0 ** (exponent - bits + 1)
+    rounded = round(v / step) * step  # exact scaling by a power of two; round() ties to even
+    return math.copysign(math.inf, v) if abs(rounded) > MAX_FINITE[dtype] else rounded
+
+
+def ulps(count: float, magnitude: float, dtype: str = "float64") -> float:
+    """``count`` units in the last place of ``dtype`` at ``magnitude`` (the operands' size)."""
+    return count * 2.0 ** (1 - SIGNIFICAND[dtype]) * abs(magnitude)
+
+
+def f_norm(name: str, a: np.ndarray, eps: float) -> np.ndarray:
+    """RMSNorm ("rms") or LayerNorm ("layer") over the last axis, no gain, float64 torch."""
+    t = torch.from_numpy(np.asarray(a, dtype=np.float64))
+    d = t.shape[-1]
+    out = F.rms_norm(t, (d,), eps=eps) if name == "rms" else F.layer_norm(t, (d,), eps=eps)
+    return out.numpy()
+
+
+# --- the invariance lab's setup -----------------------------------------------------------------
+
+TRANSFORM_IDS = (
+    "weight_matrix_rescale",
+    "weight_matrix_recenter",
+    "weight_vector_rescale",
+    "dataset_rescale",
+    "dataset_recenter",
+    "single_case_rescale",
+    "shift_ones",
+    "negative_rescale",
+)
+# Table 1 of Zhang & Sennrich (2019) for its six changes, then what the algebra gives for the two
+# extra rows: (LayerNorm invariant, RMSNorm invariant).
+EXPECTED = {
+    "weight_matrix_rescale": (True, True),
+    "weight_matrix_recenter": (True, False),
+    "weight_vector_rescale": (False, False),
+    "dataset_rescale": (True, True),
+    "dataset_recenter": (False, False),
+    "single_case_rescale": (True, True),
+    "shift_ones": (True, False),
+    "negative_rescale": (False, False),
+}
+PAPER_ROWS = 6
+CASES, INPUTS, UNITS = 16, 8, 8
+
+
+def preactivations(seed: int, transform: str, size: float) -> tuple[np.ndarray, np.ndarray]:
+    """A = x W^T + b before and after the change, drawn as the lab documents it: one generator
+    seeded with ``seed`` draws the batch, the weights, then whatever the change draws."""
+    rng = np.random.default_rng(seed)
+    x, w = rng.standard_normal((CASES, INPUTS)), rng.standard_normal((UNITS, INPUTS))
+    x2, w2, b2 = x.copy(), w.copy(), np.zeros(UNITS)
+    if transform == "weight_matrix_rescale":
+        w2 *= size
+    elif transform == "weight_matrix_recenter":
+        w2 += size * rng.standard_normal(INPUTS)  # the same gamma on every row
+    elif transform == "weight_vector_rescale":
+        w2[rng.integers(UNITS)] *= size
+    elif transform == "dataset_rescale":
+        x2 *= size
+    elif transform == "dataset_recenter":
+        x2 += size * rng.standard_normal(INPUTS)
+    elif transform == "single_case_rescale":
+        x2[rng.integers(CASES)] *= size
+    elif transform == "shift_ones":
+        b2 += size
+    else:
+        w2 = w * -size
+    before = np.einsum("nm,dm->nd", x, w)
+    return before, np.einsum("nm,dm->nd", x2, w2) + b2
+
+
+@lru_cache(maxsize=256)
+def changes(seed: int, transform: str, size: float) -> dict[str, np.ndarray]:
+    """Per case and norm, eps = 0: |y' - y| / sqrt(d) and |y' + y| / sqrt(d), each (n,)."""
+    a, a2 = preactivations(seed, transform, size)
+    out = {}
+    for name in ("rms", "layer"):
+        y, y2 = f_norm(name, a, 0.0), f_norm(name, a2, 0.0)
+        out[name] = np.sqrt(np.einsum("nd,nd->n", y2 - y, y2 - y) / UNITS)
+        out[f"{name}_flip"] = np.sqrt(np.einsum("nd,nd->n", y2 + y, y2 + y) / UNITS)
+    return out
+
+
+def residuals(seed: int, transform: str, size: float) -> tuple[float, float]:
+    """(LayerNorm's, RMSNorm's) largest change over the cases."""
+    ch = changes(seed, transform, size)
+    return float(max(ch["layer"])), float(max(ch["rms"]))
+
+
+# --- the residual page's synthetic trunk --------------------------------------------------------
+
+TOKENS = 8
+
+
+@lru_cache(maxsize=8)
+def trunk(layers: int, d: int, drift: float, seed: int, eps: float) -> dict:
+    """Per norm: the streams h_0..h_L (L+1, n, d), the inputs z and outputs p of every
+    projection; and each projection's W 1 (L+1, d). Drawn as the page documents: h_0 from
+    ``default_rng([seed, 0])``, block l's weight from ``default_rng([seed, 1, l])`` in float32,
+    scaled by 1/sqrt(d)."""
+    h0 = np.random.default_rng([seed, 0]).standard_normal((TOKENS, d))
+    weights = [
+        torch.from_numpy(
+            np.random.default_rng([seed, 1, layer]).standard_normal((d, d), dtype=np.float32)
+        ).double()
+        / math.sqrt(d)
+        for layer in range(layers + 1)
+    ]
+    ones = torch.ones(d, dtype=torch.float64)
+    out = {"w1": np.stack([F.linear(ones, w).numpy() for w in weights])}
+    for name in ("rms", "layer"):
+        h = torch.from_numpy(h0)
+        hs, zs, ps = [], [], []
+        for w in weights:
+            z = torch.from_numpy(f_norm(name, h.numpy(), eps))
+            p = F.linear(z, w)
+            hs.append(h.numpy()), zs.append(z.numpy()), ps.append(p.numpy())
+            h = h + drift + p
+        out[name] = {"h": np.stack(hs), "z": np.stack(zs), "p": np.stack(ps)}
+    return out
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of each row of ``a`` (..., d) with the vector ``b`` (d,)."""
+    return np.einsum("...d,d->...", a, b) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b))
+
+
+def token_cosine(p: np.ndarray) -> float:
+    """Mean cosine over the ordered pairs of distinct rows of p (n, d)."""
+    unit = p / np.linalg.norm(p, axis=-1, keepdims=True)
+    n = p.shape[0]
+    total = np.linalg.norm(unit.sum(axis=0)) ** 2  # every pair, and each row with itself (1)
+    return float((total - n) / (n * (n - 1)))
