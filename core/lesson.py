@@ -2,9 +2,10 @@
 
 Each step asks the reader to predict how RMSNorm and LayerNorm behave, then reveals the
 computation that settles it. ``lesson_step(step_id)`` runs that computation with the rest of
-``core`` and returns the numbers the page quotes, the arrays its figure draws, ``correct`` (the
-option whose statement the measured numbers make true, None if none does) and the claims the page
-shows: the answer, the figure's caption and the explanation. The answer key is a measurement,
+``core`` and returns the step's options in the order they are shown (``options``; the letter of an
+option is its position), the numbers the page quotes, the arrays its figure draws, ``correct``
+(the option whose statement the measured numbers make true, None if none does) and the claims the
+page shows: the answer, the figure's caption and the explanation. The answer key is a measurement,
 so a change in the norms that broke a claim would change what the page says.
 
 Most steps use the same seeded vector ``lesson_vector()``: width 8, standard-normal draws plus
@@ -39,11 +40,14 @@ from core.stats import second_moment_identity, vector_stats
 __all__ = [
     "EXPLAINED",
     "LESSON_EPS",
+    "LETTERS",
+    "MOST_PER_LETTER",
     "OPTIONS",
     "STEP_IDS",
     "StepResult",
     "lesson_step",
     "lesson_vector",
+    "letter",
 ]
 
 STEP_IDS: tuple[str, ...] = (
@@ -63,42 +67,53 @@ STEP_IDS: tuple[str, ...] = (
     "gain",
 )
 
-# Every step's options. "Which norm ignores the change?" steps share one set of four.
-_WHICH = ("A", "B", "C", "D")
+# Every step's options, by id, in the order the page shows them: the letter a reader sees is the
+# position (A, B, C, D). The order is fixed per step, so a link, a class and a printout all name
+# the same letter, and it spreads the answers the numbers give over the letters: no letter is
+# right in more than MOST_PER_LETTER steps, so a reader who always picks one letter learns nothing.
+# "Which norm ignores the change?" steps share the ids both / rms / layer / neither.
 OPTIONS: dict[str, tuple[str, ...]] = {
-    "centre": _WHICH,
-    "identity": _WHICH,
-    "rescale": _WHICH,
-    "scales": _WHICH,
-    "shift": _WHICH,
-    "sweep": ("A", "B", "C"),
-    "plane": _WHICH,
-    "recenter": _WHICH,
-    "table": _WHICH,
-    "eps": ("A", "B"),
-    "precision": ("A", "B", "C"),
-    "gradient": _WHICH,
-    "residual": _WHICH,
-    "gain": ("A", "B", "C"),
+    "centre": ("zero", "one", "mean", "ratio"),
+    "identity": ("var", "rms2", "both", "neither"),
+    "rescale": ("rms", "layer", "both", "neither"),
+    "scales": ("keep_cancel", "keep_move", "flip_move", "flip_cancel"),
+    "shift": ("layer", "rms", "both", "neither"),
+    "sweep": ("back", "zero", "ones"),
+    "plane": ("both_square", "layer_on_x", "both_on_x", "rms_on_x"),
+    "recenter": ("both", "neither", "rms", "layer"),
+    "table": ("rms", "both", "neither", "layer"),
+    "eps": ("yes", "no"),
+    "precision": ("identical", "ulps", "visible"),
+    "gradient": ("layer", "neither", "both", "rms"),
+    "residual": ("rms", "layer", "alike", "apart"),
+    "gain": ("nearly", "shorter", "flipped"),
 }
+LETTERS = "ABCD"
+MOST_PER_LETTER = 5
 # The option each step's explanation is written for. Where the numbers make another option true,
 # the page shows ``lesson.explain_other`` instead of an explanation that would then be false.
 EXPLAINED: dict[str, str] = {
-    "centre": "B",
-    "identity": "A",
-    "rescale": "A",
-    "scales": "B",
-    "shift": "C",
-    "sweep": "B",
-    "plane": "B",
-    "recenter": "D",
-    "table": "C",
-    "eps": "B",
-    "precision": "B",
-    "gradient": "C",
-    "residual": "B",
-    "gain": "B",
+    "centre": "ratio",
+    "identity": "rms2",
+    "rescale": "both",
+    "scales": "flip_move",
+    "shift": "layer",
+    "sweep": "ones",
+    "plane": "rms_on_x",
+    "recenter": "neither",
+    "table": "layer",
+    "eps": "yes",
+    "precision": "ulps",
+    "gradient": "layer",
+    "residual": "rms",
+    "gain": "flipped",
 }
+
+
+def letter(step_id: str, option: str) -> str:
+    """The letter option ``option`` of step ``step_id`` is shown under."""
+    return LETTERS[OPTIONS[step_id].index(option)]
+
 
 # Eight coordinates: each one stays readable in a figure and in the prose.
 LESSON_WIDTH = 8
@@ -162,6 +177,7 @@ NEARLY = 0.05
 class StepResult:
     """What one lesson step shows.
 
+    ``options`` are the option ids in the order they are shown, the first under the letter A;
     ``correct`` is the option id whose statement the numbers make true (None: no option is);
     ``numbers`` are plain floats the question, the options and the alt text quote; ``arrays`` are
     what the figure draws; ``rows`` are table rows; ``claims`` are the sentences that state facts
@@ -169,11 +185,16 @@ class StepResult:
     """
 
     step_id: str
+    options: tuple[str, ...]
     correct: str | None
     numbers: dict[str, float]
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     rows: list[dict[str, object]] = field(default_factory=list)
     claims: dict[str, Claim] = field(default_factory=dict)
+
+    def letter(self, option: str) -> str:
+        """The letter ``option`` is shown under."""
+        return LETTERS[self.options.index(option)]
 
 
 @dataclass(frozen=True)
@@ -191,14 +212,14 @@ def lesson_vector() -> np.ndarray:
 
 
 def _which(rms_same: bool, layer_same: bool) -> str:
-    """The shared options: A both unchanged, B only RMSNorm, C only LayerNorm, D neither."""
+    """The shared options: which norm's output is unchanged (both, rms, layer or neither)."""
     if rms_same and layer_same:
-        return "A"
+        return "both"
     if rms_same:
-        return "B"
+        return "rms"
     if layer_same:
-        return "C"
-    return "D"
+        return "layer"
+    return "neither"
 
 
 def _max_change(a: np.ndarray, b: np.ndarray) -> float:
@@ -216,7 +237,7 @@ def _centre() -> _Measured:
     sx = vector_stats(x)
     mean_rms = float(np.mean(y_rms))
     ratio = sx.mean / sx.rms
-    options = {"A": 0.0, "B": ratio, "C": sx.mean, "D": 1.0}
+    options = {"zero": 0.0, "ratio": ratio, "mean": sx.mean, "one": 1.0}
     return _Measured(
         _matching(options, mean_rms, SAME_TOL),
         {
@@ -241,10 +262,13 @@ def _identity() -> _Measured:
     after = second_moment_identity(x + SHIFT_C)
     rms2_same = math.isclose(before[0], after[0], rel_tol=SAME_TOL)
     var_same = math.isclose(before[1], after[1], rel_tol=SAME_TOL)
-    # Options: A only RMS^2 changes, B only Var changes, C both change, D neither.
-    correct = {(False, True): "A", (True, False): "B", (False, False): "C", (True, True): "D"}[
-        (rms2_same, var_same)
-    ]
+    # Options: which of RMS^2 and Var changes (only rms2, only var, both or neither).
+    correct = {
+        (False, True): "rms2",
+        (True, False): "var",
+        (False, False): "both",
+        (True, True): "neither",
+    }[(rms2_same, var_same)]
     names = ("rms2", "var", "mean2")
     numbers = {f"{n}_before": v for n, v in zip(names, before, strict=True)}
     numbers.update({f"{n}_after": v for n, v in zip(names, after, strict=True)})
@@ -300,10 +324,10 @@ def _scales() -> _Measured:
     coord_cancel = [numbers[f"coord_change_{n}"] < SAME_TOL for n in ("rms", "layer")]
     # Options: (what -10 does to both outputs, whether both or neither cancel s).
     table = {
-        ("cancel", (True, True)): "A",
-        ("flip", (False, False)): "B",
-        ("cancel", (False, False)): "C",
-        ("flip", (True, True)): "D",
+        ("cancel", (True, True)): "keep_cancel",
+        ("flip", (False, False)): "flip_move",
+        ("cancel", (False, False)): "keep_move",
+        ("flip", (True, True)): "flip_cancel",
     }
     effect = "flip" if flips else ("cancel" if cancels else "other")
     arrays = {f"neg_{k}": v for k, v in neg.items()} | {f"coord_{k}": v for k, v in coord.items()}
@@ -318,11 +342,11 @@ def _sweep() -> _Measured:
     energy_far = float(sweep["rms_energy_along_ones"][-1])
     cos_far = float(sweep["rms_cosine"][-1])
     if energy_far > ALONG_ONES:
-        correct = "B"
+        correct = "ones"
     elif cos_far > ALONG_ONES:
-        correct = "A"
+        correct = "back"
     else:
-        correct = "C" if vector_stats(far).rms < 1 - ALONG_ONES else None
+        correct = "zero" if vector_stats(far).rms < 1 - ALONG_ONES else None
     return _Measured(
         correct,
         {
@@ -346,15 +370,15 @@ def _angle_from_ones(point: tuple[float, float]) -> float:
 def _plane() -> _Measured:
     p = plane_images(lesson_vector(), eps_rms=LESSON_EPS, eps_layer=LESSON_EPS)
     angle_x, angle_rms, angle_layer = (_angle_from_ones(q) for q in (p.point, p.rms, p.layer))
-    # Options: A both at 90°, B RMSNorm on x's angle and LayerNorm at 90°, C the other way
-    # round, D both on x's angle.
+    # Options: both at 90° (square to 1), one of them on x's angle and the other at 90°, or both
+    # on x's angle.
     on_x = [abs(a - angle_x) < ANGLE_TOL for a in (angle_rms, angle_layer)]
     square = [abs(a - 90.0) < ANGLE_TOL for a in (angle_rms, angle_layer)]
     table = {
-        (False, False, True, True): "A",
-        (True, False, False, True): "B",
-        (False, True, True, False): "C",
-        (True, True, False, False): "D",
+        (False, False, True, True): "both_square",
+        (True, False, False, True): "rms_on_x",
+        (False, True, True, False): "layer_on_x",
+        (True, True, False, False): "both_on_x",
     }
     return _Measured(
         table.get((*on_x, *square)),
@@ -461,7 +485,7 @@ def _eps() -> _Measured:
     }  # (k, d) -> (k,)
     gap = abs(out_rms["inside"] - out_rms["outside"]) / out_rms["outside"]
     return _Measured(
-        "B" if gap > VISIBLE_CHANGE else "A",
+        "yes" if gap > VISIBLE_CHANGE else "no",
         {
             "eps": LESSON_EPS,
             "rms_x": vector_stats(x).rms,
@@ -509,11 +533,11 @@ def _precision() -> _Measured:
     n_diff, worst = int(np.count_nonzero(ulps["divide"])), int(ulps["divide"].max())
     max_rel = float(np.max(rel))
     if n_diff == 0:
-        correct = "A"
+        correct = "identical"
     elif worst <= ULP_LIMIT:
-        correct = "B"
+        correct = "ulps"
     else:
-        correct = "C" if max_rel > VISIBLE_CHANGE else None
+        correct = "visible" if max_rel > VISIBLE_CHANGE else None
     same_reduction = bool(y["mean_square"][0] == y["mean_square"][1])
     counts = np.bincount(ulps["divide"])
     numbers = {
@@ -573,11 +597,11 @@ def _residual() -> _Measured:
     view = residual_view(**RESIDUAL_SETTING)
     rms, layer = view.last["rms"]["token_cosine"], view.last["layer"]["token_cosine"]
     if rms - layer >= TOKENS_APART:
-        correct = "B"
+        correct = "rms"
     elif layer - rms >= TOKENS_APART:
-        correct = "C"
+        correct = "layer"
     else:
-        correct = "A" if min(rms, layer) >= ALIKE_LEVEL else "D"
+        correct = "alike" if min(rms, layer) >= ALIKE_LEVEL else "apart"
     return _Measured(
         correct,
         {
@@ -607,14 +631,14 @@ def _gain() -> _Measured:
     flips = int(np.count_nonzero(np.sign(loaded) != np.sign(meant)))
     ratio = vector_stats(loaded).rms / vector_stats(meant).rms
     cos = float(np.dot(loaded, meant) / (np.linalg.norm(loaded) * np.linalg.norm(meant)))
-    # Options: A nearly the same, B much smaller with signs flipped, C the same direction only
-    # shorter.
+    # Options: nearly the same, the same direction only shorter, or much smaller with signs
+    # flipped.
     if _max_change(loaded, meant) <= NEARLY * float(np.max(np.abs(meant))):
-        correct = "A"
+        correct = "nearly"
     elif cos >= 1 - SAME_TOL:
-        correct = "C"
+        correct = "shorter"
     else:
-        correct = "B" if ratio < 0.5 and flips > 0 else None
+        correct = "flipped" if ratio < 0.5 and flips > 0 else None
     return _Measured(
         correct,
         {
@@ -652,7 +676,7 @@ _BUILDERS: dict[str, Callable[[], _Measured]] = {
 def _claims(step_id: str, m: _Measured) -> dict[str, Claim]:
     """The answer, the caption and the explanation, then the step's own claims."""
     answer = (
-        Claim("lesson.answer", {"letter": m.correct})
+        Claim("lesson.answer", {"letter": letter(step_id, m.correct), "option": m.correct})
         if m.correct is not None
         else Claim("lesson.answer_none", {})
     )
@@ -672,4 +696,5 @@ def lesson_step(step_id: str) -> StepResult:
     if step_id not in STEP_IDS:
         raise ValueError(f"step_id must be one of {', '.join(STEP_IDS)}; got {step_id!r}")
     m = _BUILDERS[step_id]()
-    return StepResult(step_id, m.correct, m.numbers, m.arrays, m.rows, _claims(step_id, m))
+    claims = _claims(step_id, m)
+    return StepResult(step_id, OPTIONS[step_id], m.correct, m.numbers, m.arrays, m.rows, claims)

@@ -16,7 +16,7 @@ from core import (
     RMS_FORMULA,
     RMS_JACOBIAN_FORMULA,
 )
-from core.lesson import NOISE, OPTIONS, STEP_IDS, StepResult, lesson_step
+from core.lesson import NOISE, STEP_IDS, StepResult, lesson_step
 from ui import fmt, widgets
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
@@ -235,7 +235,7 @@ def presets_table(tr: Translator) -> None:
             ],
             tr("lesson.col_gain"): [tr(f"lesson.gain_{p.gain_mode}") for p in presets],
         },
-        index=[p.title for p in presets],
+        index=[tr(f"lesson.preset_{p.name}") for p in presets],
     )
     frame.index.name = tr("lesson.col_preset")
     st.table(frame)
@@ -262,16 +262,22 @@ def extras(r: StepResult, tr: Translator) -> None:
         presets_table(tr)
 
 
+def option_label(r: StepResult, option: str, tr: Translator) -> str:
+    """An option as the reader sees it: its letter, then its statement."""
+    return f"**{r.letter(option)}** · {tr(f'lesson.{r.step_id}_{option}', **quoted(r))}"
+
+
 def prediction(step_id: str, r: StepResult, tr: Translator) -> str | None:
     """The options as a radio (locked once revealed); returns the visitor's pick."""
-    options = OPTIONS[step_id]
+    options = r.options
     chosen = st.session_state[ANSWERS].get(step_id)
-    # Not bound to the URL, so its labels may be translated; its values are the option letters.
+    # Not bound to the URL, so its labels may be translated; its values are the option ids, shown
+    # in the step's fixed order under the letters A, B, ...
     st.radio(
         tr("lesson.prediction"),
         options,
         index=options.index(chosen) if chosen in options else None,
-        format_func=lambda o: f"**{o}** · {tr(f'lesson.{step_id}_{o}', **quoted(r))}",
+        format_func=lambda o: option_label(r, o, tr),
         key=f"pick_{step_id}",
         on_change=_remember,
         args=(step_id,),
@@ -284,11 +290,11 @@ def verdict(r: StepResult, chosen: str, tr: Translator) -> None:
     """Right or not, the answer the numbers give, with the option's words."""
     answer = tr.claim(r.claims["answer"])
     if r.correct is not None:
-        answer += f"\n\n**{r.correct}** · {tr(f'lesson.{r.step_id}_{r.correct}', **quoted(r))}"
+        answer += f"\n\n{option_label(r, r.correct, tr)}"
     if chosen == r.correct:
         st.success(f"{tr('lesson.verdict_right')} {answer}")
     else:
-        st.error(f"{tr('lesson.verdict_wrong', chosen=chosen)} {answer}")
+        st.error(f"{tr('lesson.verdict_wrong', chosen=r.letter(chosen))} {answer}")
 
 
 def step_view(step: int, tr: Translator) -> None:

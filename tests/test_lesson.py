@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from core.invariance import TRANSFORMS
 from core.lesson import (
     EXPLAINED,
     LESSON_EPS,
+    MOST_PER_LETTER,
     OPTIONS,
     RESCALE_FACTOR,
     SHIFT_C,
@@ -21,6 +23,7 @@ from core.lesson import (
     coordinate_scale,
     lesson_step,
     lesson_vector,
+    letter,
     precision_outputs,
     stored_weight,
     upstream_gradient,
@@ -32,11 +35,28 @@ def test_every_step_has_options_and_the_answer_its_explanation_was_written_for()
     for step_id in STEP_IDS:
         r = lesson_step(step_id)
         assert r.step_id == step_id
-        assert r.correct in OPTIONS[step_id]
+        assert r.options == OPTIONS[step_id] and len(set(r.options)) == len(r.options)
+        assert r.correct in r.options
         assert r.correct == EXPLAINED[step_id], step_id
         assert all(math.isfinite(v) for v in r.numbers.values()), step_id
-        assert r.claims["answer"].fields["letter"] == r.correct
+        answer = r.claims["answer"].fields
+        assert answer == {"letter": r.letter(r.correct), "option": r.correct}
+        assert answer["letter"] == "ABCD"[r.options.index(r.correct)]
         assert r.claims["explain"].key == f"lesson.{step_id}_explain"
+
+
+def test_no_letter_is_right_in_more_than_five_steps() -> None:
+    """Always answering the same letter must not pass the lesson: over the fourteen steps each
+    letter is the right one at most five times."""
+    right = Counter(lesson_step(s).letter(lesson_step(s).correct) for s in STEP_IDS)
+    assert sum(right.values()) == len(STEP_IDS)
+    assert max(right.values()) <= MOST_PER_LETTER == 5, right
+
+
+def test_letters_are_positions_in_the_fixed_order() -> None:
+    r = lesson_step("centre")
+    assert [r.letter(o) for o in r.options] == ["A", "B", "C", "D"]
+    assert [letter("eps", o) for o in OPTIONS["eps"]] == ["A", "B"]
 
 
 def test_unknown_step_is_refused() -> None:
@@ -45,11 +65,11 @@ def test_unknown_step_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("rms_same", "layer_same", "letter"),
-    [(True, True, "A"), (True, False, "B"), (False, True, "C"), (False, False, "D")],
+    ("rms_same", "layer_same", "option"),
+    [(True, True, "both"), (True, False, "rms"), (False, True, "layer"), (False, False, "neither")],
 )
-def test_shared_options_map_both_measurements(rms_same: bool, layer_same: bool, letter: str):
-    assert _which(rms_same, layer_same) == letter
+def test_shared_options_map_both_measurements(rms_same: bool, layer_same: bool, option: str):
+    assert _which(rms_same, layer_same) == option
 
 
 def test_lesson_vector_is_seeded_and_off_centre() -> None:
@@ -66,7 +86,7 @@ def test_centre_matches_the_formulas() -> None:
     np.testing.assert_allclose(r.arrays["y_rms"], x / rms, rtol=1e-14)
     np.testing.assert_allclose(r.numbers["mean_rms"], np.mean(x) / rms, rtol=1e-13)
     np.testing.assert_allclose(r.numbers["mean_layer"], 0.0, atol=1e-15)
-    assert r.correct == "B"
+    assert r.correct == "ratio"
 
 
 def test_identity_only_the_second_moment_moves() -> None:
@@ -75,7 +95,7 @@ def test_identity_only_the_second_moment_moves() -> None:
     var = np.mean((x - np.mean(x)) ** 2)
     np.testing.assert_allclose([n["var_before"], n["var_after"]], var, rtol=1e-12)
     np.testing.assert_allclose(n["rms2_after"], var + (np.mean(x) + SHIFT_C) ** 2, rtol=1e-12)
-    assert lesson_step("identity").correct == "A"
+    assert lesson_step("identity").correct == "rms2"
 
 
 def test_rescale_is_cancelled_by_both_and_shift_only_by_layernorm() -> None:
@@ -84,10 +104,10 @@ def test_rescale_is_cancelled_by_both_and_shift_only_by_layernorm() -> None:
     # Only eps is not rescaled: the change is of order eps / Var(x).
     assert rescale.numbers["change_rms"] < 10 * LESSON_EPS
     assert rescale.numbers["change_layer"] < 10 * LESSON_EPS
-    assert rescale.correct == "A"
+    assert rescale.correct == "both"
     assert shift.numbers["change_layer"] < 1e-12
     assert shift.numbers["change_rms"] > 0.1
-    assert shift.correct == "C"
+    assert shift.correct == "layer"
 
 
 def test_sweep_turns_rmsnorm_onto_the_ones_direction() -> None:
@@ -98,7 +118,7 @@ def test_sweep_turns_rmsnorm_onto_the_ones_direction() -> None:
     along = np.mean(y) ** 2 * y.size / np.sum(y**2)  # <y, 1/sqrt(d)>^2 / |y|^2
     np.testing.assert_allclose(r.numbers["energy_far"], along, rtol=1e-12)
     np.testing.assert_allclose(r.arrays["layer_cosine"], 1.0, atol=1e-12)
-    assert r.correct == "B"
+    assert r.correct == "ones"
 
 
 def test_plane_layernorm_on_the_axis_rmsnorm_on_the_ray() -> None:
@@ -111,7 +131,7 @@ def test_plane_layernorm_on_the_axis_rmsnorm_on_the_ray() -> None:
     cos = np.sum(x) / (np.linalg.norm(x) * math.sqrt(x.size))
     np.testing.assert_allclose(n["angle_x"], math.degrees(math.acos(cos)), rtol=1e-12)
     np.testing.assert_allclose(n["angle_layer"], 90.0, atol=1e-9)
-    assert lesson_step("plane").correct == "B"
+    assert lesson_step("plane").correct == "rms_on_x"
 
 
 def test_table_agrees_with_the_paper() -> None:
@@ -121,7 +141,7 @@ def test_table_agrees_with_the_paper() -> None:
         if row["in_paper"]:
             assert row["layer_invariant"] == row["paper_layer"], row["id"]
             assert row["rms_invariant"] == row["paper_rms"], row["id"]
-    assert r.correct == "C"  # weight-matrix re-centring: LayerNorm only, as Table 1 says
+    assert r.correct == "layer"  # weight-matrix re-centring: LayerNorm only, as Table 1 says
     assert r.numbers["agree"] == r.numbers["total"] == 6
 
 
@@ -133,7 +153,7 @@ def test_eps_placement_matches_the_two_formulas() -> None:
     np.testing.assert_allclose(
         n["out_outside"], math.sqrt(ms) / (math.sqrt(ms) + LESSON_EPS), rtol=1e-12
     )
-    assert lesson_step("eps").correct == "B"
+    assert lesson_step("eps").correct == "yes"
 
 
 def test_precision_is_the_compute_dtype_and_the_count_depends_on_the_implementation() -> None:
@@ -144,7 +164,7 @@ def test_precision_is_the_compute_dtype_and_the_count_depends_on_the_implementat
     # Dividing by the root and multiplying by its reciprocal change different outputs.
     assert n["n_diff_mul"] != n["n_diff"]
     assert r.claims["detail"].key == "lesson.precision_reduction_exact"
-    assert r.correct == "B"
+    assert r.correct == "ulps"
 
 
 def test_precision_outputs_are_the_named_computations() -> None:
@@ -167,7 +187,7 @@ def test_gain_small_w_loaded_as_direct_gain_shrinks_and_flips() -> None:
     np.testing.assert_allclose(r.arrays["loaded"], w * y, rtol=1e-12)
     assert r.numbers["flips"] == np.count_nonzero(w < 0) > 0
     assert r.numbers["ratio"] < 0.5
-    assert r.correct == "B"
+    assert r.correct == "flipped"
 
 
 def test_scales_negative_flips_and_per_coordinate_breaks_both() -> None:
@@ -181,7 +201,7 @@ def test_scales_negative_flips_and_per_coordinate_breaks_both() -> None:
         )
         assert r.numbers[f"coord_change_{norm}"] > 0.1
     np.testing.assert_array_equal(r.arrays["coord_rms_before"], r.arrays["neg_rms_before"])
-    assert r.correct == "B" and x.shape == s.shape
+    assert r.correct == "flip_move" and x.shape == s.shape
 
 
 def test_recenter_moves_both_norms_and_the_shift_is_not_along_ones() -> None:
@@ -190,7 +210,7 @@ def test_recenter_moves_both_norms_and_the_shift_is_not_along_ones() -> None:
     shift = r.arrays["shift"]
     np.testing.assert_allclose(r.numbers["shift_spread"], np.std(shift), rtol=1e-12)
     assert 10 < r.numbers["shift_angle"] < 90
-    assert r.correct == "D"
+    assert r.correct == "neither"
 
 
 @pytest.mark.parametrize("eps", [0.0, 1e-6, 1.0])
@@ -217,4 +237,4 @@ def test_residual_step_is_the_residual_pages_default_state() -> None:
     view = residual_view(layers=24, d=256, drift=0.5, seed=0, eps=1e-5)
     assert r.numbers["tok_rms"] == view.last["rms"]["token_cosine"]
     assert r.numbers["tok_rms"] - r.numbers["tok_layer"] > 0.5
-    assert r.correct == "B"
+    assert r.correct == "rms"
