@@ -11,9 +11,12 @@ share of a forward pass, and the claims (``core.claims``) that state what these 
 - whether the seed-to-seed spread of that loss (max - min over one norm's seeds, the larger of
   the two norms) exceeds the gap between the norms' means;
 - time per step: the median over every step of a norm's runs, and how consistent the ratio
-  is: RMSNorm over LayerNorm, seed by seed and in each half of the steps;
+  is: RMSNorm over LayerNorm, seed by seed and in consecutive parts of the steps; which norm is
+  faster is said only when at least ``MIN_PAIRS`` such comparisons all agree (a sign test);
 - the norms' share of a forward pass, :math:`(t_{norm} - t_{identity}) / t_{norm}`, timed by
-  ``core.train.time_forward`` with the norms and with the identity in their place;
+  ``core.train.time_forward`` with the norms and with the identity in their place; the variant
+  without a norm times one computation twice, so its largest :math:`|share|` is the timing noise,
+  and a share is quoted, or two compared, only beyond it (a share is never shown negative);
 - the RMSNorm paper's 7-64 % (Zhang & Sennrich 2019) beside this machine's saving
   :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`.
 
@@ -55,6 +58,7 @@ __all__ = [
     "LIVE_WIDTHS",
     "LIVE_WORK",
     "MAX_POINTS",
+    "MIN_PAIRS",
     "SECONDS_ENV",
     "TRAIN_LOCK",
     "NormSummary",
@@ -70,6 +74,7 @@ __all__ = [
     "reference_spread",
     "reference_view",
     "run_record",
+    "shown_share",
     "train_live",
     "training_view",
 ]
@@ -98,6 +103,10 @@ LIVE_VALIDATIONS = 20
 LIVE_TIMING_REPEATS = 5
 # Points per curve sent to the browser: training losses are averaged over bins of steps.
 MAX_POINTS = 150
+# Paired step-time comparisons needed before a sentence says which norm's step is faster: if the
+# norms cost the same, each comparison falls either side of 1 with even odds, and all k agree by
+# chance with probability 2^(1 - k): 3.1 % at k = 6 (a two-sided sign test below 5 %), 6.3 % at 5.
+MIN_PAIRS = 6
 
 # One live training per server process: two at once would each time the other's load, and
 # queued runs would stack up CPU work that nobody waits for.
@@ -242,7 +251,7 @@ class RunCurves:
     val_loss: np.ndarray
     step_seconds: np.ndarray  # every step, for the time comparisons
     median_step_ms: float  # NaN before the first step
-    norm_share: float | None
+    norm_share: float | None  # the raw reading: timing noise can make it negative
     finite: bool  # every loss it recorded is a finite number
     max_seconds: float | None
     max_work: float | None
@@ -281,6 +290,7 @@ class TrainingView:
     equal_seconds: float
     operations: dict[str, int]
     time_ratio: float | None  # RMSNorm's median step over LayerNorm's
+    share_noise: float | None  # the no-norm variant's largest |share| (None: not timed)
     claims: dict[str, Claim]
 
 
@@ -300,6 +310,8 @@ def _curves(record: Mapping[str, Any]) -> RunCurves:
     val_loss = np.asarray(record["val_loss"], dtype=float)
     size = max(1, math.ceil(loss.size / MAX_POINTS))
     stopped = record.get("stopped_by")
+    forward, identity = record.get("forward_seconds"), record.get("forward_identity_seconds")
+    share = None if forward is None or identity is None or forward <= 0 else 1 - identity / forward
     return RunCurves(
         norm=record["norm"],
         seed=int(record["seed"]),
@@ -314,7 +326,7 @@ def _curves(record: Mapping[str, Any]) -> RunCurves:
         val_loss=val_loss,
         step_seconds=step_s,
         median_step_ms=float(np.median(step_s) * 1e3) if step_s.size else math.nan,
-        norm_share=record.get("norm_share"),
+        norm_share=share,
         finite=bool(np.isfinite(loss).all() and np.isfinite(val_loss).all()),
         max_seconds=record["config"].get("max_seconds"),
         max_work=record["config"].get("max_work"),
@@ -398,7 +410,8 @@ def training_view(
     ratio = None
     if "rms" in norms and "layer" in norms:
         ratio = norms["rms"].median_step_ms / norms["layer"].median_step_ms
-    view = TrainingView(runs, norms, step, seconds, operations, ratio, {})
+    noise = _share_noise(runs)
+    view = TrainingView(runs, norms, step, seconds, operations, ratio, noise, {})
     claims = _loss_claims(view, reference_spread)
     claims.update(_time_claims(view))
     if machine is not None:
@@ -541,19 +554,41 @@ def _none_claim(view: TrainingView) -> Claim | None:
     )
 
 
+def _parts(n: int, parts: int) -> list[tuple[int, int]]:
+    """``n`` steps in ``parts`` consecutive runs of steps, as ``numpy.array_split`` cuts them
+    (the first ``n % parts`` one step longer)."""
+    edges = np.cumsum([0] + [len(p) for p in np.array_split(np.arange(n), parts)])
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
+
+
 def _paired_ratios(rms: Sequence[RunCurves], layer: Sequence[RunCurves]) -> list[float]:
-    """RMSNorm's median step time over LayerNorm's, per seed trained with both and per half of
-    the steps both runs of that seed did (the halves show a load that changed during a run)."""
+    """RMSNorm's median step time over LayerNorm's, per seed trained with both and per part of
+    the steps both runs of that seed did: each seed's steps are cut into enough consecutive parts
+    that all seeds together give ``MIN_PAIRS`` comparisons (at least two parts a seed, at most
+    one a step). The parts show a load that changed during a run."""
     by_seed = {r.seed: r for r in layer}
+    paired = [(a, by_seed[a.seed]) for a in rms if a.seed in by_seed]
+    parts = max(2, math.ceil(MIN_PAIRS / max(1, len(paired))))
     ratios = []
-    for a in rms:
-        b = by_seed.get(a.seed)
-        n = min(a.steps_done, b.steps_done) if b is not None else 0
-        for lo, hi in ((0, n // 2), (n // 2, n)) if n >= 2 else ():
+    for a, b in paired:
+        n = min(a.steps_done, b.steps_done)
+        for lo, hi in _parts(n, min(parts, n)) if n >= 2 else ():
             ta, tb = np.median(a.step_seconds[lo:hi]), np.median(b.step_seconds[lo:hi])
             if tb > 0 and math.isfinite(ta / tb):
                 ratios.append(float(ta / tb))
     return ratios
+
+
+def _step_order(ratios: Sequence[float]) -> str:
+    """``slower`` or ``faster`` when every paired ratio lies on that side of 1 and there are
+    ``MIN_PAIRS`` of them; ``few`` when they agree but are fewer; ``mixed`` otherwise."""
+    if all(r > 1 for r in ratios):
+        side = "slower"
+    elif all(r < 1 for r in ratios):
+        side = "faster"
+    else:
+        return "mixed"
+    return side if len(ratios) >= MIN_PAIRS else "few"
 
 
 def _time_claims(view: TrainingView) -> dict[str, Claim]:
@@ -561,40 +596,48 @@ def _time_claims(view: TrainingView) -> dict[str, Claim]:
         return {}
     rms = [r for r in view.runs if r.norm == "rms"]
     layer = [r for r in view.runs if r.norm == "layer"]
-    claims = {"share": _share_claim(rms, layer)}
-    noise = _noise_claim(view, rms, layer)
+    noise = _share_noise(view.runs)
+    claims = {"share": _share_claim(rms, layer, noise)}
     if noise is not None:
-        claims["noise"] = noise
+        claims["noise"] = Claim("training.noise", {"noise_pct": noise})
     ratios = _paired_ratios(rms, layer)
     ratio = view.time_ratio
-    if ratios and ratio is not None and math.isfinite(ratio) and ratio > 0:
-        lo, hi = min(ratios), max(ratios)
-        fields = {
+    if not (ratios and ratio is not None and math.isfinite(ratio) and ratio > 0):
+        return claims
+    order = _step_order(ratios)
+    claims["step_time"] = Claim(
+        f"training.step_time_{order}",
+        {
             "ratio": ratio,
             "rms_ms": view.norms["rms"].median_step_ms,
             "layer_ms": view.norms["layer"].median_step_ms,
-            "lo": lo,
-            "hi": hi,
+            "lo": min(ratios),
+            "hi": max(ratios),
             "pairs": len(ratios),
-        }
-        order = "slower" if lo > 1 else "faster" if hi < 1 else "mixed"
-        claims["step_time"] = Claim(f"training.step_time_{order}", fields)
-        claims["paper"] = _paper_claim(ratio, order)
-        share = claims["share"].key
-        slower = ratio > 1 or share == "training.share_rms_larger"
-        claims["why"] = Claim(
-            "training.why_slower" if slower else "training.why_not_slower",
-            {"rms_ops": view.operations["rms"], "layer_ops": view.operations["layer"]},
-        )
+            "chance_pct": 2.0 ** (1 - len(ratios)),
+        },
+    )
+    claims["paper"] = _paper_claim(ratio, order)
+    # A question about RMSNorm's cost only where a timing beyond its noise shows that cost: the
+    # steps, or (when the steps do not settle it) the norms' share of a forward pass.
+    share_larger = claims["share"].key == "training.share_rms_larger"
+    if order == "slower" or (order in ("few", "mixed") and share_larger):
+        why = "training.why_slower"
+    elif order == "faster":
+        why = "training.why_not_slower"
+    else:
+        return claims
+    ops = {"rms_ops": view.operations["rms"], "layer_ops": view.operations["layer"]}
+    claims["why"] = Claim(why, ops)
     return claims
 
 
 def _paper_claim(ratio: float, order: str) -> Claim:
-    """This machine's saving beside the paper's 7-64 %, when the timings agree on its sign."""
+    """This machine's saving beside the paper's 7-64 %, when the timings settle its sign."""
     saving = 1.0 - ratio
     lo, hi = PAPER_SAVING
-    fields = {"saving_pct": saving, "ratio": ratio, "paper_lo_pct": lo, "paper_hi_pct": hi}
-    if order == "mixed" or (order == "slower") != (saving < 0):
+    fields = {"ratio": ratio, "paper_lo_pct": lo, "paper_hi_pct": hi}
+    if order not in ("slower", "faster") or (order == "slower") != (saving < 0):
         return Claim("training.paper_unresolved", fields)
     if saving < 0:
         key = "paper_slower"
@@ -607,63 +650,74 @@ def _paper_claim(ratio: float, order: str) -> Claim:
     return Claim(f"training.{key}", {**fields, "saving_pct": abs(saving)})
 
 
-def _share_claim(rms: Sequence[RunCurves], layer: Sequence[RunCurves]) -> Claim:
-    """The norms' share of a forward pass with RMSNorm and with LayerNorm, seed by seed."""
+def _share_noise(runs: Sequence[RunCurves]) -> float | None:
+    """The timing noise of a share: the variant without a norm times the same computation
+    twice, so its largest ``|share|`` is what noise alone makes (None when it was not timed)."""
+    readings = [abs(r.norm_share) for r in runs if r.norm == "none" and _measured(r.norm_share)]
+    return max(readings) if readings else None
+
+
+def _measured(share: float | None) -> bool:
+    return share is not None and math.isfinite(share)
+
+
+def shown_share(share: float | None, noise: float | None) -> float | None:
+    """A run's share of a forward pass as the page shows it: only when the pass without the
+    norms was faster by more than the timing noise (0 when unmeasured), so never below it."""
+    if not _measured(share) or share <= (noise or 0.0):
+        return None
+    return share
+
+
+def _share_claim(
+    rms: Sequence[RunCurves], layer: Sequence[RunCurves], noise: float | None
+) -> Claim:
+    """The norms' share of a forward pass with RMSNorm and with LayerNorm, seed by seed, held
+    to the timing noise: a share is quoted only above it, and one norm's share is called
+    larger only where every seed's difference exceeds it."""
     by_seed = {r.seed: r.norm_share for r in layer}
     pairs = [
         (a.norm_share, by_seed[a.seed])
         for a in rms
-        if a.norm_share is not None and by_seed.get(a.seed) is not None
+        if _measured(a.norm_share) and _measured(by_seed.get(a.seed))
     ]
-    pairs = [(a, b) for a, b in pairs if math.isfinite(a) and math.isfinite(b)]
     if not pairs:
         return Claim("training.share_unmeasured", {})
     shares = np.array(pairs)
+    if any(shown_share(s, noise) is None for s in shares.ravel()):
+        return Claim("training.share_noisy", {"pairs": len(pairs)})
     fields = {
         "rms_pct": float(np.median(shares[:, 0])),
         "layer_pct": float(np.median(shares[:, 1])),
         "pairs": len(pairs),
     }
+    if noise is None:
+        return Claim("training.share_uncompared", fields)
+    fields["noise_pct"] = noise
     diff = shares[:, 0] - shares[:, 1]
-    key = "rms_larger" if (diff > 0).all() else "layer_larger" if (diff < 0).all() else "mixed"
+    if (diff > noise).all():
+        key = "rms_larger"
+    elif (diff < -noise).all():
+        key = "layer_larger"
+    elif (np.abs(diff) > noise).all():
+        key = "mixed"
+    else:
+        key = "close"
     return Claim(f"training.share_{key}", fields)
 
 
-def _noise_claim(
-    view: TrainingView, rms: Sequence[RunCurves], layer: Sequence[RunCurves]
-) -> Claim | None:
-    """The variant without a norm times the same computation twice, so its "share" shows the
-    timing noise; is every seed's RMSNorm - LayerNorm difference in share larger than it?"""
-    noise = [
-        r.norm_share
-        for r in view.runs
-        if r.norm == "none" and r.norm_share is not None and math.isfinite(r.norm_share)
-    ]
-    if not noise:
-        return None
-    fields = {"lo_pct": min(noise), "hi_pct": max(noise)}
-    by_seed = {r.seed: r.norm_share for r in layer}
-    diffs = [
-        abs(a.norm_share - by_seed[a.seed])
-        for a in rms
-        if a.norm_share is not None and by_seed.get(a.seed) is not None
-    ]
-    diffs = [d for d in diffs if math.isfinite(d)]
-    if not diffs:
-        return Claim("training.noise_only", fields)
-    fields.update(diff_pct=min(diffs))
-    below = max(abs(v) for v in noise) < min(diffs)
-    return Claim("training.noise_below" if below else "training.noise_above", fields)
-
-
 def _machine_claim(machine: Mapping[str, Any]) -> Claim:
-    """Where the shipped timings come from: the cores, threads and the load during the runs."""
+    """Where the shipped timings come from: the cores, the threads and the 1-minute load
+    average at the start and the end. A load average above the core count means that on
+    average more tasks were ready to run than there were cores, so some waited for one: the
+    timings were taken under contention. At or below it, they were not on average."""
     before, after = machine["load_average_before"][0], machine["load_average_after"][0]
-    key = "rose" if after > before else "fell" if after < before else "same"
+    cpus = machine["cpu_count"]
+    contended = max(before, after) > cpus
     return Claim(
-        f"training.machine_load_{key}",
+        f"training.machine_{'contended' if contended else 'uncontended'}",
         {
-            "cpus": machine["cpu_count"],
+            "cpus": cpus,
             "threads": machine["threads"],
             "before": float(before),
             "after": float(after),
