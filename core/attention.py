@@ -57,7 +57,8 @@ OFFSET_RANGE = (-10.0, 10.0)
 LENGTH_LADDER = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
 CASES = ("raw", "rms", "layer")
 # eps = 0 for both norms: the paper's decomposition has none, and with it every key lands at
-# norm sqrt(d) exactly (an eps > 0 pulls keys with a small spread inside the sphere).
+# norm sqrt(d) exactly. An eps > 0 gives norm sqrt(d) r / sqrt(r^2 + eps), r the key's RMS for
+# RMSNorm and the standard deviation of its coordinates for LayerNorm: a small r pulls it inside.
 NORM_EPS = 0.0
 
 # A key is un-selectable when its best margin (below) is at most this. The margin is measured on
@@ -76,6 +77,9 @@ TIE_TOL = 1e-9
 UNIFORM_TOL = 1e-9
 # How close to 1 (radians) the best query must be to count as the closed form q ∥ 1.
 ANGLE_TOL = 1e-6
+# The page's angle and turn controls move in whole degrees, so "point the query here" can only
+# set the best direction rounded to them; the sentence beside it quotes attention there.
+DIAL_STEP = 1
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,7 @@ class BestQuery:
     width: float  # max_i u·k_i − min_i u·k_i
     spread: float  # length · width / sqrt(d): max − min of the scores
     weights: np.ndarray  # (n,) softmax at q = length · u
+    dial: tuple[int, int]  # (angle, turn) rounded to the controls' whole degrees
 
 
 @dataclass(frozen=True)
@@ -175,6 +180,14 @@ def direction_angles(u: np.ndarray) -> tuple[float, float]:
     if u.shape[-1] == 2:
         return math.degrees(math.atan2(a, along)), 0.0
     return math.degrees(math.atan2(across, along)), math.degrees(math.atan2(b, a))
+
+
+def dial_angles(angle: float, turn: float) -> tuple[int, int]:
+    """(angle, turn) rounded to the nearest :data:`DIAL_STEP` degrees the page's controls take."""
+    return (
+        int(DIAL_STEP * round(angle / DIAL_STEP)),
+        int(DIAL_STEP * round(turn / DIAL_STEP)),
+    )
 
 
 def attention(keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -281,7 +294,8 @@ def best_query(keys: np.ndarray, length: float) -> BestQuery:
     angle, turn = direction_angles(u)
     width = float(widths[choice])
     _, weights = attention(keys, length * u)
-    return BestQuery(u, angle, turn, width, length * width / math.sqrt(d), weights)
+    spread = length * width / math.sqrt(d)
+    return BestQuery(u, angle, turn, width, spread, weights, dial_angles(angle, turn))
 
 
 @lru_cache(maxsize=64)
@@ -369,15 +383,42 @@ def _geometry_claims(case: str, ks: KeySet, d: int, n: int) -> dict[str, Claim]:
     return claims
 
 
+def _most_weight(weights: np.ndarray) -> tuple[str, np.ndarray]:
+    """The keys with the most weight (ties within TIE_TOL) and how to say it: "uniform" when
+    they are all of them, "one" or "tied"."""
+    tied = np.flatnonzero(weights >= float(weights.max()) * (1.0 - TIE_TOL))
+    if len(tied) == len(weights):
+        return "uniform", tied
+    return ("one" if len(tied) == 1 else "tied"), tied
+
+
 def _top_claim(weights: np.ndarray) -> Claim:
     """Which key the chosen query attends to most (ties named as ties)."""
-    top = float(weights.max())
-    tied = np.flatnonzero(weights >= top * (1.0 - TIE_TOL))
-    if len(tied) == len(weights):
-        return Claim("attention.top_uniform", {"w_pct": top})
-    if len(tied) == 1:
-        return Claim("attention.top_one", {"key": key_names(tied), "w_pct": top})
-    return Claim("attention.top_tied", {"keys": key_names(tied), "w_pct": top})
+    kind, tied = _most_weight(weights)
+    fields = {"w_pct": float(weights.max())}
+    if kind != "uniform":
+        fields["key" if kind == "one" else "keys"] = key_names(tied)
+    return Claim(f"attention.top_{kind}", fields)
+
+
+def _dial_claim(ks: KeySet, d: int, length: float) -> Claim:
+    """Attention at the best direction rounded to whole degrees, where "point the query here"
+    turns the query: the sentence the top-weight line will say once it is pressed."""
+    angle, turn = ks.best.dial
+    scores, weights = attention(ks.keys, length * query_direction(d, angle, turn))
+    kind, tied = _most_weight(weights)
+    fields = {
+        "angle": angle,
+        "turn": turn,
+        "spread": float(scores.max() - scores.min()),
+        "w_pct": float(weights.max()),
+        "w_min_pct": float(weights.min()),
+    }
+    if kind != "uniform":
+        fields["key" if kind == "one" else "keys"] = key_names(tied)
+    turned = "_turn" if d == 3 and angle not in (0, 180) else ""
+    noise = UNIFORM_TOL * length * float(np.max(ks.norms)) / math.sqrt(d)
+    return Claim(f"attention.dial_{kind}{turned}", fields, noise)
 
 
 def _uniform_claim(ks: KeySet, d: int, length: float) -> Claim:
@@ -452,8 +493,9 @@ def attention_sandbox(
 ) -> Sandbox:
     """Keys, the query, attention over raw, RMSNorm and LayerNorm keys, and the claims.
 
-    Claims by slot: ``norms_<case>``, ``plane_<case>``, ``select_<case>``, ``top_<case>`` and
-    ``uniform_<case>`` for each case in :data:`CASES`; ``closed_form``; ``two_points`` at d = 2.
+    Claims by slot: ``norms_<case>``, ``plane_<case>``, ``select_<case>``, ``top_<case>``,
+    ``uniform_<case>`` and ``dial_<case>`` for each case in :data:`CASES`; ``closed_form``;
+    ``two_points`` at d = 2.
     """
     _check_args(d, n, spread, offset, length)
     if not (math.isfinite(angle) and math.isfinite(turn)):
@@ -468,5 +510,6 @@ def attention_sandbox(
         claims.update(_geometry_claims(ks.case, ks, d, n))
         claims[f"top_{ks.case}"] = _top_claim(weights)
         claims[f"uniform_{ks.case}"] = _uniform_claim(ks, d, length)
+        claims[f"dial_{ks.case}"] = _dial_claim(ks, d, length)
     claims.update(_layer_claims(cases["layer"].keyset, d, length))
     return Sandbox(d, n, float(length), direction, query, cases, claims)

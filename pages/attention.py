@@ -72,10 +72,11 @@ def controls(tr: Translator) -> dict:
     return state
 
 
-def _point_query(angle: float, turn: float) -> None:
-    """``on_click`` of a "point the query here" button: runs before the widgets are drawn."""
-    st.session_state["angle"] = int(round(angle))
-    st.session_state["turn"] = int(round(turn))
+def _point_query(angle: int, turn: int) -> None:
+    """``on_click`` of a "point the query here" button: runs before the widgets are drawn. The
+    angles are the core's whole degrees (``BestQuery.dial``), which the sentence above quotes."""
+    st.session_state["angle"] = angle
+    st.session_state["turn"] = turn
 
 
 def formulas(tr: Translator) -> None:
@@ -155,12 +156,13 @@ def uniform_section(box: Sandbox, tr: Translator) -> None:
             if case == "layer":
                 lines.append(tr.claim(box.claims["closed_form"]))
             st.markdown(" ".join(lines))
+            st.markdown(tr.claim(box.claims[f"dial_{case}"]))
             if not presenting():
                 st.button(
                     tr("attention.use_best"),
                     key=f"use_{case}",
                     on_click=_point_query,
-                    args=(best.angle, best.turn),
+                    args=best.dial,
                     icon=":material/explore:",
                 )
 

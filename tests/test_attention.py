@@ -30,6 +30,7 @@ from core.attention import (
     query_direction,
     selection_margins,
 )
+from ui.i18n import t
 
 # Directions sampled for the brute-force checks: a circle, and a Fibonacci sphere.
 CIRCLE = 100_000
@@ -237,6 +238,35 @@ def test_angle_zero_is_the_ones_direction() -> None:
     for d in (2, 3):
         np.testing.assert_allclose(query_direction(d, 0, 77), np.ones(d) / math.sqrt(d))
     np.testing.assert_allclose(query_direction(2, 90, 0), [-1 / math.sqrt(2), 1 / math.sqrt(2)])
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_the_eps_sentence_names_what_each_norm_shrinks_by(lang: str) -> None:
+    """With eps > 0 a key's norm is sqrt(d) r / sqrt(r^2 + eps): r its RMS under RMSNorm, the
+    standard deviation of its coordinates under LayerNorm. The page says so, not "spread"."""
+    text = t("attention.explain_eps", lang)
+    assert "√d · r/√(r² + ε)" in text
+    assert "RMS" in text and ("standard deviation" in text or "simpangan baku" in text)
+    assert "small spread" not in text and "sebaran kecil" not in text
+    eps, d = 0.01, 3
+    # A key with a small spread around a large offset: a large RMS, a small standard deviation.
+    keys = torch.tensor(
+        [[10.05, 9.9, 10.02], [0.05, -0.08, 0.02], [3.0, -1.0, 2.0]], dtype=torch.float64
+    )
+    rms = keys.square().mean(dim=1).sqrt()
+    std = keys.std(dim=1, correction=0)
+    for out, r in (
+        (F.rms_norm(keys, (d,), eps=eps), rms),
+        (F.layer_norm(keys, (d,), eps=eps), std),
+    ):
+        np.testing.assert_allclose(
+            out.norm(dim=1).numpy(),
+            (math.sqrt(d) * r / (r.square() + eps).sqrt()).numpy(),
+            rtol=1e-12,
+        )
+    # The first key: RMSNorm keeps it on the sphere to 5e-5, LayerNorm pulls it well inside.
+    assert F.rms_norm(keys, (d,), eps=eps)[0].norm() > math.sqrt(d) * (1 - 1e-4)
+    assert F.layer_norm(keys, (d,), eps=eps)[0].norm() < 0.8 * math.sqrt(d)
 
 
 def test_attention_is_scaled_dot_product_softmax() -> None:

@@ -44,7 +44,7 @@ STATES = st.fixed_dictionaries(
         "length": st.sampled_from(LENGTH_LADDER),
     }
 )
-SLOT = re.compile(r"^(norms|plane|select|top|uniform)_(raw|rms|layer)$")
+SLOT = re.compile(r"^(norms|plane|select|top|uniform|dial)_(raw|rms|layer)$")
 # Relative tolerances of the sentences' "equal", "⟂" and "tie" (the core's are 1e-9).
 TOL = 1e-9
 # An un-selectable key is within this distance of the other keys' hull (keys scaled to radius 1).
@@ -276,6 +276,33 @@ def _uniform(state, claim, exact: bool, turned: bool) -> None:
     assert best_sampled(k, length) >= spread - 1e-9 * scale
 
 
+def _dial(state, claim, kind: str, turned: bool) -> None:
+    """Attention at whole degrees: the nearest ones to the direction the sentence before it names
+    (the button sets them), recomputed there."""
+    case = state["_case"]
+    k = keys(state)[case]
+    d, length = state["d"], state["length"]
+    f = claim.fields
+    link = {key: value for key, value in state.items() if key != "_case"}
+    best = view(link).claims[f"uniform_{case}"].fields
+    for name in ("angle", "turn"):
+        assert isinstance(f[name], int), (name, f[name])
+        assert abs(f[name] - best[name]) <= 0.5, (name, f[name], best[name])
+    assert turned == (d == 3 and f["angle"] not in (0, 180)), (d, f["angle"])
+    q = length * direction(d, f["angle"], f["turn"])
+    w = weights(k, q)
+    scores = k @ q / math.sqrt(d)
+    tied = set(np.flatnonzero(w >= w.max() * (1 - TOL)).tolist())
+    assert math.isclose(f["w_pct"], w.max(), rel_tol=1e-9)
+    assert math.isclose(f["w_min_pct"], w.min(), rel_tol=1e-9)
+    if kind == "uniform":
+        assert len(tied) == len(w), w
+        return
+    assert names(f["key" if kind == "one" else "keys"]) == tied, (f, tied)
+    assert (len(tied) == 1) == (kind == "one") and len(tied) < len(w)
+    assert_shown_equal(claim, "spread", float(np.ptp(scores)))
+
+
 def _closed_form(state, claim, holds: bool) -> None:
     k = keys(state)["layer"]
     d, length = state["d"], state["length"]
@@ -333,6 +360,13 @@ CHECKS = {
     "attention.uniform_exact_turn": _per_case(lambda s, c: _uniform(s, c, True, True)),
     "attention.uniform_close": _per_case(lambda s, c: _uniform(s, c, False, False)),
     "attention.uniform_close_turn": _per_case(lambda s, c: _uniform(s, c, False, True)),
+    **{
+        f"attention.dial_{kind}{turn}": _per_case(
+            lambda s, c, kind=kind, turned=bool(turn): _dial(s, c, kind, turned)
+        )
+        for kind in ("uniform", "one", "tied")
+        for turn in ("", "_turn")
+    },
     "attention.layer_closed_form": lambda s, c: _closed_form(s, c, True),
     "attention.layer_closed_form_off": lambda s, c: _closed_form(s, c, False),
     "attention.layer_two_points": lambda s, c: _two_points(s, c, True),
