@@ -71,10 +71,14 @@ def _defaults(catalog: Catalog) -> tuple[str, str]:
 
 
 _DEFAULT_A, _DEFAULT_B = _defaults(Catalog.from_env())
+# ``text`` is the app's text size (``text=large``), read on every page; the models' text is the
+# ``prompt``. A ``text=`` that is not a size stays the frame's business (a notice, then the normal
+# size), never a prompt: a mistyped size and a sentence cannot be told apart, and no link ever
+# carried a sentence there that the page kept (the frame replaced it before the page ran).
 PARAMS = (
     ModelParam("model", _DEFAULT_A),
     ModelParam("compare", _DEFAULT_B, allow_none=True),
-    TextParam("text", "", max_len=MAX_TEXT),
+    TextParam("prompt", "", max_len=MAX_TEXT),
 )
 P = {p.key: p for p in PARAMS}
 
@@ -139,8 +143,8 @@ def controls(tr: Translator, catalog: Catalog) -> dict:
             state["compare"] = _select(
                 P["compare"], tr("inspector.compare_label"), options, help_text
             )
-        state["text"] = text_box(
-            P["text"], tr("inspector.text_label"), help=tr("inspector.text_help", limit=MAX_TEXT)
+        state["prompt"] = text_box(
+            P["prompt"], tr("inspector.text_label"), help=tr("inspector.text_help", limit=MAX_TEXT)
         )
         hub_box(tr, catalog.settings)
     return state
@@ -396,7 +400,7 @@ def main() -> None:
     ready = {
         side: link for side, link in wanted.items() if _load_with_progress(tr, side, link, catalog)
     }
-    prompt = state["text"].strip()[:MAX_TEXT] or tr("inspector.prompt")
+    prompt = state["prompt"].strip()[:MAX_TEXT] or tr("inspector.prompt")
     if ready:
         try:
             view = compute(tuple(ready.items()), prompt, catalog.settings)

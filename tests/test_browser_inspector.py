@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import live_app, open_page
 
-from tests.claims.inspector import tiny_dir
+from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
 
 pytestmark = pytest.mark.browser

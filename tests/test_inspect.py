@@ -38,12 +38,8 @@ from core.checkpoints.readings import read_norm_inputs
 from core.checkpoints.sources import DEFAULT_MAX_GB, GIB, valid_hub_id
 from core.checkpoints.view import _contract_claim
 from core.norms import layer_norm, rms_norm
-from tests.claims.inspector import (
-    check_contract_unknown,
-    offline_hub_cache,
-    tiny_dir,
-    unknown_count,
-)
+from tests.claims.inspector import check_contract_unknown, unknown_count
+from tests.inspector_fixture import offline_hub_cache, tiny_dir
 
 FAMILIES = ("llama", "gemma", "olmo2", "gpt2")
 

@@ -9,7 +9,7 @@ from apptest_util import assert_claims_shown, figures, open_app, shown_text
 
 from core.checkpoints import Settings, clear_cache, inspect_view
 from core.checkpoints import sources as sources_module
-from tests.claims.inspector import offline_hub_cache, tiny_dir
+from tests.inspector_fixture import offline_hub_cache, tiny_dir
 from ui.i18n import t
 
 pytest.importorskip("transformers")
@@ -69,7 +69,7 @@ def test_local_models_from_a_link(tiny: Path) -> None:
 
 def test_own_text_and_model_alone(tiny: Path) -> None:
     text = "Gains near one, offsets near zero."
-    at = open_app("inspector", model="local:tiny-llama", compare="none", text=text, lang="en")
+    at = open_app("inspector", model="local:tiny-llama", compare="none", prompt=text, lang="en")
     assert not at.exception
     view = expected_view({"a": "local:tiny-llama"}, text, tiny)
     assert_claims_shown(at, view.claims, "en")
@@ -77,6 +77,35 @@ def test_own_text_and_model_alone(tiny: Path) -> None:
     assert at.code[0].value == text
     spec = figures(at)["readings_share"]
     assert [tr["name"] for tr in spec["data"]] == ["A: tiny-llama"]
+
+
+def test_a_shared_sentence_is_kept_without_a_notice(tiny: Path) -> None:
+    """The link's ``prompt`` is the models' text; ``text`` is the app's text size."""
+    text = "Hello class"
+    at = open_app("inspector", model="rms-seed0", compare="none", prompt=text, lang="en")
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]
+    assert at.text_input(key="prompt").value == text
+    assert at.code[0].value == text
+    assert at.query_params["prompt"] == text and "text" not in at.query_params
+    assert_claims_shown(at, expected_view({"a": "rms-seed0"}, text, tiny).claims, "en")
+
+
+@pytest.mark.parametrize("prompt", [None, "Hello class"])
+def test_the_presenter_text_size_is_not_the_models_text(prompt: str | None, tiny: Path) -> None:
+    """``text=large`` enlarges the page; the models still read the page's sentence or the
+    link's ``prompt``, never the word "large"."""
+    query = {"prompt": prompt} if prompt else {}
+    at = open_app(
+        "inspector", model="rms-seed0", compare="none", controls="hidden", text="large",
+        lang="id", **query,
+    )  # fmt: skip
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]
+    read = prompt or t("inspector.prompt", "id")
+    assert at.code[0].value == read
+    assert_claims_shown(at, expected_view({"a": "rms-seed0"}, read, tiny).claims, "id")
+    assert at.query_params["text"] == "large"
 
 
 def test_a_model_without_tokenizer_shows_its_contract(tiny: Path) -> None:

@@ -1,15 +1,25 @@
-"""ui.params: how a raw link value becomes a valid one, and what the notice says."""
+"""ui.params: how a raw link value becomes a valid one, and what the notice says; and the page
+registry's link names: no page parameter takes a name the whole app reads."""
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 
 import pytest
+from apptest_util import APP, TIMEOUT
+from streamlit.runtime.state.query_params import EMBED_QUERY_PARAMS_KEYS
+from streamlit.testing.v1 import AppTest
 
 from ui.fmt import link
+from ui.frame import APP_KEYS, CONTROLS, LANG_KEY, TEXT_SIZE
+from ui.i18n import LANGUAGES
+from ui.nav import PAGES, page_params
 from ui.params import (
     ChoiceParam,
     FloatParam,
     IntParam,
     LadderParam,
+    Param,
     TextParam,
     echo,
 )
@@ -88,3 +98,44 @@ def test_echo_is_inert_markdown() -> None:
     assert shown.count("`") == 2
     assert len(shown) <= 42
     assert echo("") == "`(empty)`"
+
+
+# --- The page registry: no page's link parameter takes a name the whole app reads ----------------
+
+
+def clashes(params: Sequence[Param]) -> list[str]:
+    """What is wrong with one page's ``PARAMS``: a key the app reads on every page (compared
+    as Streamlit compares ``embed``, ignoring case), or a key declared twice."""
+    reserved = {key.lower() for key in APP_KEYS}
+    keys = [p.key for p in params]
+    problems = [f"{k!r} is an app-wide link parameter" for k in keys if k.lower() in reserved]
+    problems += [f"{k!r} is declared {n} times" for k, n in Counter(keys).items() if n > 1]
+    return problems
+
+
+@pytest.mark.parametrize("spec", PAGES, ids=lambda spec: spec.name)
+def test_no_page_param_reuses_an_app_wide_name_or_its_own(spec) -> None:
+    params = page_params(spec.name)
+    assert params and all(isinstance(p, Param) for p in params)
+    assert clashes(params) == []
+
+
+def test_the_app_wide_names_are_the_ones_the_app_reads() -> None:
+    assert {CONTROLS.key, TEXT_SIZE.key, *EMBED_QUERY_PARAMS_KEYS} <= set(APP_KEYS)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.switch_page("pages/lesson.py")
+    at.run()
+    assert at.segmented_control(key=LANG_KEY).value in LANGUAGES
+
+
+@pytest.mark.parametrize(
+    ("params", "count"),
+    [
+        ((TextParam("text", ""),), 1),
+        ((TextParam("prompt", ""), ChoiceParam("Lang", "en")), 1),
+        ((IntParam("d", 4), FloatParam("d", 1.0)), 1),
+        ((TextParam("prompt", ""), D), 0),
+    ],
+)
+def test_the_registry_rule_can_fail(params: tuple, count: int) -> None:
+    assert len(clashes(params)) == count

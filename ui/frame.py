@@ -25,6 +25,11 @@ from viz import style
 # they stay in the URL as typed and are read on every run.
 CONTROLS = ChoiceParam("controls", "shown", ("shown", "hidden"))
 TEXT_SIZE = ChoiceParam("text", "normal", ("normal", "large"))
+# Every name the app reads from the link on every page, whichever page is open: the language
+# (``app.py``'s widget), the view mode above, and Streamlit's own ``embed`` and ``embed_options``
+# (the presenter's iframe). A page's own parameters take other names (tests/test_params.py).
+LANG_KEY = "lang"
+APP_KEYS = (LANG_KEY, CONTROLS.key, TEXT_SIZE.key, "embed", "embed_options")
 # Set by app.py just before it runs the chosen page (see ensure_router).
 ROUTED_KEY = "_routed"
 ROUTE_TRIED_KEY = "_route_tried"

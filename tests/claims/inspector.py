@@ -14,12 +14,8 @@ by running the module and ``core.norms`` on a probe input built here from the re
 
 from __future__ import annotations
 
-import atexit
 import math
-import shutil
-import tempfile
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 from hypothesis import strategies as st
@@ -27,6 +23,7 @@ from hypothesis import strategies as st
 from core.checkpoints import Settings, inspect_view
 from core.checkpoints.sources import SHIPPED_DIR
 from core.claims import Claim
+from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
 
 MAX_TEXT = 300
@@ -35,42 +32,6 @@ FAMILIES = ("llama", "gemma", "olmo2", "gpt2")
 # The classes of the norm modules in the models sampled here (the shipped model's is "Norm").
 NORM_CLASSES = ("LlamaRMSNorm", "GemmaRMSNorm", "Olmo2RMSNorm", "LayerNorm", "Norm")
 SHIPPED = tuple(sorted(p.stem for p in SHIPPED_DIR.glob("*.safetensors")))
-
-
-@cache
-def tiny_dir() -> Path:
-    """A folder with one tiny model per family (``tiny-<family>``), built once per process."""
-    from core.checkpoints.tiny import build_all
-
-    root = Path(tempfile.mkdtemp(prefix="normlab-tiny-"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    build_all(root)
-    # The same Llama without its tokenizer: the page shows its contract only.
-    bare = root / "tiny-bare"
-    bare.mkdir()
-    for name in ("config.json", "model.safetensors"):
-        shutil.copy(root / "tiny-llama" / name, bare / name)
-    return root
-
-
-# The snapshot a Hugging Face cache made by ``offline_hub_cache`` names.
-HUB_SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-def offline_hub_cache(folder: Path, monkeypatch) -> Path:
-    """A Hugging Face cache in ``folder / "hub"`` holding ``normlab/tiny-llama`` (``tiny_dir()``'s
-    Llama), with the hub offline: HF_HUB_OFFLINE and HF_HUB_CACHE set through ``monkeypatch``
-    on ``huggingface_hub.constants``, which reads them from the environment at import."""
-    import huggingface_hub.constants as constants
-
-    cache = folder / "hub"
-    repo = cache / "models--normlab--tiny-llama"
-    shutil.copytree(tiny_dir() / "tiny-llama", repo / "snapshots" / HUB_SHA)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(HUB_SHA)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    return cache
 
 
 def settings() -> Settings:
