@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pytest
-from apptest_util import APP, TIMEOUT
+from apptest_util import APP, TIMEOUT, open_app
 from streamlit.runtime.state.query_params import EMBED_QUERY_PARAMS_KEYS
 from streamlit.testing.v1 import AppTest
 
@@ -139,3 +139,55 @@ def test_the_app_wide_names_are_the_ones_the_app_reads() -> None:
 )
 def test_the_registry_rule_can_fail(params: tuple, count: int) -> None:
     assert len(clashes(params)) == count
+
+
+# --- A corrected link value stays in the address, so a link copied from it shows the same view ---
+
+NUMERIC_PAGES = [
+    spec
+    for spec in PAGES
+    if any(isinstance(p, (IntParam, FloatParam)) for p in page_params(spec.name))
+]
+# Beyond every bound of every page (the seed's 2**31 - 1 included), as a typed link might be.
+BEYOND = {"above": "9" * 20, "below": "-" + "9" * 20}
+
+
+@pytest.mark.parametrize("side", sorted(BEYOND))
+@pytest.mark.parametrize("spec", NUMERIC_PAGES, ids=lambda spec: spec.name)
+def test_a_clamped_link_value_stays_in_the_address(spec, side: str) -> None:
+    """Every number of a page out of range at once: each is clamped, named in a notice, and the
+    address then carries the clamped value, so a shared link reproduces the view. A clamped
+    value equal to the default may be left out: the page shows it without the parameter."""
+    params = [p for p in page_params(spec.name) if isinstance(p, (IntParam, FloatParam))]
+    at = open_app(spec.name, **{p.key: BEYOND[side] for p in params})
+    assert not at.exception
+    notices = " ".join(w.value for w in at.warning)
+    for p in params:
+        limit = p.hi if side == "above" else p.lo
+        assert at.session_state[p.key] == limit, p.key
+        assert f"`{p.key}`" in notices, p.key
+        shown = at.query_params.get(p.key)
+        if limit == p.default:
+            assert shown in (None, p.serialise(limit)), p.key
+        else:
+            assert shown == p.serialise(limit), (p.key, shown)
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "shown"),
+    [
+        ("d", "99999", "8192"),  # clamped, with a notice
+        ("d", "64.4", "64"),  # rounded, with a notice
+        ("offset", "1e3", "20"),  # a float clamped
+        ("eps", "1e-3", "0.001"),  # another spelling of a ladder value: no notice
+        ("dist", "SPIKE", "spike"),  # another spelling of a choice: no notice
+        ("d", "abc", None),  # the default: a bound widget leaves it out
+    ],
+)
+def test_the_address_carries_the_value_the_explorer_uses(key: str, raw: str, shown) -> None:
+    at = open_app("explorer", **{key: raw})
+    assert not at.exception
+    assert at.query_params.get(key) == shown
+    param = {p.key: p for p in page_params("explorer")}[key]
+    expected = param.default if shown is None else param.parse(shown)[0]
+    assert at.session_state[key] == expected

@@ -3,9 +3,11 @@
 A page declares its controls as a tuple of ``Param`` objects whose ``key`` is both the widget key
 and the query-parameter name (widgets use ``bind="query-params"``). Before the widgets are drawn,
 ``apply_link_params`` reads the raw URL, and for every value that is malformed, out of range or
-unknown it drops the raw value, puts a valid one into ``st.session_state`` and returns a notice
-naming the parameter. Streamlit on its own would silently ignore such values; a teacher who typed
-``d=10000`` deserves to be told that the width was clamped to 8192.
+unknown it replaces the raw value, in the URL and in ``st.session_state``, with the valid one the
+page uses, and returns a notice naming the parameter. Streamlit on its own would silently ignore
+such values; a teacher who typed ``d=10000`` deserves to be told that the width was clamped to
+8192, and the address then says ``d=8192``, so a link copied from it shows the same view. (A bound
+widget leaves a value equal to its default out of the URL; the view is the same without it.)
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import streamlit as st
 
 from ui import fmt
 from ui.i18n import t
-from ui.st_private import drop_query_param
+from ui.st_private import set_query_param
 
 # Longest raw value echoed back in a notice; a hostile link can be megabytes long.
 ECHO_LIMIT = 40
@@ -201,23 +203,22 @@ def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
     """Validate the raw query parameters for ``params``; fix bad ones; return notices.
 
     Must run before the widgets with these keys are created. A value that needs no change is
-    left for Streamlit's own binding to apply.
+    left for Streamlit's own binding to apply. Any other is replaced, in the URL too, by the value
+    the page uses, spelt as the page writes it: a clamped, snapped or defaulted value with a
+    notice; another spelling of a valid value (``EN``, ``1e-3`` for ``0.001``), which Streamlit
+    would reject, without one.
     """
     notices: list[str] = []
     for param in params:
         value, problem, raw = read_link_value(param)
         if raw is None:
             continue
-        if problem is None:
-            if not isinstance(param, TextParam) and param.serialise(value) != raw:
-                # Another spelling of a valid value (``EN``, ``1e-3`` for ``0.001``): Streamlit
-                # would reject it, so set it here, without a notice.
-                drop_query_param(param.key)
-                st.session_state[param.key] = value
+        if problem is None and (isinstance(param, TextParam) or param.serialise(value) == raw):
             continue
-        drop_query_param(param.key)
+        set_query_param(param.key, param.serialise(value))
         st.session_state[param.key] = value
-        notices.append(notice(param.key, raw, problem, lang))
+        if problem is not None:
+            notices.append(notice(param.key, raw, problem, lang))
     return notices
 
 
