@@ -1,10 +1,14 @@
-"""The speed lab's sentences, checked against the raw samples of the run they describe.
+"""The speed lab's sentences, checked against the samples of the run they describe.
 
-A run's times come from its clock. Here the clock is a seeded random one (every reading moves
-it on by a random step), so a state reproduces its run exactly, the verdicts vary from state to
-state (faster, slower, no difference, too few rounds, a cap that cuts the sweep), and nothing
-depends on this machine's load. The checks take the samples of that run and recompute the
-medians, the quartiles (``statistics.quantiles``) and the ratios the sentences quote.
+The subject is ``speed_view``: it reads a :class:`SpeedRun` and says what it shows. The run here
+is built from the link state, not timed: the shapes of the sweep (those over the memory cap
+left out, the last ones cut by a time cap that the state places), and for every kernel a
+seeded log-normal sample per round around a kernel's own factor, so that the verdicts vary from
+state to state (faster, slower, no difference, too few rounds) and nothing depends on this
+machine's load. pRMSNorm's errors are those of the tensor the lab times (seeded by shape),
+computed with torch. The checks read that run as the page shows it (its samples, its shapes)
+and recompute the medians and quartiles (``statistics.quantiles``), the ratios, the rates and
+the lists of shapes the sentences quote.
 """
 
 from __future__ import annotations
@@ -14,76 +18,161 @@ import statistics
 from functools import cache
 
 import numpy as np
+import torch
 from hypothesis import strategies as st
 
-from core.speedlab import measure, speed_view, sweep_points
+from core.speedlab import (
+    KERNELS,
+    MAX_TENSOR_BYTES,
+    MIN_SWEEP_BATCH,
+    MIN_SWEEP_WIDTH,
+    PAPER_PARTIAL,
+    PARTIALS,
+    Measurement,
+    SpeedRun,
+    speed_view,
+)
 
-PAPER_P = 0.0625
 MIB = 8
 
 _COMMON = {
-    "impl": st.sampled_from(["numpy", "torch"]),
+    "dtype": st.sampled_from(["float32", "float64"]),
     "sweep": st.sampled_from(["width", "batch"]),
     "repeats": st.one_of(st.sampled_from([1, 2, 3, 15]), st.integers(1, 15)),
-    "clock_seed": st.integers(0, 2**16),
+    "seed": st.integers(0, 2**16),
+    # RMSNorm's time over LayerNorm's, and pRMSNorm's at 6.25 % over the full RMS, before noise.
+    "rms_over_layer": st.sampled_from([0.5, 0.9, 1.0, 1.1, 2.0]),
+    "partial_over_full": st.sampled_from([0.5, 1.0, 2.0]),
+    # The spread of the log-normal noise per round.
+    "noise": st.sampled_from([0.0, 0.02, 0.3]),
+    "cap": st.sampled_from([0.5, 2.0]),
+    # How many of the planned shapes the time cap lets through (None: all, and pRMSNorm too).
+    "done": st.one_of(st.none(), st.integers(0, 14)),
 }
 STATES = st.one_of(
     st.fixed_dictionaries(
-        {
-            **_COMMON,
-            "d": st.sampled_from([64, 128, 256]),
-            "batch": st.sampled_from([1, 2, 8]),
-            # In clock units (a mean step of 1): a cap that cuts the sweep, or none.
-            "cap": st.sampled_from([1e9, 40.0, 150.0]),
-        }
+        {**_COMMON, "d": st.sampled_from([64, 128, 256]), "batch": st.sampled_from([1, 2, 8])}
     ),
-    # The largest sizes a link can ask for: the ones over the memory cap are left out, and a
-    # short cap keeps the rest to a few calls.
-    st.fixed_dictionaries(
-        {**_COMMON, "d": st.just(8192), "batch": st.just(4096), "cap": st.just(40.0)}
-    ),
+    # The largest sizes a link can ask for: the ones over the memory cap are left out.
+    st.fixed_dictionaries({**_COMMON, "d": st.just(8192), "batch": st.just(4096)}),
 )
 
 
-class RandomClock:
-    """A clock that moves on by an exponential step (mean 1) at every reading."""
-
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        self.now += float(self.rng.exponential(1.0))
-        return self.now
+def _doublings(lo: int, hi: int) -> list[int]:
+    """lo, 2 lo, 4 lo, … below hi, then hi."""
+    points = [lo]
+    while points[-1] * 2 < hi:
+        points.append(points[-1] * 2)
+    return [p for p in points if p < hi] + [hi]
 
 
-def _sizes(state: dict) -> tuple[list[int], list[int]]:
+def planned(state: dict) -> list[tuple[int, int]]:
+    """The (batch, width) shapes of the sweep, in order."""
     if state["sweep"] == "width":
-        return sweep_points(64, state["d"]), [state["batch"]]
-    return [state["d"]], sweep_points(1, state["batch"])
+        return [(state["batch"], w) for w in _doublings(MIN_SWEEP_WIDTH, state["d"])]
+    return [(b, state["d"]) for b in _doublings(MIN_SWEEP_BATCH, state["batch"])]
+
+
+def itemsize(state: dict) -> int:
+    return 4 if state["dtype"] == "float32" else 8
+
+
+def over_cap(state: dict) -> list[tuple[int, int]]:
+    return [(b, w) for b, w in planned(state) if b * w * itemsize(state) > MIB * 2**20]
+
+
+def _rounds(rng, state: dict, factor: float, size: int) -> tuple[float, ...]:
+    """Seconds of each round: 1 ns an element times ``factor``, times log-normal noise."""
+    noise = rng.lognormal(0.0, state["noise"], state["repeats"]) if state["noise"] else 1.0
+    return tuple(float(v) for v in np.broadcast_to(size * 1e-9 * factor * noise, state["repeats"]))
+
+
+def _partial_errors(batch: int, width: int, dtype: str) -> dict[float, float]:
+    """Median over rows of |RMS of the first ceil(p d) coordinates / RMS - 1|, on the tensor the
+    lab times at this shape (``default_rng([0, batch, width])``), in float64."""
+    x = np.random.default_rng([0, batch, width]).standard_normal((batch, width)).astype(dtype)
+    t = torch.from_numpy(x.astype(np.float64))
+    full = torch.linalg.vector_norm(t, dim=1) / math.sqrt(width)
+    errors = {}
+    for p in PARTIALS:
+        k = max(1, math.ceil(round(p * width, 9)))
+        part = torch.linalg.vector_norm(t[:, :k], dim=1) / math.sqrt(k)
+        errors[p] = float(torch.quantile((part / full - 1).abs(), 0.5).item())
+    return errors
 
 
 @cache
-def _run(items: tuple):
+def _run(items: tuple) -> SpeedRun:
     state = dict(items)
-    widths, batches = _sizes(state)
-    return measure(
-        widths,
-        batches,
-        implementation=state["impl"],
-        dtype="float32",
+    rng = np.random.default_rng(state["seed"])
+    skipped = over_cap(state)
+    todo = [s for s in planned(state) if s not in skipped]
+    done = len(todo) if state["done"] is None else min(state["done"], len(todo))
+    factors = {"copy": 1.0, "rms_composite": 4.0, "rms_fused": 1.5}
+    factors["layer_composite"] = factors["rms_composite"] / state["rms_over_layer"]
+    factors["layer_fused"] = factors["rms_fused"] / state["rms_over_layer"]
+    measurements = []
+    for b, w in todo[:done]:
+        moved = 2 * b * w * itemsize(state)
+        for kernel in KERNELS:
+            samples = _rounds(rng, state, factors[kernel], b * w)
+            measurements.append(Measurement(kernel, b, w, samples, moved))
+    partial, errors = (), {}
+    if done and state["done"] is None:
+        b, w = max(todo, key=lambda s: s[0] * s[1])
+        moved = 2 * b * w * itemsize(state)
+        partial = tuple(
+            Measurement(
+                f"p={p}",
+                b,
+                w,
+                _rounds(rng, state, 2.0 * (state["partial_over_full"] if p < 1 else 1.0), b * w),
+                moved,
+            )
+            for p in PARTIALS
+        )
+        errors = _partial_errors(b, w, state["dtype"])
+    return SpeedRun(
+        implementation="numpy",
+        device="cpu",
+        dtype=state["dtype"],
+        threads=1,
         repeats=state["repeats"],
         time_cap_s=state["cap"],
-        clock=RandomClock(state["clock_seed"]),
+        elapsed_s=state["cap"] if done < len(todo) else state["cap"] / 2,
+        complete=done == len(todo) and bool(partial),
+        measurements=tuple(measurements),
+        skipped=tuple(skipped),
+        unmeasured=tuple(todo[done:]),
+        labels={k: k for k in KERNELS},
+        partial=partial,
+        partial_error=errors,
     )
 
 
-def run_of(state: dict):
+def run_of(state: dict) -> SpeedRun:
     return _run(tuple(sorted(state.items())))
 
 
 def view(state: dict):
     return speed_view(run_of(state), state["sweep"])
+
+
+# --- what the page shows, read back from the run ----------------------------------------------
+
+
+def samples(run: SpeedRun, kernel: str, shape: tuple[int, int]) -> list[float]:
+    (found,) = [m for m in run.measurements if (m.kernel, (m.batch, m.width)) == (kernel, shape)]
+    return list(found.samples)
+
+
+def partial_samples(run: SpeedRun, p: float) -> list[float]:
+    (found,) = [m for m in run.partial if float(m.kernel.split("=")[1]) == p]
+    return list(found.samples)
+
+
+def shapes(run: SpeedRun) -> list[tuple[int, int]]:
+    return sorted({(m.batch, m.width) for m in run.measurements}, key=lambda s: s[0] * s[1])
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -93,16 +182,13 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return median, q1, q3
 
 
-def ratio_of(num, den) -> tuple[float, float, float]:
-    return quartiles([a / b for a, b in zip(num.samples, den.samples, strict=True)])
+def ratio_of(num: list[float], den: list[float]) -> tuple[float, float, float]:
+    """Median and quartiles of the round-by-round ratios."""
+    return quartiles([a / b for a, b in zip(num, den, strict=True)])
 
 
 def near(shown: float, expected: float, rtol: float = 1e-9) -> None:
-    assert math.isclose(shown, expected, rel_tol=rtol, abs_tol=1e-15), (shown, expected)
-
-
-def largest(run) -> tuple[int, int]:
-    return max(run.shapes(), key=lambda s: s[0] * s[1])
+    assert math.isclose(shown, expected, rel_tol=rtol), (shown, expected)
 
 
 def word(q1: float, q3: float, rounds: int) -> str:
@@ -119,13 +205,14 @@ def technique_of(claim) -> str:
 def check_headline(state: dict, claim) -> None:
     run, f = run_of(state), claim.fields
     technique = technique_of(claim)
-    shape = largest(run)
-    at = run.at(*shape)
-    median, q1, q3 = ratio_of(at[f"rms_{technique}"], at[f"layer_{technique}"])
+    shape = shapes(run)[-1]
+    median, q1, q3 = ratio_of(
+        samples(run, f"rms_{technique}", shape), samples(run, f"layer_{technique}", shape)
+    )
     near(f["ratio"], median)
     near(f["q1"], q1)
     near(f["q3"], q3)
-    assert f["rounds"] == state["repeats"] == len(at["copy"].samples)
+    assert f["rounds"] == state["repeats"] == len(samples(run, "copy", shape))
     assert f["shape"] == f"{shape[0]} × {shape[1]}"
     assert claim.key.endswith("_" + word(q1, q3, f["rounds"]))
 
@@ -134,8 +221,8 @@ def check_range(state: dict, claim) -> None:
     run, f = run_of(state), claim.fields
     technique = technique_of(claim)
     medians = [
-        ratio_of(run.at(*s)[f"rms_{technique}"], run.at(*s)[f"layer_{technique}"])[0]
-        for s in run.shapes()
+        ratio_of(samples(run, f"rms_{technique}", s), samples(run, f"layer_{technique}", s))[0]
+        for s in shapes(run)
     ]
     assert f["count"] == len(medians) > 1
     near(f["lo"], min(medians))
@@ -145,48 +232,53 @@ def check_range(state: dict, claim) -> None:
 def check_copy(state: dict, claim) -> None:
     run, f = run_of(state), claim.fields
     technique = technique_of(claim)
-    b, w = largest(run)
-    at = run.at(b, w)
-    near(f["copy_gbs"], 2 * b * w * 4 / statistics.median(at["copy"].samples) / 1e9)
-    near(f["rms_x"], ratio_of(at[f"rms_{technique}"], at["copy"])[0])
-    near(f["layer_x"], ratio_of(at[f"layer_{technique}"], at["copy"])[0])
+    b, w = shape = shapes(run)[-1]
+    copy = samples(run, "copy", shape)
+    near(f["copy_gbs"], 2 * b * w * itemsize(state) / statistics.median(copy) / 1e9)
+    near(f["rms_x"], ratio_of(samples(run, f"rms_{technique}", shape), copy)[0])
+    near(f["layer_x"], ratio_of(samples(run, f"layer_{technique}", shape), copy)[0])
 
 
 def check_partial(state: dict, claim) -> None:
     run, f = run_of(state), claim.fields
-    by_p = {m.kernel: m for m in run.partial}
-    median, q1, q3 = ratio_of(by_p[f"p={PAPER_P}"], by_p["p=1.0"])
+    median, q1, q3 = ratio_of(partial_samples(run, PAPER_PARTIAL), partial_samples(run, 1.0))
     near(f["ratio"], median)
     near(f["q1"], q1)
     near(f["q3"], q3)
-    b, d = largest(run)
-    assert (f["d"], f["k"], f["p_pct"]) == (d, math.ceil(PAPER_P * d), PAPER_P)
+    b, d = shapes(run)[-1]
+    assert f["shape"] == f"{b} × {d}"
+    # k: the smallest count of coordinates that is at least p of d.
+    k = next(k for k in range(1, d + 1) if k >= PAPER_PARTIAL * d)
+    assert (f["d"], f["k"], f["p_pct"]) == (d, k, PAPER_PARTIAL)
     assert claim.key.endswith("_" + word(q1, q3, f["rounds"]))
-    # The RMS error: rebuild the timed tensor the way the run seeds it.
-    x = np.random.default_rng([0, b, d]).standard_normal((b, d)).astype(np.float32)
+    # The RMS error: rebuild the timed tensor the way the lab seeds it, in float64 numpy.
+    x = np.random.default_rng([0, b, d]).standard_normal((b, d)).astype(state["dtype"])
     x = x.astype(np.float64)
     full = np.sqrt((x * x).mean(axis=1))
-    part = np.sqrt((x[:, : f["k"]] ** 2).mean(axis=1))
+    part = np.sqrt((x[:, :k] ** 2).mean(axis=1))
     near(f["err_pct"], float(np.median(np.abs(part / full - 1))), rtol=1e-9)
+
+
+def _shape_list(listed: list[tuple[int, int]]) -> str:
+    return ", ".join(f"{b} × {w}" for b, w in listed)
 
 
 def check_capped(state: dict, claim) -> None:
     run, f = run_of(state), claim.fields
-    widths, batches = _sizes(state)
-    planned = [(b, w) for b in batches for w in widths if b * w * 4 <= MIB << 20]
+    fits = [s for s in planned(state) if s not in over_cap(state)]
     assert f["cap"] == state["cap"]
+    measured = set(shapes(run))
     if claim.key == "speed.capped":
-        missing = [s for s in planned if s not in run.shapes()]
-        assert missing and f["shapes"] == ", ".join(f"{b} × {w}" for b, w in missing)
+        missing = [s for s in fits if s not in measured]
+        assert missing and f["shapes"] == _shape_list(missing)
     else:
-        assert run.shapes() == planned and not run.partial
+        assert measured == set(fits) and not run.partial
 
 
 def check_skipped(state: dict, claim) -> None:
-    widths, batches = _sizes(state)
-    over = [(b, w) for b in batches for w in widths if b * w * 4 > MIB << 20]
-    assert over and claim.fields["mib"] == MIB
-    assert claim.fields["shapes"] == ", ".join(f"{b} × {w}" for b, w in over)
+    over = over_cap(state)
+    assert over and claim.fields["mib"] == MIB == MAX_TENSOR_BYTES / 2**20
+    assert claim.fields["shapes"] == _shape_list(over)
 
 
 CHECKS = {
