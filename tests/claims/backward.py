@@ -1,12 +1,14 @@
 """The backward page's sentences, checked with torch autograd in float64.
 
 Each check rebuilds x from the link state with numpy, takes both Jacobians and the input
-gradients from ``torch.autograd`` (``F.rms_norm`` and ``F.layer_norm``), and compares what the
-sentence says, numbers and words, with them.
+gradients from ``torch.autograd`` (``F.rms_norm`` and ``F.layer_norm``; what a norm does to the
+direction of 1 by forward mode, ``torch.func.jvp``), and compares what the sentence says, numbers
+and words, with them. ``core.backward`` builds the Jacobians from their closed forms instead.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -47,6 +49,8 @@ class Truth:
     grad_rms: np.ndarray
     grad_layer: np.ndarray
     upstream: np.ndarray
+    image_rms: np.ndarray  # J 1/sqrt(d), forward mode
+    image_layer: np.ndarray
 
 
 def _upstream(x: np.ndarray, kind: str, seed: int) -> np.ndarray:
@@ -71,16 +75,20 @@ def _truth(d: int, offset: float, eps: float, seed: int, grad: str) -> Truth:
         fn(leaf).backward(torch.tensor(g))
         grads.append(leaf.grad.numpy())
     jac = torch.autograd.functional.jacobian
+    ones = torch.full((d,), 1 / math.sqrt(d), dtype=torch.float64)
     return Truth(
         x=x,
         eps=eps,
-        r=float(np.sqrt(np.mean(x * x) + eps)),
-        sigma=float(np.sqrt(np.mean((x - x.mean()) ** 2) + eps)),
+        # r = sqrt(RMS^2 + eps), sigma = sqrt(Var + eps): as hypotenuses, RMS as |x| / sqrt(d).
+        r=math.hypot(float(np.linalg.norm(x)) / math.sqrt(d), math.sqrt(eps)),
+        sigma=math.hypot(float(torch.std(xt, correction=0)), math.sqrt(eps)),
         j_rms=jac(rms, xt).numpy(),
         j_layer=jac(layer, xt).numpy(),
         grad_rms=grads[0],
         grad_layer=grads[1],
         upstream=g,
+        image_rms=torch.func.jvp(rms, (xt,), (ones,))[1].numpy(),
+        image_layer=torch.func.jvp(layer, (xt,), (ones,))[1].numpy(),
     )
 
 
@@ -106,12 +114,25 @@ def check_heatmap(state: dict, claim) -> None:
     near(f["row_min_rms"], rows_rms.min(), atol=1e-10 * top)
     near(f["row_max_rms"], rows_rms.max(), atol=1e-10 * top)
     rows_layer = np.abs(t.j_layer.sum(axis=1)).max()
+    # Centring x costs |mean| / sigma of float64's relative precision in LayerNorm's entries.
+    centring = 1 + abs(t.x.mean()) / t.sigma
+    # "LayerNorm subtracts 1/(dσ) from every entry, besides x̂ᵢx̂ⱼ/(dσ)": autograd's Jacobian plus
+    # 1/(dσ) is diag(1/σ) − x̂x̂ᵀ/(dσ), x̂ = (x − mean)/σ.
+    x_hat = (t.x - t.x.mean()) / t.sigma
+    rest = np.eye(d) / t.sigma - np.outer(x_hat, x_hat) / (d * t.sigma)
+    np.testing.assert_allclose(
+        t.j_layer + f["sub_layer"], rest, rtol=0, atol=1e-9 * centring / t.sigma
+    )
     if claim.key == "backward.heatmap_caption":
+        # "entry i is (1 − xᵢ²/(d r²))/r": RMSNorm's diagonal, from autograd.
+        np.testing.assert_allclose(
+            diag, (1 - t.x**2 / (d * t.r**2)) / t.r, rtol=0, atol=1e-12 / t.r
+        )
         # "each row sums to ≈ 0": shown as noise, and autograd's rows vanish too, to float64's
         # rounding of LayerNorm's Jacobian: its terms are of size 1/sigma and cancel, and
         # centring x costs |mean| / sigma of the relative precision. (With d = 2 the Jacobian
         # is exactly 0, so the RMSNorm entries that set ``top`` say nothing of its rounding.)
-        rounding = 8 * d * np.finfo(np.float64).eps * (1 + abs(t.x.mean()) / t.sigma) / t.sigma
+        rounding = 8 * d * np.finfo(np.float64).eps * centring / t.sigma
         assert f["row_sum_layer"] <= claim.noise
         assert rows_layer <= max(1e-10 * top, rounding), (rows_layer, rounding)
     else:
@@ -194,9 +215,8 @@ def check_components(state: dict, claim) -> None:
 
 def check_conclusion(state: dict, claim) -> None:
     t, f = truth(state), claim.fields
-    unit = np.ones(t.x.size) / np.sqrt(t.x.size)
-    layer_image = np.linalg.norm(t.j_layer @ unit)
-    rms_image = np.linalg.norm(t.j_rms @ unit)
+    layer_image = float(np.linalg.norm(t.image_layer))
+    rms_image = float(np.linalg.norm(t.image_rms))
     near(f["rms_image"], rms_image, rtol=1e-9)
     near(f["layer_image"], layer_image, atol=1e-10 / t.sigma)
     if claim.key == "backward.components_conclusion":
@@ -206,7 +226,9 @@ def check_conclusion(state: dict, claim) -> None:
 
 def check_why(state: dict, claim) -> None:
     x = truth(state).x
-    near(claim.fields["cos"], x.sum() / (np.sqrt(x.size) * np.linalg.norm(x)), atol=1e-12)
+    # cos(x, 1) lies in [-1, 1]: a few float64 ulps of 1 per coordinate summed.
+    ulps = 4 * x.size * np.finfo(np.float64).eps
+    near(claim.fields["cos"], x.sum() / (np.sqrt(x.size) * np.linalg.norm(x)), atol=ulps)
 
 
 CHECKS = {
