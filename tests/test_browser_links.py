@@ -1,0 +1,46 @@
+"""Corrected link values in real headless Chromium: the address a visitor copies after a notice
+carries the value the page uses, and reloading it shows the same view without the notice.
+AppTest reads the server's query string; only a browser shows the address itself."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from conftest import READY, open_page
+
+from ui.i18n import t
+
+pytestmark = pytest.mark.browser
+
+WARNINGS = """() => Array.from(
+  document.querySelectorAll('[data-testid="stAlertContentWarning"]'), e => e.innerText)"""
+# The explorer's width box (a number input), holding the width in use.
+D_BOX = ".st-key-d input"
+
+
+def query(url: str) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(url).query)
+
+
+def test_a_clamped_width_stays_in_the_address_and_the_address_reproduces_it(
+    app_url: str, browser
+) -> None:
+    page, outside = open_page(browser, f"{app_url}/explorer?d=99999&lang=en", height=1400)
+    page.wait_for_function("() => location.search.includes('d=8192')", timeout=60_000)
+    page.wait_for_selector(READY, timeout=90_000)
+    assert query(page.url)["d"] == ["8192"]
+    assert page.locator(D_BOX).input_value() == "8192"
+    warnings = " ".join(page.evaluate(WARNINGS))
+    assert t("common.notices_heading", "en") in warnings
+    assert "99999" in warnings and "8192" in warnings
+
+    # The address as it now reads, opened afresh: the same width, and nothing to correct.
+    again, _ = open_page(browser, page.url, height=1400)
+    again.wait_for_selector(READY, timeout=90_000)
+    assert query(again.url)["d"] == ["8192"]
+    assert again.locator(D_BOX).input_value() == "8192"
+    assert again.evaluate(WARNINGS) == []
+    assert outside == []
+    page.close()
+    again.close()
