@@ -1,16 +1,20 @@
 """The checkpoint inspector in real headless Chromium: shipped and locally built models load,
-the charts show both models, nothing leaves the machine, and the page fits a phone."""
+the charts show both models, nothing leaves the machine, the page fits a phone, and a visitor's
+own text runs and travels in the link."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import live_app, open_page
+from conftest import READY, live_app, open_page
 
+from core.checkpoints import Settings, inspect_view
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
 
@@ -112,3 +116,65 @@ def test_a_first_load_leaves_its_progress_box_marked_done(inspector_url: str, br
     assert page.get_by_text(t("inspector.step_done", "en", name="tiny-olmo2")).count() == 1
     assert outside == []
     page.close()
+
+
+# What a reader sees of the page's state: Streamlit's error boxes, the notices, the text the
+# models read (the first code block) and the mean's share the first chart plots for model A.
+PAGE_STATE = """() => {
+  const code = document.querySelector('[data-testid="stMain"] [data-testid="stCode"] code');
+  const plot = document.querySelector('.st-key-readings_share .js-plotly-plot');
+  return {errors: Array.from(document.querySelectorAll(
+            '[data-testid="stException"], [data-testid="stAlertContentError"]'), e => e.innerText),
+          warnings: Array.from(document.querySelectorAll('[data-testid="stAlertContentWarning"]'),
+            e => e.innerText),
+          read: code ? code.innerText.trim() : null,
+          share: plot && plot._fullData ? Array.from(plot._fullData[0].y) : null};
+}"""
+
+
+def shares(text: str) -> list[float]:
+    view = inspect_view({"a": "local:tiny-llama"}, text, Settings(model_dirs=(tiny_dir(),)))
+    return [r.share for r in view.sides["a"].readings]
+
+
+def assert_shows(state: dict, typed: str) -> None:
+    assert state["errors"] == [] and state["warnings"] == [], state
+    assert state["read"] == typed
+    # The chart's float64 values as JSON carries them: equal to a few ulps.
+    pairs = zip(state["share"], shares(typed), strict=True)
+    assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in pairs), state["share"]
+
+
+def test_typed_text_runs_and_its_link_reproduces_it(inspector_url: str, browser) -> None:
+    """Typing into "Your own text" reruns the page on that text (no error: the link name is
+    the page's own), the URL carries it, and the URL opened afresh shows the same."""
+    typed = "Hello class: norms divide by the RMS."
+    assert shares(typed) != shares(t("inspector.prompt", "en"))
+    query = "model=local:tiny-llama&compare=none&lang=en"
+    page, outside = open_page(browser, f"{inspector_url}/inspector?{query}")
+    wait_for_charts(page, ("readings_share",))
+    box = page.get_by_role("textbox", name=t("inspector.text_label", "en"))
+    box.fill(typed)
+    box.press("Enter")
+    page.wait_for_function(
+        f"(({PAGE_STATE})().read === {typed!r}) || ({PAGE_STATE})().errors.length > 0",
+        timeout=120_000,
+    )
+    page.wait_for_selector(READY, timeout=120_000)
+    assert page.evaluate(PAGE_STATE)["errors"] == []
+    wait_for_charts(page, ("readings_share",))
+    assert_shows(page.evaluate(PAGE_STATE), typed)
+    link = page.url
+    assert parse_qs(urlsplit(link).query)["prompt"] == [typed]
+    assert "text" not in parse_qs(urlsplit(link).query)
+    page.close()
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    fresh = context.new_page()
+    fresh.goto(link)
+    fresh.wait_for_selector(READY, timeout=60_000)
+    wait_for_charts(fresh, ("readings_share",))
+    assert_shows(fresh.evaluate(PAGE_STATE), typed)
+    assert fresh.get_by_role("textbox", name=t("inspector.text_label", "en")).input_value() == typed
+    context.close()
+    assert outside == []
