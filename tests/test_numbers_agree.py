@@ -121,6 +121,18 @@ def parse_number(text: str, lang: str) -> Quoted | None:
     return Quoted(text.strip(), value, half, unit)
 
 
+def parse_shown(text: str, lang: str) -> list[Quoted]:
+    """A shown value: one number, or a range ``0.36–0.93×`` as its two ends (one unit)."""
+    low, dash, high = text.partition("–")
+    if not dash:
+        single = parse_number(text, lang)
+        return [] if single is None else [single]
+    ends = [parse_number(low, lang), parse_number(high, lang)]
+    if None in ends:
+        return []
+    return [Quoted(q.text, q.value, q.half, ends[1].unit) for q in ends]
+
+
 def agree(a: Quoted, b: Quoted, noise: float) -> bool:
     """Whether ``a`` and ``b`` can be one value written at their two precisions.
 
@@ -157,7 +169,7 @@ class Shown:
 
     def numbers(self) -> list[Quoted]:
         values = [v for _, v in self.metrics] + [v for _, _, v in self.cells]
-        return [q for q in (parse_number(v, self.lang) for v in values) if q is not None]
+        return [q for v in values for q in parse_shown(v, self.lang)]
 
     @cached_property
     def noise(self) -> float:
@@ -300,7 +312,7 @@ def shown_values(
             for row, column, v in shown.cells
             if header(target.row, row) and header(target.column, column)
         ]
-    return [q for q in (parse_number(v, shown.lang) for v in found) if q is not None]
+    return [q for v in found for q in parse_shown(v, shown.lang)]
 
 
 @dataclass(frozen=True)
@@ -371,8 +383,7 @@ def comparisons(shown: Shown, aliases: Aliases | None = None) -> list[Comparison
     found: list[Comparison] = []
     labels = dict.fromkeys(label for label, _ in shown.metrics)
     for label in labels:
-        values = [parse_number(v, shown.lang) for lab, v in shown.metrics if lab == label]
-        values = [q for q in values if q is not None]
+        values = [q for lab, v in shown.metrics if lab == label for q in parse_shown(v, shown.lang)]
         if values:
             found += _phrase_hits(shown, label, values)
     if aliases is None:
@@ -464,6 +475,19 @@ ALIASES: dict[str, Aliases] = {
             "share_*:out_layer": Cell("residual.q_output_share_offset", "residual.layer_trunk"),
             "tokens_*:tok_rms": Metric("residual.metric_tokens"),
             "tokens_*:tok_layer": Cell("residual.q_token_cosine", "residual.layer_trunk"),
+            # The trained models' sentences and their table.
+            **{
+                f"{pattern}:{field.format(norm)}": Cell(
+                    f"residual.q_{row}", f"residual.trained_{norm}"
+                )
+                for pattern, field, row in (
+                    ("trained_text_loss", "loss_{}", "loss"),
+                    ("trained_offset_*", "offset_{}", "stream_mean"),
+                    ("trained_share_*", "share_{}_pct", "stream_share_ones"),
+                    ("trained_outliers_*", "ratio_{}", "outlier_ratio"),
+                )
+                for norm in ("rms", "layer", "none")
+            },
         },
     ),
     "contracts": Aliases(
@@ -471,6 +495,13 @@ ALIASES: dict[str, Aliases] = {
         fields={
             "explain_*:relative": Metric("contracts.metric_rel"),
             "explain_*:max_abs": Metric("contracts.metric_max"),
+        },
+    ),
+    "speed": Aliases(
+        "speed",
+        fields={
+            "paper_text:lo": Metric("speed.paper_metric"),
+            "paper_text:hi": Metric("speed.paper_metric"),
         },
     ),
     "backward": Aliases(
@@ -531,6 +562,8 @@ STATES: tuple[tuple[str, dict[str, str]], ...] = (
     ("precision", {"d": "4096", "scale": "10000", "placement": "outside", "eps": "0"}),
     ("contracts", {}),
     ("contracts", {"a": "llama", "b": "t5", "eps_b": "1e-3", "dtype": "bfloat16", "scale": "0.01"}),
+    ("contracts", {"a": "llama", "b": "llama", "eps_b": "1e-3", "scale": "0.01"}),
+    ("contracts", {"a": "llama", "b": "llama", "red_b": "bfloat16", "dtype": "bfloat16"}),
     ("contracts", {"a": "torch", "b": "paper", "red_b": "float16", "d": "2", "scale": "10000"}),
     ("contracts", {"a": "gemma", "b": "llama", "checkpoint": "b", "d": "4096", "dtype": "float16"}),
     ("backward", {}),
