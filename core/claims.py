@@ -73,17 +73,30 @@ def both(*verdicts: Verdict) -> Verdict:
 class Claim:
     """A sentence to show: ``key`` names its text, ``fields`` are the numbers it quotes.
 
-    ``noise``: below it a float field is rounding noise and reads ``≈ 0``. Fields whose names end
-    in ``_pct`` are fractions shown as percentages.
+    ``noise``: below it a float field is rounding noise and reads ``≈ 0``; one number for every
+    field, or a mapping from field name to its own level (fields it leaves out have none).
+    Fields whose names end in ``_pct`` are fractions shown as percentages.
     """
 
     key: str
     fields: Mapping[str, Any] = field(default_factory=dict)
-    noise: float = 0.0
+    noise: float | Mapping[str, float] = 0.0
+
+    def noise_of(self, name: str) -> float:
+        """The rounding level of field ``name``."""
+        if isinstance(self.noise, Mapping):
+            return float(self.noise.get(name, 0.0))
+        return float(self.noise)
 
 
 def pick(
-    verdict: Verdict | bool, if_true: str, if_false: str, /, *, noise: float = 0.0, **fields: Any
+    verdict: Verdict | bool,
+    if_true: str,
+    if_false: str,
+    /,
+    *,
+    noise: float | Mapping[str, float] = 0.0,
+    **fields: Any,
 ) -> Claim:
     """The claim whose text is true: ``if_true`` when ``verdict`` holds, else ``if_false``."""
     return Claim(if_true if verdict else if_false, fields, noise)

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import Claim, at_least, at_most, close, pick
-from core.geometry import PlaneImages, Sphere3D, plane_images_from, sphere_from
+from core.claims import Claim, at_least, at_most, both, close, pick
+from core.geometry import PlaneImages, Sphere3D, sphere_from
 from core.inputs import gain_vector
 from core.messages import Message, NormWarning
 from core.norms import layer_norm_report, rms_norm, rms_norm_report
@@ -47,19 +47,21 @@ CHART_BUCKETS = 600
 # float32 holds every number the chart can draw and hover (5 significant digits) exactly.
 FLOAT32_SAFE = 1e37
 
-# Tolerances of the verdicts. Directions are compared in float64 on O(1) unit vectors.
+# Tolerances of the verdicts, each relative to the quantities it compares (no absolute floor:
+# a typed x may be 1e-15 or 1e15). Directions are compared in float64 on unit vectors.
 COS_TOL = 1e-9
-# Differences of O(1) float64 vectors below this are rounding, shown as "≈ 0".
-NOISE = 1e-12
 # "Negligible": eps shrinks a radius by less than 0.1 %.
 RADIUS_TOL = 1e-3
-# pRMSNorm's estimate "close" to the full RMS.
+# pRMSNorm's estimate "close" to RMS(x).
 PARTIAL_RTOL = 0.05
 # x is "constant to within rounding" when its spread is below a few float64 ulps of its RMS.
 FLAT_ULPS = 4.0
 U64 = float(np.finfo(np.float64).eps)
-# Lengths below this are subnormal arithmetic (a gain of 1e-320), shown as "≈ 0".
-TINY = 1e-290
+# A float64 sum of d terms is off by at most about d ulps of the sum of their sizes (recursive
+# summation; numpy's pairwise sum does better): twice that is where a mean is rounding.
+SUM_ULPS = 2.0
+# A vector computed from x - mu and a division carries a few ulps of |x| + |mu| per coordinate.
+VECTOR_ULPS = 64.0
 
 
 @dataclass(frozen=True)
@@ -73,19 +75,28 @@ class Series:
 
 @dataclass(frozen=True)
 class Units:
-    """Float64 statistics of the computed x and its normalised vectors before gain and bias."""
+    """Float64 statistics of the computed x and its normalised vectors before gain and bias.
+
+    ``rms`` is RMS(x) with no eps in it; the quantities with eps are the denominators.
+    """
 
     mean: float
     var: float
     ms: float  # mean(x^2) over all d coordinates
     ms_k: float  # mean(x^2) over the first k (pRMSNorm)
     k: int
-    rms_p: float  # sqrt(ms_k + eps): what RMSNorm divides by
-    rms_full: float  # sqrt(ms + eps)
-    std: float  # sqrt(var + eps): what LayerNorm divides by
-    rms: np.ndarray  # x / rms_p
-    full: np.ndarray  # x / rms_full
-    layer: np.ndarray  # (x - mu) / std
+    rms: float  # RMS(x) = sqrt(mean(x^2)), no eps
+    std: float  # sqrt(Var(x)), no eps
+    rms_k: float  # the RMS of the first k coordinates, no eps
+    den_k: float  # sqrt(ms_k + eps): what RMSNorm divides by
+    den_full: float  # sqrt(ms + eps): what the plain RMSNorm (p = 1) divides by
+    den_layer: float  # sqrt(var + eps): what LayerNorm divides by
+    ratio: float  # mu / RMS(x), computed scale-free (0 for x = 0)
+    mean_noise: float  # the float64 rounding level of mu
+    unit_rms: np.ndarray  # x / den_k
+    unit_full: np.ndarray  # x / den_full
+    unit_layer: np.ndarray  # (x - mu) / den_layer
+    layer_noise: float  # the rounding level of each coordinate of unit_layer
     flat: bool  # x constant to within float64 rounding (x = 0 included)
     mean_over_spread: float  # |mu| / sqrt(Var(x)), computed scale-free (inf for a constant x)
 
@@ -102,6 +113,7 @@ class ExplorerView:
     y_rms: np.ndarray
     y_layer: np.ndarray
     stats: dict[str, VectorStats]  # "x", "rms", "layer"
+    norms: dict[str, float]  # |y_rms| and |y_layer|, free of underflow in their squares
     units: Units
     rms_stat: float  # the denominators as the chosen dtype computed them
     layer_stat: float
@@ -148,28 +160,55 @@ def explore(
         "layer": vector_stats(y_layer, finite=False),
     }
     chart = _chart(x64, y_rms, y_layer, stats)
+    norms = {"rms": _length(y_rms), "layer": _length(y_layer)}
     ctx = dict(
         d=d, eps=eps, g=g, g_plane=g_plane, bias=bias, rms_bias=rms_bias, partial=partial,
         backend=backend, dtype=computed, x=x64, units=units, stats=stats, y_rms=y_rms,
-        y_layer=y_layer, run=run, plane=plane, sphere=sphere,
+        y_layer=y_layer, run=run, plane=plane, sphere=sphere, norms=norms,
     )  # fmt: skip
     return ExplorerView(
         d=d, dtype=computed, dtype_asked=dtype, x=x64, gain=g, y_rms=y_rms, y_layer=y_layer,
-        stats=stats, units=units, rms_stat=run["rms_stat"], layer_stat=run["layer_stat"],
-        identity=second_moment_identity(x64), plane=plane, sphere=sphere, chart=chart,
-        alerts=run["alerts"], notes=run["notes"], claims=_claims(ctx),
+        stats=stats, norms=norms, units=units, rms_stat=run["rms_stat"],
+        layer_stat=run["layer_stat"], identity=second_moment_identity(x64), plane=plane,
+        sphere=sphere, chart=chart, alerts=run["alerts"], notes=run["notes"], claims=_claims(ctx),
     )  # fmt: skip
 
 
 def _geometry(
     x: np.ndarray, units: Units, g: float, eps: float
 ) -> tuple[PlaneImages, Sphere3D | None]:
-    """The plane (every d) and the sphere (d = 3) from the unit vectors, scaled by ``g``."""
-    rms, layer = g * units.rms, g * units.layer
-    plane = plane_images_from(x, rms, layer, gain=g, eps_rms=eps, eps_layer=eps, on_axis=units.flat)
-    if x.shape[-1] != 3:
+    """The plane (every d) and the sphere (d = 3) of the normalised vectors, scaled by ``g``.
+
+    The plane's coordinates come from the statistics: x sits at a = mu sqrt(d) along 1/sqrt(d)
+    and b = sqrt(d Var(x)) away from that axis; RMSNorm scales both by g / den_k, LayerNorm
+    drops a and scales b by g / den_layer. (Projecting the vectors instead divides by a length
+    of x - mu that, for a nearly constant x, is mostly rounding.)
+    """
+    d = x.shape[-1]
+    a, b = units.mean * math.sqrt(d), units.std * math.sqrt(d)
+    plane = PlaneImages(
+        point=(a, b),
+        rms=(_scaled(a, g, units.den_k), _scaled(b, g, units.den_k)),
+        layer=(0.0, _scaled(b, g, units.den_layer)),
+        radius=math.sqrt(d) * abs(g),
+        d=d,
+        gain=float(g),
+        eps_rms=float(eps),
+        eps_layer=float(eps),
+    )
+    if d != 3:
         return plane, None
+    rms, layer = g * units.unit_rms, g * units.unit_layer
     return plane, sphere_from(x, rms, layer, plane)
+
+
+def _scaled(value: float, g: float, den: float) -> float:
+    """g * value / den, with the core's 0/0 = 0 (a nonzero over 0 is infinite, even times 0)."""
+    if value == 0:
+        return 0.0
+    if den == 0:
+        return math.copysign(math.inf, value * (g if g else 1.0))
+    return g * value / den
 
 
 def dtype_max(dtype: str) -> float:
@@ -211,6 +250,8 @@ def _normalise(
         rep_layer = layer_norm_report(xs, gs, bs, eps=eps)
     alerts = [w.message.message for w in caught if issubclass(w.category, NormWarning)]
     notes = [*rep_rms.notes, *rep_layer.notes]
+    # The mean LayerNorm subtracted, as the dtype computed it (the report's is float64).
+    layer_mean = float(xs.mean()) if backend == "torch" else float(np.mean(xs))
     return {
         "x": _to_float64(xs),
         "y_rms": _to_float64(rep_rms.output),
@@ -218,6 +259,7 @@ def _normalise(
         "rms_stat": float(rep_rms.stat.ravel()[0]),
         "layer_stat": float(rep_layer.stat.ravel()[0]),
         "layer_var": float(rep_layer.variance.ravel()[0]),
+        "layer_mean": layer_mean,
         "bias": float(_to_float64(bs)[0]),  # beta as the dtype holds it
         "k": int(rep_rms.settings.get("partial_size", d)),
         "alerts": tuple(dict.fromkeys(alerts)),
@@ -242,36 +284,61 @@ def _divide(num: np.ndarray, den: float) -> np.ndarray:
 def _units(x: np.ndarray, eps: float, k: int) -> Units:
     """The float64 statistics and unit vectors behind every explanation.
 
-    The unit vectors are computed from x / max|x|, with eps scaled to match: the same numbers
-    in exact arithmetic, but a tiny x (1e-200, whose squares underflow to 0) or a huge one keeps
-    its direction instead of collapsing to 0/0.
+    The second moments are taken of x / max|x| (of the first k coordinates over their own
+    largest), so that the squares of a tiny x (1e-200) or a huge one neither underflow nor
+    overflow; their roots are scaled back before eps joins them. The unit vectors divide x by
+    those denominators: no square is taken of x itself.
     """
-    top = float(np.max(np.abs(x)))
+    top = _top(x)
     xs = x / top if top > 0 else x
-    with np.errstate(over="ignore", divide="ignore"):
-        # May overflow to inf (x far below sqrt(eps)): then the unit vectors are 0.
-        eps_s = float(np.float64(eps) / np.float64(top) / np.float64(top)) if top > 0 else eps
     mean_s = float(np.mean(xs))
-    centred = xs - mean_s
-    var_s = float(np.mean(centred**2))  # (d,) -> ()
+    var_s = float(np.mean((xs - mean_s) ** 2))  # (d,) -> ()
     ms_s = float(np.mean(xs**2))  # (d,) -> ()
-    ms_k_s = float(np.mean(xs[:k] ** 2))  # (k,) -> ()
-    mean, var, ms, ms_k = top * mean_s, top * top * var_s, top * top * ms_s, top * top * ms_k_s
+    head = x[:k]
+    top_k = _top(head)
+    ms_k_h = float(np.mean((head / top_k) ** 2)) if top_k > 0 else 0.0  # (k,) -> ()
+    mean, rms, std = top * mean_s, top * math.sqrt(ms_s), top * math.sqrt(var_s)
+    rms_k = top_k * math.sqrt(ms_k_h)
+    root_eps = math.sqrt(eps)
+    den_k, den_full, den_layer = (math.hypot(r, root_eps) for r in (rms_k, rms, std))
+    centred = x - mean
     return Units(
         mean=mean,
-        var=var,
-        ms=ms,
-        ms_k=ms_k,
+        var=std * std,
+        ms=rms * rms,
+        ms_k=rms_k * rms_k,
         k=k,
-        rms_p=math.sqrt(ms_k + eps),
-        rms_full=math.sqrt(ms + eps),
-        std=math.sqrt(var + eps),
-        rms=_divide(xs, math.sqrt(ms_k_s + eps_s)),
-        full=_divide(xs, math.sqrt(ms_s + eps_s)),
-        layer=_divide(centred, math.sqrt(var_s + eps_s)),
+        rms=rms,
+        std=std,
+        rms_k=rms_k,
+        den_k=den_k,
+        den_full=den_full,
+        den_layer=den_layer,
+        ratio=mean_s / math.sqrt(ms_s) if ms_s > 0 else 0.0,
+        mean_noise=_sum_noise(x),
+        unit_rms=_divide(x, den_k),
+        unit_full=_divide(x, den_full),
+        unit_layer=_divide(centred, den_layer),
+        layer_noise=_ratio_or_zero(VECTOR_ULPS * U64 * (top + abs(mean)), den_layer),
         flat=var_s <= (FLAT_ULPS * U64) ** 2 * ms_s,
         mean_over_spread=abs(mean_s) / math.sqrt(var_s) if var_s > 0 else math.inf,
     )
+
+
+def _top(v: np.ndarray) -> float:
+    return float(np.max(np.abs(v)))
+
+
+def _sum_noise(values: np.ndarray) -> float:
+    """The float64 rounding level of the mean of ``values``: SUM_ULPS * d ulps of mean|v|."""
+    with np.errstate(invalid="ignore"):
+        size = float(np.mean(np.abs(values)))
+    return SUM_ULPS * values.shape[-1] * U64 * size if math.isfinite(size) else 0.0
+
+
+def _ratio_or_zero(num: float, den: float) -> float:
+    """num / den, 0 where the denominator is 0 (nothing was divided, nothing rounded)."""
+    return num / den if den > 0 else 0.0
 
 
 def envelope_width(d: int, buckets: int = CHART_BUCKETS) -> int:
@@ -335,21 +402,20 @@ def _claims(ctx: dict[str, Any]) -> dict[str, Claim]:
 
 
 def _coords_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
-    s, run, u = ctx["stats"], ctx["run"], ctx["units"]
-    with np.errstate(invalid="ignore"):
-        out_scale = float(np.nanmax(np.abs(np.concatenate([ctx["y_rms"], ctx["y_layer"]]))))
+    s, run, d, x = ctx["stats"], ctx["run"], ctx["d"], ctx["x"]
     return {
         "coords": Claim(
             "explorer.coords_caption",
-            {"d": ctx["d"], "m_rms": s["rms"].mean, "m_layer": s["layer"].mean},
-            NOISE * out_scale if math.isfinite(out_scale) else 0.0,
+            {"d": d, "m_rms": s["rms"].mean, "m_layer": s["layer"].mean},
+            {"m_rms": _sum_noise(ctx["y_rms"]), "m_layer": _sum_noise(ctx["y_layer"])},
         ),
         "divisors": Claim(
             "explorer.coords_divisors",
-            {"rms": run["rms_stat"], "mean": u.mean, "std": run["layer_stat"]},
-            NOISE * s["x"].rms,
+            {"rms": run["rms_stat"], "mean": run["layer_mean"], "std": run["layer_stat"]},
+            # The mean the dtype computed, "≈ 0" only where float64 could not tell it from 0.
+            {"mean": _sum_noise(x)},
         ),
-        **_envelope_claims(ctx["d"]),
+        **_envelope_claims(d),
     }
 
 
@@ -370,52 +436,79 @@ def _why_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
     # RMSNorm(x) before its bias, up to a positive factor: the direction of g * x / RMS does not
     # depend on the size of g, and dividing g by its largest entry keeps a gain of 1e-320 (a
     # valid link) from underflowing into a different direction.
-    v_rms = _unit_scale(ctx["g"]) * u.rms
+    v_rms = _unit_scale(ctx["g"]) * u.unit_rms
     finite = bool(np.all(np.isfinite(v_rms)))
     cos_rms = float(cosine(v_rms, x)) if finite else math.nan
-    claims = {"why_scale": _direction_claim(v_rms, cos_rms, u.rms_p)}
-    noise = _layer_noise(u)
-    ratio = u.mean / math.sqrt(u.ms) if u.ms > 0 else 0.0
-    cos_layer = float(cosine(x - u.mean, x))  # the direction of x - mu, whatever eps is
+    claims = {"why_scale": _direction_claim(v_rms, cos_rms, u.den_k)}
+    ratio_noise = _ratio_or_zero(u.mean_noise, u.rms)
     if u.flat:
         claims["why_layer"] = Claim("explorer.why_layer_flat")
     else:
-        kept = at_least(cos_layer, 1.0 - COS_TOL)
+        cos_layer = float(cosine(x - u.mean, x))  # the direction of x - mu, whatever eps is
         # cos(x - mu, x) carries the rounding of x - mu relative to the spread itself (no eps).
-        cos_noise = max(NOISE, 64 * U64 * u.mean_over_spread)
+        cos_noise = VECTOR_ULPS * U64 * (1.0 + u.mean_over_spread)
         claims["why_layer"] = pick(
-            kept,
+            at_least(cos_layer, 1.0 - COS_TOL),
             "explorer.why_layer_kept",
             "explorer.why_layer_turned",
-            noise=cos_noise,
-            ratio=ratio,
+            noise={"ratio": ratio_noise, "cos": cos_noise},
+            ratio=u.ratio,
             cos=cos_layer,
         )
+    claims["why_offset"] = _offset_claim(u, x, finite, ratio_noise)
+    claims |= _moment_claims(x, u)
+    return claims
+
+
+def _offset_claim(u: Units, x: np.ndarray, finite: bool, ratio_noise: float) -> Claim:
+    """Whether x has a mean to remove, and what each norm leaves of it (before gain and bias)."""
     ones = np.ones_like(x)
-    m_rms = float(np.mean(u.rms)) if finite else math.nan
-    offset = {
+    m_rms = float(np.mean(u.unit_rms)) if finite else math.nan
+    fields = {
+        "ratio": u.ratio,
         "m_rms": m_rms,
-        "cos_rms": float(cosine(u.rms, ones)) if finite else math.nan,
-        "m_layer": float(np.mean(u.layer)),
-        "cos_layer": float(cosine(u.layer, ones)),
+        "cos_rms": float(cosine(u.unit_rms, ones)) if finite else math.nan,
+        "m_layer": float(np.mean(u.unit_layer)),
+        "cos_layer": float(cosine(u.unit_layer, ones)),
     }
+    # Each mean at its own rounding level: the sum of its d coordinates, and for LayerNorm's the
+    # rounding each coordinate carries from x - mu.
+    layer_noise = _sum_noise(u.unit_layer) + u.layer_noise
+    noise = {"ratio": ratio_noise, "m_rms": _sum_noise(u.unit_rms), "m_layer": layer_noise}
+    # cos(v, 1) = sqrt(d) mean(v) / |v|: the mean's rounding, relative to the length.
+    root_d = math.sqrt(x.shape[-1])
+    noise["cos_rms"] = _ratio_or_zero(root_d * noise["m_rms"], _length(u.unit_rms))
+    noise["cos_layer"] = _ratio_or_zero(root_d * layer_noise, _length(u.unit_layer))
     if not np.any(x):
         key = "explorer.why_offset_zero"
     elif u.flat:
         key = "explorer.why_offset_flat"
-    elif at_least(abs(m_rms), noise) or not finite:
-        key = "explorer.why_offset_kept"
-    else:
+    elif finite and at_most(abs(u.ratio), ratio_noise) and at_most(abs(m_rms), noise["m_rms"]):
         key = "explorer.why_offset_none"
-    claims["why_offset"] = Claim(key, offset, noise)
+    else:
+        key = "explorer.why_offset_kept"
+    return Claim(key, fields, noise)
+
+
+def _moment_claims(x: np.ndarray, u: Units) -> dict[str, Claim]:
+    """RMS² = Var + mu², with each term at its own rounding level, and the mean's share."""
     rms2, var, mean2 = second_moment_identity(x)
-    share = mean2 / rms2 if rms2 > 0 else 0.0
-    claims["why_moment"] = Claim(
-        "explorer.why_moment",
-        {"rms2": rms2, "var": var, "mean2": mean2, "share_pct": share},
-        NOISE * rms2,
-    )
-    return claims
+    # A mean at its rounding level squares to at most that level squared; so does a variance
+    # made of the rounding of x - mu alone.
+    floor2 = (u.mean_noise + FLAT_ULPS * U64 * u.rms) ** 2
+    return {
+        "why_moment": Claim(
+            "explorer.why_moment",
+            {"rms2": rms2, "var": var, "mean2": mean2},
+            {"var": floor2, "mean2": floor2},
+        ),
+        # mu^2 / RMS^2, scale-free: the squares of a tiny x underflow, their ratio does not.
+        "why_moment_share": Claim(
+            "explorer.why_moment_share",
+            {"share_pct": u.ratio**2},
+            {"share_pct": _ratio_or_zero(u.mean_noise + FLAT_ULPS * U64 * u.rms, u.rms) ** 2},
+        ),
+    }
 
 
 def _unit_scale(v: np.ndarray) -> np.ndarray:
@@ -429,14 +522,6 @@ def _length(v: np.ndarray) -> float:
     if top == 0 or not math.isfinite(top):
         return top
     return top * float(np.linalg.norm(v / top))
-
-
-def _layer_noise(u: Units) -> float:
-    """Rounding level of the float64 unit vectors: x - mu loses about |mu| * ulp per coordinate,
-    which LayerNorm then divides by its standard deviation."""
-    if u.std == 0:
-        return NOISE
-    return max(NOISE, 64 * U64 * abs(u.mean) / u.std)
 
 
 def _direction_claim(v: np.ndarray, cos: float, rms: float) -> Claim:
@@ -460,24 +545,30 @@ def _centring_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         centred = rms_norm(x - u.mean, eps=eps)  # float64, full width, no gain
-    noise = _layer_noise(u) * max(1.0, float(np.max(np.abs(u.layer))))
-    diff_c = float(np.max(np.abs(u.layer - centred)))
-    diff_p = float(np.max(np.abs(u.layer - u.full)))
+    # Both sides carry the rounding of x - mu and of one division: a few ulps of the operands.
+    tol = u.layer_noise + VECTOR_ULPS * U64 * float(np.max(np.abs(centred)))
+    diff_c = float(np.max(np.abs(u.unit_layer - centred)))
+    diff_p = float(np.max(np.abs(u.unit_layer - u.unit_full)))
     claims = {
         "centring": pick(
-            at_most(diff_c, noise),
+            at_most(diff_c, tol),
             "explorer.centring_identity",
             "explorer.centring_identity_off",
-            noise=noise,
+            noise={"diff": tol},
             diff=diff_c,
         )
     }
+    tol_p = u.layer_noise + VECTOR_ULPS * U64 * float(np.max(np.abs(u.unit_full)))
+    ratio_noise = _ratio_or_zero(u.mean_noise, u.rms)
+    # "The same" needs both: the outputs agree to rounding, and mu is rounding (a nearly
+    # constant x can leave a rounding level larger than either output).
+    same = both(at_most(diff_p, tol_p), at_most(abs(u.ratio), ratio_noise))
     claims["centring_mean"] = pick(
-        at_most(diff_p, noise),
+        same,
         "explorer.centring_same",
         "explorer.centring_differs",
-        noise=noise,
-        ratio=u.mean / math.sqrt(u.ms) if u.ms > 0 else 0.0,
+        noise={"diff": tol_p if same else 0.0, "ratio": ratio_noise},
+        ratio=u.ratio,
         diff=diff_p,
     )
     return claims
@@ -486,13 +577,20 @@ def _centring_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
 def _plane_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
     u: Units = ctx["units"]
     plane: PlaneImages = ctx["plane"]
-    x = ctx["x"]
-    angle = math.degrees(math.acos(float(cosine(x, np.ones_like(x))))) if np.any(x) else 0.0
+    x, d = ctx["x"], ctx["d"]
+    a, b = plane.point
+    top = float(np.max(np.abs(x)))
+    # a sums d coordinates; b is the length of x - (x . u) u, whose every coordinate carries that
+    # sum's rounding.
+    noise_a = math.sqrt(d) * _sum_noise(x)
+    noise_b = SUM_ULPS * d * math.sqrt(d) * U64 * top
+    angle = math.degrees(math.atan2(b, a))
+    noise_angle = math.degrees(_ratio_or_zero(noise_b, math.hypot(a, b)))
     claims = {
         "plane": Claim(
             "explorer.plane_position",
-            {"angle": angle, "a": plane.point[0], "b": plane.point[1]},
-            NOISE * math.hypot(*plane.point),
+            {"angle": angle, "a": a, "b": b},
+            {"angle": noise_angle, "a": noise_a, "b": noise_b},
         )
     }
     g = ctx["g_plane"]
@@ -503,31 +601,38 @@ def _plane_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
         key = "explorer.plane_origin"
     else:
         key = "explorer.plane_same" if g > 0 else "explorer.plane_opposite"
-    claims["plane_rms"] = Claim(key, {"gain": g, "r_rms": r_rms}, TINY)
-    noise = max(_layer_noise(u) * max(plane.radius, r_layer), TINY)
+    claims["plane_rms"] = Claim(key, {"gain": g, "r_rms": r_rms})
     lkey = "explorer.plane_layer_flat" if u.flat else "explorer.plane_layer"
-    claims["plane_layer"] = Claim(lkey, {"r_layer": r_layer, "la": plane.layer[0]}, noise)
+    # What is left along 1 is the mean of LayerNorm's vector, times g sqrt(d): rounding.
+    noise_la = abs(g) * math.sqrt(d) * (_sum_noise(u.unit_layer) + u.layer_noise)
+    claims["plane_layer"] = Claim(
+        lkey, {"r_layer": r_layer, "la": plane.layer[0]}, {"la": noise_la}
+    )
     if not u.flat:
-        f_rms, f_layer = _shrink(u.ms, ctx["eps"]), _shrink(u.var, ctx["eps"])
-        claims["plane_eps"] = pick(
-            at_least(min(f_rms, f_layer), 1.0 - RADIUS_TOL),
-            "explorer.plane_eps_negligible",
-            "explorer.plane_eps_visible",
-            eps=ctx["eps"],
-            ms=u.ms,
-            var=u.var,
-            f_rms_pct=f_rms,
-            f_layer_pct=f_layer,
-            radius=plane.radius,
-        )
+        claims["plane_eps"] = _eps_claim(u, ctx["eps"], plane.radius)
     return claims
 
 
-def _shrink(second: float, eps: float) -> float:
-    """How far eps alone pulls a normalised vector inside the circle: sqrt(s / (s + eps))."""
-    if eps == 0:
-        return 1.0
-    return math.sqrt(second / (second + eps))
+def _eps_claim(u: Units, eps: float, radius: float) -> Claim:
+    """Whether eps alone pulls the normalised vectors visibly inside the circle."""
+    f_rms, f_layer = _shrink(u.rms, u.den_full), _shrink(u.std, u.den_layer)
+    return pick(
+        at_least(min(f_rms, f_layer), 1.0 - RADIUS_TOL),
+        "explorer.plane_eps_negligible",
+        "explorer.plane_eps_visible",
+        eps=eps,
+        ms=u.ms,
+        var=u.var,
+        f_rms_pct=f_rms,
+        f_layer_pct=f_layer,
+        radius=radius,
+    )
+
+
+def _shrink(root: float, den: float) -> float:
+    """How far eps alone pulls a normalised vector inside the circle: sqrt(s / (s + eps)), as
+    the root of the second moment s over its denominator (1 where both are 0)."""
+    return root / den if den > 0 else 1.0
 
 
 def _extra_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
@@ -535,12 +640,14 @@ def _extra_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
     claims: dict[str, Claim] = {}
     sphere: Sphere3D | None = ctx["sphere"]
     if sphere is not None:
+        # "Here" is the outputs as computed in the dtype, the numbers the metrics show.
         claims["sphere"] = Claim(
             "explorer.sphere_caption",
             {
                 "radius": sphere.radius,
-                "r_rms": _length(sphere.rms),
-                "r_layer": _length(sphere.layer),
+                "dtype": ctx["dtype"],
+                "r_rms": ctx["norms"]["rms"],
+                "r_layer": ctx["norms"]["layer"],
             },
         )
     if ctx["partial"] < 1.0:
@@ -554,24 +661,35 @@ def _extra_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
 
 
 def _partial_claim(ctx: dict[str, Any]) -> Claim:
+    """RMS of the first k against RMS(x), both without eps; the denominators are quoted as such."""
     u: Units = ctx["units"]
-    g = ctx["g"]
-    full = g * u.full
     with np.errstate(invalid="ignore"):
-        diff = float(np.max(np.abs(g * u.rms - full)))
-    top = float(np.max(np.abs(full)))
+        diff = float(np.max(np.abs(u.unit_rms - u.unit_full)))
+    top = float(np.max(np.abs(u.unit_full)))
     fields = {
         "k": u.k,
         "d": ctx["d"],
         "p_pct": ctx["partial"],
-        "rms_p": u.rms_p,
-        "rms_full": u.rms_full,
-        "ratio_pct": u.rms_p / u.rms_full if u.rms_full > 0 else 1.0,
+        "rms_k": u.rms_k,
+        "rms": u.rms,
+        "ratio_pct": u.rms_k / u.rms if u.rms > 0 else 1.0,
+        "eps": ctx["eps"],
+        "den_k": u.den_k,
+        "den": u.den_full,
         "diff": diff,
-        "diff_pct": diff / top if top > 0 else 0.0,
+        "diff_pct": _ratio_or_zero(diff, top),
     }
-    near = close(u.rms_p, u.rms_full, rtol=PARTIAL_RTOL)
-    return pick(near, "explorer.partial_close", "explorer.partial_far", noise=NOISE, **fields)
+    # Both outputs round each coordinate to a few ulps of the larger of them.
+    scale = max(top, float(np.max(np.abs(u.unit_rms)))) if math.isfinite(diff) else 0.0
+    noise = VECTOR_ULPS * U64 * scale
+    near = close(u.rms_k, u.rms, rtol=PARTIAL_RTOL)
+    return pick(
+        near,
+        "explorer.partial_close",
+        "explorer.partial_far",
+        noise={"diff": noise, "diff_pct": _ratio_or_zero(noise, top)},
+        **fields,
+    )
 
 
 def _precision_claims(ctx: dict[str, Any]) -> dict[str, Claim]:

@@ -23,6 +23,7 @@ from core.inputs import (
     make_input,
     parse_vector,
 )
+from core.messages import Message
 from core.stats import IDENTITY_FORMULA, STAT_NAMES
 from ui import fmt, widgets
 from ui.export import coordinates_csv, statistics_csv, view_json
@@ -150,13 +151,14 @@ def input_vector(state: dict, tr: Translator) -> np.ndarray:
 
 def metrics(tr: Translator, view: ExplorerView) -> None:
     """Five numbers, in a row that wraps two to a line on a phone."""
-    sx = view.stats["x"]
+    # RMS(x) and std(x) without eps, and lengths whose squares cannot underflow (x = 1e-200).
+    u = view.units
     values = (
-        ("metric_rms", sx.rms),
-        ("metric_std", np.sqrt(sx.variance)),
-        ("metric_mean", sx.mean),
-        ("metric_norm_rms", view.stats["rms"].l2),
-        ("metric_norm_layer", view.stats["layer"].l2),
+        ("metric_rms", u.rms),
+        ("metric_std", u.std),
+        ("metric_mean", u.mean),
+        ("metric_norm_rms", view.norms["rms"]),
+        ("metric_norm_layer", view.norms["layer"]),
     )
     with st.container(horizontal=True, gap="small"):
         for key, value in values:
@@ -213,7 +215,11 @@ def statistics(tr: Translator, view: ExplorerView, names: dict) -> None:
     st.markdown("\n".join(lines))
     st.markdown(f"**{tr('explorer.identity_heading')}**")
     rms2, var, mean2 = view.identity
-    numbers = rf"{fmt.tex(rms2)} = {fmt.tex(var)} + {fmt.tex(mean2, noise=1e-12 * rms2)}"
+    noise = view.claims["why_moment"].noise_of  # each term at its own rounding level
+    numbers = (
+        rf"{fmt.tex(rms2)} = {fmt.tex(var, noise=noise('var'))} + "
+        rf"{fmt.tex(mean2, noise=noise('mean2'))}"
+    )
     st.latex(_lines(IDENTITY_FORMULA, numbers))
 
 
@@ -226,7 +232,7 @@ def formulas(tr: Translator, view: ExplorerView, eps: float) -> None:
     if u.k < view.d:
         st.caption(tr("explorer.formula_partial", k=u.k, d=view.d))
     st.markdown(tr("explorer.formula_layer"))
-    mean = fmt.tex(u.mean, noise=1e-12 * view.stats["x"].rms)
+    mean = fmt.tex(u.mean, noise=u.mean_noise)
     numbers = rf"\mu = {mean},\quad \sqrt{{{fmt.tex(u.var)} + {e}}} = {fmt.tex(view.layer_stat)}"
     st.latex(_lines(LAYER_FORMULA, numbers))
 
@@ -255,7 +261,11 @@ def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale
         )
     with right:
         slots = ("plane", "plane_rms", "plane_layer", "plane_eps")
-        st.markdown("\n\n".join(tr.claim(claims[s]) for s in slots if s in claims))
+        if view.dtype == "float64":
+            note = f"*{tr('explorer.geometry_note')}*"
+        else:
+            note = f"*{tr('explorer.geometry_note_dtype', dtype=view.dtype)}*"
+        st.markdown("\n\n".join([note, *(tr.claim(claims[s]) for s in slots if s in claims)]))
         if state["gain_pattern"] != "constant" or state["bias"] or state["rms_bias"]:
             st.caption(tr("explorer.plane_gain_note"))
     if view.sphere is not None:
@@ -285,11 +295,15 @@ def explanations(tr: Translator, view: ExplorerView) -> None:
     st.subheader(tr("explorer.why_heading"))
     c = view.claims
     prompt = "" if presenting() else f" *{tr('explorer.offset_prompt')}*"
-    paragraphs = [f"*{tr('explorer.why_units_note')}*"]
+    if view.dtype == "float64":
+        units_note = tr("explorer.why_units_note")
+    else:
+        units_note = tr("explorer.why_units_note_dtype", dtype=view.dtype)
+    paragraphs = [f"*{units_note}*"]
     blocks = (
         ("why_scale_title", ("why_scale", "why_layer"), ""),
         ("why_offset_title", ("why_offset",), prompt),
-        ("why_moment_title", ("why_moment",), ""),
+        ("why_moment_title", ("why_moment", "why_moment_share"), ""),
         ("centring_title", ("centring", "centring_mean"), ""),
         ("partial_title", ("partial",), f" *{tr('explorer.partial_paper')}*"),
         ("precision_title", ("precision_rms", "precision_layer"),
@@ -313,7 +327,17 @@ def messages(tr: Translator, view: ExplorerView) -> None:
         st.warning(tr.message(alert))
     if view.notes:
         with st.expander(tr("explorer.notes_heading")):
-            st.markdown("\n".join(f"- {tr.message(note)}" for note in view.notes))
+            st.markdown("\n".join(f"- {_note(tr, note)}" for note in view.notes))
+
+
+def _note(tr: Translator, note: Message) -> str:
+    """A core note in the page's words: the page always hands the core its eps, so the core's
+    "given explicitly" says which of the page's values it is instead."""
+    if note.code != "eps_explicit":
+        return tr.message(note)
+    eps = note.fields["eps"]
+    key = "note_eps_default" if eps == P["eps"].default else "note_eps_chosen"
+    return tr(f"explorer.{key}", eps=eps)
 
 
 def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> Saving:

@@ -83,12 +83,14 @@ def t(key: str, lang: str, /, **values: object) -> str:
     return _render(key, lang, values, 0.0)
 
 
-def _render(key: str, lang: str, values: Mapping[str, Any], noise: float) -> str:
+def _render(key: str, lang: str, values: Mapping[str, Any], noise: Any) -> str:
+    """``noise``: one rounding level for every field, or a mapping by field name."""
     texts = catalogue()[key]
     text = texts.get(lang) or texts[DEFAULT_LANGUAGE]
     if not values:
         return text
-    return text.format(**{k: _format_value(k, v, noise) for k, v in values.items()})
+    levels = noise if isinstance(noise, Mapping) else dict.fromkeys(values, noise)
+    return text.format(**{k: _format_value(k, v, levels.get(k, 0.0)) for k, v in values.items()})
 
 
 class Translator:

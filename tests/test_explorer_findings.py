@@ -1,0 +1,119 @@
+"""Links at which the explorer once said something false, opened as a visitor would.
+
+Each test opens the exact link in both languages and holds the page's sentences to numbers
+recomputed here with plain numpy: RMS(x) has no eps in it (the quantities with eps are the
+denominators), a sentence about "here" quotes the outputs as the chosen dtype computed them,
+and a tolerance scales with what it compares.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from apptest_util import metric, open_app, shown_text
+
+from core.inputs import make_input
+from ui import fmt
+
+LANGS = ["en", "id"]
+
+
+def page(lang: str, **link: str) -> str:
+    at = open_app(lang=lang, **link)
+    assert not at.exception, [e.value for e in at.exception]
+    return "\n".join(shown_text(at))
+
+
+def rms(x: np.ndarray) -> float:
+    """Root mean square, no eps: |x| / sqrt(d)."""
+    return float(np.linalg.norm(x)) / math.sqrt(x.shape[-1])
+
+
+# --- pRMSNorm: the RMS it quotes and decides on is RMS without eps -----------------------------
+
+FAR = {"en": "more than 5 % off", "id": "meleset lebih dari 5 %"}
+CLOSE = {"en": "within 5 %", "id": "dalam 5 %"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_partial_rms_of_a_tiny_ramp_is_far_from_rms_x(lang: str) -> None:
+    link = {"d": "64", "dist": "ramp", "partial": "0.0625", "scale": "0.0001"}
+    x = make_input(64, dist="ramp", scale=1e-4)
+    head, whole = rms(x[:4]), rms(x)
+    assert head / whole > 1.6  # 1.651e-4 against 1.016e-4
+    text = page(lang, **link)
+    assert FAR[lang] in text and CLOSE[lang] not in text
+    assert fmt.num(head) in text and f"RMS(x) = {fmt.num(whole)}" in text
+    at = open_app(lang=lang, **link)
+    assert math.isclose(metric(at, "RMS(x)"), whole, rel_tol=1e-3)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_partial_rms_with_a_large_eps_quotes_rms_and_names_the_denominators(lang: str) -> None:
+    x = np.array([1e-4, 1e-2])
+    text = page(lang, x="0.0001,0.01", eps="10", partial="0.5")
+    assert FAR[lang] in text and CLOSE[lang] not in text
+    against = {"en": "is {}, against RMS(x) = {}", "id": "adalah {}, dibanding RMS(x) = {}"}
+    assert against[lang].format(fmt.num(rms(x[:1])), fmt.num(rms(x))) in text
+    # sqrt(mean + eps) is quoted only as a denominator.
+    dens = fmt.num(math.sqrt(1e-8 + 10)), fmt.num(math.sqrt(float(np.mean(x**2)) + 10))
+    named = {"en": "the denominators are {} and {}", "id": "penyebutnya {} dan {}"}
+    assert named[lang].format(*dens) in text
+
+
+# --- "Here" quotes the outputs as the dtype computed them --------------------------------------
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_float16_overflow_sphere_quotes_the_outputs_shown(lang: str) -> None:
+    link = {"d": "3", "scale": "10000", "dtype": "float16", "backend": "torch"}
+    at = open_app(lang=lang, **link)
+    assert not at.exception
+    # Every x^2 overflows float16: the outputs, and the metrics, are 0.
+    assert metric(at, "‖RMSNorm(x)‖") == 0 and metric(at, "‖LayerNorm(x)‖") == 0
+    text = "\n".join(shown_text(at))
+    assert "‖RMSNorm(x)‖ = 0" in text and "‖LayerNorm(x)‖ = 0" in text
+    assert "‖RMSNorm(x)‖ = 1.732" not in text
+    # The plane's float64 picture says it is float64, not the float16 computation.
+    label = {"en": "not the float16 computation", "id": "bukan komputasi float16"}
+    assert text.count(label[lang]) == 2  # the geometry and the explanations
+
+
+# --- Tiny typed vectors: verdicts relative to the vector, mu / RMS(x) without eps --------------
+
+TINY_LINKS = [{"x": "1e-15,3e-15"}, {"x": "1e-12,3e-12", "eps": "10"}]
+# The sentence that finds no offset to remove (why_offset_none), in every wording it had.
+NO_OFFSET = {"en": "there is no offset to remove", "id": "tidak ada pergeseran yang perlu dihapus"}
+SAME = {"en": "the two normalisations are the same", "id": "kedua normalisasi itu sama"}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("link", TINY_LINKS, ids=lambda link: link["x"])
+def test_tiny_typed_vector_keeps_its_mean_and_its_difference(link: dict, lang: str) -> None:
+    typed = np.array([float(v) for v in link["x"].split(",")])
+    eps = float(link.get("eps", 1e-5))
+    text = page(lang, **link)
+    ratio = float(np.mean(typed)) / rms(typed)  # 0.8944, no eps
+    assert f"μ/RMS(x) = {fmt.num(ratio)}" in text
+    assert NO_OFFSET[lang] not in text and SAME[lang] not in text
+    # RMSNorm(x) and LayerNorm(x) differ by about 6.3e-13, on outputs of at most 9.5e-13.
+    full = typed / math.sqrt(float(np.mean(typed**2)) + eps)
+    layer = (typed - typed.mean()) / math.sqrt(float(np.var(typed)) + eps)
+    diff = float(np.max(np.abs(full - layer)))
+    assert diff > 0.5 * float(np.max(np.abs(full)))
+    assert fmt.num(diff) in text
+
+
+# --- The notes say where eps came from -----------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_eps_note_does_not_say_the_link_gave_it(lang: str) -> None:
+    text = page(lang, d="8")
+    assert "given explicitly" not in text and "diberikan secara eksplisit" not in text
+    default = {"en": "ε = 1e-5, this page's default", "id": "ε = 1e-5, nilai bawaan halaman ini"}
+    assert default[lang] in text
+    chosen = {"en": "ε = 0.01, chosen on this page", "id": "ε = 0.01, dipilih di halaman ini"}
+    assert chosen[lang] in page(lang, d="8", eps="0.01")
