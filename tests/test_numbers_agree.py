@@ -446,10 +446,13 @@ ALIASES: dict[str, Aliases] = {
             "why_layer_*:ratio": Cell("explorer.stat_cos_ones", "x"),
             "centring_*:ratio": Cell("explorer.stat_cos_ones", "x"),
         },
-        # The plane shows the outputs without biases and, under a gain pattern, with g = 1.
         unless={
+            # The plane shows the outputs without biases and, under a gain pattern, with g = 1.
             "plane_*:r_rms": "explorer.plane_gain_note",
             "plane_*:r_layer": "explorer.plane_gain_note",
+            # In a torch dtype LayerNorm subtracts the mean computed in that dtype; the metric
+            # is x's mean.
+            "coords_divisors:mean": "explorer.precision_setup",
         },
     ),
     "invariance": Aliases(
@@ -545,6 +548,19 @@ STATES: tuple[tuple[str, dict[str, str]], ...] = (
     ("explorer", {"d": "3", "scale": "0.0001", "eps": "1e-12", "offset": "0.5"}),
     ("explorer", {"d": "4096", "dist": "laplace", "dtype": "bfloat16", "backend": "torch"}),
     ("explorer", {"d": "3", "scale": "100", "dtype": "float16", "backend": "torch"}),
+    (
+        "explorer",
+        {
+            "d": "64",
+            "scale": "5",
+            "eps": "0.1",
+            "offset": "20",
+            "dist": "spike",
+            "seed": "51",
+            "backend": "torch",
+            "dtype": "bfloat16",
+        },
+    ),
     ("explorer", {"gain": "-2", "offset": "5"}),
     ("explorer", {"gain": "1.5", "gain_pattern": "ramp", "bias": "0.5", "rms_bias": "-1"}),
     ("explorer", {"dist": "constant", "d": "8", "scale": "1000", "dtype": "float32"}),
@@ -600,6 +616,10 @@ KNOWN: dict[str, str] = {
     "explorer?d=3&scale=10000&dtype=float16&backend=torch": (
         "the plane's sentences place RMSNorm(x) and LayerNorm(x) at distance 1.732 while the"
         " metrics ‖RMSNorm(x)‖ and ‖LayerNorm(x)‖, computed in float16, show 0"
+    ),
+    "explorer?d=64&scale=5&eps=0.1&offset=20&dist=spike&seed=51&backend=torch&dtype=bfloat16": (
+        "the plane's sentences give the distances in float64 (7.999, 7.984) while the metrics"
+        " ‖RMSNorm(x)‖ and ‖LayerNorm(x)‖, computed in bfloat16, show 7.989 and 7.968"
     ),
 }
 
