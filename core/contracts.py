@@ -76,7 +76,11 @@ class Comparison:
 
 
 def _as_dtype(a: np.ndarray, dtype: str) -> Any:
-    if dtype in HALF_NAMES:
+    # A torch tensor in every dtype where torch is installed: the implementations compared are
+    # torch code, and whether they agree bit for bit is a fact about their rounding. numpy sums
+    # in another order, which near a tie (eps about half an ulp of the mean square) decides the
+    # other way.
+    if dtype in HALF_NAMES or torch_available():
         import torch
 
         return torch.tensor(a, dtype=getattr(torch, dtype))
@@ -95,8 +99,9 @@ def compare_sides(
     """Run both sides on ``x`` (shape (d,)) and the stored ``weight``, both held in ``dtype``.
 
     The checkpoint's weight and the activations are rounded to ``dtype`` once, as a model loaded
-    in that dtype would hold them; each side then computes by its own contract. float16 and
-    bfloat16 need torch.
+    in that dtype would hold them (torch tensors where torch is installed, so each side's numbers
+    are its upstream code's bit for bit); each side then computes by its own contract. float16
+    and bfloat16 need torch.
     """
     if dtype not in FLOAT_NAMES:
         raise ValueError(f"dtype must be one of {list(FLOAT_NAMES)} (got {dtype!r})")

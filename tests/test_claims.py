@@ -72,6 +72,14 @@ FOUND = {
     # exactly 0, autograd's row sum was 3.7e-9, and the check's bound (1e-10 of the largest
     # RMSNorm entry, 2.5e-12) was below float64's rounding of it. The page's sentence held.
     "backward": [{"d": 2, "offset": -20.0, "eps": 0.0, "seed": 280555, "grad": "ones"}],
+    # float64 model, Llama's float32 reduction at scale 100: eps = 1e-3 is about half a float32
+    # ulp of the mean square (1e4), and numpy's float32 mean rounded the two sides together
+    # where LlamaRMSNorm's torch arithmetic does not: "agree bit for bit" was false.
+    "contracts": [
+        {"a": "llama", "b": "llama", "eps_a": "preset", "eps_b": "1e-3", "red_a": "preset"}
+        | {"red_b": "preset", "checkpoint": "a", "dtype": "float64", "d": 4096, "seed": 8375}
+        | {"scale": 100.0}
+    ],
 }
 
 

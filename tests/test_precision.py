@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.contracts import Side, compare_sides, effective_gain, stored_weight
+from core.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
 from core.inputs import make_input
 from core.precision import (
     FLOAT16_MAX,
@@ -145,6 +145,30 @@ def test_contracts_eps_and_reduction_mistakes() -> None:
     assert 0 < red.relative < 5e-2
     with pytest.raises(ValueError, match="dtype"):
         compare_sides(x, w, Side("llama"), Side("llama"), dtype="int8")
+
+
+@pytest.mark.parametrize("seed", [8375, 129])
+def test_contracts_bit_for_bit_verdict_is_the_implementations_own(seed: int) -> None:
+    """Whether A and B agree bit for bit is a fact about LlamaRMSNorm's torch arithmetic. At scale
+    100 (mean square about 1e4) eps = 1e-3 is about half a float32 ulp of the mean square, so
+    whether adding it changes anything depends on the mean's last bit: numpy's float32 mean
+    (another summation order) once rounded the two sides together for seed 8375, where
+    LlamaRMSNorm's outputs differ, and apart for seed 129, where they agree."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    d, scale = 4096, 100.0
+    state = {"a": "llama", "b": "llama", "eps_a": "preset", "eps_b": "1e-3"}
+    state |= {"red_a": "preset", "red_b": "preset", "checkpoint": "a", "dtype": "float64"}
+    state |= {"d": d, "seed": seed, "scale": scale}
+    x = torch.from_numpy(make_input(d, seed=seed, scale=scale))
+    outputs = []
+    for eps in (1e-6, 1e-3):  # LlamaRMSNorm's default, then the page's override
+        norm = LlamaRMSNorm(d, eps=eps).double()
+        norm.weight.data = torch.from_numpy(effective_gain(d, seed=seed))
+        with torch.no_grad():
+            outputs.append(norm(x))
+    claims = contracts_view(state).claims
+    assert ("agreement" in claims) == torch.equal(*outputs)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
