@@ -159,7 +159,7 @@ class Ref:
         self.top = float(np.max(np.abs(x)))
         self.mean_abs = math.fsum(np.abs(x).tolist()) / d
         # mu / RMS(x), and cos(x - mu 1, x) = sqrt(Var / mean(x^2)), both exact ratios.
-        self.ratio = float(mu / ms) * _root(ms) if ms else 0.0
+        self.ratio = math.copysign(_root(mu * mu / ms), mu) if ms else 0.0
         self.cos_centred = _root(var / ms) if ms else 0.0
 
     def flat(self) -> bool | None:
@@ -489,7 +489,7 @@ def check_plane_rms(state: dict, claim) -> None:
     assert (r.g_plane > 0) == (key == "same") and r.g_plane != 0 and np.any(r.x)
     _near(f["gain"], r.g_plane, rtol=0, what="gain")
     # |g x / den_k| = |g| sqrt(d) RMS(x) / den_k.
-    _near(f["r_rms"], abs(r.g_plane) * math.sqrt(r.d) * r.rms / r.den_k, rtol=1e-9)
+    _near(f["r_rms"], abs(r.g_plane) * (math.sqrt(r.d) * r.rms / r.den_k), rtol=1e-9)
 
 
 def check_plane_layer(state: dict, claim) -> None:
