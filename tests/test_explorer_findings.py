@@ -117,3 +117,43 @@ def test_eps_note_does_not_say_the_link_gave_it(lang: str) -> None:
     assert default[lang] in text
     chosen = {"en": "ε = 0.01, chosen on this page", "id": "ε = 0.01, dipilih di halaman ini"}
     assert chosen[lang] in page(lang, d="8", eps="0.01")
+
+
+# --- States the claims sweep found a sentence false in -----------------------------------------
+
+BASE = {"typed": None, "d": 16, "dist": "normal", "seed": 0, "offset": 0.0, "scale": 1.0,
+        "eps": 1e-5, "gain": 1.0, "gain_pattern": "constant", "bias": 0.0, "rms_bias": 0.0,
+        "partial": 1.0, "dtype": "float64", "torch": False}  # fmt: skip
+SWEEP_FOUND = [
+    # Nearly constant, p < 1: the plane projected onto a direction of x - mu that was mostly
+    # rounding, and put RMSNorm's point 2e-5 off its radius.
+    {"typed": [-1.0] * 20 + [-1.0000000002220446], "scale": 1e-4, "offset": 0.1,
+     "gain": 0.8333096189852585, "partial": 0.0625, "eps": 1e-12},
+    # Constant to float64 rounding, mu/RMS(x) = -1: "the two normalisations are the same".
+    {"typed": [-890358204122990.9, -890358204122991.2], "scale": 1e4, "gain": -1.0,
+     "partial": 0.0625, "eps": 1e-8},
+    # A first coordinate of 4.3e-152 beside 9e16: its square in units of max|x| underflowed, and
+    # the RMS of the first k read 0.
+    {"typed": [0.0, -2000010000000.0, -9035959492229.53, -6605871424090.409], "scale": 1e4,
+     "offset": 4.307244801723098e-152, "eps": 10.0, "partial": 0.03125},
+    # x = -1.8e-212, constant: mu^2 / RMS^2 is 1, but its squares underflow and it read 0 %.
+    {"typed": [-0.4104074091882375] * 5 + [-0.4104074091882376], "scale": 0.0,
+     "offset": -1.7809865830373972e-212, "eps": 1.0},
+    # A gain of 3.7e-190: |RMSNorm(x)| = 1.2e-189, whose squares underflow; it read 0.
+    {"typed": [100.0, 100.0, 100.00000002220446], "scale": 1e4, "offset": 3.85543879098298,
+     "gain": 3.6732904813267827e-190, "rms_bias": 3.6732904813267827e-190,
+     "gain_pattern": "random", "seed": 2, "eps": 3.0},
+    # x = 1e-200, eps = 0: float64's RMSNorm(x - mu) divides by an underflowed 0, and the two
+    # LayerNorms "differ by at most inf: the same numbers up to rounding".
+    {"typed": [1e-200, 3e-200], "eps": 0.0},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("found", SWEEP_FOUND, ids=range(len(SWEEP_FOUND)))
+def test_every_claim_holds_where_the_sweep_once_found_one_false(found: dict) -> None:
+    from tests.claims import explorer as oracle
+
+    state = {**BASE, **found}
+    claims = oracle.view(state).claims
+    for claim in claims.values():
+        oracle.CHECKS[claim.key](state, claim)
