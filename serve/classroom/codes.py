@@ -1,0 +1,37 @@
+"""A class's join code (read aloud, typed from a projector) and the teacher's secret key."""
+
+from __future__ import annotations
+
+import hmac
+import re
+import secrets
+
+# No look-alikes: no 0/O, no 1/I/L. 31 letters and digits, 6 of them: about 8.9e8 codes, so a
+# guessed code is a live one with odds of at most 200 in 8.9e8.
+ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 6
+CODE_PATTERN = re.compile(f"[{ALPHABET}]{{{CODE_LENGTH}}}")
+# secrets.token_urlsafe(n) carries 8n bits: 24 bytes are 192 bits (at least 128 asked).
+KEY_BYTES = 24
+# The longest key accepted from a link: a token of KEY_BYTES is 32 characters.
+KEY_MAX_LEN = 64
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def new_key() -> str:
+    return secrets.token_urlsafe(KEY_BYTES)
+
+
+def normal_code(raw: str) -> str | None:
+    """A code as typed (any case, spaces around it) in its stored form; None if it cannot be
+    one."""
+    code = raw.strip().upper()
+    return code if CODE_PATTERN.fullmatch(code) else None
+
+
+def same_key(given: str, stored: str) -> bool:
+    """Whether ``given`` is the teacher's key, compared in constant time."""
+    return hmac.compare_digest(given.encode(), stored.encode())
