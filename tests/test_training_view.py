@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.model import GPT, NORM_KINDS, ModelConfig
-from core.reference import REFERENCE, REFERENCE_DIR, SUMMARY_FILE
+from core.reference import CURVES_FILE, REFERENCE, REFERENCE_DIR, SUMMARY_FILE
 from core.train import TrainConfig, TrainResult
 from core.training_view import (
     DEFAULT_SECONDS,
@@ -418,3 +418,11 @@ def test_no_shipped_sentence_says_more_than_the_recorded_machine_data() -> None:
         text = "\n".join(tr.claim(c) for c in reference_view().claims.values())
         assert "other jobs" not in text and "pekerjaan lain" not in text
     assert reference_view().claims["machine"].key == "training.machine_uncontended"
+
+
+def test_the_shipped_view_is_the_view_of_the_shipped_records() -> None:
+    """The claims checks build the shipped state from ``curves.json`` read with json and call
+    ``training_view``; the page calls ``reference_view``: the same sentences."""
+    data = json.loads((REFERENCE_DIR / CURVES_FILE).read_text())
+    direct = training_view(data["runs"], machine=data["machine"])
+    assert direct.claims == reference_view().claims
