@@ -17,7 +17,8 @@ from core import (
     RMS_JACOBIAN_FORMULA,
 )
 from core.lesson import NOISE, STEP_IDS, StepResult, lesson_step
-from ui import fmt, widgets
+from ui import classroom, fmt, widgets
+from ui.classroom import Seat
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import IntParam
@@ -69,7 +70,10 @@ def _go(step: int) -> None:
 
 
 def _remember(step_id: str) -> None:
-    st.session_state[ANSWERS][step_id] = st.session_state[f"pick_{step_id}"]
+    pick = st.session_state[f"pick_{step_id}"]
+    st.session_state[ANSWERS][step_id] = pick
+    if pick is not None:
+        classroom.record(step_id, pick)
 
 
 def _reveal(step_id: str) -> None:
@@ -286,19 +290,23 @@ def prediction(step_id: str, r: StepResult, tr: Translator) -> str | None:
     return chosen
 
 
-def verdict(r: StepResult, chosen: str, tr: Translator) -> None:
-    """Right or not, the answer the numbers give, with the option's words."""
+def verdict(r: StepResult, chosen: str | None, tr: Translator) -> None:
+    """Right or not, the answer the numbers give, with the option's words (just the answer
+    where a class's reveal came before a prediction)."""
     answer = tr.claim(r.claims["answer"])
     if r.correct is not None:
         answer += f"\n\n{option_label(r, r.correct, tr)}"
-    if chosen == r.correct:
+    if chosen is None:
+        st.info(answer)
+    elif chosen == r.correct:
         st.success(f"{tr('lesson.verdict_right')} {answer}")
     else:
         st.error(f"{tr('lesson.verdict_wrong', chosen=r.letter(chosen))} {answer}")
 
 
-def step_view(step: int, tr: Translator) -> None:
-    """Question, prediction, reveal, verdict, figure and explanation of one step."""
+def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
+    """Question, prediction, reveal, verdict, figure and explanation of one step; in a class
+    (``seat``) the answer goes to the class and the reveal is the teacher's."""
     step_id = STEP_IDS[step - 1]
     r = compute(step_id)
     title = tr(f"lesson.{step_id}_title")
@@ -306,7 +314,11 @@ def step_view(step: int, tr: Translator) -> None:
     st.subheader(f"{step}. {title}")
     st.markdown(tr(f"lesson.{step_id}_question", **quoted(r)))
     chosen = prediction(step_id, r, tr)
+    classroom.answer_status(seat, step_id, tr)
     if step_id not in st.session_state[REVEALED]:
+        if classroom.owns_reveal(seat):
+            classroom.reveal_control(seat, step, st.session_state[REVEALED], tr)
+            return
         st.button(
             tr("lesson.reveal"),
             key=f"reveal_{step_id}",
@@ -319,6 +331,7 @@ def step_view(step: int, tr: Translator) -> None:
             st.caption(tr("lesson.reveal_locked"))
         return
     verdict(r, chosen, tr)
+    classroom.class_result(seat, step, tr, correct=r.correct)
     st.plotly_chart(
         readable(figure(r, tr)),
         key=f"fig_{step_id}",
@@ -363,11 +376,18 @@ def main() -> None:
     tr = translator(begin_page("lesson", PARAMS))
     st.session_state.setdefault(ANSWERS, {})
     st.session_state.setdefault(REVEALED, {})
+    seat = classroom.open_class(tr)
+    classroom.sync(seat, st.session_state[REVEALED])
     step = sidebar(tr)
-    step_view(step, tr)
+    classroom.lead(seat, step)
+    if seat is not None:
+        panel = classroom.teacher_panel if seat.teacher else classroom.student_panel
+        panel(seat, step, tr)
+    step_view(step, tr, seat)
     st.divider()
     navigation(step, tr)
-    share_box(PARAMS, tr.lang)
+    # In a class the link shared is a student's: the code, never the teacher's key.
+    share_box(PARAMS, tr.lang, {classroom.CLASS_KEY: seat.code} if seat else None)
 
 
 if __name__ == "__main__":
