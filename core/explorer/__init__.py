@@ -1,0 +1,50 @@
+r"""The explorer's state: one vector through both norms, every view derived from that one pass.
+
+Per interaction the explorer normalises x once per norm, with the settings the visitor chose
+(gain, biases, pRMSNorm's ``partial``, backend and dtype), and derives everything else from
+that pass and from float64 statistics of the same x:
+
+.. math::
+    \mathrm{RMSNorm}(x) = g \odot \frac{x}{\sqrt{\frac{1}{k}\sum_{j \le k} x_j^2 + \epsilon}} + b_{\mathrm{rms}},
+    \qquad
+    \mathrm{LayerNorm}(x) = g \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta,
+
+with :math:`k = \lceil p\,d \rceil` (k = d for the plain RMSNorm). RMS(x) is
+:math:`\sqrt{\frac{1}{d}\sum_j x_j^2}`, with no eps in it; the roots with eps are the
+denominators. The explanations speak of the normalised vectors before gain and biases, x over
+RMSNorm's denominator and :math:`(x - \mu)` over LayerNorm's, computed here in float64 from the x
+that was normalised (after its cast to the chosen dtype); a sentence about "here" quotes the
+outputs as the dtype computed them. Every sentence the page shows about these numbers is a
+:class:`core.claims.Claim` chosen by a verdict computed here, at a tolerance relative to the
+quantities it compares.
+"""  # noqa: E501
+
+from core.explorer.chart import CHART_BUCKETS, FLOAT32_SAFE, Series, envelope, envelope_width
+from core.explorer.state import (
+    GAIN_LIMIT,
+    OFFSET_LIMIT,
+    PAPER_PARTIAL,
+    PARTIAL_LADDER,
+    ExplorerView,
+    dtype_max,
+    explore,
+    fits,
+)
+from core.explorer.units import Units
+
+__all__ = [
+    "CHART_BUCKETS",
+    "FLOAT32_SAFE",
+    "GAIN_LIMIT",
+    "OFFSET_LIMIT",
+    "PAPER_PARTIAL",
+    "PARTIAL_LADDER",
+    "ExplorerView",
+    "Series",
+    "Units",
+    "dtype_max",
+    "envelope",
+    "envelope_width",
+    "explore",
+    "fits",
+]
