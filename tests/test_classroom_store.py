@@ -1,0 +1,310 @@
+"""The class store, both backends: answers counted, replaced and never lost (60 writers in two
+processes, a writer killed mid-class), every argument checked, bounds and expiry, a store down."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from serve.classroom.codes import ALPHABET, CODE_LENGTH, KEY_BYTES, new_code, new_key, normal_code
+from serve.classroom.store import (
+    LESSON,
+    SCHEMA_VERSION,
+    SQLITE_FILE,
+    ClassError,
+    ClassStore,
+    Limits,
+    RedisStore,
+    SqliteStore,
+    open_store,
+)
+from tests.classroom_util import final_option, redis_server, start_writer
+
+BACKENDS = ("sqlite", "redis")
+DEFAULT = Limits()
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, tmp_path) -> Iterator[tuple[str, Callable[..., ClassStore]]]:
+    """(where the store lives, a factory of stores there with given limits)."""
+    if request.param == "sqlite":
+        yield str(tmp_path), lambda limits=DEFAULT: SqliteStore(tmp_path, limits)
+        return
+    url = request.getfixturevalue("redis_url")
+    store = RedisStore(url, Limits())
+    store.client.flushdb()
+    yield url, lambda limits=DEFAULT: RedisStore(url, limits)
+
+
+def error(call: Callable[[], object]) -> str:
+    with pytest.raises(ClassError) as caught:
+        call()
+    return caught.value.code
+
+
+def test_codes_have_no_look_alikes_and_keys_carry_128_bits() -> None:
+    assert not set("0O1IL") & set(ALPHABET)
+    codes = {new_code() for _ in range(200)}
+    assert len(codes) == 200
+    assert all(len(c) >= 6 and set(c) <= set(ALPHABET) and normal_code(c) == c for c in codes)
+    assert normal_code(f"  {next(iter(codes)).lower()} ") == next(iter(codes))
+    assert normal_code("ABC0EF") is None and normal_code("ABCDEFG") is None
+    assert KEY_BYTES * 8 >= 128 and len({new_key() for _ in range(50)}) == 50
+    assert CODE_LENGTH >= 6
+
+
+def test_answers_are_counted_and_a_second_answer_replaces_the_first(backend) -> None:
+    _, make = backend
+    store = make()
+    code, _ = store.create()
+    assert store.join(code, "s1") == 1 and store.join(code, "s1") == 1
+    store.answer(code, "s1", 1, "zero")
+    store.answer(code, "s2", 1, "ratio")
+    store.answer(code, "s1", 1, "ratio")  # changed their mind before the reveal
+    store.answer(code, "s3", 2, "both")
+    assert store.counts(code, 1) == {"zero": 0, "one": 0, "mean": 0, "ratio": 2}
+    assert sum(store.counts(code, 2).values()) == 1
+    state = store.state(code)
+    assert (state.step, state.revealed, state.students) == (1, frozenset(), 3)
+    # A code is read as typed from a projector: any case, spaces around it.
+    assert store.state(f" {code.lower()} ").students == 3
+
+
+def test_only_the_key_leads_and_a_reveal_closes_the_step(backend) -> None:
+    _, make = backend
+    store = make()
+    code, key = store.create()
+    other_code, other_key = store.create()
+    assert store.is_teacher(code, key) and not store.is_teacher(code, other_key)
+    for wrong in ("", key[:-1], key + "x", other_key, "x" * 10_000):
+        assert error(lambda w=wrong: store.set_step(code, w, 3)) == "not_teacher"
+        assert error(lambda w=wrong: store.reveal(code, w, 1)) == "not_teacher"
+    store.answer(code, "s1", 1, "mean")
+    store.set_step(code, key, 4)
+    store.reveal(code, key, 1)
+    assert error(lambda: store.answer(code, "s1", 1, "zero")) == "closed"
+    assert error(lambda: store.answer(code, "s2", 1, "zero")) == "closed"
+    assert store.counts(code, 1)["mean"] == 1
+    state = store.state(code)
+    assert state.step == 4 and state.revealed == {1}
+    assert store.state(other_code).step == 1  # the other class is untouched
+
+
+@pytest.mark.parametrize(
+    ("step", "option", "code"),
+    [
+        (0, "zero", "bad_step"),
+        (len(LESSON) + 1, "zero", "bad_step"),
+        ("1", "zero", "bad_step"),
+        (True, "zero", "bad_step"),
+        (None, "zero", "bad_step"),
+        (1.0, "zero", "bad_step"),
+        (1, "both", "bad_option"),  # an option of another step
+        (1, "ZERO", "bad_option"),
+        (1, "", "bad_option"),
+        (1, None, "bad_option"),
+    ],
+)
+def test_every_answer_is_checked_against_the_lesson(backend, step, option, code) -> None:
+    _, make = backend
+    store = make()
+    live, _ = store.create()
+    assert error(lambda: store.answer(live, "s1", step, option)) == code
+    assert store.state(live).students == 0  # nothing was written
+
+
+def test_unknown_codes_and_student_ids_are_refused(backend) -> None:
+    _, make = backend
+    store = make()
+    live, _ = store.create()
+    for code in ("", "new", "ABCDE", "ABCDEFG", "A1B2C3", "'; DROP TABLE classes; --", None, 7):
+        assert error(lambda c=code: store.state(c)) == "unknown"
+        assert error(lambda c=code: store.answer(c, "s1", 1, "zero")) == "unknown"
+    missing = next(c for c in iter(new_code, None) if c != live)
+    assert error(lambda: store.state(missing)) == "unknown"
+    assert error(lambda: store.join(live, "")) == "bad_student"
+    assert error(lambda: store.answer(live, "x" * 65, 1, "zero")) == "bad_student"
+
+
+def test_students_and_live_classes_are_bounded(backend) -> None:
+    _, make = backend
+    store = make(Limits(students=3, classes=2))
+    code, _ = store.create()
+    for name in ("a", "b", "c"):
+        store.answer(code, name, 1, "zero")
+    assert error(lambda: store.join(code, "d")) == "students_full"
+    assert error(lambda: store.answer(code, "d", 1, "zero")) == "students_full"
+    store.answer(code, "a", 1, "one")  # a student already in may still change their answer
+    assert sum(store.counts(code, 1).values()) == 3
+    store.create()
+    assert error(store.create) == "classes_full"
+
+
+def test_a_class_ends_after_its_lifetime_and_frees_its_place(backend) -> None:
+    _, make = backend
+    store = make(Limits(lifetime_s=1.0, classes=1))
+    code, key = store.create()
+    store.answer(code, "a", 1, "zero")
+    assert error(store.create) == "classes_full"
+    time.sleep(1.1)
+    assert error(lambda: store.state(code)) == "unknown"
+    assert error(lambda: store.answer(code, "a", 1, "one")) == "unknown"
+    assert error(lambda: store.reveal(code, key, 1)) == "unknown"
+    fresh, _ = store.create()  # the ended class no longer counts
+    assert store.state(fresh).students == 0
+
+
+def test_sixty_writers_in_two_processes_lose_no_answer(backend) -> None:
+    where, make = backend
+    store = make()
+    code, _ = store.create()
+    steps, per_process = 4, 30
+    writers = [start_writer(where, code, f"p{i}", per_process, steps) for i in range(2)]
+    acks = [line for w in writers for line in w.stdout]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0]
+    assert len(acks) == 2 * per_process * steps * 2
+    assert store.state(code).students == 60
+    for step in range(1, steps + 1):
+        options = LESSON[step - 1]
+        expected = dict.fromkeys(options, 0)
+        for number in range(per_process):
+            expected[final_option(options, number, step)] += 2
+        assert store.counts(code, step) == expected, step
+
+
+def test_a_killed_writer_keeps_every_acknowledged_answer(backend) -> None:
+    where, make = backend
+    store = make()
+    code, _ = store.create()
+    writer = start_writer(where, code, "k", 20, len(LESSON))
+    acked: dict[tuple[str, int], str] = {}
+    for line in writer.stdout:
+        _, name, step, option = line.split()
+        acked[(name, int(step))] = option
+        if len(acked) >= 60:
+            os.kill(writer.pid, signal.SIGKILL)  # mid-class: its threads are still writing
+            break
+    writer.wait(timeout=30)
+    assert writer.returncode == -signal.SIGKILL
+    assert len(acked) < 20 * len(LESSON)  # killed mid-writing, not after the last answer
+    reopened = make()  # another process's view: nothing was held in the dead one
+    for (name, step), option in acked.items():
+        final = final_option(LESSON[step - 1], int(name.split("-")[1]), step)
+        # The last answer acknowledged, or the student's next one (sent, not yet acknowledged).
+        assert stored_answer(reopened, code, name, step) in (option, final), (name, step)
+    assert reopened.state(code).students >= len({name for name, _ in acked})
+
+
+def stored_answer(store: ClassStore, code: str, student: str, step: int) -> str | None:
+    """One student's answer as the backend holds it (the interface only gives counts)."""
+    if isinstance(store, RedisStore):
+        return store.client.hget(store.key(code, "answers", step), student)
+    con = sqlite3.connect(store.path)
+    row = con.execute(
+        "SELECT option FROM answers WHERE code = ? AND student = ? AND step = ?",
+        (code, student, step),
+    ).fetchone()
+    con.close()
+    return row[0] if row else None
+
+
+def test_a_store_that_is_down_says_so(tmp_path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    assert error(lambda: SqliteStore(blocked, Limits())) == "down"
+    closed = f"redis://127.0.0.1:{_closed_port()}/0"
+    store = RedisStore(closed, Limits())
+    assert error(store.create) == "down"
+    assert error(lambda: store.state("ABCDEF")) == "down"
+    assert error(lambda: open_store({"NORMLAB_CLASS_STORE": "ftp://x"})) == "down"
+
+
+def _closed_port() -> int:
+    from benchmarks.live import free_port
+
+    return free_port()  # nothing listens there
+
+
+def test_a_file_of_another_schema_version_is_not_misread(tmp_path) -> None:
+    con = sqlite3.connect(tmp_path / SQLITE_FILE)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.close()
+    assert error(lambda: SqliteStore(tmp_path, Limits())) == "down"
+
+
+def test_the_default_store_is_sqlite_in_wal_mode_under_the_data_dir(tmp_path) -> None:
+    store = open_store({"NORMLAB_DATA_DIR": str(tmp_path / "new" / "dir")})
+    assert isinstance(store, SqliteStore)
+    code, _ = store.create()
+    path = tmp_path / "new" / "dir" / SQLITE_FILE
+    assert path.exists()
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    # No names or addresses: the tables hold codes, random ids, steps and option ids.
+    columns = {
+        table: [row[1] for row in con.execute(f"PRAGMA table_info({table})")]
+        for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    assert columns == {
+        "classes": ["code", "key", "created", "step"],
+        "reveals": ["code", "step"],
+        "students": ["code", "student"],
+        "answers": ["code", "student", "step", "option"],
+    }
+    assert store.state(code).step == 1
+
+
+@pytest.mark.parametrize(
+    ("env", "limits"),
+    [
+        ({}, Limits(24 * 3600.0, 500, 200)),
+        ({"NORMLAB_CLASS_HOURS": "2", "NORMLAB_CLASS_STUDENTS": "40"}, Limits(7200.0, 40, 200)),
+        ({"NORMLAB_CLASSES": "nan", "NORMLAB_CLASS_STUDENTS": "-3"}, Limits()),
+        ({"NORMLAB_CLASS_HOURS": "inf", "NORMLAB_CLASSES": "abc"}, Limits()),
+    ],
+)
+def test_bounds_come_from_the_environment(env: dict, limits: Limits) -> None:
+    assert Limits.from_env(env) == limits
+    assert math.isfinite(Limits.from_env(env).lifetime_s)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    step=st.one_of(st.integers(-5, 20), st.text(max_size=5), st.none()), option=st.text(max_size=12)
+)
+def test_fuzzed_answers_are_recorded_or_refused_with_a_reason(tmp_path, step, option) -> None:
+    store = _fuzz_store(tmp_path)
+    code, _ = store.create()
+    valid = isinstance(step, int) and 1 <= step <= len(LESSON) and option in LESSON[step - 1]
+    try:
+        store.answer(code, "s", step, option)
+    except ClassError as err:
+        assert not valid and err.code in ("bad_step", "bad_option")
+    else:
+        assert valid and store.counts(code, step)[option] == 1
+
+
+_FUZZ: dict[str, SqliteStore] = {}
+
+
+def _fuzz_store(tmp_path) -> SqliteStore:
+    key = str(tmp_path)
+    if key not in _FUZZ:
+        _FUZZ[key] = SqliteStore(tmp_path, Limits(classes=10_000))
+    return _FUZZ[key]
