@@ -1,37 +1,53 @@
 """Independent checks of the checkpoint inspector's sentences.
 
 The states are the models this test can offer (tiny random Llama, Gemma, OLMo 2 and GPT-2 models
-built offline into a temporary folder, and NormLab's shipped checkpoints when they are present),
-alone or side by side, with the page's sentence in either language, the empty text, the longest
-text a link may carry, and random text.
+built offline into a temporary folder by ``tests/inspector_fixture.py``, and NormLab's shipped
+checkpoints), alone or side by side, with the page's sentence in either language, the empty text,
+the longest text a link may carry, and random text.
 
-Each check loads the model itself (transformers' ``from_pretrained``, or the shipped checkpoint's
-own loader), finds the norm modules by their class names, records their inputs with its own
-forward hooks and recomputes what the sentence says in numpy float64; preset claims are checked
-by running the module and ``core.norms`` on a probe input built here from the recipe in
-``core.checkpoints.contract``'s docstring.
+Nothing here runs NormLab's model or norm code. A Hugging Face model is loaded by transformers'
+``from_pretrained`` and read with this module's own forward hooks on its norm modules (found by
+class name). A shipped checkpoint is read with safetensors: its config (the safetensors header)
+names the norm (RMSNorm, LayerNorm or none) and eps, and this module runs the nanoGPT forward
+pass that config describes with ``torch.nn.functional`` in float32, the checkpoint's dtype. The
+readings are recomputed in float64 numpy another way (norms by ``np.linalg.norm``, medians by
+sorting). A preset named in a sentence is the upstream computation it names: transformers' own
+module class where transformers has it, ``torch.nn.functional`` for torch's, else a transcription
+of the upstream formula; each is run on a probe input built here from the recipe in
+``core.checkpoints.contract``'s docstring and compared bit for bit with the module.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import math
+import statistics
 from functools import cache
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 from hypothesis import strategies as st
+from safetensors import safe_open
+from safetensors.torch import load_file
 
+from core.checkpoint import CONFIG_KEY
 from core.checkpoints import Settings, inspect_view
 from core.checkpoints.sources import SHIPPED_DIR
 from core.claims import Claim
+from tests.claims.oracle import ulps
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
 
 MAX_TEXT = 300
 MAX_TOKENS = 64
 FAMILIES = ("llama", "gemma", "olmo2", "gpt2")
-# The classes of the norm modules in the models sampled here (the shipped model's is "Norm").
-NORM_CLASSES = ("LlamaRMSNorm", "GemmaRMSNorm", "Olmo2RMSNorm", "LayerNorm", "Norm")
+# The classes of the norm modules in the Hugging Face models sampled here.
+NORM_CLASSES = ("LlamaRMSNorm", "GemmaRMSNorm", "Olmo2RMSNorm", "LayerNorm")
 SHIPPED = tuple(sorted(p.stem for p in SHIPPED_DIR.glob("*.safetensors")))
+# The page's test of RMS² = σ² + μ² (a gap at most this, relative to RMS², is rounding).
+IDENTITY_TOL = 1e-12
 
 
 def settings() -> Settings:
@@ -67,49 +83,121 @@ def view(state: dict):
     return inspect_view(links, prompt_for(state), settings())
 
 
+def near(shown: float, value: float, d: int, magnitude: float | None = None) -> None:
+    """``shown`` equals ``value`` up to float64 rounding of statistics of d-wide rows: two ways
+    of computing one (a mean, a norm) round by a few ulps per term over d terms, amplified by at
+    most d where a mean cancels, so d² ulps of ``magnitude`` (the size of the two) bound it."""
+    size = max(abs(shown), abs(value)) if magnitude is None else magnitude
+    assert abs(shown - value) <= ulps(d * d, size), (shown, value)
+
+
+# --- A shipped checkpoint, read with safetensors ------------------------------------------------
+
+
+class ShippedNorm:
+    """One norm of a shipped checkpoint, as its config describes it: ``kind`` "rms", "layer" or
+    "none", eps, and the stored weight and bias (None where the kind has none)."""
+
+    def __init__(self, kind: str, eps: float, weight, bias) -> None:
+        self.kind, self.eps, self.weight, self.bias = kind, eps, weight, bias
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1]
+        if self.kind == "rms":
+            return F.rms_norm(x, (d,), self.weight, self.eps)
+        if self.kind == "layer":
+            return F.layer_norm(x, (d,), self.weight, self.bias, self.eps)
+        return x
+
+
+@cache
+def shipped(link: str) -> tuple[dict, dict]:
+    """(config, tensors) of a shipped checkpoint: the config from the safetensors header."""
+    path = str(SHIPPED_DIR / f"{link}.safetensors")
+    with safe_open(path, framework="pt") as f:
+        config = json.loads(f.metadata()[CONFIG_KEY])
+    return config, load_file(path)
+
+
+@cache
+def shipped_norms(link: str) -> tuple[tuple[str, ShippedNorm], ...]:
+    config, w = shipped(link)
+    m = config["model"]
+    return tuple(
+        (layer["name"], ShippedNorm(m["norm"], m["eps"], *(
+            w.get(f"{layer['name']}.{p}") for p in ("weight", "bias"))))
+        for layer in m["norm_layers"]
+    )  # fmt: skip
+
+
+def shipped_pass(link: str, ids: list[int]) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """(name, input, output) of every norm, in the order a forward pass over ``ids`` meets them:
+    token and position embeddings, then per block h += attn(ln_1(h)) and h += mlp(ln_2(h)),
+    then ln_f (the layout the checkpoint's config names: nanoGPT's, no biases, causal)."""
+    config, w = shipped(link)
+    m = config["model"]
+    norms = dict(shipped_norms(link))
+    seen = []
+
+    def norm(name: str, x: torch.Tensor) -> torch.Tensor:
+        y = norms[name](x)
+        seen.append((name, x[0], y[0]))
+        return y
+
+    d, heads, n = m["n_embd"], m["n_head"], len(ids)
+    h = (w["wte.weight"][torch.tensor(ids)] + w["wpe.weight"][:n])[None]  # (1, t, d)
+    with torch.inference_mode():
+        for i in range(m["n_layer"]):
+            b = f"blocks.{i}"
+            qkv = F.linear(norm(f"{b}.ln_1", h), w[f"{b}.attn.c_attn.weight"]).split(d, dim=2)
+            q, k, v = (z.view(1, n, heads, d // heads).transpose(1, 2) for z in qkv)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            h = h + F.linear(a.transpose(1, 2).reshape(1, n, d), w[f"{b}.attn.c_proj.weight"])
+            up = F.gelu(F.linear(norm(f"{b}.ln_2", h), w[f"{b}.mlp.c_fc.weight"]))
+            h = h + F.linear(up, w[f"{b}.mlp.c_proj.weight"])
+        norm("ln_f", h)
+    return seen
+
+
 # --- The model, loaded here ----------------------------------------------------------------------
 
 
 @cache
-def model_and_encoder(link: str):
-    """(model, encode, context) loaded without core.checkpoints."""
+def hf_model(link: str):
+    """(model, encode or None) of a Hugging Face model, loaded by transformers."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = tiny_dir() / link.removeprefix("local:")
+    model = AutoModelForCausalLM.from_pretrained(path).eval().requires_grad_(False)
+    if not (path / "tokenizer.json").exists():
+        return model, None
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    return model, lambda text: tokenizer(text)["input_ids"]
+
+
+def encoder(link: str):
+    """(encode or None, context): a shipped model reads UTF-8 bytes."""
     if link.startswith("local:"):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        path = tiny_dir() / link.removeprefix("local:")
-        model = AutoModelForCausalLM.from_pretrained(path).eval().requires_grad_(False)
-        context = model.config.max_position_embeddings
-        if not (path / "tokenizer.json").exists():
-            return model, None, context
-        tokenizer = AutoTokenizer.from_pretrained(path)
-        return model, lambda text: tokenizer(text)["input_ids"], context
-    from core.checkpoint import load_checkpoint
-
-    model, config = load_checkpoint(SHIPPED_DIR / f"{link}.safetensors")
-    model = model.eval().requires_grad_(False)
-    return model, lambda text: list(text.encode("utf-8")), config["model"]["block_size"]
+        model, encode = hf_model(link)
+        return encode, model.config.max_position_embeddings
+    return (lambda text: list(text.encode("utf-8"))), shipped(link)[0]["model"]["block_size"]
 
 
-def norms_of(model) -> list[tuple[str, object]]:
+def norms_of(link: str) -> list[tuple[str, object]]:
+    if not link.startswith("local:"):
+        return list(shipped_norms(link))
+    model, _ = hf_model(link)
     return [(n, m) for n, m in model.named_modules() if type(m).__name__ in NORM_CLASSES]
 
 
-@cache
-def captured(link: str, text: str) -> list[tuple[str, np.ndarray, np.ndarray, object]]:
-    """(name, input (t, d), output (t, d), module) of every norm module, in call order."""
-    import torch
-
-    model, encode, context = model_and_encoder(link)
-    ids = encode(text)[: min(MAX_TOKENS, context)]
+def _hooked_pass(link: str, ids: list[int]) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    model, _ = hf_model(link)
     seen: dict[str, tuple] = {}
     handles = []
-    for name, module in norms_of(model):
+    for name, module in norms_of(link):
 
         def hook(mod, args, out, name=name):
-            if name not in seen:
-                x = args[0].double().reshape(-1, args[0].shape[-1]).numpy()
-                y = out.double().reshape(-1, out.shape[-1]).numpy()
-                seen[name] = (name, x, y, mod)
+            seen.setdefault(name, (name, args[0].clone(), out.clone()))
 
         handles.append(module.register_forward_hook(hook))
     with torch.inference_mode():
@@ -119,13 +207,24 @@ def captured(link: str, text: str) -> list[tuple[str, np.ndarray, np.ndarray, ob
     return list(seen.values())
 
 
+@cache
+def captured(link: str, text: str) -> list[tuple[str, np.ndarray, np.ndarray, object]]:
+    """(name, input (t, d), output (t, d), module) of every norm module, in call order."""
+    encode, context = encoder(link)
+    ids = encode(text)[: min(MAX_TOKENS, context)]
+    run = _hooked_pass if link.startswith("local:") else shipped_pass
+    modules = dict(norms_of(link))
+    return [
+        (name, *(z.double().reshape(-1, z.shape[-1]).numpy() for z in (x, y)), modules[name])
+        for name, x, y in run(link, ids)
+    ]
+
+
 # --- What each module computes -------------------------------------------------------------------
 
 
 def probe(d: int, dtype):
     """The probe input, from the recipe in core.checkpoints.contract's docstring."""
-    import torch
-
     z = torch.randn(16, d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     rows = []
     for r in range(16):
@@ -144,8 +243,6 @@ def module_eps(module) -> float | None:
 
 def convention(module) -> tuple[str, str]:
     """(kind, gain) whose float64 formula is nearest the module's output on a random input."""
-    import torch
-
     w, b = getattr(module, "weight", None), getattr(module, "bias", None)
     if w is None:
         x = torch.randn(4, 8, dtype=torch.float32)
@@ -157,9 +254,10 @@ def convention(module) -> tuple[str, str]:
     x64, w64 = x.double().numpy(), w.detach().double().numpy()
     eps = module_eps(module) or 0.0
     shift = 0.0 if b is None else b.detach().double().numpy()
-    rms = x64 / np.sqrt(np.mean(x64**2, -1, keepdims=True) + eps)
-    c = x64 - x64.mean(-1, keepdims=True)
-    layer = c / np.sqrt(np.mean(c**2, -1, keepdims=True) + eps)
+    d = x64.shape[-1]
+    rms = x64 / np.sqrt(np.linalg.norm(x64, axis=-1, keepdims=True) ** 2 / d + eps)
+    c = x64 - x64.sum(-1, keepdims=True) / d
+    layer = c / np.sqrt(np.linalg.norm(c, axis=-1, keepdims=True) ** 2 / d + eps)
     options = {
         (k, g): n * gain + shift
         for k, n in (("rms", rms), ("layer", layer))
@@ -168,28 +266,67 @@ def convention(module) -> tuple[str, str]:
     return min(options, key=lambda key: np.max(np.abs(options[key] - y)))
 
 
+def _upstream(cls_path: str, d: int, eps: float, weight: torch.Tensor):
+    """transformers' own norm class ``module.Class`` with ``weight`` and ``eps``."""
+    module_name, cls_name = cls_path.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"transformers.models.{module_name}"), cls_name)
+    norm = cls(d, eps=eps).to(weight.dtype)
+    with torch.no_grad():
+        norm.weight.copy_(weight)
+    return norm
+
+
+def upstream_norm(kind: str, preset: str, x, weight, bias, eps: float | None):
+    """The upstream computation a preset names, on ``x`` with the module's weight, bias, eps."""
+    d = x.shape[-1]
+    if kind == "layer":
+        if preset == "olmo":  # OlmoLayerNorm: F.layer_norm of float32 x, no weight, cast back
+            return F.layer_norm(x.float(), (d,), None, None, eps).to(x.dtype)
+        return F.layer_norm(x, (d,), weight, bias, eps)
+    classes = {
+        "llama": "llama.modeling_llama.LlamaRMSNorm",
+        "gemma": "gemma.modeling_gemma.GemmaRMSNorm",
+        "olmo2": "olmo2.modeling_olmo2.Olmo2RMSNorm",
+        "t5": "t5.modeling_t5.T5LayerNorm",
+    }
+    if preset in classes:
+        return _upstream(classes[preset], d, 1e-6 if eps is None else eps, weight)(x)
+    if preset == "torch":
+        return F.rms_norm(x, (d,), weight, eps)
+    xf = x.float()
+    if preset == "transformer-engine":  # zero-centred gamma, float32 throughout, one cast
+        xhat = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+        return ((1 + weight.float()) * xhat).to(x.dtype)
+    if preset == "paper":  # rmsnorm_torch.py: eps added to the RMS, outside the root
+        return weight * (x / (x.norm(2, dim=-1, keepdim=True) * d**-0.5 + eps))
+    if preset == "x-transformers":  # F.normalize(x) * sqrt(d) * g
+        return F.normalize(x, dim=-1, eps=eps) * d**0.5 * weight
+    raise AssertionError(f"no upstream for the {kind} preset {preset!r}")
+
+
+# Every preset of each kind the page compares a module with.
+PRESETS = {
+    "rms": ("torch", "llama", "gemma", "t5", "olmo2", "transformer-engine", "paper",
+            "x-transformers"),
+    "layer": ("torch", "olmo"),
+}  # fmt: skip
+# (kind, preset) -> whether the preset takes a weight, and a bias; else a weight and no bias.
+TAKES = {("layer", "torch"): (True, True), ("layer", "olmo"): (False, False)}
+
+
 @cache
 def preset_deltas(module) -> dict[str, float]:
     """max |Δ| of every preset of the module's kind that takes its weight and bias."""
-    import torch
-
-    from core.norms import layer_norm, rms_norm
-    from core.presets import get_preset, preset_names
-
     kind, _ = convention(module)
     w, b = getattr(module, "weight", None), getattr(module, "bias", None)
     x = probe(w.numel(), w.dtype)
+    out = {}
     with torch.inference_mode():
         y = module(x)
-        out = {}
-        for name in preset_names(kind):
-            p = get_preset(name, kind)
-            if p.has_weight != (w is not None) or p.has_bias != (b is not None):
+        for name in PRESETS[kind]:
+            if TAKES.get((kind, name), (True, False)) != (w is not None, b is not None):
                 continue
-            if kind == "rms":
-                z = rms_norm(x, w, preset=name, eps=module_eps(module))
-            else:
-                z = layer_norm(x, w, b, preset=name, eps=module_eps(module))
+            z = upstream_norm(kind, name, x, w, b, module_eps(module))
             out[name] = float((y.double() - z.double()).abs().max())
     return out
 
@@ -199,13 +336,14 @@ def preset_deltas(module) -> dict[str, float]:
 
 @cache
 def _normalising(link: str) -> list[object]:
-    model, _, _ = model_and_encoder(link)
-    return [m for _, m in norms_of(model) if convention(m)[0] in ("rms", "layer")]
+    return [m for _, m in norms_of(link) if convention(m)[0] in ("rms", "layer")]
 
 
 def check_contract_exact(state: dict, claim: Claim) -> None:
     modules = _normalising(claim.fields["model"])
     assert claim.fields["count"] == len(modules) > 0
+    assert claim.fields["exact"] == len(modules) and claim.fields["rest"] == 0
+    assert claim.fields["delta"] == 0.0
     named = set(claim.fields["presets"].split(", "))
     for module in modules:
         deltas = preset_deltas(module)
@@ -222,10 +360,7 @@ def check_contract_close(state: dict, claim: Claim) -> None:
 
 
 def check_contract_identity(state: dict, claim: Claim) -> None:
-    import torch
-
-    model, _, _ = model_and_encoder(claim.fields["model"])
-    modules = [m for _, m in norms_of(model)]
+    modules = [m for _, m in norms_of(claim.fields["model"])]
     assert claim.fields["count"] == len(modules) > 0
     x = torch.randn(3, 16)
     assert all(torch.equal(m(x), x) for m in modules)
@@ -234,8 +369,6 @@ def check_contract_identity(state: dict, claim: Claim) -> None:
 def formula_error(module) -> float:
     """The smallest relative error of the module's output against the float64 formulas
     (RMSNorm or LayerNorm, gain w, 1 + w or none, with its bias), on a random input."""
-    import torch
-
     w, b = getattr(module, "weight", None), getattr(module, "bias", None)
     d = w.numel() if w is not None else 16
     x = torch.randn(6, d, generator=torch.Generator().manual_seed(2), dtype=torch.float64) + 0.7
@@ -246,10 +379,10 @@ def formula_error(module) -> float:
     if np.array_equal(y, x64):
         return 0.0
     eps = module_eps(module) or float(torch.finfo(x.dtype).eps)
-    c = x64 - x64.mean(-1, keepdims=True)
+    c = x64 - x64.sum(-1, keepdims=True) / d
     normalised = (
-        x64 / np.sqrt(np.mean(x64**2, -1, keepdims=True) + eps),
-        c / np.sqrt(np.mean(c**2, -1, keepdims=True) + eps),
+        x64 / np.sqrt(np.linalg.norm(x64, axis=-1, keepdims=True) ** 2 / d + eps),
+        c / np.sqrt(np.linalg.norm(c, axis=-1, keepdims=True) ** 2 / d + eps),
     )
     gains = [1.0] if w is None else [w.detach().double().numpy(), 1 + w.detach().double().numpy()]
     shift = 0.0 if b is None else b.detach().double().numpy()
@@ -266,41 +399,43 @@ def unknown_count(modules: list, tol: float) -> int:
 
 
 def check_contract_unknown(state: dict, claim: Claim) -> None:
-    model, _, _ = model_and_encoder(claim.fields["model"])
-    modules = [m for _, m in norms_of(model)]
+    modules = [m for _, m in norms_of(claim.fields["model"])]
     assert claim.fields["count"] == len(modules)
     assert claim.fields["unknown"] == unknown_count(modules, claim.fields["tol_pct"]) > 0
 
 
-def _stored_weights(link: str) -> tuple[np.ndarray, list[str]]:
-    model, _, _ = model_and_encoder(link)
+def _stored_weights(link: str) -> tuple[list[float], list[str]]:
     weights, gains = [], []
-    for _, m in norms_of(model):
+    for _, m in norms_of(link):
         if getattr(m, "weight", None) is not None:
-            weights.append(m.weight.detach().double().numpy().ravel())
+            weights += m.weight.detach().double().numpy().ravel().tolist()
             gains.append(convention(m)[1])
-    return (np.concatenate(weights) if weights else np.zeros(0)), gains
+    return weights, gains
 
 
 def check_gain(state: dict, claim: Claim) -> None:
     weights, gains = _stored_weights(claim.fields["model"])
     kind = claim.key.removeprefix("inspector.gain_")
     if kind == "none":
-        assert weights.size == 0
+        assert weights == []
         return
     if kind == "mixed":
         assert claim.fields["direct"] == gains.count("direct") > 0
         assert claim.fields["offset"] == gains.count("offset") > 0
         return
     assert set(gains) == {kind}
-    np.testing.assert_allclose(claim.fields["mean"], weights.mean(), rtol=1e-9)
-    np.testing.assert_allclose(claim.fields["std"], weights.std(), rtol=1e-9)
+    # A sum of n terms rounds by up to n ulps of the largest; the variance's rounding, by n ulps
+    # of the largest square, moves the standard deviation by that over twice itself.
+    n, size = len(weights), max(map(abs, weights))
+    mean, std = statistics.fmean(weights), statistics.pstdev(weights)
+    assert abs(claim.fields["mean"] - mean) <= ulps(n, size)
+    assert abs(claim.fields["std"] - std) <= ulps(n, size**2 / std)
     if kind == "offset":
-        np.testing.assert_allclose(claim.fields["gain"], 1 + weights.mean(), rtol=1e-9)
+        assert abs(claim.fields["gain"] - (1 + mean)) <= ulps(n, 1 + size)
 
 
 def check_prompt(state: dict, claim: Claim) -> None:
-    _, encode, context = model_and_encoder(claim.fields["model"])
+    encode, context = encoder(claim.fields["model"])
     ids = encode(prompt_for(state))
     limit = min(MAX_TOKENS, context)
     if claim.key == "inspector.prompt_empty":
@@ -324,31 +459,38 @@ def check_prompt_no_tokenizer(state: dict, claim: Claim) -> None:
 
 
 def _per_norm(state: dict, claim: Claim) -> list[dict]:
+    """Per norm module: the token rows x, y, and per token the squared norm, the sum, the
+    share of RMS² that is μ² (cos²(x, 1)) and |x_i| / RMS."""
     out = []
     for name, x, y, module in captured(claim.fields["model"], prompt_for(state)):
-        ms, mu = np.mean(x**2, -1), x.mean(-1)
-        var = np.mean((x - mu[:, None]) ** 2, -1)
-        ratio = np.abs(x) / np.sqrt(ms)[:, None]
-        out.append({"name": name, "x": x, "y": y, "module": module, "ms": ms, "mu": mu,
-                    "gap": np.max(np.abs(ms - var - mu**2) / ms), "share": np.mean(mu**2 / ms),
-                    "ratio": ratio})  # fmt: skip
+        d = x.shape[1]
+        sq = np.linalg.norm(x, axis=1) ** 2  # d · RMS², per token
+        total = x.sum(axis=1)  # d · μ
+        out.append({"name": name, "x": x, "y": y, "module": module, "sq": sq, "d": d,
+                    "share": float(np.mean(total**2 / (d * sq))),
+                    "ratio": np.abs(x) * math.sqrt(d) / np.sqrt(sq)[:, None]})  # fmt: skip
     return out
 
 
 def check_identity(state: dict, claim: Claim) -> None:
+    """RMS² = σ² + μ² is exact for real numbers. In float64, from float32 (or narrower)
+    activations, the mean, the centred squares and the three means each round by a few d ulps
+    of RMS²; so the page's gap is rounding below 8d float64 ulps of RMS², and at the widths
+    sampled here (d = 32, 48) that is below the page's 1e-12: "holds" is the true verdict."""
     norms = _per_norm(state, claim)
-    gap = max(n["gap"] for n in norms)
     assert claim.fields["norms"] == len(norms)
     assert claim.fields["tokens"] == norms[0]["x"].shape[0]
-    assert math.isclose(claim.fields["gap"], gap, rel_tol=1e-6, abs_tol=1e-300)
-    assert (claim.key == "inspector.identity_holds") == (gap <= 1e-12)
+    assert all(np.isfinite(n["x"]).all() for n in norms)
+    assert 0.0 <= claim.fields["gap"] <= ulps(8 * max(n["d"] for n in norms), 1.0)
+    assert (claim.key == "inspector.identity_holds") == (claim.fields["gap"] <= IDENTITY_TOL)
 
 
 def check_share(state: dict, claim: Claim) -> None:
     norms = _per_norm(state, claim)
     largest = max(norms, key=lambda n: n["share"])
     assert claim.fields["name"] == largest["name"]
-    assert math.isclose(claim.fields["share_pct"], largest["share"], rel_tol=1e-9)
+    # A share is at most 1: its rounding is counted in ulps of 1, not of the share.
+    near(claim.fields["share_pct"], largest["share"], largest["d"], 1.0)
     assert (claim.key == "inspector.share_small") == (largest["share"] <= 0.01)
 
 
@@ -357,7 +499,7 @@ def _top(state: dict, claim: Claim) -> tuple[dict, int, int]:
     token's sum of squares."""
     norms = _per_norm(state, claim)
     for n in norms:
-        n["carried"] = n["x"] ** 2 / np.sum(n["x"] ** 2, -1, keepdims=True)
+        n["carried"] = n["x"] ** 2 / n["sq"][:, None]
     top = max(norms, key=lambda n: n["carried"].max())
     token, dim = np.unravel_index(np.argmax(top["carried"]), top["carried"].shape)
     return top, int(token), int(dim)
@@ -366,20 +508,26 @@ def _top(state: dict, claim: Claim) -> tuple[dict, int, int]:
 def check_outlier(state: dict, claim: Claim) -> None:
     top, token, dim = _top(state, claim)
     ratio = top["ratio"][token, dim]
-    share = top["x"][token, dim] ** 2 / np.sum(top["x"][token] ** 2)
+    share = top["carried"][token, dim]
     assert (claim.fields["name"], claim.fields["token"], claim.fields["dim"]) == (
         top["name"], token, dim)  # fmt: skip
-    assert math.isclose(claim.fields["ratio"], ratio, rel_tol=1e-9)
-    assert math.isclose(claim.fields["share_pct"], share, rel_tol=1e-9)
-    assert claim.fields["width"] == top["x"].shape[1]
+    near(claim.fields["ratio"], ratio, top["d"])
+    near(claim.fields["share_pct"], share, top["d"], 1.0)
+    assert claim.fields["width"] == top["d"]
     assert (claim.key == "inspector.outlier_dominates") == (share >= 0.5)
+
+
+def _median(values) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def check_treat(state: dict, claim: Claim) -> None:
     top, token, dim = _top(state, claim)
     y = top["y"]
-    out_ratio = abs(y[token, dim]) / np.sqrt(np.mean(y[token] ** 2))
-    assert math.isclose(claim.fields["out_ratio"], out_ratio, rel_tol=1e-9)
+    out_ratio = abs(y[token, dim]) * math.sqrt(top["d"]) / np.linalg.norm(y[token])
+    near(claim.fields["out_ratio"], out_ratio, top["d"])
     module = top["module"]
     weight = getattr(module, "weight", None)
     if claim.key == "inspector.treat_identity":
@@ -390,8 +538,8 @@ def check_treat(state: dict, claim: Claim) -> None:
         return
     w = weight.detach().double().numpy()
     gain = 1 + w if convention(module)[1] == "offset" else w
-    assert math.isclose(claim.fields["gain"], gain[dim], rel_tol=1e-12)
-    assert math.isclose(claim.fields["median"], np.median(np.abs(gain)), rel_tol=1e-12)
+    assert abs(claim.fields["gain"] - gain[dim]) <= ulps(1, gain[dim])
+    assert abs(claim.fields["median"] - _median(np.abs(gain))) <= ulps(1, claim.fields["median"])
 
 
 CHECKS = {
