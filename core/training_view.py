@@ -530,8 +530,11 @@ def _spread_claim(
 
 
 def _none_claim(view: TrainingView) -> Claim | None:
-    """The variant without a norm against the better of the norms trained beside it."""
+    """The variant without a norm against the better of the norms trained beside it, once the
+    runs share a validation after step 0 (as the comparison at equal steps)."""
     none = view.norms.get("none")
+    if view.equal_step <= 0:  # at step 0 the variants differ only by their initial weights
+        return None
     others = [
         view.norms[n]
         for n in ("rms", "layer")

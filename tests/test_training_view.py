@@ -186,6 +186,18 @@ def test_an_interrupted_run_keeps_what_it_reached() -> None:
     assert view.runs[0].steps_done == 2 and view.runs[0].stopped_by == "interrupted"
 
 
+def test_without_a_shared_validation_after_step_0_no_variant_is_compared() -> None:
+    """A run the wall clock stopped before its first validation after step 0: the page said
+    "nothing to compare" at equal steps, then compared the no-norm variant after 0 steps."""
+    runs = [
+        record(norm, 0, [5, 4], [1, 1], [0], [5.0 + i / 100], steps=3000, stopped="wall_clock")
+        for i, norm in enumerate(NORM_KINDS)
+    ]
+    view = training_view(runs, live=True)
+    assert view.claims["steps"].key == "training.steps_untrained"
+    assert "none" not in view.claims
+
+
 def test_a_diverged_norm_is_named_and_left_out() -> None:
     rms = record("rms", 0, [5, math.nan], [1, 1], [0, 2], [5.0, math.nan])
     layer = record("layer", 0, [5, 4], [1, 1], [0, 2], [5.0, 3.0])

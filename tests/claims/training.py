@@ -364,6 +364,7 @@ def check_spread(state: dict, claim) -> None:
 def check_none(state: dict, claim) -> None:
     none = runs_of(state, "none")
     assert none and finite(none)
+    assert equal_step(state) > 0  # a comparison after training, not of the initial weights
     others = {
         n: mean_at(state, n, "steps")
         for n in ("rms", "layer")
