@@ -61,9 +61,8 @@ SECONDS_DECIMALS = 6
 
 def _reference_config() -> TrainConfig:
     # 3 blocks of width 48: 110,592 float32 weights (442 kB) a checkpoint, so nine of them and
-    # the curves stay under 5 MB. The nine runs of 1,500 steps took 10 minutes on the 2-core
-    # development machine while other jobs raised its load average from 3 to 8.5 (17 to 58 ms a
-    # step; with two threads on the idle machine a step took 7 to 11 ms).
+    # the curves stay under 5 MB. How long the runs took, and the machine's cores and load
+    # average before and after, are recorded in curves.json ("machine").
     model = ModelConfig(norm="rms", n_layer=3, n_head=4, n_embd=48, block_size=64)
     return TrainConfig(model=model, steps=1500, batch_size=16, lr=3e-3, min_lr=3e-4, warmup=50)
 
