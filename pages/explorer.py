@@ -152,17 +152,18 @@ def input_vector(state: dict, tr: Translator) -> np.ndarray:
 def metrics(tr: Translator, view: ExplorerView) -> None:
     """Five numbers, in a row that wraps two to a line on a phone."""
     # RMS(x) and std(x) without eps, and lengths whose squares cannot underflow (x = 1e-200).
+    # The mean reads "≈ 0" at its float64 rounding level, as the sentences below do.
     u = view.units
     values = (
-        ("metric_rms", u.rms),
-        ("metric_std", u.std),
-        ("metric_mean", u.mean),
-        ("metric_norm_rms", view.norms["rms"]),
-        ("metric_norm_layer", view.norms["layer"]),
+        ("metric_rms", fmt.num(u.rms)),
+        ("metric_std", fmt.num(u.std)),
+        ("metric_mean", fmt.num(u.mean, noise=u.mean_noise)),
+        ("metric_norm_rms", fmt.num(view.norms["rms"])),
+        ("metric_norm_layer", fmt.num(view.norms["layer"])),
     )
     with st.container(horizontal=True, gap="small"):
-        for key, value in values:
-            st.metric(tr(f"explorer.{key}"), fmt.num(value), width=metric_width())
+        for key, shown in values:
+            st.metric(tr(f"explorer.{key}"), shown, width=metric_width())
 
 
 def labels(tr: Translator) -> dict[str, str]:
