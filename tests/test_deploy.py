@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import kubernetes_validate
 import pytest
@@ -19,10 +20,16 @@ MANIFEST = ROOT / "deploy" / "kubernetes" / "normlab.yaml"
 KUBERNETES = "1.37.0"
 LINT = YamlLintConfig("extends: default\nrules:\n  line-length: {max: 100}\n")
 PORT = 8501
+REDIS = "normlab-redis"
 
 
-def documents() -> dict[str, dict]:
-    return {doc["kind"]: doc for doc in yaml.safe_load_all(MANIFEST.read_text())}
+def all_documents() -> list[dict]:
+    return list(yaml.safe_load_all(MANIFEST.read_text()))
+
+
+def documents(name: str = "normlab") -> dict[str, dict]:
+    """The objects called ``name`` (the app's, or ``normlab-redis``: the class store's)."""
+    return {doc["kind"]: doc for doc in all_documents() if doc["metadata"]["name"] == name}
 
 
 def container() -> dict:
@@ -36,9 +43,10 @@ def test_yaml_lint_is_clean() -> None:
 
 
 def test_every_document_is_a_valid_kubernetes_object() -> None:
-    kinds = documents()
-    assert set(kinds) == {"Deployment", "Service", "Ingress", "PodDisruptionBudget"}
-    for doc in kinds.values():
+    assert set(documents()) == {"Deployment", "Service", "Ingress", "PodDisruptionBudget"}
+    assert set(documents(REDIS)) == {"Deployment", "Service"}
+    assert len(all_documents()) == 6
+    for doc in all_documents():
         kubernetes_validate.validate(doc, KUBERNETES, strict=True)
 
 
@@ -81,3 +89,19 @@ def test_pods_run_the_launcher_with_one_worker_per_cpu_and_probe_its_health() ->
     assert int(workers.split("=")[1]) == int(spec["resources"]["limits"]["cpu"])
     for probe in ("readinessProbe", "livenessProbe"):
         assert spec[probe]["httpGet"] == {"path": "/_stcore/health", "port": "http"}
+
+
+def test_the_pods_share_the_class_store_in_the_redis_service() -> None:
+    (env,) = [e for e in container()["env"] if e["name"] == "NORMLAB_CLASS_STORE"]
+    url = urlsplit(env["value"])
+    redis = documents(REDIS)
+    (service_port,) = redis["Service"]["spec"]["ports"]
+    assert (url.scheme, url.hostname) == ("redis", redis["Service"]["metadata"]["name"])
+    assert url.port == service_port["port"] and url.path == "/0"
+    pod = redis["Deployment"]["spec"]["template"]
+    (store,) = pod["spec"]["containers"]
+    assert [p["name"] for p in store["ports"]] == [service_port["targetPort"]]
+    assert redis["Service"]["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    # The app's Service and disruption budget never pick the store's pod.
+    app = documents()["Service"]["spec"]["selector"]
+    assert not app.items() <= pod["metadata"]["labels"].items()
