@@ -108,6 +108,19 @@ def test_the_presenter_text_size_is_not_the_models_text(prompt: str | None, tiny
     assert at.query_params["text"] == "large"
 
 
+def test_an_old_text_link_is_the_text_size_with_its_notice(tiny: Path) -> None:
+    """Before ``prompt``, the page's text shared ``text`` with the text size; the frame replaced
+    any value but normal or large, so no such link ever kept its sentence. It still cannot be
+    told from a mistyped size: the size's notice names it, and the models read the page's
+    sentence."""
+    at = open_app("inspector", model="rms-seed0", compare="none", text="Hello class", lang="en")
+    assert not at.exception
+    notices = "\n".join(w.value for w in at.warning)
+    assert "`text`" in notices and "`Hello class`" in notices
+    assert at.code[0].value == t("inspector.prompt", "en")
+    assert at.text_input(key="prompt").value == ""
+
+
 def test_a_model_without_tokenizer_shows_its_contract(tiny: Path) -> None:
     at = open_app("inspector", model="local:tiny-bare", compare="none", lang="id")
     assert not at.exception
