@@ -262,7 +262,7 @@ def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale
         )
     with right:
         slots = ("plane", "plane_rms", "plane_layer", "plane_eps")
-        if view.dtype == "float64":
+        if view.dtype == "float64" and view.same_denominators:
             note = f"*{tr('explorer.geometry_note')}*"
         else:
             note = f"*{tr('explorer.geometry_note_dtype', dtype=view.dtype)}*"
@@ -296,7 +296,7 @@ def explanations(tr: Translator, view: ExplorerView) -> None:
     st.subheader(tr("explorer.why_heading"))
     c = view.claims
     prompt = "" if presenting() else f" *{tr('explorer.offset_prompt')}*"
-    if view.dtype == "float64":
+    if view.dtype == "float64" and view.same_denominators:
         units_note = tr("explorer.why_units_note")
     else:
         units_note = tr("explorer.why_units_note_dtype", dtype=view.dtype)

@@ -81,6 +81,17 @@ def test_float16_overflow_sphere_quotes_the_outputs_shown(lang: str) -> None:
     assert text.count(label[lang]) == 2  # the geometry and the explanations
 
 
+@pytest.mark.parametrize("lang", LANGS)
+def test_float64_whose_squares_underflow_says_its_pictures_are_not_its_computation(lang: str):
+    # x = 1e-200: float64's own x^2 underflow, so the page's RMSNorm divides by 0 (outputs inf),
+    # while its pictures and explanations rescale x first and read a finite RMS.
+    at = open_app(lang=lang, x="1e-200,3e-200", eps="0")
+    assert not at.exception
+    assert [m.value for m in at.metric if m.label == "‖RMSNorm(x)‖"] == ["∞"]
+    label = {"en": "not the float64 computation", "id": "bukan komputasi float64"}
+    assert "\n".join(shown_text(at)).count(label[lang]) == 2
+
+
 # --- Tiny typed vectors: verdicts relative to the vector, mu / RMS(x) without eps --------------
 
 TINY_LINKS = [{"x": "1e-15,3e-15"}, {"x": "1e-12,3e-12", "eps": "10"}]

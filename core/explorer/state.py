@@ -45,6 +45,10 @@ class ExplorerView:
     units: Units
     rms_stat: float  # the denominators as the chosen dtype computed them
     layer_stat: float
+    # Whether those are the float64 picture's denominators (units.den_k, units.den_layer) to
+    # float64 rounding: not so in a reduced dtype, nor where float64's own squares of x
+    # underflow (x = 1e-200) or overflow.
+    same_denominators: bool
     identity: tuple[float, float, float]
     plane: PlaneImages
     sphere: Sphere3D | None
@@ -97,8 +101,9 @@ def explore(
     return ExplorerView(
         d=d, dtype=computed, dtype_asked=dtype, x=x64, gain=g, y_rms=y_rms, y_layer=y_layer,
         stats=stats, norms=norms, units=units, rms_stat=run["rms_stat"],
-        layer_stat=run["layer_stat"], identity=second_moment_identity(x64), plane=plane,
-        sphere=sphere, chart=chart, alerts=run["alerts"], notes=run["notes"], claims=claims_of(ctx),
+        layer_stat=run["layer_stat"], same_denominators=_same_denominators(run, units),
+        identity=second_moment_identity(x64), plane=plane, sphere=sphere, chart=chart,
+        alerts=run["alerts"], notes=run["notes"], claims=claims_of(ctx),
     )  # fmt: skip
 
 
@@ -128,6 +133,11 @@ def _geometry(
         return plane, None
     rms, layer = g * units.unit_rms, g * units.unit_layer
     return plane, sphere_from(x, rms, layer, plane)
+
+
+def _same_denominators(run: dict[str, Any], units: Units) -> bool:
+    pairs = ((run["rms_stat"], units.den_k), (run["layer_stat"], units.den_layer))
+    return all(math.isclose(a, b, rel_tol=1e-9) for a, b in pairs)
 
 
 def _scaled(value: float, g: float, den: float) -> float:
