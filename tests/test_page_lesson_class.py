@@ -86,7 +86,7 @@ def test_a_teacher_and_three_students(where: str) -> None:
     assert [c.value for c in teacher.code][0].endswith(f"/lesson?class={code}")
     assert len(teacher.get("image")) == 1
     assert key not in page_text(teacher)
-    assert class_counts(teacher).endswith("(0 answers)")
+    assert class_counts(teacher).endswith("(answers: 0)")
     picks = ["zero", "ratio", "ratio"]
     students = []
     for pick in picks:
@@ -101,7 +101,7 @@ def test_a_teacher_and_three_students(where: str) -> None:
     students[0].radio(key="pick_centre").set_value("mean").run()
     teacher.run()
     assert t("classroom.joined", "en", n=3) in page_text(teacher)
-    assert class_counts(teacher) == "A: 0 · B: 0 · C: 1 · D: 2 (3 answers)"
+    assert class_counts(teacher) == "A: 0 · B: 0 · C: 1 · D: 2 (answers: 3)"
     assert open_store().counts(code, 1) == {"zero": 0, "one": 0, "mean": 1, "ratio": 2}
     # The teacher reveals; every student sees the answer and the class's distribution.
     teacher.button(key="class_reveal").click().run()
@@ -110,7 +110,7 @@ def test_a_teacher_and_three_students(where: str) -> None:
         student.run()
         assert student.radio(key="pick_centre").disabled
         assert len(student.get("plotly_chart")) == 2  # the class's answers and the step's figure
-        assert "A: 0 · B: 0 · C: 1 · D: 2 (3 answers)" in page_text(student)
+        assert "A: 0 · B: 0 · C: 1 · D: 2 (answers: 3)" in page_text(student)
     # A change after the reveal is refused by the store, whatever the page does.
     assert open_store().state(code).revealed == {1}
     with pytest.raises(ClassError, match="closed"):

@@ -1,0 +1,43 @@
+"""A class in real headless Chromium: the teacher and two students in three browser contexts;
+the teacher's counts rise while the teacher's page stays loaded (the live fragment, no reload)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import READY, live_app, open_page
+
+pytestmark = pytest.mark.browser
+
+STUDENTS = 2
+# The live counts refresh every 2 s; a cold server's first runs take longer on two busy cores.
+RISE_TIMEOUT_MS = 30_000
+
+
+def test_the_teachers_counts_rise_without_a_reload(browser, tmp_path: Path) -> None:
+    with live_app(env={"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLASS_STORE": None}) as url:
+        teacher, outside = open_page(browser, f"{url}/lesson?class=new&lang=en", height=1400)
+        teacher.wait_for_function("location.search.includes('teacher=')", timeout=60_000)
+        code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
+        teacher.get_by_text("(answers: 0)").wait_for(timeout=RISE_TIMEOUT_MS)
+        teacher.wait_for_selector("[data-testid='stImage'] img", timeout=RISE_TIMEOUT_MS)  # QR
+        teacher.evaluate("window.__stayed = true")  # gone if the page reloads
+        students = []
+        for n in range(STUDENTS):
+            page, away = open_page(browser, f"{url}/lesson?class={code}&lang=en")
+            assert "teacher=" not in page.url
+            page.locator("[data-testid='stRadio'] label:has(input[type='radio'])").nth(
+                3
+            ).click()  # D
+            page.get_by_text("Your answer D is recorded.").wait_for(timeout=60_000)
+            page.wait_for_selector(READY, timeout=60_000)
+            students.append(page)
+            outside += away
+            teacher.get_by_text(f"(answers: {n + 1})").wait_for(timeout=RISE_TIMEOUT_MS)
+        assert teacher.get_by_text(f"A: 0 · B: 0 · C: 0 · D: {STUDENTS}").count() == 1
+        assert teacher.get_by_text(f"Students joined: {STUDENTS}").count() == 1
+        assert teacher.evaluate("window.__stayed === true")
+        assert outside == []  # the QR code and everything else made on this machine
+        for page in [teacher, *students]:
+            page.close()
