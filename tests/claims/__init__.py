@@ -14,6 +14,9 @@ One module per page, named after it, defines:
     of the core (plain numpy in float64, torch.nn.functional, autograd), what the sentence says,
     including the numbers it quotes, and raises ``AssertionError`` when it is false.
 
-``tests/test_claims.py`` runs every module: every claim shown in every sampled state must have
-a check and pass it, and every text marked ``claim = true`` must have a check.
+Helpers several modules share live in ``oracle`` (which imports nothing from ``core``); a module
+never imports another page's module.
+
+``tests/test_claims.py`` runs every page's module: every claim shown in every sampled state must
+have a check and pass it, and every text marked ``claim = true`` must have a check.
 """
