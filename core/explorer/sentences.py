@@ -220,24 +220,40 @@ def _plane_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
             {"angle": noise_angle, "a": noise_a, "b": noise_b},
         )
     }
-    g = ctx["g_plane"]
-    r_rms, r_layer = math.hypot(*plane.rms), math.hypot(*plane.layer)
-    if not math.isfinite(r_rms):  # a zero RMS estimate (pRMSNorm, eps = 0), even times g = 0
-        key = "explorer.plane_rms_infinite"
-    elif g == 0 or not np.any(x):
-        key = "explorer.plane_origin"
-    else:
-        key = "explorer.plane_same" if g > 0 else "explorer.plane_opposite"
-    claims["plane_rms"] = Claim(key, {"gain": g, "r_rms": r_rms})
-    lkey = "explorer.plane_layer_flat" if u.flat else "explorer.plane_layer"
-    # What is left along 1 is the mean of LayerNorm's vector, times g sqrt(d): rounding.
-    noise_la = abs(g) * math.sqrt(d) * (sum_noise(u.unit_layer) + u.layer_noise)
-    claims["plane_layer"] = Claim(
-        lkey, {"r_layer": r_layer, "la": plane.layer[0]}, {"la": noise_la}
-    )
+    claims |= _plane_points(ctx)
     if not u.flat:
         claims["plane_eps"] = _eps_claim(u, ctx["eps"], plane.radius)
     return claims
+
+
+def _plane_points(ctx: dict[str, Any]) -> dict[str, Claim]:
+    """Where the plane puts RMSNorm(x) and LayerNorm(x). The plane is float64; where the page's
+    own computation is not that (a reduced dtype, or float64 whose squares of x underflow),
+    each sentence says so and quotes the computed outputs' lengths, the metrics', beside it."""
+    u: Units = ctx["units"]
+    plane: PlaneImages = ctx["plane"]
+    g, d = ctx["g_plane"], ctx["d"]
+    drawn_rms, drawn_layer = math.hypot(*plane.rms), math.hypot(*plane.layer)
+    apart = ctx["dtype"] != "float64" or not ctx["same_denominators"]
+    computed = {"dtype": ctx["dtype"], "r_rms": ctx["norms"]["rms"]}
+    if not math.isfinite(drawn_rms):  # a zero RMS estimate (pRMSNorm, eps = 0), even times g = 0
+        rms = Claim("explorer.plane_rms_infinite")
+    elif g == 0 or not np.any(ctx["x"]):
+        rms = Claim("explorer.plane_origin", {"r_rms": drawn_rms})
+    else:
+        key = "explorer.plane_same" if g > 0 else "explorer.plane_opposite"
+        if apart:
+            rms = Claim(f"{key}_dtype", {"gain": g, "r_exact": drawn_rms, **computed})
+        else:
+            rms = Claim(key, {"gain": g, "r_rms": drawn_rms})
+    key = "explorer.plane_layer_flat" if u.flat else "explorer.plane_layer"
+    fields = {"la": plane.layer[0], "r_layer": drawn_layer}
+    if apart:
+        fields |= {"r_exact": drawn_layer, "dtype": ctx["dtype"], "r_layer": ctx["norms"]["layer"]}
+        key += "_dtype"
+    # What is left along 1 is the mean of LayerNorm's vector, times g sqrt(d): rounding.
+    noise_la = abs(g) * math.sqrt(d) * (sum_noise(u.unit_layer) + u.layer_noise)
+    return {"plane_rms": rms, "plane_layer": Claim(key, fields, {"la": noise_la})}
 
 
 def _eps_claim(u: Units, eps: float, radius: float) -> Claim:

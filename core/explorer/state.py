@@ -93,15 +93,16 @@ def explore(
     }
     chart = chart_of(x64, y_rms, y_layer, stats)
     norms = {"rms": length(y_rms), "layer": length(y_layer)}
+    same = _same_denominators(run, units)
     ctx = dict(
         d=d, eps=eps, g=g, g_plane=g_plane, bias=bias, rms_bias=rms_bias, partial=partial,
         backend=backend, dtype=computed, x=x64, units=units, stats=stats, y_rms=y_rms,
-        y_layer=y_layer, run=run, plane=plane, sphere=sphere, norms=norms,
+        y_layer=y_layer, run=run, plane=plane, sphere=sphere, norms=norms, same_denominators=same,
     )  # fmt: skip
     return ExplorerView(
         d=d, dtype=computed, dtype_asked=dtype, x=x64, gain=g, y_rms=y_rms, y_layer=y_layer,
         stats=stats, norms=norms, units=units, rms_stat=run["rms_stat"],
-        layer_stat=run["layer_stat"], same_denominators=_same_denominators(run, units),
+        layer_stat=run["layer_stat"], same_denominators=same,
         identity=second_moment_identity(x64), plane=plane, sphere=sphere, chart=chart,
         alerts=run["alerts"], notes=run["notes"], claims=claims_of(ctx),
     )  # fmt: skip

@@ -484,9 +484,47 @@ def check_plane_position(state: dict, claim) -> None:
             _near(f[name], exact, rtol=1e-9, atol=atol, what=name)
 
 
+def _denominators_in_dtype(r: Ref, state: dict) -> tuple[float, float]:
+    """RMSNorm's and LayerNorm's denominators as the page's backend computes them: torch in the
+    dtype, written out, or plain numpy float64 (squares of x itself, no rescaling)."""
+    if r.backend == "torch":
+        with torch.no_grad():
+            head, c = r.xt[: r.k], r.xt - r.xt.mean()
+            dens = torch.sqrt((head * head).mean() + r.eps), torch.sqrt((c * c).mean() + r.eps)
+        return dens[0].double().item(), dens[1].double().item()
+    with np.errstate(under="ignore", over="ignore"):
+        c = r.x - np.mean(r.x)
+        return (
+            math.sqrt(float(np.mean(r.x[: r.k] ** 2)) + r.eps),
+            math.sqrt(float(np.mean(c * c)) + r.eps),
+        )
+
+
+def _check_apart(state: dict, claim) -> None:
+    """A ``_dtype`` plane sentence: the page's own computation is not the float64 picture (a
+    reduced dtype, or denominators that are not the exact ones), and it quotes the computed
+    outputs' lengths as the metrics show them; a plain sentence: they are the same."""
+    r, v, f = ref(state), view(state), claim.fields
+    shown, exact = _denominators_in_dtype(r, state), (r.den_k, r.den_layer)
+    # LayerNorm's denominator of a nearly constant x is rounding of x - mu: any two orders of
+    # computing it may disagree, and then either sentence is true.
+    settled = 64 * U64 * (r.top + abs(r.mean)) < 1e-9 * r.den_layer
+    pairs = list(zip(shown, exact, strict=True))[: 2 if settled else 1]
+    if not claim.key.endswith("_dtype"):
+        assert r.dtype == "float64"
+        assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in pairs), (shown, exact)
+        return
+    assert f["dtype"] == r.dtype
+    if r.dtype == "float64" and settled:
+        assert not all(math.isclose(a, b, rel_tol=1e-12) for a, b in pairs), (shown, exact)
+    for name, y in (("r_rms", v.y_rms), ("r_layer", v.y_layer)):
+        if name in f:
+            _near(f[name], _length(y), rtol=1e-12, what=name)
+
+
 def check_plane_rms(state: dict, claim) -> None:
     r, f = ref(state), claim.fields
-    key = claim.key.rsplit("_", 1)[-1]
+    key = claim.key.removesuffix("_dtype").rsplit("_", 1)[-1]
     if key == "infinite":
         assert r.den_k == 0 and np.any(r.x)
         return
@@ -494,24 +532,28 @@ def check_plane_rms(state: dict, claim) -> None:
         assert r.g_plane == 0 or not np.any(r.x)
         assert f["r_rms"] == 0
         return
+    _check_apart(state, claim)
     assert (r.g_plane > 0) == (key == "same") and r.g_plane != 0 and np.any(r.x)
     _near(f["gain"], r.g_plane, rtol=0, what="gain")
-    # |g x / den_k| = |g| sqrt(d) RMS(x) / den_k.
-    _near(f["r_rms"], abs(r.g_plane) * (math.sqrt(r.d) * r.rms / r.den_k), rtol=1e-9)
+    # |g x / den_k| = |g| sqrt(d) RMS(x) / den_k: the plane's float64 point.
+    drawn = f["r_exact"] if claim.key.endswith("_dtype") else f["r_rms"]
+    _near(drawn, abs(r.g_plane) * (math.sqrt(r.d) * r.rms / r.den_k), rtol=1e-9)
 
 
 def check_plane_layer(state: dict, claim) -> None:
     r, f = ref(state), claim.fields
+    _check_apart(state, claim)
+    drawn = f["r_exact"] if claim.key.endswith("_dtype") else f["r_layer"]
     radius = math.sqrt(r.d) * abs(r.g_plane)
-    if claim.key.endswith("flat"):
+    if claim.key.removesuffix("_dtype").endswith("flat"):
         # Only rounding is left to scale: any length up to the circle's is that noise.
-        assert r.flat() is not False and 0 <= f["r_layer"] <= radius * (1 + 1e-9)
+        assert r.flat() is not False and 0 <= drawn <= radius * (1 + 1e-9)
         return
     assert r.flat() is not True
     r_layer = radius * r.std / r.den_layer if r.den_layer > 0 else 0.0
     # x - mu rounds by ulps of |x| + |mu|: a nearly constant x loses digits of its spread.
     operands = radius * (r.top + abs(r.mean)) / r.den_layer if r.den_layer > 0 else 0.0
-    _near(f["r_layer"], r_layer, rtol=1e-9, atol=64 * U64 * operands, what="r_layer")
+    _near(drawn, r_layer, rtol=1e-9, atol=64 * U64 * operands, what="r_layer")
     # "lands on the vertical axis": what is left along 1 is rounding.
     assert _zero_shown(claim, "la"), f["la"]
     _rounding_only(claim, "la", 0.0, max(r_layer, operands))
@@ -584,7 +626,7 @@ def check_partial(state: dict, claim) -> None:
     elif r.den_k == 0:
         assert math.isinf(f["diff"]) or math.isnan(f["diff"])
     elif r.den > 0:
-        diff = r.top * abs(1 / r.den_k - 1 / r.den)
+        diff = abs(r.top / r.den_k - r.top / r.den)
         if _zero_shown(claim, "diff"):
             _rounding_only(claim, "diff", diff, r.top / min(r.den_k, r.den))
         else:
@@ -654,9 +696,10 @@ CHECKS = {
     "explorer.centring_differs": check_centring_mean,
     "explorer.plane_position": check_plane_position,
     **{f"explorer.plane_{k}": check_plane_rms for k in ("same", "opposite", "origin",
-                                                        "rms_infinite")},
-    "explorer.plane_layer": check_plane_layer,
-    "explorer.plane_layer_flat": check_plane_layer,
+                                                        "rms_infinite", "same_dtype",
+                                                        "opposite_dtype")},
+    **{f"explorer.plane_{k}": check_plane_layer for k in ("layer", "layer_flat", "layer_dtype",
+                                                          "layer_flat_dtype")},
     "explorer.plane_eps_negligible": check_plane_eps,
     "explorer.plane_eps_visible": check_plane_eps,
     "explorer.sphere_caption": check_sphere,
