@@ -76,9 +76,12 @@ def test_float16_overflow_sphere_quotes_the_outputs_shown(lang: str) -> None:
     text = "\n".join(shown_text(at))
     assert "‖RMSNorm(x)‖ = 0" in text and "‖LayerNorm(x)‖ = 0" in text
     assert "‖RMSNorm(x)‖ = 1.732" not in text
-    # The plane's float64 picture says it is float64, not the float16 computation.
+    # The plane's float64 picture says it is float64, not the float16 computation, and its
+    # sentences quote the float16 outputs beside the picture's distances.
     label = {"en": "not the float16 computation", "id": "bukan komputasi float16"}
     assert text.count(label[lang]) == 2  # the geometry and the explanations
+    picture = {"en": "In the float64 picture", "id": "Dalam gambar float64"}
+    assert text.count(picture[lang]) == 2 and text.count("‖LayerNorm(x)‖ = 0") == 2
 
 
 @pytest.mark.parametrize("lang", LANGS)
