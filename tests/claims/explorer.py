@@ -65,7 +65,8 @@ _extreme = lambda edges, ladder: st.one_of(st.sampled_from(edges), st.sampled_fr
 
 STATES = st.fixed_dictionaries(
     {
-        "typed": st.one_of(st.none(), _typed),
+        # Typed vectors and the link's generated ones (d up to 8192), about half each.
+        "typed": st.booleans().flatmap(lambda typed: _typed if typed else st.none()),
         "d": st.one_of(st.sampled_from([2, 3, 8, 1201, 8192]), st.integers(2, 300)),
         "dist": st.sampled_from(DISTRIBUTIONS),
         "seed": st.integers(0, 2**31 - 1),
