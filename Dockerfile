@@ -10,8 +10,11 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends curl haproxy \
     && rm -rf /var/lib/apt/lists/*
 
+# The class store (SQLite) lives in the user's home, which the user may write; several hosts
+# share Redis instead: docker run -e NORMLAB_CLASS_STORE=redis://host:6379/0 (docs/serving.md).
 ENV PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    NORMLAB_DATA_DIR=/home/normlab/.normlab
 
 WORKDIR /app
 COPY requirements.txt requirements-base.txt ./
