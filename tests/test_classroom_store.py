@@ -15,15 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from serve.classroom.codes import ALPHABET, CODE_LENGTH, KEY_BYTES, new_code, new_key, normal_code
+from serve.classroom.redis_store import RedisStore
+from serve.classroom.sqlite_store import SQLITE_FILE, SqliteStore
 from serve.classroom.store import (
     LESSON,
     SCHEMA_VERSION,
-    SQLITE_FILE,
     ClassError,
     ClassStore,
     Limits,
-    RedisStore,
-    SqliteStore,
     open_store,
 )
 from tests.classroom_util import final_option, redis_server, start_writer

@@ -211,8 +211,9 @@ def distribution(seat: Seat, step: int, tr: Translator, *, correct: str | None) 
 
 
 def class_result(seat: Seat | None, step: int, tr: Translator, *, correct: str | None) -> None:
-    """After the reveal, a student sees how the class answered (the teacher's panel has it)."""
-    if seat is None or seat.teacher:
+    """After the teacher's reveal, a student sees how the class answered (the teacher's panel has
+    it; a student who revealed a step alone, at their own pace, sees it when the class does)."""
+    if seat is None or seat.teacher or step not in seat.state.revealed:
         return
     st.markdown(f"**{tr('classroom.class_heading')}**")
     try:
