@@ -277,25 +277,34 @@ def run_class(students: int, workers: int, window_s: float, store: str | None) -
 
     data_dir = tempfile.mkdtemp(prefix="normlab-class-store-")
     env = {"NORMLAB_DATA_DIR": data_dir, "NORMLAB_CLASS_STORE": store}
-    report = Report(students, workers, store or "sqlite", window_s)
     proc, url, run_dir = start_app(workers, students, env)
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
-            teacher.goto(f"{url}/{PAGE}?class=new&lang=en")
-            teacher.wait_for_selector(READY, timeout=READY_TIMEOUT_S * 1000)
-            teacher.wait_for_function("location.search.includes('teacher=')")
-            code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
-            outcome = in_thread(answer_together(url, code, students, window_s))
-            if outcome.recorded:
-                report.teacher_complete_s = measure_teacher(teacher, outcome)
+            report = measure(url, browser, students, window_s, env)
+            report.workers = workers
             browser.close()
-        summarise(report, outcome, code, env)
     finally:
         stop_server(proc)
         shutil.rmtree(run_dir, ignore_errors=True)
         shutil.rmtree(data_dir, ignore_errors=True)
+    return report
+
+
+def measure(url: str, browser, students: int, window_s: float, env: dict) -> Report:
+    """One class on the app at ``url`` (whose store ``env`` names), the teacher's page opened in
+    ``browser`` (Playwright, sync): the figures of the report."""
+    report = Report(students, 0, env.get("NORMLAB_CLASS_STORE") or "sqlite", window_s)
+    teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
+    teacher.goto(f"{url}/{PAGE}?class=new&lang=en")
+    teacher.wait_for_selector(READY, timeout=READY_TIMEOUT_S * 1000)
+    teacher.wait_for_function("location.search.includes('teacher=')")
+    code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
+    outcome = in_thread(answer_together(url, code, students, window_s))
+    if outcome.recorded:
+        report.teacher_complete_s = measure_teacher(teacher, outcome)
+    teacher.close()
+    summarise(report, outcome, code, env)
     return report
 
 

@@ -1,12 +1,16 @@
 """A class in real headless Chromium: the teacher and two students in three browser contexts;
-the teacher's counts rise while the teacher's page stays loaded (the live fragment, no reload)."""
+the teacher's counts rise while the teacher's page stays loaded (the live fragment, no reload).
+And the class benchmark in small, on the same server."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
+from collections.abc import Iterator
 
 import pytest
 from conftest import READY, live_app, open_page
+
+from benchmarks.classroom import measure
 
 pytestmark = pytest.mark.browser
 
@@ -15,29 +19,49 @@ STUDENTS = 2
 RISE_TIMEOUT_MS = 30_000
 
 
-def test_the_teachers_counts_rise_without_a_reload(browser, tmp_path: Path) -> None:
-    with live_app(env={"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLASS_STORE": None}) as url:
-        teacher, outside = open_page(browser, f"{url}/lesson?class=new&lang=en", height=1400)
-        teacher.wait_for_function("location.search.includes('teacher=')", timeout=60_000)
-        code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
-        teacher.get_by_text("(answers: 0)").wait_for(timeout=RISE_TIMEOUT_MS)
-        teacher.wait_for_selector("[data-testid='stImage'] img", timeout=RISE_TIMEOUT_MS)  # QR
-        teacher.evaluate("window.__stayed = true")  # gone if the page reloads
-        students = []
-        for n in range(STUDENTS):
-            page, away = open_page(browser, f"{url}/lesson?class={code}&lang=en")
-            assert "teacher=" not in page.url
-            page.locator("[data-testid='stRadio'] label:has(input[type='radio'])").nth(
-                3
-            ).click()  # D
-            page.get_by_text("Your answer D is recorded.").wait_for(timeout=60_000)
-            page.wait_for_selector(READY, timeout=60_000)
-            students.append(page)
-            outside += away
-            teacher.get_by_text(f"(answers: {n + 1})").wait_for(timeout=RISE_TIMEOUT_MS)
-        assert teacher.get_by_text(f"A: 0 · B: 0 · C: 0 · D: {STUDENTS}").count() == 1
-        assert teacher.get_by_text(f"Students joined: {STUDENTS}").count() == 1
-        assert teacher.evaluate("window.__stayed === true")
-        assert outside == []  # the QR code and everything else made on this machine
-        for page in [teacher, *students]:
-            page.close()
+@pytest.fixture(scope="module")
+def store_env(tmp_path_factory) -> dict[str, str | None]:
+    return {
+        "NORMLAB_DATA_DIR": str(tmp_path_factory.mktemp("classes")),
+        "NORMLAB_CLASS_STORE": None,
+    }
+
+
+@pytest.fixture(scope="module")
+def class_url(store_env: dict) -> Iterator[str]:
+    with live_app(env=store_env) as url:
+        yield url
+
+
+def test_the_teachers_counts_rise_without_a_reload(browser, class_url: str) -> None:
+    teacher, outside = open_page(browser, f"{class_url}/lesson?class=new&lang=en", height=1400)
+    teacher.wait_for_function("location.search.includes('teacher=')", timeout=60_000)
+    code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
+    teacher.get_by_text("(answers: 0)").wait_for(timeout=RISE_TIMEOUT_MS)
+    teacher.wait_for_selector("[data-testid='stImage'] img", timeout=RISE_TIMEOUT_MS)  # QR
+    teacher.evaluate("window.__stayed = true")  # gone if the page reloads
+    students = []
+    for n in range(STUDENTS):
+        page, away = open_page(browser, f"{class_url}/lesson?class={code}&lang=en")
+        assert "teacher=" not in page.url
+        page.locator("[data-testid='stRadio'] label:has(input[type='radio'])").nth(3).click()  # D
+        page.get_by_text("Your answer D is recorded.").wait_for(timeout=60_000)
+        page.wait_for_selector(READY, timeout=60_000)
+        students.append(page)
+        outside += away
+        teacher.get_by_text(f"(answers: {n + 1})").wait_for(timeout=RISE_TIMEOUT_MS)
+    assert teacher.get_by_text(f"A: 0 · B: 0 · C: 0 · D: {STUDENTS}").count() == 1
+    assert teacher.get_by_text(f"Students joined: {STUDENTS}").count() == 1
+    assert teacher.evaluate("window.__stayed === true")
+    assert outside == []  # the QR code and everything else made on this machine
+    for page in [teacher, *students]:
+        page.close()
+
+
+def test_the_class_benchmark_in_small(browser, class_url: str, store_env: dict) -> None:
+    report = measure(class_url, browser, 4, 1.0, store_env)
+    assert report.errors == []
+    assert (report.students, report.recorded, report.lost) == (4, 4, 0)
+    # Generous on a shared two-core machine: the full-size run's figures are in docs/serving.md.
+    assert report.teacher_complete_s <= 10.0
+    assert math.isfinite(report.p95_s) and report.p95_s <= 10.0
