@@ -218,3 +218,17 @@ def test_fuzzed_keys_on_a_live_class_lead_nothing(fuzz_dir, key: str, step: str)
         assert t("classroom.error_not_teacher", "en", code=echo(code)) in warnings(at)
         assert store.state(code).step == 1 and not store.state(code).revealed
         assert real not in page_text(at)
+
+
+def test_a_class_in_indonesian_shows_no_english(where: str) -> None:
+    from tests.test_glossary import english_on_page
+
+    teacher = lesson("id", **{"class": "new"})
+    student = lesson("id", **{"class": teacher.query_params["class"]})
+    student.radio(key="pick_centre").set_value("ratio").run()
+    assert t("classroom.recorded", "id", letter="D") in page_text(student)
+    teacher.button(key="class_reveal").click().run()
+    student.run()
+    for at in (teacher, student):
+        assert not at.exception
+        assert english_on_page(at) == []
