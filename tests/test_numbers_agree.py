@@ -609,29 +609,12 @@ def state_id(page: str, query: dict[str, str]) -> str:
     return page + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
 
 
-# Known disagreements, marked xfail (not strict) until their page is fixed: state -> what
-# disagrees. ``--runxfail`` shows them.
-KNOWN: dict[str, str] = {
-    "explorer?d=3&scale=10000&dtype=float16&backend=torch": (
-        "the plane's sentences place RMSNorm(x) and LayerNorm(x) at distance 1.732 while the"
-        " metrics ‖RMSNorm(x)‖ and ‖LayerNorm(x)‖, computed in float16, show 0"
-    ),
-    "explorer?d=64&scale=5&eps=0.1&offset=20&dist=spike&seed=51&backend=torch&dtype=bfloat16": (
-        "the plane's sentences give the distances in float64 (7.999, 7.984) while the metrics"
-        " ‖RMSNorm(x)‖ and ‖LayerNorm(x)‖, computed in bfloat16, show 7.989 and 7.968"
-    ),
-}
-
-
 def cases() -> list:
     out = []
     for page, query in STATES:
         for lang in LANGS:
             ident = state_id(page, query)
-            marks = []
-            if ident in KNOWN:
-                marks.append(pytest.mark.xfail(strict=False, reason=KNOWN[ident]))
-            out.append(pytest.param(page, query, lang, id=f"{ident}-{lang}", marks=marks))
+            out.append(pytest.param(page, query, lang, id=f"{ident}-{lang}"))
     return out
 
 
