@@ -1,0 +1,360 @@
+"""Driving a page the way a person does, in real headless Chromium, and checking after each step
+that nothing failed and that the page's link reproduces what is on screen.
+
+A :class:`Visit` is one page in one browser tab. Each interaction (typing, a slider's arrow key,
+a select box, a button) waits until the script run it caused has finished and the charts are
+drawn, then checks the step: no exception or error box on the page, no uncaught browser error,
+no traceback in the server's log, and the tab's URL, opened in a fresh browser context (no
+cookies, no session), shows the same widget values and the same text. Those fresh tabs load
+while the visit goes on and are compared at :meth:`Visit.finish`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from benchmarks.live import (
+    READY,
+    free_port,
+    start_server,
+    stop_server,
+    streamlit_command,
+    wait_for_health,
+)
+
+TIMEOUT_MS = 120_000
+# A run cut short by the next one (a second key press): the next one's end is what counts.
+EARLY = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+EXCEPTION = "[data-testid='stException']"
+ERROR_BOX = "[data-testid='stAlertContentError']"
+PRESENTER = "controls=hidden&text=large"
+# What a step's link must reproduce in a fresh browser: the widgets and the page's text, the
+# widgets only (the step's result lives in the session, as a measurement does), or nothing.
+VIEW, WIDGETS, NOTHING = "view", "widgets", "nothing"
+# What a server's log shows when a script run fails (Streamlit logs every uncaught exception of
+# a page with its traceback, whatever the browser is shown).
+LOG_PROBLEM = re.compile(r"Traceback|Uncaught app|Exception|\bERROR\b")
+
+# Every element's code has loaded and every chart the script sent is drawn (none is fine).
+CHARTS_DRAWN = """() => {
+  if (document.querySelector('[data-testid^="stSkeleton"], [data-testid="stAppSkeleton"]')) {
+    return false;  // an element whose code is still loading
+  }
+  const boxes = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+  const plots = document.querySelectorAll('.js-plotly-plot');
+  return plots.length === boxes.length
+    && Array.from(plots).every(p => p._fullData && p._fullData.length > 0);
+}"""
+# The value every keyed widget shows, by its key, as the person sees it.
+WIDGET_VALUES = """() => {
+  const out = {};
+  document.querySelectorAll('[data-testid="stElementContainer"][class*="st-key-"]')
+    .forEach(box => {
+      const key = Array.from(box.classList).find(c => c.startsWith('st-key-')).slice(7);
+      const q = s => box.querySelector(s);
+      let value;
+      if (q('[role="slider"]')) {
+        value = Array.from(box.querySelectorAll('[role="slider"]'))
+          .map(s => s.getAttribute('aria-valuetext') || s.getAttribute('aria-valuenow'))
+          .join(' – ');
+      } else if (q('[data-testid="stButtonGroup"]')) {
+        value = Array.from(box.querySelectorAll('[aria-checked="true"]'))
+          .map(b => b.innerText.trim()).join(', ');
+      } else if (q('[data-testid="stRadio"]')) {
+        const on = q('input[type="radio"]:checked');
+        value = on ? on.closest('label').innerText.trim() : null;
+      } else if (q('input[type="checkbox"]')) {
+        value = q('input[type="checkbox"]').checked;
+      } else if (q('input[role="combobox"]')) {
+        value = q('input[role="combobox"]').value;
+      } else if (q('input, textarea')) {
+        value = q('input, textarea').value;
+      } else {
+        return;  // a button, a chart, a container: nothing a link carries
+      }
+      out[key] = value;
+    });
+  return out;
+}"""
+# The main area's text, line by line, without progress boxes (st.status): they report work this
+# server did once, such as loading a model, which a second visitor finds done.
+MAIN_TEXT = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const icons = ['Check', 'Error', 'Spinner'].map(s => `[data-testid="stExpanderIcon${s}"]`);
+  let text = main.innerText;
+  main.querySelectorAll(`[data-testid="stExpander"]:has(${icons.join(',')})`)
+    .forEach(box => { text = text.replace(box.innerText, ''); });
+  return text.split('\\n').filter(line => line.trim()).join('\\n');
+}"""
+
+
+@contextmanager
+def logged_app(log: Path, env: dict[str, str | None] | None = None) -> Iterator[str]:
+    """``streamlit run app.py`` on a free loopback port, its output written to ``log``."""
+    port = free_port()
+    log.write_bytes(b"")
+    proc = start_server(streamlit_command(port), port, log=log, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_health(url)
+        yield url
+    finally:
+        stop_server(proc)
+
+
+class ServerLog:
+    """The server's log, read from where the last reading stopped."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def new_problems(self) -> list[str]:
+        with self.path.open("rb") as f:
+            f.seek(self.offset)
+            text = f.read().decode("utf-8", "replace")
+        self.offset += len(text.encode("utf-8", "replace"))
+        return [line for line in text.splitlines() if LOG_PROBLEM.search(line)]
+
+
+class Runs:
+    """Counts the script runs a tab's server finished, read from the websocket's messages (a
+    quick run flips the page's script state to "running" and back within one frame, which
+    the page's attribute may never show)."""
+
+    def __init__(self, page) -> None:
+        self.finished = 0
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload: bytes | str) -> None:
+        if isinstance(payload, str):
+            return
+        msg = ForwardMsg.FromString(payload)
+        if msg.WhichOneof("type") == "script_finished" and msg.script_finished != EARLY:
+            self.finished += 1
+
+
+def differ(want: dict | str, got: dict | str) -> str:
+    """What ``got`` shows other than ``want``: widget values by key, or the lines of text."""
+    if isinstance(want, dict):
+        keys = sorted(set(want) | set(got))
+        return ", ".join(
+            f"{k}={got.get(k)!r} (was {want.get(k)!r})" for k in keys if want.get(k) != got.get(k)
+        )
+    lines = difflib.unified_diff(want.splitlines(), got.splitlines(), lineterm="", n=0)
+    return "\n".join(list(lines)[2:])
+
+
+def settle(page, runs: Runs | None = None, before: int | None = None) -> None:
+    """Wait until a run finished after ``before`` finished runs (if given), the app is idle and
+    every chart is drawn, and it stayed so (a run may cause one more, e.g. a corrected link
+    value, or the router's first run)."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while True:
+        if runs is not None and before is not None:
+            while runs.finished <= before:
+                assert time.monotonic() < deadline, "no script run finished"
+                page.wait_for_timeout(25)
+        page.wait_for_selector(READY, timeout=TIMEOUT_MS)
+        page.wait_for_function(CHARTS_DRAWN, timeout=TIMEOUT_MS, polling=100)
+        if runs is None:
+            return
+        before = runs.finished
+        # A rerun Streamlit queued at the end of a run starts within a few frames.
+        page.wait_for_timeout(150)
+        if runs.finished == before and page.locator(READY).count() == 1:
+            return
+
+
+def failures(page) -> list[str]:
+    """The exception and error boxes on the page, as text."""
+    boxes = page.locator(f"{EXCEPTION}, {ERROR_BOX}")
+    return [boxes.nth(i).inner_text()[:500] for i in range(boxes.count())]
+
+
+@dataclass
+class Snapshot:
+    """What a step showed: the link, the linked widgets' values and the page's text."""
+
+    step: str
+    url: str
+    widgets: dict
+    text: str | None
+
+
+class Tab:
+    """A browser tab in a context of its own (no cookies, no session shared with other tabs),
+    counting its script runs; uncaught browser errors go to ``errors``."""
+
+    def __init__(self, browser, errors: list[str], width: int = 1366, height: int = 900) -> None:
+        self.context = browser.new_context(viewport={"width": width, "height": height})
+        self.page = self.context.new_page()
+        self.runs = Runs(self.page)
+        self.page.on("pageerror", lambda err: errors.append(f"{self.page.url}: {err}"))
+
+    def load(self, url: str) -> Tab:
+        """Start loading ``url``; :meth:`settle` waits for it."""
+        self.page.goto(url, wait_until="commit")
+        return self
+
+    def settle(self, before: int = 0) -> None:
+        """Wait for a run after ``before`` finished runs (0: the first run of a fresh load)."""
+        settle(self.page, self.runs, before)
+
+
+@dataclass
+class Visit:
+    """One page, driven step by step; see the module docstring."""
+
+    browser: object
+    base: str
+    log: ServerLog
+    params: tuple[str, ...]
+    # The part of the page's text a link must reproduce (all of the main area by default).
+    reads: Callable[[object], str] = field(default=lambda page: page.evaluate(MAIN_TEXT))
+    tab: Tab | None = None
+    errors: list[str] = field(default_factory=list)
+    pending: list[tuple[Snapshot, Tab]] = field(default_factory=list)
+    # What the last step's link must reproduce.
+    mode: str = VIEW
+
+    @property
+    def page(self):
+        return self.tab.page
+
+    def open(self, path: str) -> Visit:
+        self.tab = Tab(self.browser, self.errors).load(f"{self.base}/{path}")
+        self.tab.settle()
+        self.check("open")
+        return self
+
+    # --- Steps ------------------------------------------------------------------------------
+
+    def step(self, name: str, action: Callable[[], None], *, reproduce: str = VIEW) -> None:
+        """Do ``action``, wait for the run it causes, check the page (and later its link:
+        ``reproduce`` is VIEW, WIDGETS for a step whose result lives in the session only, such
+        as a measurement, or NOTHING)."""
+        before = self.tab.runs.finished
+        action()
+        self.tab.settle(before)
+        self.check(name, reproduce=reproduce)
+
+    def widget(self, key: str):
+        return self.page.locator(f".st-key-{key}")
+
+    def type_text(self, key: str, text: str) -> None:
+        box = self.widget(key).locator("input, textarea").first
+        self.step(f"type {text!r} into {key}", lambda: (box.fill(text), box.press("Enter")))
+
+    def slide(self, key: str, presses: int = 1, arrow: str = "ArrowRight") -> None:
+        thumb = self.widget(key).get_by_role("slider").first
+
+        def move() -> None:
+            thumb.focus()
+            for _ in range(presses):
+                thumb.press(arrow)
+
+        self.step(f"{arrow} x{presses} on {key}", move)
+
+    def select(self, key: str, option: str) -> None:
+        box = self.widget(key).locator("input[role='combobox']")
+
+        def choose() -> None:
+            # A rerun that ends just as the list opens can close it again: open it anew.
+            for _ in range(3):
+                box.click()
+                try:
+                    self.page.get_by_role("option", name=option, exact=True).click(timeout=5_000)
+                    return
+                except PlaywrightTimeout:
+                    self.page.keyboard.press("Escape")
+            raise AssertionError(f"{key}: the option {option!r} could not be chosen")
+
+        self.step(f"choose {option!r} in {key}", choose)
+
+    def segment(self, key: str, option: str) -> None:
+        button = self.widget(key).get_by_role("radio", name=option, exact=True)
+        self.step(f"press {option!r} of {key}", button.click)
+
+    def tick(self, key: str) -> None:
+        self.step(f"tick {key}", self.widget(key).locator("label").first.click)
+
+    def press(self, name: str, *, key: str | None = None, **kwargs: object) -> None:
+        """Press the button labelled ``name`` (the one keyed ``key`` where several are)."""
+        scope = self.page if key is None else self.widget(key)
+        button = scope.get_by_role("button", name=name, exact=True)
+        self.step(f"press {name!r}", button.click, **kwargs)
+
+    # --- Checks -----------------------------------------------------------------------------
+
+    def snapshot(self, name: str, page=None) -> Snapshot:
+        page = page or self.page
+        values = page.evaluate(WIDGET_VALUES)
+        linked = {k: v for k, v in values.items() if k in self.params or k == "lang"}
+        return Snapshot(name, page.url, linked, self.reads(page))
+
+    def check(self, name: str, *, reproduce: str = VIEW) -> None:
+        """No failure now; the link, opened fresh, is compared at :meth:`finish`."""
+        assert failures(self.page) == [], f"after {name}: {failures(self.page)}"
+        assert self.errors == [], f"after {name}: browser errors {self.errors}"
+        problems = self.log.new_problems()
+        assert problems == [], f"after {name}: the server logged {problems}"
+        if reproduce != NOTHING:
+            self.mode = reproduce
+            shot = self.snapshot(name)
+            shot.text = shot.text if reproduce == VIEW else None
+            self.pending.append((shot, Tab(self.browser, self.errors).load(shot.url)))
+
+    def share_link(self) -> str:
+        """The link the share dialog offers (the dialog opened with its button, then closed)."""
+        before = self.tab.runs.finished
+        self.page.locator(".st-key-_share_open button").click()
+        dialog = self.page.get_by_role("dialog")
+        dialog.wait_for(timeout=TIMEOUT_MS)
+        self.tab.settle(before)
+        link = dialog.locator("[data-testid='stCode']").first.inner_text().strip()
+        self.check("open the share dialog", reproduce=NOTHING)
+        self.page.keyboard.press("Escape")
+        dialog.wait_for(state="detached", timeout=TIMEOUT_MS)
+        return link
+
+    def finish(self) -> None:
+        """Every step's link reproduced its view, and so does the share dialog's link; the
+        presenter's view of the last state draws without a failure."""
+        final = self.snapshot("the last step")
+        final.text = final.text if self.mode == VIEW else None
+        final.url = self.share_link()
+        final.step = "the share dialog's link"
+        self.pending.append((final, Tab(self.browser, self.errors).load(final.url)))
+        url = self.page.url
+        presenter = Tab(self.browser, self.errors, 1920, 1080)
+        presenter.load(url + ("&" if "?" in url else "?") + PRESENTER)
+
+        for shot, fresh in self.pending:
+            fresh.settle()
+            again = self.snapshot(shot.step, fresh.page)
+            where = f"after {shot.step}, the link {shot.url} in a fresh browser"
+            changed = differ(shot.widgets, again.widgets)
+            assert again.widgets == shot.widgets, f"{where} set {changed}"
+            if shot.text is not None:
+                assert again.text == shot.text, f"{where} shows {differ(shot.text, again.text)}"
+            assert failures(fresh.page) == [], f"{where} shows {failures(fresh.page)}"
+            fresh.context.close()
+        self.pending.clear()
+
+        presenter.settle()
+        assert failures(presenter.page) == [], f"presenter view: {failures(presenter.page)}"
+        assert presenter.page.locator("[data-testid='stSidebar']").is_hidden()
+        assert self.log.new_problems() == []
+        presenter.context.close()
+        self.tab.context.close()
+        assert self.errors == [], f"browser errors {self.errors}"
