@@ -78,13 +78,15 @@ _ANY = st.fixed_dictionaries(
 # Presets only (every pair, no overrides), where "agree" and "differ" both occur.
 _PAIRS = _ANY.map(lambda s: {**s, **_PLAIN})
 _MISTAKES = st.tuples(_ANY, st.sampled_from(MISTAKES)).map(lambda t: {**t[0], **t[1]})
-# The corners: the narrowest and widest vector at the smallest and largest scale, the largest
-# eps and the half dtypes among them.
+# The corners: the narrowest and widest vector at the smallest and largest scale, with the
+# preset's eps or the largest override, in every dtype.
 _EXTREMES = st.fixed_dictionaries(
     {
         "d": st.sampled_from((MIN_WIDTH, MAX_CONTRACT_WIDTH)),
         "scale": st.sampled_from((SCALES[0], SCALES[-1])),
+        "eps_a": st.sampled_from(("preset", EPS_CHOICES[-1])),
         "eps_b": st.sampled_from(("preset", EPS_CHOICES[-1])),
+        "dtype": st.sampled_from(DTYPES),
     }
 )
 _CORNERS = st.tuples(_ANY, _EXTREMES).map(lambda t: {**t[0], **t[1]})
