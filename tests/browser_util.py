@@ -117,13 +117,17 @@ class ServerLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.offset = 0
+        self.last = ""
 
     def new_problems(self) -> list[str]:
+        """The lines since the last reading that name a traceback or an error (the whole new
+        text, without colour codes, stays in ``last`` for a failure's message)."""
         with self.path.open("rb") as f:
             f.seek(self.offset)
-            text = f.read().decode("utf-8", "replace")
-        self.offset += len(text.encode("utf-8", "replace"))
-        return [line for line in text.splitlines() if LOG_PROBLEM.search(line)]
+            data = f.read()
+        self.offset += len(data)
+        self.last = re.sub(r"\x1b\[[0-9;]*m", "", data.decode("utf-8", "replace"))
+        return [line for line in self.last.splitlines() if LOG_PROBLEM.search(line)]
 
 
 class Runs:
@@ -304,10 +308,11 @@ class Visit:
 
     def check(self, name: str, *, reproduce: str = VIEW) -> None:
         """No failure now; the link, opened fresh, is compared at :meth:`finish`."""
-        assert failures(self.page) == [], f"after {name}: {failures(self.page)}"
-        assert self.errors == [], f"after {name}: browser errors {self.errors}"
         problems = self.log.new_problems()
-        assert problems == [], f"after {name}: the server logged {problems}"
+        shown = failures(self.page)
+        assert shown == [], f"after {name}: {shown}; the server logged:\n{self.log.last[-4000:]}"
+        assert self.errors == [], f"after {name}: browser errors {self.errors}"
+        assert problems == [], f"after {name}: the server logged:\n{self.log.last[-4000:]}"
         if reproduce != NOTHING:
             self.mode = reproduce
             shot = self.snapshot(name)
@@ -354,6 +359,12 @@ class Visit:
         presenter.settle()
         assert failures(presenter.page) == [], f"presenter view: {failures(presenter.page)}"
         assert presenter.page.locator("[data-testid='stSidebar']").is_hidden()
+        # The hidden controls are still built, from the same link: the same values.
+        hidden = self.snapshot("the presenter's view", presenter.page).widgets
+        assert hidden, "the presenter's view built no controls"
+        assert hidden == {k: final.widgets.get(k) for k in hidden}, "the presenter's view set " + (
+            differ({k: final.widgets.get(k) for k in hidden}, hidden)
+        )
         assert self.log.new_problems() == []
         presenter.context.close()
         self.tab.context.close()

@@ -14,12 +14,12 @@ One server (its log read after every step) and one browser for the whole file.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 
 import pytest
 from browser_util import WIDGETS, ServerLog, Tab, Visit, logged_app
 
-from core.lesson import OPTIONS, STEP_IDS, lesson_step
 from ui.i18n import t
 from ui.nav import page_params
 from ui.params import TextParam
@@ -74,8 +74,9 @@ def test_lesson(server, browser) -> None:
     v = visit(server, browser, "lesson", reads=lambda page: page.evaluate(LESSON_STEP))
     v.slide("step")
     # The right answer: a wrong one is shown in an error box, as it should be.
-    step_id = STEP_IDS[1]
-    right = OPTIONS[step_id].index(lesson_step(step_id).correct)
+    lesson = importlib.import_module("pages.lesson")
+    step = lesson.compute(lesson.STEP_IDS[1])
+    right = step.options.index(step.correct)
     options = v.page.locator("[data-testid='stRadio'] label:has(input[type='radio'])")
     option = options.nth(right)
     v.step(f"predict option {right + 1}", option.click)
