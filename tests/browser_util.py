@@ -54,7 +54,9 @@ CHARTS_DRAWN = """() => {
   return plots.length === boxes.length
     && Array.from(plots).every(p => p._fullData && p._fullData.length > 0);
 }"""
-# The value every keyed widget shows, by its key, as the person sees it.
+# The value every keyed widget holds, by its key: a text box's text, a select box's choice, the
+# pressed button of a segmented control, a checkbox's tick, a slider's position (a select
+# slider's is the index of its option).
 WIDGET_VALUES = """() => {
   const out = {};
   document.querySelectorAll('[data-testid="stElementContainer"][class*="st-key-"]')
@@ -365,7 +367,7 @@ class Visit:
         assert hidden == {k: final.widgets.get(k) for k in hidden}, "the presenter's view set " + (
             differ({k: final.widgets.get(k) for k in hidden}, hidden)
         )
-        assert self.log.new_problems() == []
+        assert self.log.new_problems() == [], f"the server logged:\n{self.log.last[-4000:]}"
         presenter.context.close()
         self.tab.context.close()
         assert self.errors == [], f"browser errors {self.errors}"
