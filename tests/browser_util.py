@@ -87,16 +87,26 @@ WIDGET_VALUES = """() => {
     });
   return out;
 }"""
-# The main area's text, line by line, without progress boxes (st.status): they report work this
-# server did once, such as loading a model, which a second visitor finds done.
+# The main area's text, line by line, without progress boxes (st.status), which report work this
+# server did once, such as loading a model, that a second visitor finds done; and without the
+# charts' tick labels, which Plotly picks for the chart's size in pixels (the charts' data are
+# compared as CHART_DATA).
 MAIN_TEXT = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   const icons = ['Check', 'Error', 'Spinner'].map(s => `[data-testid="stExpanderIcon${s}"]`);
+  const hide = document.createElement('style');
+  hide.textContent = '.js-plotly-plot g[class*="tick"] { display: none !important; }';
+  document.head.appendChild(hide);
   let text = main.innerText;
+  hide.remove();
   main.querySelectorAll(`[data-testid="stExpander"]:has(${icons.join(',')})`)
     .forEach(box => { text = text.replace(box.innerText, ''); });
   return text.split('\\n').filter(line => line.trim()).join('\\n');
 }"""
+# Every chart's traces in the main area: name and coordinates, as Plotly holds them.
+CHART_DATA = """() => Array.from(
+    document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'),
+    p => (p._fullData || []).map(t => JSON.stringify([t.name, t.x, t.y, t.z])))"""
 
 
 @contextmanager
@@ -195,6 +205,7 @@ class Snapshot:
     url: str
     widgets: dict
     text: str | None
+    charts: list | None = None
 
 
 class Tab:
@@ -227,6 +238,8 @@ class Visit:
     params: tuple[str, ...]
     # The part of the page's text a link must reproduce (all of the main area by default).
     reads: Callable[[object], str] = field(default=lambda page: page.evaluate(MAIN_TEXT))
+    # Whether a link must reproduce the charts' data too.
+    charts: bool = True
     tab: Tab | None = None
     errors: list[str] = field(default_factory=list)
     pending: list[tuple[Snapshot, Tab]] = field(default_factory=list)
@@ -306,7 +319,8 @@ class Visit:
         page = page or self.page
         values = page.evaluate(WIDGET_VALUES)
         linked = {k: v for k, v in values.items() if k in self.params or k == "lang"}
-        return Snapshot(name, page.url, linked, self.reads(page))
+        charts = page.evaluate(CHART_DATA) if self.charts else None
+        return Snapshot(name, page.url, linked, self.reads(page), charts)
 
     def check(self, name: str, *, reproduce: str = VIEW) -> None:
         """No failure now; the link, opened fresh, is compared at :meth:`finish`."""
@@ -318,7 +332,8 @@ class Visit:
         if reproduce != NOTHING:
             self.mode = reproduce
             shot = self.snapshot(name)
-            shot.text = shot.text if reproduce == VIEW else None
+            if reproduce != VIEW:
+                shot.text = shot.charts = None
             self.pending.append((shot, Tab(self.browser, self.errors).load(shot.url)))
 
     def share_link(self) -> str:
@@ -338,7 +353,8 @@ class Visit:
         """Every step's link reproduced its view, and so does the share dialog's link; the
         presenter's view of the last state draws without a failure."""
         final = self.snapshot("the last step")
-        final.text = final.text if self.mode == VIEW else None
+        if self.mode != VIEW:
+            final.text = final.charts = None
         final.url = self.share_link()
         final.step = "the share dialog's link"
         self.pending.append((final, Tab(self.browser, self.errors).load(final.url)))
@@ -354,6 +370,7 @@ class Visit:
             assert again.widgets == shot.widgets, f"{where} set {changed}"
             if shot.text is not None:
                 assert again.text == shot.text, f"{where} shows {differ(shot.text, again.text)}"
+                assert again.charts == shot.charts, f"{where} draws other chart data"
             assert failures(fresh.page) == [], f"{where} shows {failures(fresh.page)}"
             fresh.context.close()
         self.pending.clear()
