@@ -6,11 +6,11 @@ import streamlit as st
 
 from ui.frame import ROUTED_KEY, apply_view_mode, read_view_mode
 from ui.i18n import LANGUAGES, language_from_locale
-from ui.nav import navigation, preload_pages
+from ui.nav import navigation, page_modules, preload
 from ui.params import ChoiceParam, apply_link_params
 
 HERE = Path(__file__).resolve().parent
-preload_pages()
+preload(page_modules())
 
 # The browser's locale picks the first language; ``?lang=`` overrides it and the link keeps it.
 browser_lang = language_from_locale(st.context.locale)

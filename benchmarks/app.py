@@ -4,7 +4,7 @@ Run ``python -m benchmarks.app``. Three measurements:
 
 1. Server time per interaction at d = 4096: the explorer script run through Streamlit's AppTest,
    changing ``offset`` each time so every run misses the cache (as a visitor dragging a slider
-   does), beside the same AppTest run of the slider floor app (below) and ``core.explorer``
+   does), beside the same AppTest run of the slider floor app (below) and ``core.lab.explorer``
    alone. Target: 15 ms.
 2. First render in headless Chromium (warm server, fresh browser context): from opening the page
    to the finished script with every Plotly chart drawn, at d = 16 and d = 4096, against the
@@ -141,8 +141,8 @@ def _interactions(d: int, interactions: int, floor: Path) -> dict[str, list[floa
     from streamlit.testing.v1 import AppTest
 
     from benchmarks import app as timed  # this module even when run as __main__
-    from core.explorer import explore
     from core.inputs import make_input
+    from core.lab.explorer import explore
 
     apps = {}
     for name, path in (("explorer", ROOT / "app.py"), ("floor", floor)):
@@ -367,7 +367,7 @@ def markdown(result: AppResult) -> str:
         "| measure | NormLab | floor | ratio | target |",
         "| --- | ---: | ---: | ---: | --- |",
         f"| explorer script per interaction, d = {result.d} | {_ms(result.server['explorer'])} | "
-        f"{_ms(result.server['floor'])} (slider floor's script; `core.explorer` alone "
+        f"{_ms(result.server['floor'])} (slider floor's script; `core.lab.explorer` alone "
         f"{_ms(result.server['core'])}) | {result.server_ratio():.2f} | "
         f"≤ {1000 * TARGET_INTERACTION_S:.0f} ms: {_held(explorer <= TARGET_INTERACTION_S)} |",
     ]

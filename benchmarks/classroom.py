@@ -49,8 +49,8 @@ from benchmarks.live import (
 from benchmarks.load import wait_until_ready
 from benchmarks.st_private import protos
 from benchmarks.visitors import SUBPROTOCOL, WIDGET_ID_PREFIX, Cookies, fetch_page, ws_url
-from core.lesson import STEP_IDS
-from serve.classroom.store import open_store
+from core.lab.lesson import STEP_IDS
+from serve.classroom.backends import open_store
 
 TARGET_LOST = 0
 TARGET_TEACHER_S = 3.0

@@ -14,14 +14,6 @@ from core.geometry import (
     plane_images,
     sphere_3d,
 )
-from core.invariance import (
-    TRANSFORMS,
-    InvarianceRow,
-    Transform,
-    invariance_residual,
-    invariance_table,
-    shift_sweep,
-)
 from core.jacobian import (
     LAYER_JACOBIAN_FORMULA,
     RMS_JACOBIAN_FORMULA,
@@ -58,7 +50,6 @@ from core.stats import (
 
 __all__ = [
     "IDENTITY_FORMULA",
-    "InvarianceRow",
     "LAYER_FORMULA",
     "LAYER_JACOBIAN_FORMULA",
     "Message",
@@ -71,15 +62,11 @@ __all__ = [
     "RMS_JACOBIAN_FORMULA",
     "STAT_NAMES",
     "Sphere3D",
-    "TRANSFORMS",
-    "Transform",
     "VectorStats",
     "available_devices",
     "batch_vector_stats",
     "decompose",
     "get_preset",
-    "invariance_residual",
-    "invariance_table",
     "jacobian_spectrum",
     "layer_norm",
     "layer_norm_jacobian",
@@ -97,7 +84,6 @@ __all__ = [
     "rms_norm_reference",
     "rms_norm_report",
     "second_moment_identity",
-    "shift_sweep",
     "sphere_3d",
     "std_denominator",
     "torch_available",

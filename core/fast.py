@@ -58,7 +58,6 @@ import torch
 import torch.nn.functional as F
 
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
-from core.norms import mean_square
 
 FUSED_DTYPES = (torch.float32, torch.float64)
 
@@ -100,7 +99,7 @@ def composite_norm(kind: str, x: Tensor, weight: Param, bias: Param, eps: float)
     """RMSNorm or LayerNorm from torch operations, each a full pass over x: F.rms_norm's CPU
     recipe (x * rsqrt(mean(x^2) + eps) * w), centred first for LayerNorm, plus the bias."""
     centred = x if kind == "rms" else x - x.mean(-1, keepdim=True)  # (..., d) - (..., 1)
-    y = centred * torch.rsqrt(mean_square(centred) + eps)
+    y = centred * torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + eps)  # (..., d) -> (..., 1)
     y = y if weight is None else y * weight
     return y if bias is None else y + bias
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core import LAYER_FORMULA, RMS_FORMULA
-from core.attention import (
+from core.lab.attention import (
     CASES,
     LENGTH_LADDER,
     MAX_KEYS,

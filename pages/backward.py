@@ -6,14 +6,14 @@ import pandas as pd
 import streamlit as st
 
 from core import LAYER_JACOBIAN_FORMULA, RMS_JACOBIAN_FORMULA
-from core.backward import (
+from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, MIN_WIDTH, ladder_upto
+from core.lab.backward import (
     FLAT_TOLERANCE,
     GRADIENTS,
     MAX_JACOBIAN_WIDTH,
     BackwardView,
     backward_view,
 )
-from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, MIN_WIDTH, ladder_upto
 from ui import fmt, widgets
 from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator

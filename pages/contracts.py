@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from core import get_preset, preset_names, torch_available
-from core.contracts import (
+from core.defaults import DTYPES, MIN_WIDTH
+from core.lab.contracts import (
     CONTRACT_KEYS,
     DELTA_FORMULA,
     EPS_CHOICES,
@@ -16,7 +17,6 @@ from core.contracts import (
     ContractsView,
     contracts_view,
 )
-from core.defaults import DTYPES, MIN_WIDTH
 from ui import fmt, widgets
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator

@@ -7,14 +7,6 @@ import streamlit as st
 
 from core import LAYER_FORMULA, RMS_FORMULA, available_devices, torch_available
 from core.defaults import DEFAULT_LAYER_EPS, DTYPES, EPS_LADDER, MAX_WIDTH, MIN_WIDTH, SCALE_LADDER
-from core.explorer import (
-    GAIN_LIMIT,
-    OFFSET_LIMIT,
-    PARTIAL_LADDER,
-    ExplorerView,
-    dtype_max,
-    explore,
-)
 from core.inputs import (
     DISTRIBUTIONS,
     GAIN_PATTERNS,
@@ -22,6 +14,14 @@ from core.inputs import (
     VectorParseError,
     make_input,
     parse_vector,
+)
+from core.lab.explorer import (
+    GAIN_LIMIT,
+    OFFSET_LIMIT,
+    PARTIAL_LADDER,
+    ExplorerView,
+    dtype_max,
+    explore,
 )
 from core.messages import Message
 from core.stats import IDENTITY_FORMULA, STAT_NAMES

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from core.checkpoints import (
+from core.inspector import (
     Catalog,
     InspectorView,
     Refusal,
@@ -17,8 +17,8 @@ from core.checkpoints import (
     is_loaded,
     load,
 )
-from core.checkpoints.readings import RATIO_FORMULAS, SHARE_FORMULAS
-from core.checkpoints.sources import GIB, valid_hub_id
+from core.inspector.readings import RATIO_FORMULAS, SHARE_FORMULAS
+from core.inspector.sources import GIB, valid_hub_id
 from core.stats import IDENTITY_FORMULA
 from ui import fmt
 from ui.frame import begin_page, metric_row, metric_width, readable, share_box
@@ -48,7 +48,7 @@ def _allowed(catalog: Catalog, allow_none: bool) -> str:
 @dataclass(frozen=True)
 class ModelParam(Param):
     """A model this server offers: a shipped name, ``local:<folder>``, or ``owner/name`` when the
-    host turned the hub on (:class:`core.checkpoints.Catalog` decides, at each reading)."""
+    host turned the hub on (:class:`core.inspector.Catalog` decides, at each reading)."""
 
     allow_none: bool = False
 

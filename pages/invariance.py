@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core import LAYER_FORMULA, RMS_FORMULA
-from core.invariance import (
+from core.lab.invariance import (
     CASE_A,
     CASE_B,
     SHIFT_LADDER,

@@ -16,7 +16,7 @@ from core import (
     RMS_FORMULA,
     RMS_JACOBIAN_FORMULA,
 )
-from core.lesson import NOISE, STEP_IDS, StepResult, lesson_step
+from core.lab.lesson import NOISE, STEP_IDS, StepResult, lesson_step
 from ui import classroom, fmt, widgets
 from ui.classroom import Seat
 from ui.frame import begin_page, readable, share_box

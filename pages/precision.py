@@ -9,7 +9,7 @@ import streamlit as st
 
 from core import torch_available
 from core.defaults import DEFAULT_RMS_EPS, DTYPES, MIN_WIDTH
-from core.precision import (
+from core.lab.precision import (
     FLOAT16_INF_FROM,
     FLOAT16_MAX,
     MAX_SWEEP_WIDTH,

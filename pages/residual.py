@@ -1,7 +1,7 @@
 """Residual stream: a common offset accumulates over L pre-norm blocks; what each norm passes on.
 
 Two models of the stream, chosen by the link's ``mode``: the synthetic trunk of
-``core.residual`` (``mode=synthetic``: its controls, one cached call, then ``toy_trunk``) and
+``core.lab.residual`` (``mode=synthetic``: its controls, one cached call, then ``toy_trunk``) and
 the shipped trained models read with forward hooks (``mode=trained``: a training seed and a
 text, one cached call to ``trained_view``, then ``trained_models``). Each mode draws only its
 own controls; the other mode's values stay in the link.
@@ -12,9 +12,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.activations import SHIPPED_SEEDS, TEXTS
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, MIN_WIDTH, ladder_upto
-from core.residual import (
+from core.lab.residual import (
     DRIFT_LIMIT,
     MAX_LAYERS,
     QUANTITIES,
@@ -29,6 +28,7 @@ from core.residual import (
     residual_view,
     trained_view,
 )
+from core.training.activations import SHIPPED_SEEDS, TEXTS
 from ui import fmt, widgets
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator

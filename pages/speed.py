@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core import available_devices, torch_available
-from core.speedlab import (
+from core.lab.speed import (
     DTYPES,
     IMPLEMENTATIONS,
     MAX_BATCH,

@@ -8,10 +8,8 @@ from collections.abc import Sequence
 import streamlit as st
 
 from core.defaults import DEFAULT_LAYER_EPS
-from core.model import NORM_KINDS
-from core.reference import REFERENCE
-from core.speedlab import exclusive
-from core.training_view import (
+from core.lab.speed import exclusive
+from core.training.lab_view import (
     LIVE_DEFAULTS,
     LIVE_DEPTHS,
     LIVE_EPS,
@@ -33,6 +31,8 @@ from core.training_view import (
     train_live,
     training_view,
 )
+from core.training.model import NORM_KINDS
+from core.training.runs import REFERENCE
 from ui import fmt, widgets
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 from pathlib import Path
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from core.claims import Claim
+from core.lab.claims import Claim
 from ui.i18n import translator
 
 TIMEOUT = 120
@@ -117,3 +118,8 @@ def open_share(at: AppTest, **changes: bool) -> AppTest:
         at.checkbox(key=key).set_value(value)
     at.button(key=SHARE_OPEN_KEY).click()
     return at.run()
+
+
+def page_params(name: str) -> tuple:
+    """The ``PARAMS`` tuple of ``pages/<name>.py`` (importing a page module draws nothing)."""
+    return tuple(importlib.import_module(f"pages.{name}").PARAMS)

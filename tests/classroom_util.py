@@ -96,7 +96,8 @@ def final_option(options: tuple[str, ...], student: int, step: int) -> str:
 
 
 def _writer(argv: list[str]) -> None:
-    from serve.classroom.store import LESSON, open_store
+    from serve.classroom.backends import open_store
+    from serve.classroom.store import LESSON
 
     parser = argparse.ArgumentParser()
     for name in ("where", "code", "prefix"):

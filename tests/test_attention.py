@@ -1,4 +1,4 @@
-"""core.attention against brute force, closed forms and torch.
+"""core.lab.attention against brute force, closed forms and torch.
 
 Un-selectable keys (a linear program per key) are checked against many query directions: a key
 is selectable exactly when some direction scores it strictly above every other key. The most
@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core.attention import (
+from core.lab.attention import (
     CASES,
     MAX_KEYS,
     MIN_KEYS,

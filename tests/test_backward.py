@@ -1,4 +1,4 @@
-"""core.backward: gradients through both norms, checked against torch.autograd."""
+"""core.lab.backward: gradients through both norms, checked against torch.autograd."""
 
 import numpy as np
 import pytest
@@ -7,14 +7,14 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.backward import (
+from core.inputs import make_input
+from core.lab.backward import (
     GRADIENTS,
     MAX_JACOBIAN_WIDTH,
     backward_lesson,
     components,
     upstream_gradient,
 )
-from core.inputs import make_input
 
 # float64 autograd against the closed form: only rounding separates them.
 RTOL, ATOL = 1e-10, 1e-12

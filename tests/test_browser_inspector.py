@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from conftest import READY, live_app, open_page
 
-from core.checkpoints import Settings, inspect_view
+from core.inspector import Settings, inspect_view
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
 

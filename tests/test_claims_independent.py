@@ -5,7 +5,7 @@ A check that calls or copies the core code behind a sentence passes that code's 
 ``tests/claims/<page>.py`` may take from ``core``:
 
 - anything from the modules that draw the link's inputs and hold its defaults and claim types
-  (``core.inputs``, ``core.defaults``, ``core.claims``);
+  (``core.inputs``, ``core.defaults``, ``core.lab.claims``);
 - from any other core module, UPPER_CASE constants (the link's ladders and bounds) and CapWords
   names (types, and the settings the subject is called with);
 - the page's entry functions, each used only inside ``view`` (the subject of the checks).
@@ -27,7 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CLAIMS = ROOT / "tests" / "claims"
 MODULES = sorted(p for p in CLAIMS.glob("*.py") if p.name != "__init__.py")
-FREE = {"core.inputs", "core.defaults", "core.claims"}
+FREE = {"core.inputs", "core.defaults", "core.lab.claims"}
 CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
 TYPE = re.compile(r"^[A-Z][a-zA-Z0-9]*[a-z][a-zA-Z0-9]*$")
 # ui.i18n renders texts (a check may compare a sentence as shown); nothing else from ui.
@@ -103,9 +103,9 @@ def test_claims_module_imports_only_inputs_types_and_its_subject(path: Path) -> 
     ("source", "expected"),
     [
         ("from core.inputs import make_input\ndef check(s, c): make_input(3)\n", 0),
-        ("from core.explorer import CHART_BUCKETS, Units\n", 0),
-        ("from core.explorer import explore\ndef view(s): return explore(s)\n", 0),
-        ("from core.explorer import explore\ndef check(s, c): explore(s)\n", 1),
+        ("from core.lab.explorer import CHART_BUCKETS, Units\n", 0),
+        ("from core.lab.explorer import explore\ndef view(s): return explore(s)\n", 0),
+        ("from core.lab.explorer import explore\ndef check(s, c): explore(s)\n", 1),
         ("from core.norms import rms_norm\ndef view(s): return rms_norm(s)\n"
          "def check(s, c): rms_norm(s)\n", 1),
         ("def check(s, c):\n    from core.norms import rms_norm\n", 1),

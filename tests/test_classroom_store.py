@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from serve.classroom.backends import open_store
 from serve.classroom.codes import ALPHABET, CODE_LENGTH, KEY_BYTES, new_code, new_key, normal_code
 from serve.classroom.redis_store import RedisStore
 from serve.classroom.sqlite_store import SQLITE_FILE, SqliteStore
@@ -23,7 +24,6 @@ from serve.classroom.store import (
     ClassError,
     ClassStore,
     Limits,
-    open_store,
 )
 from tests.classroom_util import final_option, redis_server, start_writer
 

@@ -16,7 +16,7 @@ APP_DIRS = ("core", "viz", "ui", "pages")
 # About a screen of code, docstring included.
 MAX_FUNCTION_LINES = 60
 FILES = sorted(
-    [ROOT / "app.py"] + [p for d in APP_DIRS for p in (ROOT / d).glob("*.py")],
+    [ROOT / "app.py"] + [p for d in APP_DIRS for p in (ROOT / d).rglob("*.py")],
     key=lambda p: str(p),
 )
 

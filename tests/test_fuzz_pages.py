@@ -16,10 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest_util import shown_text
+from tests.apptest_util import page_params, shown_text
 from ui.i18n import LANGUAGES, t
 from ui.nav import PAGES as NAV_PAGES
-from ui.nav import page_params
 
 # Hundreds of hostile links through every page in AppTest: most of a minute of the suite, so
 # not in the quick loop.

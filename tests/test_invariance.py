@@ -1,4 +1,4 @@
-"""Tests for core.invariance: Table 1 of Zhang & Sennrich (2019), computed."""
+"""Tests for core.lab.invariance: Table 1 of Zhang & Sennrich (2019), computed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core.invariance import (
+from core.lab.invariance import (
     CASE_A,
     TABLE_TOL,
     TRANSFORMS,

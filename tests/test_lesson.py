@@ -1,4 +1,4 @@
-"""core.lesson: each step's numbers against independent formulas, and the verdicts they give."""
+"""core.lab.lesson: each step's numbers against independent formulas, and the verdicts they give."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.invariance import TRANSFORMS
-from core.lesson import (
+from core.lab.invariance import TRANSFORMS
+from core.lab.lesson import (
     EXPLAINED,
     LESSON_EPS,
     MOST_PER_LETTER,
@@ -231,7 +231,7 @@ def test_gradient_step_matches_autograd(eps: float) -> None:
 
 
 def test_residual_step_is_the_residual_pages_default_state() -> None:
-    from core.residual import residual_view
+    from core.lab.residual import residual_view
 
     r = lesson_step("residual")
     view = residual_view(layers=24, d=256, drift=0.5, seed=0, eps=1e-5)

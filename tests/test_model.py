@@ -1,5 +1,5 @@
-"""core.model: the forward pass against a plain implementation written here, the norm layers
-being the ones named, shared initial weights, and gradients through the core's norms."""
+"""core.training.model: the forward pass against a plain implementation written here, the norm
+layers being the ones named, shared initial weights, and gradients through the core's norms."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core.model import (
+from core.training.model import (
     GPT,
     NORM_CLASSES,
     NORM_KINDS,

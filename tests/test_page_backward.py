@@ -6,10 +6,17 @@ import torch
 import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
-from core.backward import backward_view
 from core.inputs import make_input
-from tests.apptest_util import APP, TIMEOUT, assert_claims_shown, decode, figures, open_app
-from ui.nav import page_params
+from core.lab.backward import backward_view
+from tests.apptest_util import (
+    APP,
+    TIMEOUT,
+    assert_claims_shown,
+    decode,
+    figures,
+    open_app,
+    page_params,
+)
 
 LINK = {"d": "6", "offset": "-1.5", "eps": "0.01", "seed": "7", "grad": "ones"}
 

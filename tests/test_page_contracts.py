@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from apptest_util import assert_claims_shown, figures, open_app, trace
 
-from core.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
 from core.inputs import make_input
+from core.lab.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
+from tests.apptest_util import page_params
 from ui import fmt
-from ui.nav import page_params
 
 pytest.importorskip("torch")
 

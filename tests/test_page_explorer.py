@@ -313,7 +313,7 @@ def test_typed_values_that_overflow_once_scaled_are_refused() -> None:
 
 def core_view(**link: str):
     """The core's view for a link, as the page computes it (numbers parsed like the link)."""
-    from core.explorer import explore
+    from core.lab.explorer import explore
     from pages.explorer import PARAMS
 
     values = {p.key: p.parse(link[p.key])[0] if p.key in link else p.default for p in PARAMS}
@@ -358,7 +358,7 @@ def test_negative_gain_reflects_rmsnorm_and_the_plane_shows_the_lower_half() -> 
 
 
 def test_wide_vector_chart_is_an_envelope_that_says_so() -> None:
-    from core.explorer import CHART_BUCKETS
+    from core.lab.explorer import CHART_BUCKETS
 
     at = open_app(d="4096", seed="5")
     spec = figures(at)["coords"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.invariance import TRANSFORMS, invariance_lab, invariance_residual
+from core.lab.invariance import TRANSFORMS, invariance_lab, invariance_residual
 from tests.apptest_util import assert_claims_shown, decode, figures, metric, open_app, trace
 from tests.claims.invariance import EXPECTED, PAPER_ROWS, TRANSFORM_IDS
 from ui.i18n import t

@@ -10,9 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from core.lesson import OPTIONS, STEP_IDS, letter
+from core.lab.lesson import OPTIONS, STEP_IDS, letter
+from serve.classroom.backends import open_store
 from serve.classroom.codes import ALPHABET, normal_code
-from serve.classroom.store import ClassError, Limits, open_store
+from serve.classroom.store import ClassError, Limits
 from tests.apptest_util import open_page_alone
 from tests.classroom_util import redis_server, store_env
 from ui import classroom

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 from streamlit.testing.v1 import AppTest
 
-from core.residual import (
+from core.lab.residual import (
     TRAINED_NORMS,
     TRAINED_QUANTITIES,
     residual_view,
@@ -182,13 +182,13 @@ def test_bad_trained_link_values_are_replaced_with_notices():
 
 
 def test_a_page_interaction_loads_no_checkpoint_again(monkeypatch):
-    import core.checkpoint
-    from core.activations import read_shipped
+    import core.training.store
+    from core.training.activations import read_shipped
 
     loads = []
-    original = core.checkpoint.load_checkpoint
+    original = core.training.store.load_checkpoint
     monkeypatch.setattr(
-        core.checkpoint, "load_checkpoint", lambda path: loads.append(path) or original(path)
+        core.training.store, "load_checkpoint", lambda path: loads.append(path) or original(path)
     )
     read_shipped.cache_clear()
     at = open_page(lang="en", mode="trained")

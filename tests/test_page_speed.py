@@ -5,7 +5,7 @@ server lacks is narrowed with a notice."""
 import numpy as np
 import pytest
 
-from core.speedlab import MEASURE_LOCK, paired_ratio
+from core.lab.speed import MEASURE_LOCK, paired_ratio
 from tests.apptest_util import assert_claims_shown, figures, open_app
 
 # Tiny sizes: the sweep 64, 128 at 2 rows takes milliseconds.

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.reference import CURVES_FILE, REFERENCE_DIR
-from core.training_view import SECONDS_ENV, TRAIN_LOCK, reference_view
+from core.training.lab_view import SECONDS_ENV, TRAIN_LOCK, reference_view
+from core.training.runs import CURVES_FILE, REFERENCE_DIR
 from tests.apptest_util import (
     APP,
     assert_claims_shown,

@@ -1,4 +1,5 @@
-"""core.precision and core.contracts: eps sweeps, low-precision reductions, preset comparisons."""
+"""core.lab.precision and core.lab.contracts: eps sweeps, low-precision reductions, preset
+comparisons."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
 from core.inputs import make_input
-from core.precision import (
+from core.lab.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
+from core.lab.precision import (
     FLOAT16_MAX,
     eps_knee,
     float16_overflow_scales,
@@ -175,7 +176,7 @@ def test_contracts_bit_for_bit_verdict_is_the_implementations_own(seed: int) -> 
 def test_every_preset_pair_shows_only_true_claims(dtype: str) -> None:
     """Every pair of presets, in every dtype, at both ends of the scale ladder: each sentence
     the contracts page would show passes its independent check (tests/claims/contracts.py)."""
-    from core.contracts import contracts_view
+    from core.lab.contracts import contracts_view
     from tests.claims import contracts as claims
 
     names = claims.PRESETS

@@ -1,4 +1,4 @@
-"""Tests for core.residual: the pre-norm residual stream with a drifting common offset."""
+"""Tests for core.lab.residual: the pre-norm residual stream with a drifting common offset."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.activations import TEXTS, read_shipped
-from core.residual import (
+from core.lab.residual import (
     MAX_LAYERS,
     NORMS,
     QUANTITIES,
@@ -29,6 +28,7 @@ from core.residual import (
     simulate_residual,
     trained_view,
 )
+from core.training.activations import TEXTS, read_shipped
 
 # float64 rounding over a dozen blocks stays near 1e-13; a real difference is far above this.
 ROUNDING = 1e-10

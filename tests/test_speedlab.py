@@ -1,4 +1,4 @@
-"""core.speedlab: the kernels compute the norms, the bookkeeping and the caps count work, the
+"""core.lab.speed: the kernels compute the norms, the bookkeeping and the caps count work, the
 summaries and verdicts follow the samples, and the lock is exclusive. No test reads a wall
 clock: the time cap is driven by a fake clock and bounded by counted calls and elements."""
 
@@ -10,9 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core import rms_norm, speedlab
+from core import rms_norm
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
-from core.speedlab import (
+from core.lab import speed as speedlab
+from core.lab.speed import (
     MAX_TENSOR_BYTES,
     PARTIALS,
     Measurement,

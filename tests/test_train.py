@@ -1,5 +1,6 @@
-"""core.train, core.corpus, core.checkpoint and core.reference: determinism, the caps, the
-checkpoint round trip, and the shipped reference runs (which must reproduce on this CPU)."""
+"""core.training.train, core.training.corpus, core.training.store and core.training.runs:
+determinism, the caps, the checkpoint round trip, and the shipped reference runs (which must
+reproduce on this CPU)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from core.checkpoint import load_checkpoint, read_config, save_checkpoint
-from core.corpus import VAL_FRACTION, corpus_text, decode, encode, load_corpus
-from core.model import GPT, NORM_KINDS, ModelConfig
-from core.reference import (
+from core.training.corpus import VAL_FRACTION, corpus_text, decode, encode, load_corpus
+from core.training.model import GPT, NORM_KINDS, ModelConfig
+from core.training.runs import (
     CURVES_FILE,
     REFERENCE,
     REFERENCE_DIR,
@@ -25,7 +25,8 @@ from core.reference import (
     reference_summary,
     run_reference,
 )
-from core.train import (
+from core.training.store import load_checkpoint, read_config, save_checkpoint
+from core.training.train import (
     Batches,
     TrainConfig,
     evaluate,
@@ -291,7 +292,7 @@ def test_shipped_files_are_complete_and_within_budget(reference) -> None:
 
 def test_shipped_data_is_this_pythons_corpus(reference) -> None:
     # The reference runs read pydoc_data.topics of the Python that made them; another release
-    # ships other text, and then `python -m core.train --reference` must be run again.
+    # ships other text, and then `python -m core.training.runs` must be run again.
     assert reference["data"]["sha256"] == load_corpus().sha256, reference["data"]["python"]
 
 

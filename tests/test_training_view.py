@@ -1,4 +1,4 @@
-"""core.training_view: live settings and caps, the work and memory bounds, and the page state
+"""core.training.lab_view: live settings and caps, the work and memory bounds, and the page state
 computed from run records (shipped and hand-made), against plain recomputations."""
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.model import GPT, NORM_KINDS, ModelConfig
-from core.reference import CURVES_FILE, REFERENCE, REFERENCE_DIR, SUMMARY_FILE
-from core.train import TrainConfig, TrainResult
-from core.training_view import (
+from core.training.lab_view import (
     DEFAULT_SECONDS,
     LIVE_DEPTHS,
     LIVE_STEPS,
@@ -37,6 +34,9 @@ from core.training_view import (
     train_live,
     training_view,
 )
+from core.training.model import GPT, NORM_KINDS, ModelConfig
+from core.training.runs import CURVES_FILE, REFERENCE, REFERENCE_DIR, SUMMARY_FILE
+from core.training.train import TrainConfig, TrainResult
 from ui.i18n import translator
 
 SETTINGS = {"width": 16, "depth": 1, "eps": 1e-5, "lr": 3e-3, "steps": 30, "seed": 2}

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import segno
 import streamlit as st
 
-from core.lesson import OPTIONS, STEP_IDS, letter
+from core.lab.lesson import OPTIONS, STEP_IDS, letter
+from serve.classroom.backends import open_store
 from serve.classroom.codes import normal_code
-from serve.classroom.store import ClassError, ClassState, ClassStore, Limits, open_store
+from serve.classroom.store import ClassError, ClassState, ClassStore, Limits
 from ui.frame import readable
 from ui.i18n import Translator
 from ui.params import echo

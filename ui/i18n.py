@@ -12,8 +12,8 @@ Placeholders use ``str.format`` fields; numbers are passed as numbers and writte
 :func:`ui.fmt.num` (so every page writes them one way).
 
 A text that states a fact about the numbers carries ``claim = true`` beside its languages: it is
-shown only through a :class:`core.claims.Claim` the core chose (``tr.claim``), never by key
-(see :mod:`core.claims`). Core notes and warnings (:class:`core.messages.Message`) are texts of
+shown only through a :class:`core.lab.claims.Claim` the core chose (``tr.claim``), never by key
+(see :mod:`core.lab.claims`). Core notes and warnings (:class:`core.messages.Message`) are texts of
 the topic ``core``, found by their code (``tr.message``).
 """
 
@@ -26,7 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from core.claims import Claim
+from core.lab.claims import Claim
 from core.messages import Message
 from ui import fmt
 

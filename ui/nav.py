@@ -1,7 +1,7 @@
 """The page registry: every page of the app, in the order of the navigation.
 
-``app.py`` builds ``st.navigation`` from it, and the tests import it (and each page's ``PARAMS``
-through :func:`page_params`) instead of reading the router's source. A new page is one entry
+``app.py`` builds ``st.navigation`` from it and imports the pages (:func:`preload`), and the tests
+read it instead of the router's source; ``ui`` itself never imports a page. A new page is one entry
 here, one file in ``pages/`` (which ends with ``if __name__ == "__main__": main()``, so that
 importing it for its ``PARAMS`` draws nothing) and one text file in ``assets/text/``.
 """
@@ -62,8 +62,15 @@ _preload_lock = threading.Lock()
 _preloaded = False
 
 
-def preload_pages() -> None:
-    """Import every page's modules once per process, in one thread, before any page runs.
+def page_modules() -> tuple[str, ...]:
+    """The module name of every page, in the order of :data:`PAGES` (names, not imports: the
+    router imports the pages, never ``ui``)."""
+    return tuple(f"pages.{spec.name}" for spec in PAGES)
+
+
+def preload(modules: tuple[str, ...]) -> None:
+    """Import :data:`PRELOAD` and ``modules`` once per process, in one thread, before any page
+    runs.
 
     Streamlit runs each visitor's script in a thread of its own. Two first runs on a fresh
     worker (a class arriving together, or the visitors of a lost worker moved at once) would
@@ -76,14 +83,9 @@ def preload_pages() -> None:
         return
     with _preload_lock:
         if not _preloaded:
-            for name in PRELOAD + tuple(f"pages.{spec.name}" for spec in PAGES):
+            for name in PRELOAD + modules:
                 importlib.import_module(name)
             _preloaded = True
-
-
-def page_params(name: str) -> tuple:
-    """The ``PARAMS`` tuple of ``pages/<name>.py`` (importing a page module draws nothing)."""
-    return tuple(importlib.import_module(f"pages.{name}").PARAMS)
 
 
 def navigation(lang: str, *, position: str = "sidebar", icons: bool = True) -> st.navigation:

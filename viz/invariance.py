@@ -85,7 +85,7 @@ def _paired_panels(
 def sweep_figure(sweep: Mapping[str, np.ndarray], labels: Mapping[str, str]) -> go.Figure:
     """Cosine between norm(x + c 1) and norm(x) against c for both norms, and RMSNorm's share
     of output energy along 1, on one axis (all three live in [-1, 1]); the arrays are those of
-    ``core.invariance.shift_sweep``."""
+    ``core.lab.invariance.shift_sweep``."""
     series = (
         (sweep["rms_cosine"], labels["rms_cos"], style.RMS, "solid"),
         (sweep["layer_cosine"], labels["layer_cos"], style.LAYER, "dash"),

@@ -26,10 +26,8 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
-from core.lesson import OPTIONS, STEP_IDS
+from core.lab.lesson import OPTIONS, STEP_IDS
 from serve.classroom.codes import KEY_MAX_LEN, normal_code, same_key
 
 STORE_ENV = "NORMLAB_CLASS_STORE"
@@ -186,32 +184,3 @@ class ClassStore(ABC):
     @abstractmethod
     def counts(self, code: str, step: int) -> dict[str, int]:
         """How many students chose each option of ``step``, every option listed."""
-
-
-def open_store(env: Mapping[str, str] = os.environ) -> ClassStore:
-    """The store this host is set up for: Redis where ``NORMLAB_CLASS_STORE`` names one, else
-    SQLite under ``NORMLAB_DATA_DIR``. One per process and setting; raises ``down`` if it cannot
-    be opened."""
-    url = env.get(STORE_ENV, "").strip()
-    limits = Limits.from_env(env)
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        return _redis(url, limits)
-    if url and url != "sqlite":
-        raise ClassError("down", f"{STORE_ENV} names no store this app knows")
-    data_dir = Path(env.get(DATA_ENV, "").strip() or DEFAULT_DATA_DIR).resolve()
-    return _sqlite(str(data_dir), limits)
-
-
-# The backends import this module for the interface, so they are imported where chosen.
-@lru_cache(maxsize=8)
-def _sqlite(data_dir: str, limits: Limits) -> ClassStore:
-    from serve.classroom.sqlite_store import SqliteStore
-
-    return SqliteStore(data_dir, limits)
-
-
-@lru_cache(maxsize=8)
-def _redis(url: str, limits: Limits) -> ClassStore:
-    from serve.classroom.redis_store import RedisStore
-
-    return RedisStore(url, limits)

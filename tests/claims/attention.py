@@ -1,4 +1,4 @@
-"""The attention sandbox's sentences, rechecked without ``core.attention``'s code.
+"""The attention sandbox's sentences, rechecked without ``core.lab.attention``'s code.
 
 The keys are drawn here as the page documents them (k = spread · z + offset · 1, z the first n × d
 block of a seeded (12, 3) normal sample) and normalised with ``F.rms_norm`` / ``F.layer_norm`` in
@@ -6,7 +6,7 @@ float64 (eps = 0). The query direction is rebuilt from its documented angles. Wh
 selected is checked with certificates found by non-negative least squares (a convex combination of
 the other keys for an un-selectable key; a query that scores a selectable key strictly highest),
 and "no direction does better" by sampling directions and polishing the best with Nelder-Mead;
-``core.attention`` uses a linear program and an exact enumeration instead.
+``core.lab.attention`` uses a linear program and an exact enumeration instead.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 from scipy.optimize import minimize, nnls
 
-from core.attention import (
+from core.lab.attention import (
     LENGTH_LADDER,
     MAX_KEYS,
     MIN_KEYS,

@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from core.contracts import EPS_CHOICES, MAX_CONTRACT_WIDTH, SCALE_LADDER, contracts_view
 from core.defaults import DTYPES, MIN_WIDTH
+from core.lab.contracts import EPS_CHOICES, MAX_CONTRACT_WIDTH, SCALE_LADDER, contracts_view
 from tests.claims.oracle import SIGNIFICAND, round_to, ulps
 
 HALF = ("float16", "bfloat16")

@@ -1,7 +1,7 @@
 """The explorer's sentences, recomputed from the link state from first principles.
 
-Nothing here calls or copies ``core.explorer`` or ``core.norms``: the input and gain vectors come
-from ``core.inputs`` (the link's seeded generators, not under test); the statistics of x are
+Nothing here calls or copies ``core.lab.explorer`` or ``core.norms``: the input and gain vectors
+come from ``core.inputs`` (the link's seeded generators, not under test); the statistics of x are
 exact rational sums (``fractions.Fraction``) rounded once, and every sentence's number is
 derived from them by its own closed form (cos(x - mu, x) = std / RMS, a = mu sqrt(d), the
 difference of two RMSNorms = max|x| |1/den_k - 1/den|, ...). Outputs in the compute dtype are
@@ -26,8 +26,8 @@ import torch.nn.functional as F  # noqa: N812
 from hypothesis import strategies as st
 
 from core.defaults import DTYPES, EPS_LADDER, SCALE_LADDER
-from core.explorer import CHART_BUCKETS, PARTIAL_LADDER, explore
 from core.inputs import DISTRIBUTIONS, GAIN_PATTERNS, gain_vector, make_input
+from core.lab.explorer import CHART_BUCKETS, PARTIAL_LADDER, explore
 
 U64 = float(np.finfo(np.float64).eps)
 # Relative tolerance of a statistic computed in each dtype against torch recomputing it there

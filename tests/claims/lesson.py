@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from core.claims import Claim
 from core.defaults import EPS_LADDER
-from core.lesson import EXPLAINED, OPTIONS, STEP_IDS, lesson_step
+from core.lab.claims import Claim
+from core.lab.lesson import EXPLAINED, OPTIONS, STEP_IDS, lesson_step
 from tests.claims import oracle
 
 STATES = st.fixed_dictionaries({"step": st.integers(1, len(STEP_IDS))})

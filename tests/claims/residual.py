@@ -8,8 +8,8 @@ scaled by 1/sqrt(d)); the norms are ``F.rms_norm`` and ``F.layer_norm`` in float
 Trained mode: each checkpoint's tensors are read with ``safetensors`` and its config from the
 JSON beside it, and the model is run in float64 by ``gpt_forward`` below (embeddings, causal
 attention with an explicit mask and softmax, GELU MLP, the norms from torch.nn.functional),
-not by ``core.model`` or ``core.activations``. Nothing below calls ``core.residual`` except
-``view``.
+not by ``core.training.model`` or ``core.training.activations``. Nothing below calls
+``core.lab.residual`` except ``view``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 from safetensors.torch import load_file
 
-from core.activations import TEXTS
-from core.claims import Claim
 from core.defaults import EPS_LADDER, MIN_WIDTH, ladder_upto
-from core.residual import (
+from core.lab.claims import Claim
+from core.lab.residual import (
     DRIFT_LIMIT,
     MAX_LAYERS,
     STREAM_MAX_WIDTH,
@@ -36,6 +35,7 @@ from core.residual import (
     residual_view,
     trained_view,
 )
+from core.training.activations import TEXTS
 from tests.claims.oracle import cosines, token_cosine, trunk, ulps
 
 # The page's line between rounding and a reading (its sentences quote it).

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from core.speedlab import (
+from core.lab.speed import (
     KERNELS,
     MAX_TENSOR_BYTES,
     MIN_SWEEP_BATCH,

@@ -25,10 +25,10 @@ from pathlib import Path
 import torch
 from hypothesis import strategies as st
 
-from core.model import NORM_KINDS, Norm
-from core.reference import CURVES_FILE, REFERENCE_DIR
-from core.speedlab import PAPER_SAVING
-from core.training_view import MIN_PAIRS, training_view
+from core.lab.speed import PAPER_SAVING
+from core.training.lab_view import MIN_PAIRS, training_view
+from core.training.model import NORM_KINDS, Norm
+from core.training.runs import CURVES_FILE, REFERENCE_DIR
 
 NAMES = {"rms": "RMSNorm", "layer": "LayerNorm", "none": "Identity"}
 LIVE_FILE = Path(__file__).with_name("training_live.json")

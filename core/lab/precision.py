@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from core._backend import FLOAT_NAMES, HALF_NAMES
-from core.claims import Claim, at_most, pick
 from core.defaults import (
     DEFAULT_LAYER_EPS,
     DEFAULT_RMS_EPS,
@@ -37,6 +36,7 @@ from core.defaults import (
 )
 from core.device import torch_available
 from core.inputs import make_input
+from core.lab.claims import Claim, at_most, pick
 from core.norms import NormWarning, rms_norm, rms_norm_report
 
 NORM_FORMULA_INSIDE = r"\lVert y \rVert_2 = \sqrt{d}\,\frac{r}{\sqrt{r^{2} + \epsilon}}"

@@ -15,12 +15,12 @@ denominators. The explanations speak of the normalised vectors before gain and b
 RMSNorm's denominator and :math:`(x - \mu)` over LayerNorm's, computed here in float64 from the x
 that was normalised (after its cast to the chosen dtype); a sentence about "here" quotes the
 outputs as the dtype computed them. Every sentence the page shows about these numbers is a
-:class:`core.claims.Claim` chosen by a verdict computed here, at a tolerance relative to the
+:class:`core.lab.claims.Claim` chosen by a verdict computed here, at a tolerance relative to the
 quantities it compares.
 """  # noqa: E501
 
-from core.explorer.chart import CHART_BUCKETS, FLOAT32_SAFE, Series, envelope, envelope_width
-from core.explorer.state import (
+from core.lab.explorer.chart import CHART_BUCKETS, FLOAT32_SAFE, Series, envelope, envelope_width
+from core.lab.explorer.state import (
     GAIN_LIMIT,
     OFFSET_LIMIT,
     PAPER_PARTIAL,
@@ -30,7 +30,7 @@ from core.explorer.state import (
     explore,
     fits,
 )
-from core.explorer.units import Units
+from core.lab.explorer.units import Units
 
 __all__ = [
     "CHART_BUCKETS",

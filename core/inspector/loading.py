@@ -1,6 +1,6 @@
 """Loading a model for inspection: one load at a time, a few models kept, refusals by code.
 
-:func:`load` turns a :class:`~core.checkpoints.sources.ModelRef` into a :class:`LoadedModel`: the
+:func:`load` turns a :class:`~core.inspector.sources.ModelRef` into a :class:`LoadedModel`: the
 torch module in eval mode with its gradients off, its size and dtype, and a tokenizer. Every way
 it can fail that a visitor can cause or a host can meet (an unknown id, no network, a model too
 large, a model that is not a causal language model, weights only in pickle files, a model that
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.checkpoints.sources import ModelRef, Settings
+from core.inspector.sources import ModelRef, Settings
 
 try:  # POSIX: the load lock holds across the app's processes
     import fcntl
@@ -254,8 +254,9 @@ def load(
 
 
 def _load_shipped(ref: ModelRef, settings: Settings, step: Progress) -> LoadedModel:
-    """A checkpoint of ``core.model.GPT``: byte tokens, the config in the JSON beside it."""
-    from core.checkpoint import load_checkpoint
+    """A checkpoint of ``core.training.model.GPT``: byte tokens, the config in the JSON beside
+    it."""
+    from core.training.store import load_checkpoint
 
     step("config")
     path = Path(ref.location)

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.claims import Claim, Verdict, at_least, at_most, both, pick
 from core.inputs import make_input
 from core.jacobian import jacobian_spectrum, layer_norm_jacobian, rms_norm_jacobian
+from core.lab.claims import Claim, Verdict, at_least, at_most, both, pick
 from core.norms import mean_square, rms_denominator, std_denominator, variance
 from core.stats import cosine
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import Claim, at_least, at_most, both, close, pick
-from core.explorer.chart import envelope_width
-from core.explorer.units import (
+from core.geometry import PlaneImages, Sphere3D
+from core.lab.claims import Claim, at_least, at_most, both, close, pick
+from core.lab.explorer.chart import envelope_width
+from core.lab.explorer.units import (
     COS_TOL,
     FLAT_ULPS,
     PARTIAL_RTOL,
@@ -25,7 +26,6 @@ from core.explorer.units import (
     sum_noise,
     unit_scale,
 )
-from core.geometry import PlaneImages, Sphere3D
 from core.norms import rms_norm
 from core.stats import cosine, second_moment_identity
 

@@ -1,8 +1,9 @@
-"""Checkpoints of ``core.model.GPT``: weights in safetensors, a self-describing config beside them.
+"""Checkpoints of ``core.training.model.GPT``: weights in safetensors, a self-describing config
+beside them.
 
 A checkpoint is ``name.safetensors`` (every tensor, float32, no pickles) and ``name.json``
 (the same config that the safetensors header carries under ``CONFIG_KEY``): the architecture
-with the norm's class, eps and the place of every norm layer (``core.model.describe``), the
+with the norm's class, eps and the place of every norm layer (``core.training.model.describe``), the
 dtype, and whatever the trainer adds (seed, steps, data split). ``load_checkpoint`` needs only
 the safetensors file.
 """
@@ -27,7 +28,7 @@ def save_checkpoint(model: Any, path: str | Path, *, extra: dict[str, Any] | Non
     """
     from safetensors.torch import save_file
 
-    from core.model import describe
+    from core.training.model import describe
 
     path = Path(path)
     if path.suffix != ".safetensors":
@@ -67,7 +68,7 @@ def load_checkpoint(path: str | Path) -> tuple[Any, dict[str, Any]]:
     """The model (in eval mode, on the CPU) and its config, from one ``.safetensors`` file."""
     from safetensors.torch import load_file
 
-    from core.model import GPT, ModelConfig
+    from core.training.model import GPT, ModelConfig
 
     config = read_config(path)
     fields = ModelConfig.__dataclass_fields__

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.claims import Claim, pick
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS, EPS_LADDER
 from core.geometry import plane_images
 from core.inputs import make_input
-from core.invariance import (
+from core.jacobian import layer_norm_jacobian, rms_norm_jacobian
+from core.lab.claims import Claim, pick
+from core.lab.invariance import (
     TABLE_TOL,
     TRANSFORMS,
     invariance_table,
@@ -32,9 +33,8 @@ from core.invariance import (
     shift_sweep,
     transformed_setup,
 )
-from core.jacobian import layer_norm_jacobian, rms_norm_jacobian
+from core.lab.residual import residual_view
 from core.norms import layer_norm, rms_norm
-from core.residual import residual_view
 from core.stats import second_moment_identity, vector_stats
 
 __all__ = [

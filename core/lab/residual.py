@@ -21,7 +21,7 @@ in every token alike, and :math:`W_l` must spend capacity on it.
 
 ``trained_view`` takes the same readings of the stream from the models that ship in
 ``assets/train`` (RMSNorm, LayerNorm and no norm, trained from the same seed), through
-``core.activations``: there no drift is imposed, and the readings show what training wrote.
+``core.training.activations``: there no drift is imposed, and the readings show what training wrote.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from numbers import Real
 
 import numpy as np
 
-from core.claims import Claim, at_least, at_most, both, close, pick
 from core.defaults import DEFAULT_LAYER_EPS
 from core.geometry import ones_direction
+from core.lab.claims import Claim, at_least, at_most, both, close, pick
 from core.norms import layer_norm, rms_norm
 from core.stats import cosine
 
@@ -591,9 +591,10 @@ def _outlier_claims(readings: dict, dims: dict) -> dict[str, Claim]:
 
 
 def trained_view(*, seed: int, text: str) -> TrainedView:
-    """The shipped models trained from ``seed`` (one of ``core.activations.SHIPPED_SEEDS``),
-    read on ``core.activations.TEXTS[text]``, with every claim the page makes about them."""
-    from core.activations import SHIPPED_SEEDS, TEXTS, read_shipped
+    """The shipped models trained from ``seed`` (one of
+    ``core.training.activations.SHIPPED_SEEDS``), read on ``core.training.activations.TEXTS[text]``,
+    with every claim the page makes about them."""
+    from core.training.activations import SHIPPED_SEEDS, TEXTS, read_shipped
 
     if isinstance(seed, bool) or seed not in SHIPPED_SEEDS:
         raise ValueError(f"seed must be one of {list(SHIPPED_SEEDS)}; got {seed!r}")

@@ -1,10 +1,10 @@
-r"""Training the three variants of ``core.model`` on ``core.corpus``, and the reference runs.
+r"""Training the three variants of ``core.training.model`` on ``core.training.corpus``.
 
 A run is deterministic on a given machine and thread count: ``TrainConfig.seed`` is split by
 ``numpy.random.SeedSequence`` into one seed for the initial weights and one for the order of
 the training batches, each driving its own ``torch.Generator``. Variants with the same seed
-therefore start from the same weights (``core.model.init_weights``) and see the same batches in
-the same order; only the norm differs.
+therefore start from the same weights (``core.training.model.init_weights``) and see the same
+batches in the same order; only the norm differs.
 
 The optimiser is AdamW with nanoGPT's schedule: a linear warm-up, then a cosine decay from
 ``lr`` to ``min_lr`` at ``steps``. Weight decay applies to matrices only.
@@ -12,7 +12,7 @@ The optimiser is AdamW with nanoGPT's schedule: a linear warm-up, then a cosine 
 A run records, per step, the training loss (of the batch, before the update) and the seconds
 the step took; every ``eval_every`` steps the validation loss on fixed windows of the
 validation text; and, at the end, the time of a forward pass with and without its norms
-(``core.model.norms_bypassed``, same weights), whose difference is the norm's share.
+(``core.training.model.norms_bypassed``, same weights), whose difference is the norm's share.
 
 Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock) and
 ``max_work``, counted in token-parameters,
@@ -24,14 +24,13 @@ so a training step of b sequences of t bytes costs b t P whatever the machine's 
 ``train_together`` advances several runs step by step in turn, so that a change in the machine's
 load falls on each alike.
 
-``python -m core.train --reference`` trains every variant with three seeds and writes the
+``python -m core.training.runs`` trains every variant with three seeds and writes the
 curves, checkpoints and a summary to ``assets/train/``.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -43,8 +42,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from core.corpus import Corpus, load_corpus
-from core.model import GPT, ModelConfig, norms_bypassed
+from core.training.corpus import Corpus, load_corpus
+from core.training.model import GPT, ModelConfig, norms_bypassed
 
 __all__ = [
     "STOP_REASONS",
@@ -53,7 +52,6 @@ __all__ = [
     "TrainResult",
     "evaluate",
     "learning_rate",
-    "main",
     "make_optimizer",
     "start",
     "stream_seeds",
@@ -452,35 +450,3 @@ def _measure_norm_share(model: GPT, batches: Batches, budget: _Budget) -> None:
     result = budget.result
     result.forward_seconds, result.forward_identity_seconds = time_forward(model, x, repeats)
     result.work += passes * x.numel() * result.parameters
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m core.train --reference``: the shipped runs (see ``core.reference``)."""
-    import argparse
-
-    from core import reference
-
-    parser = argparse.ArgumentParser(prog="python -m core.train", description=main.__doc__)
-    parser.add_argument("--reference", action="store_true", help="train and write the runs")
-    parser.add_argument("--out", default=str(reference.REFERENCE_DIR), help="output folder")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=reference.REFERENCE_THREADS,
-        help="torch CPU threads (default 1: on shared cores, two threads wait on each other)",
-    )
-    parser.add_argument("--steps", type=int, default=None, help="override the step count")
-    parser.add_argument(
-        "--seeds", type=int, nargs="+", default=list(reference.REFERENCE_SEEDS), help="seeds"
-    )
-    args = parser.parse_args(argv)
-    if not args.reference:
-        parser.error("nothing to do: pass --reference")
-    summary = reference.run_reference(
-        args.out, threads=args.threads, steps=args.steps, seeds=args.seeds
-    )
-    print(json.dumps({k: v for k, v in summary.items() if k not in ("data",)}, indent=1))
-
-
-if __name__ == "__main__":
-    main()

@@ -3,7 +3,7 @@
 For the tests, and for a host who wants to try the local-directory source without downloading
 anything::
 
-    python -m core.checkpoints.tiny /srv/models      # writes llama, gemma, olmo2, gpt2 there
+    python -m core.inspector.tiny /srv/models      # writes llama, gemma, olmo2, gpt2 there
     NORMLAB_MODEL_DIRS=/srv/models streamlit run app.py
 
 Each model has two layers of width 32 and a byte-level BPE tokenizer trained on a few sentences.

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import Claim
-from core.explorer.chart import Series, chart_of
-from core.explorer.sentences import claims_of
-from core.explorer.units import Units, length, units_of
 from core.geometry import PlaneImages, Sphere3D, sphere_from
 from core.inputs import gain_vector
+from core.lab.claims import Claim
+from core.lab.explorer.chart import Series, chart_of
+from core.lab.explorer.sentences import claims_of
+from core.lab.explorer.units import Units, length, units_of
 from core.messages import Message, NormWarning
 from core.norms import layer_norm_report, rms_norm_report
 from core.stats import VectorStats, second_moment_identity, vector_stats

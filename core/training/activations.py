@@ -1,6 +1,6 @@
 r"""The residual stream of a trained model, read layer by layer with forward hooks.
 
-The same readings as ``core.residual``'s synthetic trunk, taken from weights that learned
+The same readings as ``core.lab.residual``'s synthetic trunk, taken from weights that learned
 something: for each token vector :math:`h` of the stream (width d) entering block 0 (the
 embeddings) and leaving each block,
 
@@ -18,7 +18,7 @@ RMS there) and measures the model's loss on the text. A model whose every read o
 LayerNorm cannot see it; RMSNorm and the identity can. ``read_shipped`` does both for the
 checkpoints in ``assets/train`` (every norm and seed), once per text.
 
-torch is imported inside the functions: ``import core.activations`` needs only numpy.
+torch is imported inside the functions: ``import core.training.activations`` needs only numpy.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ TEXTS = {
 }
 # A handful of dimensions is enough to see whether a few coordinates carry the stream.
 OUTLIERS = 4
-# The shipped checkpoints (``python -m core.train --reference`` writes them; ``core.reference``
+# The shipped checkpoints (``python -m core.training.runs`` writes them; ``core.training.runs``
 # names the same directory and seeds, but importing it imports torch and the trainer).
-SHIPPED_DIR = Path(__file__).resolve().parent.parent / "assets" / "train"
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "assets" / "train"
 SHIPPED_NORMS = ("rms", "layer", "none")
 SHIPPED_SEEDS = (0, 1, 2)
 # The models are small (d = 48): one torch thread reads them fastest, and a second one only
@@ -150,7 +150,7 @@ def _rows(text: str, block_size: int) -> list[Any]:
     """The text's bytes cut into rows of at most ``block_size`` (the last may be shorter)."""
     import torch
 
-    from core.corpus import encode
+    from core.training.corpus import encode
 
     ids = torch.from_numpy(encode(text).astype(np.int64))
     if ids.numel() == 0:
@@ -183,11 +183,11 @@ def _capture_streams(model: Any, rows: list[Any]) -> list[np.ndarray]:
 def read_activations(
     model: Any, text: str = DEFAULT_TEXT, *, outliers: int = OUTLIERS
 ) -> ActivationReadings:
-    """Read the residual stream of ``model`` (a ``core.model.GPT`` or a checkpoint path) on
+    """Read the residual stream of ``model`` (a ``core.training.model.GPT`` or a checkpoint path) on
     ``text``, cut into rows of the model's block size; see ``ActivationReadings``."""
     checkpoint = None
     if isinstance(model, str | Path):
-        from core.checkpoint import load_checkpoint
+        from core.training.store import load_checkpoint
 
         checkpoint = Path(model).name
         model, _ = load_checkpoint(model)
@@ -300,7 +300,7 @@ def read_shipped(text: str = DEFAULT_TEXT) -> tuple[ShippedReading, ...]:
     """Every shipped checkpoint (``SHIPPED_NORMS`` x ``SHIPPED_SEEDS``, norm-major) read on
     ``text``. Each call loads its own models, so two callers never share a hooked module; the
     result is cached per text (treat its arrays as read-only)."""
-    from core.checkpoint import load_checkpoint
+    from core.training.store import load_checkpoint
 
     out = []
     with _READ_LOCK, torch_threads(READ_THREADS):

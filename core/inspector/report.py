@@ -1,9 +1,9 @@
 """The inspector page's state: each chosen model's contract, readings and claims, in one call.
 
 :func:`inspect_side` loads one model (from the cache when it is there), reads its contract
-(:mod:`core.checkpoints.contract`), runs the prompt through it with hooks on every norm
-(:mod:`core.checkpoints.readings`) and chooses the sentences that are true of these numbers
-(:mod:`core.claims`). :func:`inspect_view` does it for the models shown side by side.
+(:mod:`core.inspector.layers`), runs the prompt through it with hooks on every norm
+(:mod:`core.inspector.readings`) and chooses the sentences that are true of these numbers
+(:mod:`core.lab.claims`). :func:`inspect_view` does it for the models shown side by side.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from core.checkpoints.contract import FORMULA_TOL, ModelContract, read_contract
-from core.checkpoints.loading import LoadedModel, ModelFacts, Refusal, load
-from core.checkpoints.readings import MAX_TOKENS, NormReading, read_norm_inputs
-from core.checkpoints.sources import Catalog, ModelRef, Settings
-from core.claims import Claim, at_least, at_most, pick
+from core.inspector.layers import FORMULA_TOL, ModelContract, read_contract
+from core.inspector.loading import LoadedModel, ModelFacts, Refusal, load
+from core.inspector.readings import MAX_TOKENS, NormReading, read_norm_inputs
+from core.inspector.sources import Catalog, ModelRef, Settings
+from core.lab.claims import Claim, at_least, at_most, pick
 
 __all__ = [
     "DOMINANT_SHARE",
@@ -101,7 +101,7 @@ def _summary(loaded: LoadedModel) -> ModelSummary:
 
 def _effective_gains(loaded: LoadedModel, contract: ModelContract) -> dict[str, Any]:
     """name -> the gain each module applies (w or 1 + w) as float64, or None."""
-    from core.checkpoints.contract import norm_modules
+    from core.inspector.layers import norm_modules
 
     modules = dict(norm_modules(loaded.model))
     out: dict[str, Any] = {}

@@ -42,7 +42,7 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.spatial import ConvexHull, QhullError
 
-from core.claims import Claim, at_most, both, pick
+from core.lab.claims import Claim, at_most, both, pick
 from core.norms import layer_norm, rms_norm
 
 SCORE_FORMULA = (

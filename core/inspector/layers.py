@@ -521,7 +521,8 @@ def _groups(modules: list[NormModule], stored: list[np.ndarray]) -> tuple[Module
     return tuple(groups)
 
 
-# A module that names its own place (``core.model.Norm.where``): the code says where it sits.
+# A module that names its own place (``core.training.model.Norm.where``): the code says where it
+# sits.
 # Needed for an identity, whose input and output are the same tensor, so that the traced pass
 # cannot tell "after attention" from "before the MLP".
 _DECLARED = {"pre-attention": "pre_attention", "pre-MLP": "pre_mlp", "final": "final"}

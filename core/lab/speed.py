@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import Claim
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS, MAX_WIDTH
+from core.lab.claims import Claim
 from core.norms import mean_square, rms_denominator
 
 __all__ = [

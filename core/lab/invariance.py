@@ -24,9 +24,9 @@ from numbers import Real
 import numpy as np
 from numpy.typing import ArrayLike
 
-from core.claims import Claim, at_least, at_most, close, pick
 from core.defaults import DEFAULT_RMS_EPS
 from core.geometry import ones_direction
+from core.lab.claims import Claim, at_least, at_most, close, pick
 from core.norms import layer_norm, rms_norm
 from core.stats import _as_float_array, cosine
 

@@ -1,6 +1,6 @@
 """The reference runs that ship with the app: every norm, three seeds, one small model.
 
-``python -m core.train --reference`` trains ``reference_configs()`` one after another (seed by
+``python -m core.training.runs`` trains ``reference_configs()`` one after another (seed by
 seed, the three norms in turn, so a change in the machine's load falls on every variant alike)
 and writes into ``assets/train/``:
 
@@ -8,7 +8,7 @@ and writes into ``assets/train/``:
   validation losses and the forward-pass timings (``TrainResult.curves``), plus the machine;
 - ``summary.json``: ``reference_summary`` of those runs, readable;
 - ``{norm}-seed{seed}.safetensors`` and ``.json``: the final weights and their config
-  (``core.checkpoint``), which records the seeds, the steps and the data split.
+  (``core.training.store``), which records the seeds, the steps and the data split.
 
 Losses are stored rounded to ``LOSS_DECIMALS`` decimals and seconds to microseconds, which keeps
 the files small and every loss within 1e-8 of the float32 value the run computed.
@@ -16,6 +16,7 @@ the files small and every loss within 1e-8 of the float32 value the run computed
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -28,10 +29,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.checkpoint import save_checkpoint
-from core.corpus import load_corpus
-from core.model import NORM_KINDS, ModelConfig
-from core.train import TrainConfig, TrainResult, stream_seeds, train
+from core.training.corpus import load_corpus
+from core.training.model import NORM_KINDS, ModelConfig
+from core.training.store import save_checkpoint
+from core.training.train import TrainConfig, TrainResult, stream_seeds, train
 
 __all__ = [
     "CURVES_FILE",
@@ -47,7 +48,7 @@ __all__ = [
     "run_reference",
 ]
 
-REFERENCE_DIR = Path(__file__).resolve().parent.parent / "assets" / "train"
+REFERENCE_DIR = Path(__file__).resolve().parents[2] / "assets" / "train"
 CURVES_FILE = "curves.json"
 SUMMARY_FILE = "summary.json"
 REFERENCE_SEEDS = (0, 1, 2)
@@ -237,3 +238,24 @@ def load_reference(directory: str | Path = REFERENCE_DIR) -> dict[str, Any]:
     """The shipped curves (``curves.json``) with ``summary`` recomputed from them."""
     data = json.loads((Path(directory) / CURVES_FILE).read_text())
     return {**data, "summary": reference_summary(data["runs"])}
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m core.training.runs``: train the shipped runs and write them."""
+    parser = argparse.ArgumentParser(prog="python -m core.training.runs", description=main.__doc__)
+    parser.add_argument("--out", default=str(REFERENCE_DIR), help="output folder")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=REFERENCE_THREADS,
+        help="torch CPU threads (default 1: on shared cores, two threads wait on each other)",
+    )
+    parser.add_argument("--steps", type=int, default=None, help="override the step count")
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(REFERENCE_SEEDS), help="seeds")
+    args = parser.parse_args(argv)
+    summary = run_reference(args.out, threads=args.threads, steps=args.steps, seeds=args.seeds)
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("data",)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -3,7 +3,7 @@ r"""The training lab: the shipped runs and a visitor's live runs, in numbers and
 ``training_view(runs)`` takes runs as plain records (``run_record`` of a ``TrainResult``, or the
 shipped ``curves.json`` entries) and returns everything the page shows: the curves thinned for
 the browser, each norm's final validation loss over the seeds, the time per step, the norms'
-share of a forward pass, and the claims (``core.claims``) that state what these numbers say:
+share of a forward pass, and the claims (``core.lab.claims``) that state what these numbers say:
 
 - loss at equal steps: the validation loss at the last validation step every run reached;
 - loss at equal time: each run's last validation within the shortest run's training time,
@@ -14,14 +14,14 @@ share of a forward pass, and the claims (``core.claims``) that state what these 
   is: RMSNorm over LayerNorm, seed by seed and in consecutive parts of the steps; which norm is
   faster is said only when at least ``MIN_PAIRS`` such comparisons all agree (a sign test);
 - the norms' share of a forward pass, :math:`(t_{norm} - t_{identity}) / t_{norm}`, timed by
-  ``core.train.time_forward`` with the norms and with the identity in their place; the variant
-  without a norm times one computation twice, so its largest :math:`|share|` is the timing noise,
-  and a share is quoted, or two compared, only beyond it (a share is never shown negative);
+  ``core.training.train.time_forward`` with the norms and with the identity in their place; the
+  variant without a norm times one computation twice, so its largest :math:`|share|` is the timing
+  noise, and a share is quoted, or two compared, only beyond it (a share is never shown negative);
 - the RMSNorm paper's 7-64 % (Zhang & Sennrich 2019) beside this machine's saving
   :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`.
 
 A live run trains one seed per chosen variant with ``train_live``: one run per server process
-at a time (``TRAIN_LOCK`` with ``core.speedlab.exclusive``), one torch thread, a wall-clock cap
+at a time (``TRAIN_LOCK`` with ``core.lab.speed.exclusive``), one torch thread, a wall-clock cap
 (``live_seconds``, 30 s unless ``NORMLAB_TRAIN_SECONDS`` says otherwise) and a work cap
 ``LIVE_WORK`` in token-parameters shared among the variants, which bounds the CPU a run takes
 whatever the machine's speed. Memory is bounded by the settings' limits: at most
@@ -39,13 +39,13 @@ from typing import Any
 
 import numpy as np
 
-from core.claims import Claim, at_most
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, ladder_upto
 from core.device import torch_threads
-from core.model import NORM_CLASSES, NORM_KINDS, ModelConfig
-from core.reference import REFERENCE, load_reference
-from core.speedlab import PAPER_SAVING
-from core.train import STOP_REASONS, TrainConfig, TrainResult, train_together
+from core.lab.claims import Claim, at_most
+from core.lab.speed import PAPER_SAVING
+from core.training.model import NORM_CLASSES, NORM_KINDS, ModelConfig
+from core.training.runs import REFERENCE, load_reference
+from core.training.train import STOP_REASONS, TrainConfig, TrainResult, train_together
 
 __all__ = [
     "DEFAULT_SECONDS",
@@ -96,7 +96,7 @@ SECONDS_LIMITS = (1.0, 600.0)
 # which at the largest model is 80 steps of each of three variants.
 LIVE_WORK = 2e11
 # One thread: on a shared two-core machine a second thread makes each step wait for it (see
-# core.reference), and the other core stays free for the other visitors.
+# core.training.runs), and the other core stays free for the other visitors.
 LIVE_THREADS = 1
 # Validations per live run (about), and the forward-timing repeats once a run completes.
 LIVE_VALIDATIONS = 20
@@ -212,12 +212,12 @@ def progress(results: Sequence[TrainResult], seconds: float) -> Progress:
 
 
 def recorded_operations(kind: str, d: int = 8) -> int:
-    """How many operations autograd records for one norm layer of ``core.model`` (its backward
-    graph's nodes, the leaves' gradient sinks not counted): the fused LayerNorm is one, the
+    """How many operations autograd records for one norm layer of ``core.training.model`` (its
+    backward graph's nodes, the leaves' gradient sinks not counted): the fused LayerNorm is one, the
     composite RMSNorm one per step of its formula, the identity none."""
     import torch
 
-    from core.model import Norm
+    from core.training.model import Norm
 
     layer = Norm(kind, d, DEFAULT_LAYER_EPS, "final")
     x = torch.randn(2, 3, d, generator=torch.Generator().manual_seed(0), requires_grad=True)
@@ -242,7 +242,7 @@ class RunCurves:
     seed: int
     steps: int
     steps_done: int
-    stopped_by: str  # one of core.train.STOP_REASONS, or "interrupted"
+    stopped_by: str  # one of core.training.train.STOP_REASONS, or "interrupted"
     train_steps: np.ndarray
     train_seconds: np.ndarray
     train_loss: np.ndarray
