@@ -9,14 +9,13 @@ from core import LAYER_FORMULA, RMS_FORMULA
 from core.lab.attention import (
     CASES,
     LENGTH_LADDER,
-    MAX_KEYS,
-    MIN_KEYS,
     OFFSET_RANGE,
     SCORE_FORMULA,
     SPREAD_RANGE,
     Sandbox,
     attention_sandbox,
 )
+from core.lab.key_geometry import MAX_KEYS, MIN_KEYS
 from ui import widgets
 from ui.frame import begin_page, presenting, readable, share_box, view_mode
 from ui.i18n import Translator, translator

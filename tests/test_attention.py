@@ -17,12 +17,11 @@ import torch.nn.functional as F
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core.lab.attention import (
-    CASES,
+from core.lab.attention import CASES, attention_sandbox
+from core.lab.key_geometry import (
     MAX_KEYS,
     MIN_KEYS,
     attention,
-    attention_sandbox,
     best_query,
     direction_angles,
     draw_keys,

@@ -23,12 +23,11 @@ from scipy.optimize import minimize, nnls
 
 from core.lab.attention import (
     LENGTH_LADDER,
-    MAX_KEYS,
-    MIN_KEYS,
     OFFSET_RANGE,
     SPREAD_RANGE,
     attention_sandbox,
 )
+from core.lab.key_geometry import MAX_KEYS, MIN_KEYS
 
 STATES = st.fixed_dictionaries(
     {
