@@ -25,7 +25,6 @@ from core.messages import Message
 from core.norms import (
     LAYER_FORMULA,
     RMS_FORMULA,
-    NormReport,
     NormWarning,
     layer_norm,
     layer_norm_reference,
@@ -47,6 +46,7 @@ from core.stats import (
     second_moment_identity,
     vector_stats,
 )
+from core.steps import NormReport
 
 __all__ = [
     "IDENTITY_FORMULA",

@@ -29,7 +29,7 @@ from core.inputs import (
     make_input,
     parse_vector,
 )
-from core.norms import CASTS, EPS_PLACEMENTS, GAIN_MODES, REDUCTION_DTYPES
+from core.knobs import CASTS, EPS_PLACEMENTS, GAIN_MODES, REDUCTION_DTYPES
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

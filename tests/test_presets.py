@@ -16,7 +16,8 @@ from transformers.models.t5.modeling_t5 import T5LayerNorm
 
 from core import PRESETS, NormWarning, Preset, get_preset, layer_norm, preset_names, rms_norm
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS, NORMALIZE_EPS, PAPER_EPS
-from core.norms import CASTS, EPS_PLACEMENTS, GAIN_MODES, rms_norm_report
+from core.knobs import CASTS, EPS_PLACEMENTS, GAIN_MODES
+from core.norms import rms_norm_report
 
 SEED = 1234
 D = 256
