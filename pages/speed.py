@@ -7,28 +7,29 @@ import pandas as pd
 import streamlit as st
 
 from core import available_devices, torch_available
+from core.defaults import MAX_WIDTH
 from core.lab.speed import (
-    DTYPES,
-    IMPLEMENTATIONS,
-    MAX_BATCH,
-    MAX_TENSOR_BYTES,
-    MAX_WIDTH,
-    MIN_SWEEP_BATCH,
-    MIN_SWEEP_WIDTH,
     PAPER_CITATION,
     PAPER_PARTIAL,
     PAPER_SAVING,
-    PARTIALS,
-    TIME_CAP_S,
     Plan,
     SpeedView,
     exclusive,
-    measure,
-    partial_size,
     plan,
     shape_text,
     speed_view,
     sweep_sizes,
+)
+from core.lab.speed_kernels import PARTIALS, partial_size
+from core.lab.timing import (
+    DTYPES,
+    IMPLEMENTATIONS,
+    MAX_BATCH,
+    MAX_TENSOR_BYTES,
+    MIN_SWEEP_BATCH,
+    MIN_SWEEP_WIDTH,
+    TIME_CAP_S,
+    measure,
 )
 from ui import fmt, widgets
 from ui.frame import begin_page, readable, share_box

@@ -24,7 +24,8 @@ import streamlit as st
 from apptest_util import decode, figures
 from streamlit.testing.v1 import AppTest
 
-from core.lab.speed import MEASURE_LOCK, TIME_CAP_S
+from core.lab.speed import MEASURE_LOCK
+from core.lab.timing import TIME_CAP_S
 from tests.apptest_util import page_params
 from ui.nav import PAGES as NAV_PAGES
 from ui.params import FloatParam, IntParam, LadderParam
@@ -212,9 +213,9 @@ def test_speed_lab_stops_at_its_time_cap(monkeypatch: pytest.MonkeyPatch) -> Non
     """The cap is checked on the lab's clock before every call. With a clock that moves 1/8 s
     at each reading (one before a call, two around it), the 2 s cap allows exactly five calls
     however fast this machine is: the work is counted, not timed."""
-    from core.lab import speed as speedlab
+    from core.lab import timing
 
-    monkeypatch.setattr(speedlab, "CLOCK", TickClock(0.125))
+    monkeypatch.setattr(timing, "CLOCK", TickClock(0.125))
     at = run_page("speed.py", {"d": HUGE, "batch": HUGE, "repeats": HUGE, "impl": "numpy"})
     assert not at.exception
     run = at.session_state["_speed_result"]["view"].run

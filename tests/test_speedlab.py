@@ -1,6 +1,7 @@
-"""core.lab.speed: the kernels compute the norms, the bookkeeping and the caps count work, the
-summaries and verdicts follow the samples, and the lock is exclusive. No test reads a wall
-clock: the time cap is driven by a fake clock and bounded by counted calls and elements."""
+"""The speed lab (core.lab.speed, timing, speed_kernels): the kernels compute the norms, the
+bookkeeping and the caps count work, the summaries and verdicts follow the samples, and the lock
+is exclusive. No test reads a wall clock: the time cap is driven by a fake clock and bounded by
+counted calls and elements."""
 
 import math
 import threading
@@ -12,21 +13,29 @@ import torch.nn.functional as F
 
 from core import rms_norm
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
-from core.lab import speed as speedlab
+from core.lab import timing
 from core.lab.speed import (
-    MAX_TENSOR_BYTES,
-    PARTIALS,
-    Measurement,
-    SpeedRun,
+    MEASURE_LOCK,
     exclusive,
-    kernel_table,
-    measure,
     paired_ratio,
-    partial_size,
     plan,
     speed_view,
-    sweep_points,
     verdict_word,
+)
+from core.lab.speed_kernels import (
+    KERNELS,
+    PARTIALS,
+    kernel_table,
+    partial_kernels,
+    partial_size,
+    seeded_tensors,
+)
+from core.lab.timing import (
+    MAX_TENSOR_BYTES,
+    Measurement,
+    SpeedRun,
+    measure,
+    sweep_points,
 )
 
 
@@ -91,7 +100,7 @@ def test_partial_kernels_are_prmsnorm(implementation):
     it; p = 1 is the full RMS."""
     x, w, b = _tensors(d=100)
     tensors = (x, w, b) if implementation == "torch" else tuple(t.numpy() for t in (x, w, b))
-    for p, build in speedlab._partial_kernels(implementation, 100).items():
+    for p, build in partial_kernels(implementation, 100).items():
         got = np.asarray(build(*tensors)())
         want = rms_norm(x.numpy(), w.numpy(), eps=DEFAULT_RMS_EPS, partial=p)
         np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -102,7 +111,7 @@ def test_partial_kernels_are_prmsnorm(implementation):
 
 def test_partial_error_is_the_rms_estimate_error():
     run = measure([64], [8], repeats=1, clock=TickClock(), time_cap_s=1e9)
-    x = speedlab._tensors("numpy", "cpu", "float32", 8, 64, 0)[0].astype(np.float64)
+    x = seeded_tensors("numpy", "cpu", "float32", 8, 64, 0)[0].astype(np.float64)
     full = np.sqrt(np.mean(x**2, axis=1))
     for p in PARTIALS:
         k = partial_size(p, 64)
@@ -159,14 +168,14 @@ def test_lock_is_exclusive_and_released():
         assert result == [False]
     with exclusive() as again:
         assert again
-    assert not speedlab.MEASURE_LOCK.locked()
+    assert not MEASURE_LOCK.locked()
 
 
 def test_lock_released_after_an_error():
     with pytest.raises(RuntimeError), exclusive() as ok:
         assert ok
         raise RuntimeError("boom")
-    assert not speedlab.MEASURE_LOCK.locked()
+    assert not MEASURE_LOCK.locked()
 
 
 def test_sweep_points():
@@ -242,8 +251,8 @@ def test_plan_lists_what_measure_will_time():
     assert p.shapes == tuple((4096, w) for w in (64, 128, 256, 512))
     assert p.skipped == ((4096, 1024), (4096, 2048), (4096, 4096), (4096, 8192))
     assert p.partial_shape == (4096, 512)
-    assert tuple(p.kernels) == speedlab.KERNELS
-    assert tuple(plan("batch", 64, 8, "numpy", "cpu", "float64").kernels) == speedlab.KERNELS[:3]
+    assert tuple(p.kernels) == KERNELS
+    assert tuple(plan("batch", 64, 8, "numpy", "cpu", "float64").kernels) == KERNELS[:3]
 
 
 @pytest.mark.parametrize(
@@ -273,7 +282,7 @@ def test_the_cuda_table_and_timer_without_a_gpu(monkeypatch):
     rms = F.rms_norm(x, (48,), w, DEFAULT_RMS_EPS)
     np.testing.assert_allclose(table["rms_fused"].build(x, w, b)().numpy(), rms.numpy(), rtol=1e-12)
     waits = []
-    monkeypatch.setattr(speedlab, "_cuda_sync", lambda: lambda: waits.append(1))
-    session = speedlab._Session(TickClock(), 1e9, "cuda")
+    monkeypatch.setattr(timing, "_cuda_sync", lambda: lambda: waits.append(1))
+    session = timing._Session(TickClock(), 1e9, "cuda")
     assert session.time(lambda: None, 10) == 1.0
     assert len(waits) == 2 and session.calls == 1 and session.elements == 10

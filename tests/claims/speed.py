@@ -21,16 +21,14 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from core.lab.speed import (
-    KERNELS,
+from core.lab.speed import PAPER_PARTIAL, speed_view
+from core.lab.speed_kernels import KERNELS, PARTIALS
+from core.lab.timing import (
     MAX_TENSOR_BYTES,
     MIN_SWEEP_BATCH,
     MIN_SWEEP_WIDTH,
-    PAPER_PARTIAL,
-    PARTIALS,
     Measurement,
     SpeedRun,
-    speed_view,
 )
 
 MIB = 8
