@@ -23,10 +23,11 @@ time. numba ships its own LLVM in its wheel, so the kernel compiles wherever the
 compiles on the first call (once per dtype and weight/bias combination), never at
 ``import core``, and caches the machine code on disk for later processes.
 
-Which inputs. ``rms_norm_fast``, ``layer_norm_fast`` and ``core.rms_norm`` / ``core.layer_norm``
-take the fused kernels for inputs of at least ``FUSED_MIN_ELEMENTS``; smaller ones, and inputs
-autograd must record, go to torch (for LayerNorm its own fused kernel, one autograd node). The
-``KERNELS`` always run the technique they name.
+Which inputs. ``core.rms_norm`` / ``core.layer_norm`` are the one public fast API: on plain
+torch calls (:func:`plain_norm`) they take the fused kernels for inputs of at least
+``FUSED_MIN_ELEMENTS``; smaller ones, and inputs autograd must record, go to torch (for LayerNorm
+its own fused kernel, one autograd node) or to the general path of :mod:`core.steps`. The
+``KERNELS`` always run the technique they name (the speed lab and the benchmarks time them).
 
 Threads. Inputs under ``FUSED_MIN_ELEMENTS`` run in the calling thread. Larger ones use the
 cores this process may run on (its CPU affinity, capped by a cgroup CPU quota as ``docker --cpus``
@@ -55,9 +56,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-
-from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
 
 FUSED_DTYPES = (torch.float32, torch.float64)
 
@@ -196,32 +194,7 @@ KERNELS: dict[tuple[str, str], Kernel] = {
 }
 
 
-# ---------------------------------------------------------------- entry points ------------------
-
-
-def rms_norm_fast(x: Tensor, weight: Param = None, eps: float = DEFAULT_RMS_EPS) -> Tensor:
-    """RMSNorm over the last dimension: the fused kernel where it applies, else ``F.rms_norm``
-    (CUDA, half precision, mixed dtypes, or inputs autograd must record)."""
-    if x.dim() == 0:
-        raise ValueError("rms_norm_fast needs at least one dimension to normalize over")
-    d = x.shape[-1]
-    if weight is not None and weight.shape != (d,):
-        raise ValueError(f"weight must have shape ({d},), got {tuple(weight.shape)}")
-    if x.numel() >= FUSED_MIN_ELEMENTS and fusable(x, weight):
-        return fused("rms", x, weight, None, eps)
-    return F.rms_norm(x, (d,), weight, eps)
-
-
-def layer_norm_fast(
-    x: Tensor, weight: Param = None, bias: Param = None, eps: float = DEFAULT_LAYER_EPS
-) -> Tensor:
-    """LayerNorm over the last dimension: the fused kernel where it applies, else
-    ``F.layer_norm``."""
-    if x.dim() == 0:
-        raise ValueError("layer_norm_fast needs at least one dimension to normalize over")
-    if x.numel() >= FUSED_MIN_ELEMENTS and fusable(x, weight, bias):
-        return fused("layer", x, weight, bias, eps)
-    return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
+# ---------------------------------------------------------------- core.norms' plain calls -------
 
 
 def plain_norm(kind: str, x: Tensor, weight: Param, bias: Param, eps: float) -> Tensor | None:

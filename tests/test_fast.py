@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import _fused, fast
-from core.fast import KERNELS, available_cores, layer_norm_fast, plain_norm, rms_norm_fast
+from core import _fused, fast, layer_norm, rms_norm
+from core.fast import KERNELS, available_cores, plain_norm
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FUSED_RMS, FUSED_LAYER = KERNELS[("rms", "fused")], KERNELS[("layer", "fused")]
@@ -149,10 +149,10 @@ def test_fused_kernels_are_safe_from_many_threads():
     with_weight=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_rms_norm_fast_matches_functional_on_random_shapes(batch, d, eps, with_weight, seed):
+def test_core_rms_norm_matches_functional_on_random_shapes(batch, d, eps, with_weight, seed):
     x = _random((*batch, d), torch.float64, seed)
     weight = _random((d,), torch.float64, seed + 1) if with_weight else None
-    _assert_close(rms_norm_fast(x, weight, eps), F.rms_norm(x, (d,), weight, eps))
+    _assert_close(rms_norm(x, weight, eps=eps), F.rms_norm(x, (d,), weight, eps))
 
 
 def test_fused_kernels_handle_zero_rows():
@@ -173,19 +173,19 @@ def test_fused_kernels_refuse_what_they_cannot_compute():
         assert fast.fusable(torch.ones(3, 4, requires_grad=True))
 
 
-def test_entry_points_fall_back_to_torch_where_the_fused_kernels_do_not_apply():
+def test_core_norms_fall_back_to_torch_where_the_fused_kernels_do_not_apply():
     x = _random((4, 16), torch.float32, seed=9)
     half = x.to(torch.bfloat16)
-    torch.testing.assert_close(rms_norm_fast(half), F.rms_norm(half, (16,), None, 1e-6))
-    torch.testing.assert_close(layer_norm_fast(half), F.layer_norm(half, (16,)))
+    torch.testing.assert_close(rms_norm(half), F.rms_norm(half, (16,), None, 1e-6))
+    torch.testing.assert_close(layer_norm(half), F.layer_norm(half, (16,)))
 
 
 @pytest.mark.parametrize("norm", ["rms", "layer"])
-def test_gradients_flow_through_the_entry_points(norm):
+def test_gradients_flow_through_the_core_norms(norm):
     x = _random((9, 12), torch.float64, seed=10).requires_grad_()
     weight = _random((12,), torch.float64, seed=11).requires_grad_()
     upstream = _random((9, 12), torch.float64, seed=12)
-    ours = rms_norm_fast(x, weight) if norm == "rms" else layer_norm_fast(x, weight)
+    ours = rms_norm(x, weight) if norm == "rms" else layer_norm(x, weight)
     ours.backward(upstream)
     got = (x.grad.clone(), weight.grad.clone())
     x.grad, weight.grad = None, None
@@ -214,13 +214,13 @@ def test_plain_norm_leaves_bad_rows_to_the_general_path():
     assert plain_norm("rms", x, None, None, 1e-5) is None
 
 
-def test_entry_points_reject_bad_input():
+def test_core_norms_reject_bad_input():
     with pytest.raises(ValueError, match="shape"):
-        rms_norm_fast(torch.ones(3, 4), torch.ones(5))
+        rms_norm(torch.ones(3, 4), torch.ones(5))
     with pytest.raises(ValueError, match="dimension"):
-        rms_norm_fast(torch.tensor(1.0))
+        rms_norm(torch.tensor(1.0))
     with pytest.raises(ValueError, match="dimension"):
-        layer_norm_fast(torch.tensor(1.0))
+        layer_norm(torch.tensor(1.0))
 
 
 def test_available_cores_is_the_affinity_at_most():
