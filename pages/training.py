@@ -9,6 +9,8 @@ import streamlit as st
 
 from core.defaults import DEFAULT_LAYER_EPS
 from core.lab.speed import exclusive
+from core.training.curves import RunCurves, TrainingView
+from core.training.findings import shown_share
 from core.training.lab_view import (
     LIVE_DEFAULTS,
     LIVE_DEPTHS,
@@ -18,8 +20,6 @@ from core.training.lab_view import (
     LIVE_WIDTHS,
     LIVE_WORK,
     TRAIN_LOCK,
-    RunCurves,
-    TrainingView,
     live_configs,
     live_curves,
     live_seconds,
@@ -27,7 +27,6 @@ from core.training.lab_view import (
     reference_spread,
     reference_view,
     run_record,
-    shown_share,
     train_live,
     training_view,
 )

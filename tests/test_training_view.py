@@ -1,5 +1,6 @@
-"""core.training.lab_view: live settings and caps, the work and memory bounds, and the page state
-computed from run records (shipped and hand-made), against plain recomputations."""
+"""core.training.lab_view (with its curves and findings): live settings and caps, the work and
+memory bounds, and the page state computed from run records (shipped and hand-made), against
+plain recomputations."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.training.curves import MAX_POINTS
+from core.training.findings import MIN_PAIRS, shown_share
 from core.training.lab_view import (
     DEFAULT_SECONDS,
     LIVE_DEPTHS,
     LIVE_STEPS,
     LIVE_WIDTHS,
     LIVE_WORK,
-    MAX_POINTS,
-    MIN_PAIRS,
     SECONDS_ENV,
     live_configs,
     live_seconds,
@@ -30,7 +31,6 @@ from core.training.lab_view import (
     recorded_operations,
     reference_view,
     run_record,
-    shown_share,
     train_live,
     training_view,
 )

@@ -26,7 +26,8 @@ import torch
 from hypothesis import strategies as st
 
 from core.lab.speed import PAPER_SAVING
-from core.training.lab_view import MIN_PAIRS, training_view
+from core.training.findings import MIN_PAIRS
+from core.training.lab_view import training_view
 from core.training.model import NORM_KINDS, Norm
 from core.training.runs import CURVES_FILE, REFERENCE_DIR
 
