@@ -10,8 +10,6 @@ import streamlit as st
 from core import torch_available
 from core.defaults import DEFAULT_RMS_EPS, DTYPES, MIN_WIDTH
 from core.lab.precision import (
-    FLOAT16_INF_FROM,
-    FLOAT16_MAX,
     MAX_SWEEP_WIDTH,
     NORM_FORMULA_INSIDE,
     NORM_FORMULA_OUTSIDE,
@@ -23,6 +21,7 @@ from core.lab.precision import (
     PrecisionView,
     precision_view,
 )
+from core.lab.reduced_precision import FLOAT16_INF_FROM, FLOAT16_MAX
 from ui import fmt, widgets
 from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator

@@ -11,7 +11,8 @@ from apptest_util import assert_claims_shown, figures, open_app, trace
 
 from core.defaults import DTYPES
 from core.inputs import make_input
-from core.lab.precision import output_norm_vs_scale, precision_view, reduction_error
+from core.lab.precision import output_norm_vs_scale, precision_view
+from core.lab.reduced_precision import reduction_error
 from ui import fmt
 
 pytest.importorskip("torch")

@@ -1,5 +1,5 @@
-"""core.lab.precision and core.lab.contracts: eps sweeps, low-precision reductions, preset
-comparisons."""
+"""core.lab.precision, core.lab.reduced_precision and core.lab.contracts: eps sweeps,
+low-precision reductions, preset comparisons."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from hypothesis import strategies as st
 
 from core.inputs import make_input
 from core.lab.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
-from core.lab.precision import (
+from core.lab.precision import eps_knee, output_norm_vs_scale
+from core.lab.reduced_precision import (
     FLOAT16_MAX,
-    eps_knee,
     float16_overflow_scales,
-    output_norm_vs_scale,
     reduction_error,
     round_bfloat16,
     running_sum_of_squares,

@@ -22,7 +22,7 @@ from core._backend import FLOAT_NAMES, HALF_NAMES
 from core.device import torch_available
 from core.inputs import make_input
 from core.lab.claims import Claim
-from core.lab.precision import running_sum_of_squares
+from core.lab.reduced_precision import running_sum_of_squares
 from core.messages import Message
 from core.norms import NormWarning, rms_norm_report
 from core.presets import get_preset
