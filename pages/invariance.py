@@ -11,12 +11,10 @@ from core.lab.invariance import (
     CASE_B,
     SHIFT_LADDER,
     SIZE_LADDER,
-    TABLE_TOL,
-    TRANSFORMS,
     InvarianceLab,
-    InvarianceRow,
     invariance_lab,
 )
+from core.lab.invariance_table import TABLE_TOL, TRANSFORMS, InvarianceRow
 from ui import fmt, widgets
 from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator

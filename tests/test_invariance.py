@@ -8,17 +8,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core.lab.invariance import (
-    CASE_A,
+from core.lab.invariance import CASE_A, invariance_lab, shift_sweep
+from core.lab.invariance_table import (
     TABLE_TOL,
     TRANSFORMS,
     InvarianceRow,
     Transform,
-    invariance_lab,
-    invariance_residual,
     invariance_table,
     make_setup,
-    shift_sweep,
+    output_change,
     transformed_setup,
 )
 from core.stats import vector_stats
@@ -59,25 +57,35 @@ def test_table_reproduces_the_paper(seed, size):
             assert (residual < ROUNDING_BOUND) if invariant else (residual > CHANGE_BOUND)
 
 
-def test_residual_matches_table_and_accepts_transform_objects():
-    rows = {r.id: r for r in invariance_table(size=1.5, seed=4, d=5, n=6, m=3)}
-    for tid, t in TRANSFORMS.items():
-        kwargs = dict(size=1.5, seed=4, d=5, n=6, m=3)
-        assert invariance_residual("layer", tid, **kwargs) == rows[tid].layer_residual
-        assert invariance_residual("rms", t, **kwargs) == rows[tid].rms_residual
+def table_row(transform: str, **kwargs) -> InvarianceRow:
+    return next(r for r in invariance_table(**kwargs) if r.id == transform)
 
 
-def test_residual_is_scale_free():
-    # A sign flip of every output row moves each by 2 sqrt(d); the residual reads 2.
+def test_table_residual_is_the_worst_cases_change_by_the_reference_norms():
+    kwargs = dict(size=1.5, seed=4, d=5, n=6, m=3)
+    rows = {r.id: r for r in invariance_table(**kwargs)}
+    for tid in TRANSFORMS:
+        before, after = transformed_setup(tid, **kwargs)
+        a, a2 = before.preactivations(), after.preactivations()
+        for name, norm in (("layer", layer_norm_ref), ("rms", rms_norm_ref)):
+            # The output rows have length sqrt(d), so the residual is scale-free, within [0, 2].
+            worst = max(math.dist(y2, y) for y, y2 in zip(norm(a), norm(a2), strict=True))
+            measured = getattr(rows[tid], f"{name}_residual")
+            np.testing.assert_allclose(measured, worst / math.sqrt(5), atol=ROUNDING_BOUND)
+
+
+def test_transform_objects_work_and_the_change_is_scale_free():
+    # A sign flip of every output row moves each by 2 sqrt(d); the change reads 2.
     flip = Transform(
         "flip", "flip", "x' = -x", False, False, False, lambda s, size, rng: replace(s, x=-s.x)
     )
-    np.testing.assert_allclose(invariance_residual("rms", flip, d=6), 2.0, rtol=1e-12)
+    change = output_change(*transformed_setup(flip, size=2.0, seed=0, d=6), eps=0.0)
+    np.testing.assert_allclose(change["rms"], 2.0, rtol=1e-12)
 
 
 def test_positive_eps_breaks_rescale_invariance_only_slightly():
-    exact = invariance_residual("layer", "dataset_rescale", size=3.0, eps=0.0)
-    with_eps = invariance_residual("layer", "dataset_rescale", size=3.0, eps=1e-6)
+    exact = table_row("dataset_rescale", size=3.0, eps=0.0).layer_residual
+    with_eps = table_row("dataset_rescale", size=3.0, eps=1e-6).layer_residual
     assert exact < ROUNDING_BOUND
     # Pre-activations have variance about m = 8, so eps moves the output by about eps / 8.
     assert 1e-9 < with_eps < 1e-5
@@ -173,15 +181,15 @@ def test_shift_sweep_zero_output_counts_as_no_direction():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: invariance_residual("batch", "dataset_rescale"), "norm must be one of layer, rms"),
-        (lambda: invariance_residual("rms", "flip"), "transform must be one of weight_matrix"),
-        (lambda: invariance_residual("rms", "dataset_rescale", size=0.0), "size must be"),
-        (lambda: invariance_residual("rms", "dataset_rescale", size=-2.0), "size must be"),
-        (lambda: invariance_residual("rms", "dataset_rescale", size=math.nan), "size must be"),
-        (lambda: invariance_residual("rms", "dataset_rescale", eps=-1.0), "eps must be"),
-        (lambda: invariance_residual("rms", "dataset_rescale", n=0), "n must be an integer"),
-        (lambda: invariance_residual("rms", "dataset_rescale", m=1.5), "m must be an integer"),
-        (lambda: invariance_residual("rms", "dataset_rescale", d=1), "d must be an integer >= 2"),
+        (lambda: transformed_setup("flip", size=2.0, seed=0), "transform must be one of weight_"),
+        (lambda: invariance_table(size=0.0), "size must be"),
+        (lambda: invariance_table(size=-2.0), "size must be"),
+        (lambda: invariance_table(size=math.nan), "size must be"),
+        (lambda: invariance_table(eps=-1.0), "eps must be"),
+        (lambda: invariance_table(n=0), "n must be an integer"),
+        (lambda: invariance_table(m=1.5), "m must be an integer"),
+        (lambda: invariance_table(d=1), "d must be an integer >= 2"),
+        (lambda: invariance_lab(transform="flip", size=2.0, seed=0, c_max=1.0), "transform must"),
         (lambda: invariance_table(tol=0.0), "tol must be a finite number > 0"),
         (lambda: make_setup(d=True), "d must be an integer"),
         (lambda: shift_sweep([[1.0, 2.0]], [0.0]), "x must be 1-D"),
@@ -215,7 +223,8 @@ def test_negative_rescale_flips_both_outputs():
     for norm in (rms_norm_ref, layer_norm_ref):
         y, y2 = norm(before.preactivations()), norm(after.preactivations())
         np.testing.assert_allclose(y2, -y, rtol=1e-12, atol=1e-14)
-    assert invariance_residual("rms", "negative_rescale", size=3.0, seed=2) == pytest.approx(2.0)
+    row = table_row("negative_rescale", size=3.0, seed=2)
+    assert row.rms_residual == pytest.approx(2.0) and row.layer_residual == pytest.approx(2.0)
 
 
 def rms_norm_ref(a):

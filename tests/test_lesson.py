@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.lab.invariance import TRANSFORMS
+from core.lab.invariance_table import TRANSFORMS
 from core.lab.lesson import (
     EXPLAINED,
     LESSON_EPS,

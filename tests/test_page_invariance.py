@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.lab.invariance import TRANSFORMS, invariance_lab, invariance_residual
+from core.lab.invariance import invariance_lab
+from core.lab.invariance_table import TRANSFORMS, invariance_table
 from tests.apptest_util import assert_claims_shown, decode, figures, metric, open_app, trace
 from tests.claims.invariance import EXPECTED, PAPER_ROWS, TRANSFORM_IDS
 from ui.i18n import t
@@ -67,8 +68,9 @@ def test_page_shows_the_claims_the_core_chose(state, lang):
 @pytest.mark.parametrize("transform", ["weight_matrix_recenter", "single_case_rescale"])
 def test_case_residuals_are_the_cores(transform):
     at = open_page(lang="en", transform=transform, size="0.5", seed="2")
+    row = next(r for r in invariance_table(size=0.5, seed=2) if r.id == transform)
     for norm in ("layer", "rms"):
-        expected = invariance_residual(norm, transform, size=0.5, seed=2)
+        expected = getattr(row, f"{norm}_residual")
         label = t(f"invariance.metric_res_{norm}", "en")
         shown = [m.value for m in at.metric if m.label == label]
         if expected < 1e-9:

@@ -1,24 +1,15 @@
-"""Table 1 of the RMSNorm paper, re-derived by computing it.
+"""The invariance lab: one change up close, Table 1 of the RMSNorm paper, and what a shift along
+1 erases.
 
-Zhang & Sennrich (2019), "Root Mean Square Layer Normalization", list which changes to the data
-or to the preceding weights leave a norm's output unchanged (in their Table 1 the changes are the
-columns and the norms the rows). Here each change is applied to a seeded random linear layer and
-the outputs are compared, so every tick in the table is a number the reader can inspect. Setup: a
-batch ``x`` of n cases with m inputs, a linear map ``weight`` of shape (d, m) and an additive
-``bias`` (d,), pre-activations ``A = x @ weight.T + bias`` of shape (n, d), and outputs
-``norm(A)`` over the last axis. The bias starts at zero; only the extra ``shift_ones`` row moves
-it.
-
-One draw order serves every caller: ``transformed_setup`` draws the setup and then the change
-from one generator seeded with ``seed``, so the table, the residual of one transform and the case
-a page shows up close are the same computation.
+The table and the setups it changes are ``core.lab.invariance_table``'s. Here ``shift_sweep``
+follows one case x + c 1 as c grows, and ``invariance_lab`` gathers one link state: the case a
+change moved most, the whole table, the sweep, and every sentence the page says about them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -27,355 +18,33 @@ from numpy.typing import ArrayLike
 from core.defaults import DEFAULT_RMS_EPS
 from core.geometry import ones_direction
 from core.lab.claims import Claim, at_least, at_most, close, pick
+from core.lab.invariance_table import (
+    NORMS,
+    TABLE_TOL,
+    TRANSFORMS,
+    InvarianceRow,
+    check_real,
+    invariance_table,
+    lookup_transform,
+    make_setup,
+    output_change,
+    transformed_setup,
+)
 from core.norms import layer_norm, rms_norm
 from core.stats import _as_float_array, cosine
 
 __all__ = [
-    "NORMS",
+    "CASE_A",
+    "CASE_B",
     "SHIFT_LADDER",
     "SIZE_LADDER",
-    "TABLE_TOL",
-    "TRANSFORMS",
+    "SWEEP_EPS",
     "CaseView",
     "InvarianceLab",
-    "InvarianceRow",
-    "Setup",
-    "Transform",
     "ShiftView",
     "invariance_lab",
-    "invariance_residual",
-    "invariance_table",
-    "make_setup",
-    "output_change",
     "shift_sweep",
-    "transformed_setup",
 ]
-
-NORMS: dict[str, Callable[..., np.ndarray]] = {"layer": layer_norm, "rms": rms_norm}
-# A residual below this is rounding: float64 leaves about 1e-15 on an invariant pair, and a real
-# change at the sizes the pages offer (0.1 to 10) leaves more than 1e-3.
-TABLE_TOL = 1e-9
-
-
-@dataclass(frozen=True)
-class Setup:
-    """A linear layer and its inputs: ``x`` (n, m), ``weight`` (d, m), ``bias`` (d,)."""
-
-    x: np.ndarray
-    weight: np.ndarray
-    bias: np.ndarray
-
-    def preactivations(self) -> np.ndarray:
-        """``A = x @ weight.T + bias``, shape (n, d): what the norm sees."""
-        return self.x @ self.weight.T + self.bias  # (n, m) @ (m, d) -> (n, d)
-
-
-def _check_count(value: object, *, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def _check_real(value: object, *, name: str, allowed: str, positive: bool) -> float:
-    bad_type = isinstance(value, bool) or not isinstance(value, Real)
-    if bad_type or not math.isfinite(value) or (value <= 0 if positive else value < 0):
-        raise ValueError(f"{name} must be {allowed}; got {value!r}")
-    return float(value)
-
-
-def make_setup(*, n: int = 16, m: int = 8, d: int = 8, seed: int = 0) -> Setup:
-    """A standard-normal batch and weight matrix from ``np.random.default_rng(seed)``, zero bias.
-
-    ``transformed_setup`` draws the same setup first and the change after it.
-    """
-    return _make_setup(n=n, m=m, d=d, rng=np.random.default_rng(seed))
-
-
-def _make_setup(*, n: int, m: int, d: int, rng: np.random.Generator) -> Setup:
-    n = _check_count(n, name="n", minimum=1)
-    m = _check_count(m, name="m", minimum=1)
-    # With d = 1 LayerNorm outputs 0 for everything, which would make it "invariant" to all.
-    d = _check_count(d, name="d", minimum=2)
-    return Setup(
-        x=rng.standard_normal((n, m)), weight=rng.standard_normal((d, m)), bias=np.zeros(d)
-    )
-
-
-def _weight_matrix_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    return replace(s, weight=size * s.weight)
-
-
-def _weight_matrix_recenter(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    gamma = size * rng.standard_normal(s.weight.shape[1])
-    return replace(s, weight=s.weight + gamma)  # every row w_i gets the same gamma
-
-
-def _weight_vector_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    weight = s.weight.copy()
-    weight[rng.integers(weight.shape[0])] *= size
-    return replace(s, weight=weight)
-
-
-def _dataset_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    return replace(s, x=size * s.x)
-
-
-def _dataset_recenter(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    gamma = size * rng.standard_normal(s.x.shape[1])
-    return replace(s, x=s.x + gamma)  # every case gets the same gamma
-
-
-def _single_case_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    x = s.x.copy()
-    x[rng.integers(x.shape[0])] *= size
-    return replace(s, x=x)
-
-
-def _shift_ones(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    return replace(s, bias=s.bias + size)
-
-
-def _negative_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    return replace(s, weight=-size * s.weight)
-
-
-@dataclass(frozen=True)
-class Transform:
-    """One change of Table 1 (or one of the extra rows the paper does not list).
-
-    ``apply(setup, size, rng)`` returns the changed setup; ``size`` is the factor delta for a
-    rescale (minus delta for ``negative_rescale``) and the magnitude of gamma or c for a shift.
-    ``layer_invariant`` and ``rms_invariant`` are what the algebra says (True: the output does
-    not change); for a row of the paper they are what Table 1 states.
-    """
-
-    id: str
-    title: str
-    description: str
-    layer_invariant: bool
-    rms_invariant: bool
-    in_paper: bool
-    apply: Callable[[Setup, float, np.random.Generator], Setup]
-
-    @property
-    def paper_layer(self) -> bool | None:
-        """Table 1's LayerNorm entry, None where the paper has no such change."""
-        return self.layer_invariant if self.in_paper else None
-
-    @property
-    def paper_rms(self) -> bool | None:
-        """Table 1's RMSNorm entry, None where the paper has no such change."""
-        return self.rms_invariant if self.in_paper else None
-
-
-TRANSFORMS: dict[str, Transform] = {
-    t.id: t
-    for t in (
-        Transform(
-            "weight_matrix_rescale",
-            "Weight matrix re-scaling",
-            "W' = delta W: every pre-activation of every case is multiplied by delta.",
-            True,
-            True,
-            True,
-            _weight_matrix_rescale,
-        ),
-        Transform(
-            "weight_matrix_recenter",
-            "Weight matrix re-centering",
-            "W' = W + 1 gamma^T: every unit's pre-activation for a case moves by the same "
-            "amount gamma . x, a shift along 1.",
-            True,
-            False,
-            True,
-            _weight_matrix_recenter,
-        ),
-        Transform(
-            "weight_vector_rescale",
-            "Weight vector re-scaling",
-            "w_i' = delta w_i for one unit i: one coordinate of every pre-activation is "
-            "multiplied by delta, the others are not (a per-coordinate scale).",
-            False,
-            False,
-            True,
-            _weight_vector_rescale,
-        ),
-        Transform(
-            "dataset_rescale",
-            "Dataset re-scaling",
-            "x' = delta x for every case: every pre-activation is multiplied by delta.",
-            True,
-            True,
-            True,
-            _dataset_rescale,
-        ),
-        Transform(
-            "dataset_recenter",
-            "Dataset re-centering",
-            "x' = x + gamma for every case: unit j moves by (W gamma)_j, a different amount "
-            "per unit, so the shift is not along 1.",
-            False,
-            False,
-            True,
-            _dataset_recenter,
-        ),
-        Transform(
-            "single_case_rescale",
-            "Single training case re-scaling",
-            "x' = delta x for one case only: that case's pre-activation is multiplied by delta.",
-            True,
-            True,
-            True,
-            _single_case_rescale,
-        ),
-        Transform(
-            "shift_ones",
-            "Shift along the ones direction",
-            "A' = A + c 1: every pre-activation moves by c along the all-ones direction.",
-            True,
-            False,
-            False,
-            _shift_ones,
-        ),
-        Transform(
-            "negative_rescale",
-            "Negative re-scaling",
-            "W' = -delta W: every pre-activation is multiplied by -delta; both outputs flip sign.",
-            False,
-            False,
-            False,
-            _negative_rescale,
-        ),
-    )
-}
-
-
-@dataclass(frozen=True)
-class InvarianceRow:
-    """Measured and expected invariance of both norms under one transform.
-
-    A norm counts as invariant when its residual (see ``invariance_residual``) is below the
-    table's ``tol``; ``paper_layer`` and ``paper_rms`` are copied from the ``Transform``.
-    """
-
-    id: str
-    title: str
-    layer_residual: float
-    rms_residual: float
-    layer_invariant: bool
-    rms_invariant: bool
-    paper_layer: bool | None
-    paper_rms: bool | None
-
-    @property
-    def matches_paper(self) -> bool | None:
-        """Whether both measured booleans equal Table 1; None where the paper has no row."""
-        if self.paper_layer is None:
-            return None
-        return self.layer_invariant == self.paper_layer and self.rms_invariant == self.paper_rms
-
-
-def _lookup(transform: str | Transform) -> Transform:
-    if isinstance(transform, Transform):
-        return transform
-    if transform not in TRANSFORMS:
-        raise ValueError(f"transform must be one of {', '.join(TRANSFORMS)}; got {transform!r}")
-    return TRANSFORMS[transform]
-
-
-def transformed_setup(
-    transform: str | Transform, *, size: float, seed: int, n: int = 16, m: int = 8, d: int = 8
-) -> tuple[Setup, Setup]:
-    """The setup before and after ``transform``: both drawn from one generator seeded with
-    ``seed``, the setup first, then whatever the change draws (gamma, the unit, the case)."""
-    transform = _lookup(transform)
-    size = _check_real(size, name="size", allowed="a finite number > 0", positive=True)
-    rng = np.random.default_rng(seed)
-    before = _make_setup(n=n, m=m, d=d, rng=rng)
-    return before, transform.apply(before, size, rng)
-
-
-def output_change(before: Setup, after: Setup, *, eps: float) -> dict[str, np.ndarray]:
-    r"""Each norm's change per case, :math:`\lVert y'_k - y_k \rVert_2 / \sqrt{d}`, shape (n,).
-
-    Each output row has length sqrt(d) when eps = 0, so the number is scale-free and lies in
-    [0, 2]: 0 is invariant, 2 is a sign flip.
-    """
-    eps = _check_real(eps, name="eps", allowed="a finite number >= 0", positive=False)
-    a_before, a_after = before.preactivations(), after.preactivations()
-    d = a_before.shape[-1]
-    return {
-        name: np.linalg.norm(norm(a_after, eps=eps) - norm(a_before, eps=eps), axis=-1)
-        / math.sqrt(d)  # (n, d) -> (n,)
-        for name, norm in NORMS.items()
-    }
-
-
-def _residuals(
-    transform: Transform, *, size: float, n: int, m: int, d: int, seed: int, eps: float
-) -> dict[str, float]:
-    """Residual of each norm under ``transform``: the worst case's change."""
-    before, after = transformed_setup(transform, size=size, n=n, m=m, d=d, seed=seed)
-    return {name: float(np.max(c)) for name, c in output_change(before, after, eps=eps).items()}
-
-
-def invariance_residual(
-    norm: str,
-    transform: str | Transform,
-    *,
-    size: float = 2.0,
-    n: int = 16,
-    m: int = 8,
-    d: int = 8,
-    seed: int = 0,
-    eps: float = 0.0,
-) -> float:
-    r"""How much ``norm`` ("layer" or "rms") changes its output under ``transform``.
-
-    Returns :math:`\max_k \lVert y'_k - y_k \rVert_2 / \sqrt{d}` over the n cases, where
-    :math:`y = \mathrm{norm}(A)` before and :math:`y'` after the change. Rounding leaves about
-    1e-15 for an invariant pair in float64; a real change of size 2 leaves far more. ``eps``
-    defaults to 0 because the paper's table is about the exact maps; with eps > 0 the rescale
-    invariances hold only up to eps.
-    """
-    if norm not in NORMS:
-        raise ValueError(f"norm must be one of {', '.join(NORMS)}; got {norm!r}")
-    found = _residuals(_lookup(transform), size=size, n=n, m=m, d=d, seed=seed, eps=eps)
-    return found[norm]
-
-
-def invariance_table(
-    *,
-    size: float = 2.0,
-    seed: int = 0,
-    tol: float = TABLE_TOL,
-    n: int = 16,
-    m: int = 8,
-    d: int = 8,
-    eps: float = 0.0,
-) -> list[InvarianceRow]:
-    """Every transform in ``TRANSFORMS`` order with both residuals and the verdicts.
-
-    ``tol`` sits far above float64 rounding (about 1e-15) and far below the change a real
-    non-invariance makes at the default size, so the verdicts do not hinge on it.
-    """
-    tol = _check_real(tol, name="tol", allowed="a finite number > 0", positive=True)
-    rows = []
-    for t in TRANSFORMS.values():
-        found = _residuals(t, size=size, n=n, m=m, d=d, seed=seed, eps=eps)
-        rows.append(
-            InvarianceRow(
-                id=t.id,
-                title=t.title,
-                layer_residual=found["layer"],
-                rms_residual=found["rms"],
-                layer_invariant=found["layer"] < tol,
-                rms_invariant=found["rms"] < tol,
-                paper_layer=t.paper_layer,
-                paper_rms=t.paper_rms,
-            )
-        )
-    return rows
 
 
 def _constant_weight(gain: float | None, d: int) -> np.ndarray | None:
@@ -403,7 +72,7 @@ def shift_sweep(
     """
     x = _as_float_array(x, name="x", ndim=1)
     offsets = _as_float_array(offsets, name="offsets", ndim=1)
-    eps = _check_real(eps, name="eps", allowed="a finite number >= 0", positive=False)
+    eps = check_real(eps, name="eps", allowed="a finite number >= 0", positive=False)
     d = x.shape[-1]
     weight = _constant_weight(gain, d)
     shifted = x + offsets[:, None]  # (k, d): one row per offset, normalised in one call
@@ -421,8 +90,6 @@ def shift_sweep(
         "rms_energy_along_ones": fraction,
     }
 
-
-# --- The invariance lab: one change up close, the table, and what a shift along 1 erases -------
 
 # No factor 1 on the size ladder: it changes nothing, so every row would read "invariant".
 SIZE_LADDER = (0.1, 0.25, 0.5, 2.0, 3.0, 5.0, 10.0)
@@ -670,8 +337,8 @@ def invariance_lab(*, transform: str, size: float, seed: int, c_max: float) -> I
     """The invariance lab's state: ``transform`` at ``size`` on the setup drawn from ``seed``
     (16 cases, 8 inputs, 8 units, eps = 0), the whole table, and the shift sweep up to ``c_max``
     (eps = ``SWEEP_EPS``), with every claim the page makes about them."""
-    _lookup(transform)
-    c_max = _check_real(c_max, name="c_max", allowed="a finite number > 0", positive=True)
+    lookup_transform(transform)
+    c_max = check_real(c_max, name="c_max", allowed="a finite number > 0", positive=True)
     case, residual = _case_view(transform, size, seed)
     rows = invariance_table(size=size, seed=seed)
     shift = _shift_view(seed, c_max)

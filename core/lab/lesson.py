@@ -25,12 +25,12 @@ from core.geometry import plane_images
 from core.inputs import make_input
 from core.jacobian import layer_norm_jacobian, rms_norm_jacobian
 from core.lab.claims import Claim, pick
-from core.lab.invariance import (
+from core.lab.invariance import shift_sweep
+from core.lab.invariance_table import (
     TABLE_TOL,
     TRANSFORMS,
     invariance_table,
     output_change,
-    shift_sweep,
     transformed_setup,
 )
 from core.lab.residual import residual_view
