@@ -3,7 +3,7 @@
 Run ``python -m benchmarks.classroom --workers 2 --class 60``. It starts ``python -m serve
 --workers 2`` on a free loopback port with a fresh class store (SQLite in a temporary folder, or
 ``--store redis://...``), opens the teacher's page ``/lesson?class=new`` in headless Chromium,
-lets ``--class`` students join over Streamlit's websocket (as ``benchmarks.visitors.WsVisitor``
+lets ``--class`` students join over Streamlit's websocket (as ``benchmarks.ws_visitor.WsVisitor``
 speaks it), and has each of them pick an option of step 1 at a seeded random moment within
 ``--window`` seconds. It reports:
 
@@ -46,10 +46,10 @@ from benchmarks.live import (
     stop_server,
     streamlit_command,
 )
-from benchmarks.load import wait_until_ready
 from benchmarks.st_private import protos
-from benchmarks.visitors import SUBPROTOCOL, WIDGET_ID_PREFIX, Cookies, fetch_page, ws_url
-from core.lab.lesson import STEP_IDS
+from benchmarks.target import wait_until_ready
+from benchmarks.ws_visitor import SUBPROTOCOL, WIDGET_ID_PREFIX, Cookies, fetch_page, ws_url
+from core.lab.lesson_options import STEP_IDS
 from serve.classroom.backends import open_store
 
 TARGET_LOST = 0

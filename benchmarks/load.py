@@ -10,10 +10,11 @@ Run ``python -m benchmarks.load --visitors 20 --interactions 20 --timeout 300``.
 ``--url URL``
     A server already running anywhere; nothing is started and no memory is measured.
 
-The visitors (``benchmarks/visitors.py``) each open the explorer from their own link and repeat
-the same cycle of interactions, pausing ``--think`` seconds (default 1.0, scaled by a seeded
-factor in [0.5, 1.5]) before each one; ``--think 0`` sends every interaction the moment the last
-one finished, a stress test rather than a class. ``--client ws`` (the default) speaks Streamlit's
+The visitors (``benchmarks/visitors.py``; ``ws_visitor.py`` and ``browser_visitor.py`` for each
+client) each open the explorer from their own link and repeat the same cycle of interactions,
+pausing ``--think`` seconds (default 1.0, scaled by a seeded factor in [0.5, 1.5]) before each
+one; ``--think 0`` sends every interaction the moment the last one finished, a stress test
+rather than a class. ``--client ws`` (the default) speaks Streamlit's
 websocket protocol and keeps the proxy's cookie as a browser does; ``--client browser`` uses
 headless Chromium pages instead. An interaction's latency runs from the message sent (or key
 pressed) until the run has finished with the result in place. Errors are exceptions shown on a
@@ -45,228 +46,33 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
-import os
-import re
 import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
-
-from benchmarks.live import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    free_port,
-    start_server,
-    stop_server,
-    streamlit_command,
-    wait_for_health,
+from benchmarks.browser_visitor import BrowserVisitor
+from benchmarks.live import CHROMIUM, CHROMIUM_ARGS, free_port, stop_server
+from benchmarks.load_report import TARGET_P95_S, Report, rss_target_mb, summarise
+from benchmarks.target import (
+    Failover,
+    RssSampler,
+    describe_target,
+    launcher_events,
+    start_target,
+    wait_until_ready,
 )
-from benchmarks.visitors import (
-    DEFAULT_THINK_S,
-    THINK_JITTER,
-    BrowserVisitor,
-    Visitor,
-    WsVisitor,
-    chart_state,
-)
-from serve.config import COOKIE, DEFAULT_SEATS
-from serve.launcher import is_healthy, read_state
-
-__all__ = ["CHROMIUM", "THINK_JITTER", "Report", "WsVisitor", "chart_state", "main", "run_load"]
+from benchmarks.visitors import DEFAULT_THINK_S, THINK_JITTER, Visitor
+from benchmarks.ws_visitor import WsVisitor
+from serve.config import DEFAULT_SEATS
 
 CLIENTS = ("ws", "browser")
-
-# Targets from the project issues, on the 2-core reference box: 20 visitors x 20 interactions on
-# one process, 40 x 20 on the launcher with two workers.
-TARGET_P95_S = 1.0
-TARGET_ERRORS = 0
-# 800 MB for one process; the launcher gets 400 MB per worker plus 400 MB (1.2 GB for two).
-RSS_PER_WORKER_MB = 400.0
-RSS_PERIOD_S = 0.2
 # After the global deadline the server gets this long to exit on SIGTERM before SIGKILL.
 SHUTDOWN_GRACE_S = 5.0
-# How often the failover run asks whether the killed worker answers again.
-BACK_POLL_S = 0.2
-
-
-def rss_target_mb(workers: int) -> float:
-    """The memory target: one process (``workers`` 0) or the launcher with ``workers``."""
-    return RSS_PER_WORKER_MB * (max(workers, 1) + 1)
-
-
-@dataclass
-class Report:
-    visitors: int
-    interactions_planned: int
-    client: str = "ws"
-    think_s: float = DEFAULT_THINK_S
-    # "streamlit run app.py", "launcher, N workers" or the URL driven.
-    target: str = "streamlit run app.py"
-    workers: int = 0
-    seats: int = 0
-    interactions_done: int = 0
-    errors: int = 0
-    error_samples: list[str] = field(default_factory=list)
-    p50_s: float = float("nan")
-    p95_s: float = float("nan")
-    max_s: float = float("nan")
-    # NaN when the server was not started here (``--url``).
-    peak_rss_mb: float = float("nan")
-    rss_target_mb: float = rss_target_mb(0)
-    wall_s: float = 0.0
-    deadline_hit: bool = False
-    # Sessions the server told that the app's sources changed on disk during the run.
-    source_changes: int = 0
-    # Overload: busy pages answered, to how many visitors, the slowest answer, the longest wait.
-    busy_answers: int = 0
-    busy_visitors: int = 0
-    busy_answer_max_s: float = float("nan")
-    busy_wait_max_s: float = 0.0
-    # Failover: the worker killed, the visitors it held, what happened to them.
-    killed: str = ""
-    killed_holding: int = 0
-    moved_visitors: int = 0
-    failed_in_flight: int = 0
-    failed_samples: list[str] = field(default_factory=list)
-    views_restored: int = 0
-    recovery_max_s: float = float("nan")
-    worker_back_s: float = float("nan")
-    # The launcher's log: workers restarted, HAProxy's servers marked DOWN or UP.
-    launcher_events: list[str] = field(default_factory=list)
-    passed: bool = False
-
-    def lines(self) -> list[str]:
-        verdict = "PASS" if self.passed else "FAIL"
-        if self.think_s > 0:
-            jitter = f"+-{THINK_JITTER:.0%}"
-            think = f"{self.think_s:g} s {jitter} before each interaction (not in the latency)"
-        else:
-            think = "0 s (stress test: each interaction sent as the last one finished)"
-        if math.isnan(self.peak_rss_mb):
-            rss = "not measured (a server this script did not start)"
-        else:
-            rss = (
-                f"{self.peak_rss_mb:.0f} MB, all processes (target <= {self.rss_target_mb:.0f} MB)"
-            )
-        lines = [
-            f"target        {self.target}",
-            f"client        {self.client}",
-            f"visitors      {self.visitors}",
-            f"think time    {think}",
-            f"interactions  {self.interactions_done} of {self.interactions_planned}",
-            f"errors        {self.errors} (target {TARGET_ERRORS})",
-            f"latency p50   {self.p50_s * 1e3:.0f} ms",
-            f"latency p95   {self.p95_s * 1e3:.0f} ms (target <= {TARGET_P95_S * 1e3:.0f} ms)",
-            f"latency max   {self.max_s * 1e3:.0f} ms",
-            f"peak RSS      {rss}",
-            f"wall time     {self.wall_s:.1f} s" + (" (deadline hit)" if self.deadline_hit else ""),
-        ]
-        if self.busy_answers:
-            lines.append(
-                f"busy answers  {self.busy_answers} to {self.busy_visitors} visitors, slowest "
-                f"{self.busy_answer_max_s * 1e3:.0f} ms; longest wait for a seat "
-                f"{self.busy_wait_max_s:.1f} s"
-            )
-        if self.killed:
-            lines += [
-                f"failover      killed {self.killed}, which held {self.killed_holding} visitors; "
-                f"{self.failed_in_flight} interactions failed in flight",
-                f"              {self.views_restored} views restored, {self.moved_visitors} "
-                f"visitors moved; longest kill-to-restored-view {self.recovery_max_s:.2f} s; "
-                f"{self.killed} answering again after {self.worker_back_s:.1f} s",
-            ]
-        downs = sum(" is DOWN" in event for event in self.launcher_events)
-        if self.launcher_events:
-            lines.append(
-                f"launcher log  {len(self.launcher_events)} events, {downs} servers marked DOWN"
-            )
-        if self.source_changes:
-            lines.append(
-                f"sources       changed on disk during the run ({self.source_changes} sessions "
-                "told): errors and latencies are not the app's own"
-            )
-        return [*lines, f"result        {verdict}"]
-
-
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and its descendants, from the parent ids in ``/proc/<pid>/stat``."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            # The command name may contain spaces; the fields after its closing paren do not.
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    tree, frontier = [pid], [pid]
-    while frontier:
-        children = [child for child, parent in parents.items() if parent in frontier]
-        tree += children
-        frontier = children
-    return tree
-
-
-def rss_bytes(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except OSError:
-            continue
-    return total
-
-
-class RssSampler(threading.Thread):
-    """Peak resident memory of a process and its children, sampled every ``RSS_PERIOD_S``."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid, self.peak = pid, 0
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            self.peak = max(self.peak, rss_bytes(process_tree(self.pid)))
-            self.stop.wait(RSS_PERIOD_S)
-
-
-class Failover:
-    """``after_s`` seconds after every visitor's first load, SIGKILL the worker whose cookie
-    most visitors hold, then time how long the launcher takes to have it answering again."""
-
-    def __init__(self, run_dir: Path, after_s: float) -> None:
-        self.run_dir, self.after_s = run_dir, after_s
-        self.killed, self.holding = "", 0
-        self.kill_at = self.back_s = float("nan")
-
-    async def __call__(self, crowd: Sequence[WsVisitor]) -> None:
-        await asyncio.gather(*(v.loaded.wait() for v in crowd))
-        await asyncio.sleep(self.after_s)
-        workers = read_state(self.run_dir)["workers"]
-        # Visitors still connected: one that finished its interactions has left.
-        holders = Counter(v.cookies.get(COOKIE) for v in crowd if v.conn is not None)
-        self.killed = max(workers, key=lambda name: holders[name])
-        self.holding = holders[self.killed]
-        os.kill(workers[self.killed]["pid"], signal.SIGKILL)
-        self.kill_at = time.monotonic()
-        url = f"http://127.0.0.1:{workers[self.killed]['port']}"
-        while not await asyncio.to_thread(is_healthy, url):
-            await asyncio.sleep(BACK_POLL_S)
-        self.back_s = time.monotonic() - self.kill_at
 
 
 async def until_deadline(
@@ -336,86 +142,6 @@ async def drive_crowd(
         return crowd, await until_deadline(crowd, interactions, deadline, extra)
 
 
-def summarise(
-    report: Report, crowd: Sequence, interactions: int, failover: Failover | None = None
-) -> Report:
-    """Fill ``report`` from each visitor's latencies, errors, failures, busy answers."""
-    latencies = np.array([s for v in crowd for s in v.latencies])
-    errors = [e for v in crowd for e in v.errors]
-    failed = [f for v in crowd for f in getattr(v, "failed", [])]
-    report.source_changes = sum(bool(getattr(v, "source_changed", False)) for v in crowd)
-    unfinished = report.visitors * interactions - len(latencies) - len(errors) - len(failed)
-    report.interactions_done = len(latencies)
-    # Interactions never reached (deadline, a visitor that could not load) are errors too.
-    report.errors = len(errors) + max(0, unfinished)
-    report.error_samples = errors[:10]
-    if latencies.size:
-        report.p50_s = float(np.percentile(latencies, 50))
-        report.p95_s = float(np.percentile(latencies, 95))
-        report.max_s = float(latencies.max())
-    busy = [getattr(v, "busy_answers", []) for v in crowd]
-    report.busy_answers = sum(len(b) for b in busy)
-    report.busy_visitors = sum(bool(b) for b in busy)
-    if report.busy_answers:
-        report.busy_answer_max_s = max(max(b) for b in busy if b)
-        report.busy_wait_max_s = max(getattr(v, "busy_wait_s", 0.0) for v in crowd)
-    if failover is not None:
-        summarise_failover(report, crowd, failed, failover)
-    report.passed = (
-        report.errors <= TARGET_ERRORS
-        and latencies.size > 0
-        and report.p95_s <= TARGET_P95_S
-        and not report.peak_rss_mb > report.rss_target_mb  # NaN (not measured) passes
-        and not report.source_changes
-        and (failover is None or report.moved_visitors > 0)
-    )
-    return report
-
-
-def summarise_failover(
-    report: Report, crowd: Sequence, failed: list[str], failover: Failover
-) -> None:
-    restored = [t for v in crowd for t in getattr(v, "restored_at", [])]
-    report.killed, report.killed_holding = failover.killed, failover.holding
-    report.failed_in_flight, report.failed_samples = len(failed), failed[:10]
-    report.views_restored = len(restored)
-    report.moved_visitors = sum(bool(getattr(v, "restored_at", [])) for v in crowd)
-    after_kill = [t - failover.kill_at for t in restored if t >= failover.kill_at]
-    report.recovery_max_s = max(after_kill, default=float("nan"))
-    report.worker_back_s = failover.back_s
-
-
-def start_target(workers: int, seats: int, port: int) -> tuple[subprocess.Popen, Path | None]:
-    """``streamlit run app.py``, or the launcher with ``workers`` and its run folder."""
-    if not workers:
-        return start_server(streamlit_command(port), port, own_session=True), None
-    run_dir = Path(tempfile.mkdtemp(prefix="normlab-load-"))
-    command = [sys.executable, "-m", "serve", "--workers", str(workers), "--seats", str(seats)]
-    command += ["--port", str(port), "--address", "127.0.0.1", "--run-dir", str(run_dir)]
-    # The launcher's log (workers restarted, HAProxy's servers going DOWN and UP) for the report.
-    log = run_dir / "launcher.log"
-    return start_server(command, port, own_session=True, log=log), run_dir
-
-
-def launcher_events(log: Path) -> list[str]:
-    """The launcher's restarts and HAProxy's servers going DOWN or coming UP, from its log."""
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return []
-    keep = re.compile(r"Server sessions/\S+ is (DOWN|UP)|exited with")
-    return [line.strip() for line in lines if keep.search(line)]
-
-
-def wait_until_ready(base_url: str, run_dir: Path | None, deadline: float) -> None:
-    """The launcher writes ``state.json`` once its workers answer and HAProxy runs."""
-    while run_dir is not None and not (run_dir / "state.json").exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the launcher did not start before the deadline")
-        time.sleep(0.2)
-    wait_for_health(base_url, timeout=max(0.0, deadline - time.monotonic()))
-
-
 @dataclass
 class Options:
     """How to run: the client, the pauses, the timeouts, the target and the failover."""
@@ -477,12 +203,6 @@ def run_load(
             shutil.rmtree(run_dir, ignore_errors=True)
     report.peak_rss_mb = sampler.peak / (1 << 20)
     return finish(report, crowd, interactions, failover, start)
-
-
-def describe_target(workers: int, seats: int) -> str:
-    if not workers:
-        return "streamlit run app.py (one process)"
-    return f"python -m serve: {workers} workers behind HAProxy, {seats} seats each"
 
 
 def drive(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.live import free_port, stop_server
-from benchmarks.load import start_target, wait_until_ready
+from benchmarks.target import start_target, wait_until_ready
 from serve.config import COOKIE
 from serve.launcher import HAPROXY, read_state
 

@@ -17,8 +17,12 @@ import numpy as np
 import pytest
 from serve_util import need_haproxy
 
-from benchmarks import load
-from benchmarks.visitors import Cookies, ws_url
+from benchmarks.live import CHROMIUM
+from benchmarks.load import Options
+from benchmarks.load_report import Report, rss_target_mb, summarise
+from benchmarks.target import Failover
+from benchmarks.visitors import THINK_JITTER
+from benchmarks.ws_visitor import Cookies, WsVisitor, chart_state, ws_url
 from serve.config import COOKIE, RETRY_S
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,9 +58,9 @@ def check_report(done: subprocess.CompletedProcess, report: dict, client: str, n
     assert 0 < report["p50_s"] <= report["p95_s"] <= report["max_s"] < DEADLINE_S
     # A Streamlit server with numpy, torch and plotly loaded holds well over 50 MB.
     assert 50 < report["peak_rss_mb"] < 4096
-    assert report["rss_target_mb"] == load.rss_target_mb(report["workers"])
+    assert report["rss_target_mb"] == rss_target_mb(report["workers"])
     assert report["passed"] == (done.returncode == 0)
-    # Another edit of the app's sources during the run would void it (see load.Report).
+    # Another edit of the app's sources during the run voids it (see load_report.Report).
     assert report["source_changes"] == 0
     for label in (
         "client",
@@ -83,7 +87,7 @@ def smoke(*args: str, haproxy: bool = False, chromium: bool = False):
         """The load script run once for this module: (process, report)."""
         if haproxy:
             need_haproxy()
-        if chromium and not Path(load.CHROMIUM).exists():
+        if chromium and not Path(CHROMIUM).exists():
             pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
         return run_script(tmp_path_factory.mktemp("load") / "report.json", *args)
 
@@ -136,7 +140,7 @@ def test_overload_smoke_answers_busy_at_once_and_seats_everyone_later(overload_s
     assert report["busy_answers"] >= 2
     # A clear answer, not a hung page: each busy page arrived (a request left waiting for a seat
     # would have run into the load timeout and counted as an error).
-    assert 0 < report["busy_answer_max_s"] < load.Options().load_timeout_s
+    assert 0 < report["busy_answer_max_s"] < Options().load_timeout_s
     # Each waiting visitor tried again when the page said, and got in.
     assert report["busy_wait_max_s"] >= RETRY_S
     assert report["errors"] == 0, report["error_samples"]
@@ -163,12 +167,12 @@ def test_chart_state_reads_plotly_binary_and_plain_arrays() -> None:
     y = np.random.default_rng(0).normal(size=5)
     packed = {"dtype": "f8", "bdata": base64.b64encode(y.tobytes()).decode()}
     spec = {"data": [{"name": "x", "y": [9.0]}, {"name": "RMSNorm(x)", "y": packed}]}
-    length, first = load.chart_state(json.dumps(spec))
+    length, first = chart_state(json.dumps(spec))
     assert length == 5
     np.testing.assert_allclose(first, y[0], rtol=0, atol=0)
     plain = {"data": [{"name": "RMSNorm(x)", "y": y.tolist()}]}
-    assert load.chart_state(json.dumps(plain)) == (5, float(y[0]))
-    assert load.chart_state(json.dumps({"data": [{"name": "x", "y": [1.0]}]})) is None
+    assert chart_state(json.dumps(plain)) == (5, float(y[0]))
+    assert chart_state(json.dumps({"data": [{"name": "x", "y": [1.0]}]})) is None
 
 
 def test_percentiles_and_verdict_follow_the_latencies() -> None:
@@ -177,13 +181,13 @@ def test_percentiles_and_verdict_follow_the_latencies() -> None:
             self.latencies, self.errors = latencies, errors
 
     crowd = [Stub([0.1, 0.2, 0.3, 0.4], []), Stub([0.5, 0.6, 0.7, 2.0], [])]
-    report = load.summarise(load.Report(visitors=2, interactions_planned=8), crowd, 4)
+    report = summarise(Report(visitors=2, interactions_planned=8), crowd, 4)
     assert report.interactions_done == 8 and report.errors == 0
     assert math.isclose(report.p50_s, 0.45) and report.max_s == 2.0
     assert math.isclose(report.p95_s, 0.7 + 0.65 * (2.0 - 0.7))
     assert not report.passed  # p95 above 1 s
     crowd = [Stub([0.1, 0.2], ["visitor 0: slider #3 failed"]), Stub([], [])]
-    report = load.summarise(load.Report(visitors=2, interactions_planned=6), crowd, 3)
+    report = summarise(Report(visitors=2, interactions_planned=6), crowd, 3)
     # One failed interaction and three never reached (the second visitor did not load).
     assert report.errors == 4 and not report.passed
 
@@ -211,8 +215,8 @@ def test_websocket_address_follows_the_page_address() -> None:
 
 
 def test_memory_target_grows_with_the_workers() -> None:
-    assert load.rss_target_mb(0) == load.rss_target_mb(1) == 800
-    assert load.rss_target_mb(2) == 1200
+    assert rss_target_mb(0) == rss_target_mb(1) == 800
+    assert rss_target_mb(2) == 1200
 
 
 def test_failover_and_busy_numbers_reach_the_report() -> None:
@@ -223,13 +227,11 @@ def test_failover_and_busy_numbers_reach_the_report() -> None:
             self.restored_at, self.failed, self.busy_answers = restored, failed, busy
             self.busy_wait_s = 5.5 if busy else 0.0
 
-    failover = load.Failover(Path("."), 1.0)
+    failover = Failover(Path("."), 1.0)
     failover.killed, failover.holding, failover.kill_at, failover.back_s = "w1", 2, 100.0, 3.0
     crowd = [Stub([100.4], ["visitor 0: slider #2"], []), Stub([101.2], [], [0.01, 0.02])]
     crowd.append(Stub([], [], []))
-    report = load.summarise(
-        load.Report(visitors=3, interactions_planned=6), crowd, 2, failover=failover
-    )
+    report = summarise(Report(visitors=3, interactions_planned=6), crowd, 2, failover=failover)
     assert report.failed_in_flight == 1 and report.errors == 0
     assert report.moved_visitors == 2 and report.views_restored == 2
     assert math.isclose(report.recovery_max_s, 1.2)
@@ -243,16 +245,16 @@ def test_failover_and_busy_numbers_reach_the_report() -> None:
 
 def test_think_pauses_are_seeded_and_within_the_jitter() -> None:
     first, again = (
-        load.WsVisitor(3, "ws://x", 1.0, 1.0, 2.0),
-        load.WsVisitor(3, "ws://x", 1, 1, 2.0),
+        WsVisitor(3, "ws://x", 1.0, 1.0, 2.0),
+        WsVisitor(3, "ws://x", 1, 1, 2.0),
     )
-    draws = first.rng.uniform(1 - load.THINK_JITTER, 1 + load.THINK_JITTER, size=50)
+    draws = first.rng.uniform(1 - THINK_JITTER, 1 + THINK_JITTER, size=50)
     np.testing.assert_allclose(
-        draws, again.rng.uniform(1 - load.THINK_JITTER, 1 + load.THINK_JITTER, size=50), rtol=0
+        draws, again.rng.uniform(1 - THINK_JITTER, 1 + THINK_JITTER, size=50), rtol=0
     )
     assert draws.min() >= 0.5 and draws.max() <= 1.5 and draws.std() > 0.1
-    other = load.WsVisitor(4, "ws://x", 1.0, 1.0, 2.0).rng.uniform(size=50)
-    assert not np.allclose(other, load.WsVisitor(3, "ws://x", 1, 1, 2.0).rng.uniform(size=50))
+    other = WsVisitor(4, "ws://x", 1.0, 1.0, 2.0).rng.uniform(size=50)
+    assert not np.allclose(other, WsVisitor(3, "ws://x", 1, 1, 2.0).rng.uniform(size=50))
 
 
 def test_a_run_during_a_source_edit_does_not_pass() -> None:
@@ -260,11 +262,9 @@ def test_a_run_during_a_source_edit_does_not_pass() -> None:
         def __init__(self, changed: bool) -> None:
             self.latencies, self.errors, self.source_changed = [0.1, 0.2], [], changed
 
-    report = load.summarise(load.Report(visitors=2, interactions_planned=4), [Stub(False)] * 2, 2)
+    report = summarise(Report(visitors=2, interactions_planned=4), [Stub(False)] * 2, 2)
     assert report.passed and report.source_changes == 0
     assert not any(line.startswith("sources") for line in report.lines())
-    report = load.summarise(
-        load.Report(visitors=2, interactions_planned=4), [Stub(True), Stub(False)], 2
-    )
+    report = summarise(Report(visitors=2, interactions_planned=4), [Stub(True), Stub(False)], 2)
     assert not report.passed and report.source_changes == 1
     assert any(line.startswith("sources") for line in report.lines())

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from serve_util import launched, need_haproxy, session, worker_cookie
 
-from benchmarks.load import process_tree
+from benchmarks.target import process_tree
 from serve.__main__ import main as serve_main
 from serve.config import (
     BUSY_MARKER,
