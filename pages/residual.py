@@ -21,11 +21,13 @@ from core.lab.residual import (
     ROUNDING,
     STREAM_MAX_WIDTH,
     TOKENS,
+    ResidualView,
+    residual_view,
+)
+from core.lab.trained_residual import (
     TRAINED_NORMS,
     TRAINED_QUANTITIES,
-    ResidualView,
     TrainedView,
-    residual_view,
     trained_view,
 )
 from core.training.activations import SHIPPED_SEEDS, TEXTS

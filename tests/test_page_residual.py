@@ -8,13 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 from streamlit.testing.v1 import AppTest
 
-from core.lab.residual import (
-    TRAINED_NORMS,
-    TRAINED_QUANTITIES,
-    residual_view,
-    simulate_residual,
-    trained_view,
-)
+from core.lab.residual import residual_view, simulate_residual
+from core.lab.trained_residual import TRAINED_NORMS, TRAINED_QUANTITIES, trained_view
 from tests import test_fuzz_pages as fuzz
 from tests.apptest_util import assert_claims_shown, decode, figures, metric, open_app, trace
 from ui.i18n import t

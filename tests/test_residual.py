@@ -1,4 +1,5 @@
-"""Tests for core.lab.residual: the pre-norm residual stream with a drifting common offset."""
+"""Tests for core.lab.residual and core.lab.trained_residual: the pre-norm residual stream with
+a drifting common offset, and the same readings on the shipped models."""
 
 from __future__ import annotations
 
@@ -16,16 +17,18 @@ from core.lab.residual import (
     NORMS,
     QUANTITIES,
     STREAM_MAX_WIDTH,
+    block_weight,
+    initial_stream,
+    residual_view,
+    simulate_residual,
+)
+from core.lab.trained_residual import (
     TRAINED_NORMS,
     TRAINED_QUANTITIES,
     _offset_claims,
     _outlier_claims,
     _share_claims,
     _shift_claim,
-    block_weight,
-    initial_stream,
-    residual_view,
-    simulate_residual,
     trained_view,
 )
 from core.training.activations import TEXTS, read_shipped

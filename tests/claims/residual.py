@@ -9,7 +9,7 @@ Trained mode: each checkpoint's tensors are read with ``safetensors`` and its co
 JSON beside it, and the model is run in float64 by ``gpt_forward`` below (embeddings, causal
 attention with an explicit mask and softmax, GELU MLP, the norms from torch.nn.functional),
 not by ``core.training.model`` or ``core.training.activations``. Nothing below calls
-``core.lab.residual`` except ``view``.
+``core.lab.residual`` or ``core.lab.trained_residual`` except ``view``.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from core.lab.residual import (
     STREAM_MAX_WIDTH,
     TOKENS,
     residual_view,
-    trained_view,
 )
+from core.lab.trained_residual import trained_view
 from core.training.activations import TEXTS
 from tests.claims.oracle import cosines, token_cosine, trunk, ulps
 
