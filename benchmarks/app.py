@@ -94,21 +94,22 @@ _FIRST_RMS = """() => {
 }"""
 # Resolves once two animation frames have begun: the frame that holds the new chart has been
 # produced. Plotly updates its data model (``_fullData``) before the frame is drawn, and a WebGL
-# chart is drawn after that; with no GPU (headless Chromium here), in software, which took the
-# slider floor's 4096-point Scattergl chart several hundred milliseconds.
+# chart is drawn after that; with no GPU (headless Chromium here), in software. Each press is
+# timed to both, so the difference between the two figures is the drawing.
 _FRAME_DRAWN = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 # Before each press the page is left alone this long, as a person reads a chart before the next
-# move. Pressed one right after another, the slider floor's presses alternated between about
-# 60 ms and about 250 ms to the new data.
+# move. Pressed one right after another, a press may land while the last chart is still being
+# drawn, and its time then depends on where it landed (``_slider_presses(..., think_s=0)``
+# against the slider floor shows the spread that leaves).
 THINK_S = 1.0
 
 
 # Runs the app (or the slider floor) inside AppTest and times the script itself, so AppTest's
 # own polling and tree parsing stay out of the figure. A server compiles each script once (its
 # Runtime keeps one ScriptCache); AppTest makes a fresh cache for every run, which would add the
-# compilation of pages/explorer.py (about 4 ms) to every interaction. So the entry script is
-# compiled once here, and the page scripts once in a cache shared by the runs
-# (benchmarks.st_private.shared_script_cache).
+# compilation of pages/explorer.py to every interaction (``timeit`` on ``compile()`` of its source
+# says how much). So the entry script is compiled once here, and the page scripts once in a cache
+# shared by the runs (benchmarks.st_private.shared_script_cache).
 _TIMED = """
 import time
 from benchmarks import app as bench

@@ -33,8 +33,9 @@ from core.norms import layer_norm, rms_norm
 
 DEFAULT_ROWS = 4096
 DEFAULT_COLS = 4096
-# 15 rounds of ten cases take about 5 s at the default size on a 2-core CPU: enough for a stable
-# median without keeping a shared machine busy.
+# 15 rounds of ten cases at the default size: enough for a stable median (the spread printed
+# beside it says whether it was) without keeping a shared machine busy long (``time python -m
+# benchmarks.bench`` says how long here).
 DEFAULT_REPEATS = 15
 # The targets for the fused RMSNorm on the CPU: at most this many times x.clone(), and
 # faster than torch's fused F.layer_norm.

@@ -1,10 +1,11 @@
 """Regenerate the speed tables of ``docs/speed.md`` from one run of each benchmark.
 
-Run ``python -m benchmarks.tables`` (about five minutes on two cores: the kernel benchmark, then
-the explorer's server and browser timings). Each table sits in the document between a pair of
-markers, ``<!-- speed:NAME -->`` and ``<!-- /speed:NAME -->``, and only what lies between them
-is rewritten: the prose around the tables, which says what limits each figure, is written by
-hand and should be read again when the verdicts change.
+Run ``python -m benchmarks.tables`` (the kernel benchmark, then the explorer's server and browser
+timings, one after the other; prefix it with ``time`` to see how long they take here). Each
+table sits in the document between a pair of markers, ``<!-- speed:NAME -->`` and
+``<!-- /speed:NAME -->``, and only what lies between them is rewritten: the prose around the
+tables, which says what limits each figure, is written by hand and should be read again when the
+verdicts change.
 """
 
 from __future__ import annotations
