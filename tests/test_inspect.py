@@ -33,7 +33,8 @@ from core.inspector import (
     loading,
     read_contract,
 )
-from core.inspector.layers import norm_modules, probe_input, trace_places
+from core.inspector.layers import probe_input
+from core.inspector.places import norm_modules, trace_places
 from core.inspector.readings import read_norm_inputs
 from core.inspector.report import _contract_claim
 from core.inspector.sources import DEFAULT_MAX_GB, GIB, valid_hub_id

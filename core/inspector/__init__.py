@@ -5,8 +5,9 @@
   names one; nothing else reaches the loader.
 - :mod:`~core.inspector.loading`: one load at a time, a small LRU cache, a size cap, and a
   :class:`Refusal` with a code for everything that can go wrong.
-- :mod:`~core.inspector.layers`: for every norm module, where it sits, what it computes
-  (RMSNorm or LayerNorm, gain w or 1 + w, eps, dtype) and which core preset reproduces it.
+- :mod:`~core.inspector.places`: where each norm module sits, from one traced forward pass.
+- :mod:`~core.inspector.layers`: for every norm module, what it computes (RMSNorm or LayerNorm,
+  gain w or 1 + w, eps, dtype) and which core preset reproduces it.
 - :mod:`~core.inspector.readings`: what each norm receives on a prompt, read by forward hooks.
 - :mod:`~core.inspector.report`: the page's state and the sentences chosen by the numbers.
 - :mod:`~core.inspector.tiny`: tiny random Hugging Face models built offline, for tests and for

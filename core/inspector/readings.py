@@ -139,7 +139,7 @@ def read_norm_inputs(
     called twice is read at its first call). ``gains``: name -> effective gain array or None."""
     import torch
 
-    from core.inspector.layers import norm_modules
+    from core.inspector.places import norm_modules
 
     out: dict[str, NormReading] = {}
     handles = []

@@ -101,7 +101,7 @@ def _summary(loaded: LoadedModel) -> ModelSummary:
 
 def _effective_gains(loaded: LoadedModel, contract: ModelContract) -> dict[str, Any]:
     """name -> the gain each module applies (w or 1 + w) as float64, or None."""
-    from core.inspector.layers import norm_modules
+    from core.inspector.places import norm_modules
 
     modules = dict(norm_modules(loaded.model))
     out: dict[str, Any] = {}
