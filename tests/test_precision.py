@@ -3,6 +3,7 @@ low-precision reductions, preset comparisons."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from core.inputs import make_input
 from core.lab.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
-from core.lab.precision import eps_knee, output_norm_vs_scale
+from core.lab.precision import _matched_claim, eps_knee, output_norm_vs_scale, precision_view
 from core.lab.reduced_precision import (
     FLOAT16_MAX,
     float16_overflow_scales,
@@ -51,6 +52,42 @@ def test_knee_halves_as_the_formula_says(eps: float, placement: str, seed: int) 
 def test_knee_rejects_clamp() -> None:
     with pytest.raises(ValueError, match="placement"):
         eps_knee(1e-5, placement="clamp")
+
+
+# float64 carries 53 significant bits: one unit in the last place at 1.
+F64_ULP = 2.0**-52
+
+
+@pytest.mark.parametrize(
+    ("d", "off_ulps", "key"),
+    [
+        # At d = 2 rounding moves the norm a few ulps; 450 ulps off is a curve that is not sqrt(d).
+        (2, 450, "precision.matched_zero_unsettled"),
+        # A sum of 16384 squares may round by thousands of ulps and still be sqrt(d).
+        (16384, 9000, "precision.matched_zero"),
+    ],
+)
+def test_matched_zero_tolerance_is_the_rounding_of_the_width(d: int, off_ulps: int, key: str):
+    """With eps = 0 the curves are sqrt(d) "up to rounding", and how much rounding a float64 norm
+    of d coordinates carries grows with d: a fixed floor (1e-12, about 4500 ulps) calls a curve
+    450 ulps off at d = 2 exact, and one 9000 ulps off at d = 16384 unsettled."""
+    view = precision_view(2, 0, "inside", 1.0, 0.0, ("float64", "float32"))
+    sqrt_d = math.sqrt(d)
+    curves = {
+        "inside": np.full(5, sqrt_d * (1 + off_ulps * F64_ULP)),
+        "outside": np.full(5, sqrt_d),
+    }
+    claim = _matched_claim(dataclasses.replace(view, d=d, matched=curves))
+    assert claim.key == key
+    np.testing.assert_allclose(claim.fields["gap_pct"], off_ulps * F64_ULP, rtol=0.01)
+
+
+@pytest.mark.parametrize("d", [2, 64, 4096])
+@pytest.mark.parametrize("scale", [1e-8, 1e4])
+def test_eps_zero_curves_are_sqrt_d_at_every_width(d: int, scale: float) -> None:
+    """The page's own eps = 0 curves stay within that rounding at the widths it allows."""
+    view = precision_view(d, 3, "both", scale, 0.0, ("float64", "float32"))
+    assert view.claims["matched"].key == "precision.matched_zero"
 
 
 def test_reduction_error_against_float64() -> None:
