@@ -16,7 +16,9 @@ from core import (
     RMS_FORMULA,
     RMS_JACOBIAN_FORMULA,
 )
-from core.lab.lesson import NOISE, STEP_IDS, StepResult, lesson_step
+from core.lab.lesson import StepResult, lesson_step
+from core.lab.lesson_example import NOISE
+from core.lab.lesson_options import STEP_IDS
 from ui import classroom, fmt, widgets
 from ui.classroom import Seat
 from ui.frame import begin_page, readable, share_box

@@ -10,24 +10,16 @@ import pytest
 import torch
 
 from core.lab.invariance_table import TRANSFORMS
-from core.lab.lesson import (
-    EXPLAINED,
-    LESSON_EPS,
-    MOST_PER_LETTER,
-    OPTIONS,
-    RESCALE_FACTOR,
-    SHIFT_C,
-    STEP_IDS,
+from core.lab.lesson import lesson_step
+from core.lab.lesson_example import LESSON_EPS, lesson_vector, which_unchanged
+from core.lab.lesson_geometry import RESCALE_FACTOR, SHIFT_C, coordinate_scale
+from core.lab.lesson_numerics import (
     TINY_SCALE,
-    _which,
-    coordinate_scale,
-    lesson_step,
-    lesson_vector,
-    letter,
     precision_outputs,
     stored_weight,
     upstream_gradient,
 )
+from core.lab.lesson_options import EXPLAINED, MOST_PER_LETTER, OPTIONS, STEP_IDS, letter
 
 
 def test_every_step_has_options_and_the_answer_its_explanation_was_written_for() -> None:
@@ -69,7 +61,7 @@ def test_unknown_step_is_refused() -> None:
     [(True, True, "both"), (True, False, "rms"), (False, True, "layer"), (False, False, "neither")],
 )
 def test_shared_options_map_both_measurements(rms_same: bool, layer_same: bool, option: str):
-    assert _which(rms_same, layer_same) == option
+    assert which_unchanged(rms_same, layer_same) == option
 
 
 def test_lesson_vector_is_seeded_and_off_centre() -> None:

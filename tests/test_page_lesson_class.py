@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from core.lab.lesson import OPTIONS, STEP_IDS, letter
+from core.lab.lesson_options import OPTIONS, STEP_IDS, letter
 from serve.classroom.backends import open_store
 from serve.classroom.codes import ALPHABET, normal_code
 from serve.classroom.store import ClassError, Limits

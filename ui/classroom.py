@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import segno
 import streamlit as st
 
-from core.lab.lesson import OPTIONS, STEP_IDS, letter
+from core.lab.lesson_options import OPTIONS, STEP_IDS, letter
 from serve.classroom.backends import open_store
 from serve.classroom.codes import normal_code
 from serve.classroom.store import ClassError, ClassState, ClassStore, Limits

@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from core.lab.lesson import OPTIONS, STEP_IDS
+from core.lab.lesson_options import OPTIONS, STEP_IDS
 from serve.classroom.codes import KEY_MAX_LEN, normal_code, same_key
 
 STORE_ENV = "NORMLAB_CLASS_STORE"

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from core.defaults import EPS_LADDER
 from core.lab.claims import Claim
-from core.lab.lesson import EXPLAINED, OPTIONS, STEP_IDS, lesson_step
+from core.lab.lesson import lesson_step
+from core.lab.lesson_options import EXPLAINED, OPTIONS, STEP_IDS
 from tests.claims import oracle
 
 STATES = st.fixed_dictionaries({"step": st.integers(1, len(STEP_IDS))})
