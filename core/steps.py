@@ -34,9 +34,16 @@ class NormReport:
     Where a preset's output comes from its upstream torch kernel, the statistics are the two-pass
     formula's in the same dtype (a note says so). ``notes`` are :class:`Message` s: ``str(note)``
     is English, ``note.code`` and ``note.fields`` let a page say it in another language.
+
+    ``output`` is in the compute dtype; ``x_hat`` is the normalised vector before gain and bias,
+    float64 of x's shape: x (centred for LayerNorm) over the denominator the settings define,
+    computed from x as the norm read it (its input dtype) in units of max|x|, so that a tiny or
+    huge x keeps its direction (see :func:`_x_hat`). A zero denominator gives 0/0 = 0, as the
+    output does.
     """
 
     output: Any
+    x_hat: np.ndarray
     stat: np.ndarray
     mean: np.ndarray
     mean_square: np.ndarray
@@ -329,6 +336,7 @@ def _report(call: Call, stat: _Statistic, denominator: Any, y: Any) -> NormRepor
     }
     return NormReport(
         output=y,
+        x_hat=_x_hat(call, x64),
         stat=ops.to_float64_numpy(denominator),
         mean=ops.to_float64_numpy(stat.mu) if stat.mu is not None else mean64,
         mean_square=mean_sq,
@@ -337,3 +345,33 @@ def _report(call: Call, stat: _Statistic, denominator: Any, y: Any) -> NormRepor
         settings=settings,
         notes=call.notes,
     )
+
+
+def _x_hat(call: Call, x64: np.ndarray) -> np.ndarray:
+    r"""$\hat{x}$ in float64: x (x - mu for LayerNorm) over the settings' denominator.
+
+    The second moment is taken of x / max|x| (of the first k coordinates, for pRMSNorm), so that
+    the squares of a tiny x (1e-200) or a huge one neither underflow nor overflow; its root is
+    scaled back before eps joins it, and x itself is divided by the result: no square is taken of
+    x. (..., d) -> (..., d).
+    """
+    knobs, k = call.knobs, call.k
+    head = x64 if knobs.kind == "layer" else x64[..., :k]
+    top = np.max(np.abs(head), axis=-1, keepdims=True)  # (..., k) -> (..., 1)
+    unit = np.where(top > 0, top, 1.0)  # x = 0 stays 0 in its own units
+    scaled = head / unit
+    if knobs.kind == "layer":
+        mean = np.mean(scaled, axis=-1, keepdims=True)  # (..., d) -> (..., 1)
+        scaled, centred = scaled - mean, x64 - unit * mean
+    else:
+        centred = x64
+    rms = unit * np.sqrt(np.mean(scaled**2, axis=-1, keepdims=True))  # no eps: (..., 1)
+    if knobs.placement == "inside":
+        den = np.hypot(rms, math.sqrt(call.eps))  # $\sqrt{\mathrm{RMS}^2 + \epsilon}$
+    elif knobs.placement == "outside":
+        den = rms + call.eps
+    else:
+        root_k = math.sqrt(k)
+        den = np.maximum(rms * root_k, call.eps) / root_k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((den == 0) & (centred == 0), 0.0, centred / den)

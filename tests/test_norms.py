@@ -324,6 +324,44 @@ def test_reduction_dtype_float16_on_numpy_goes_through_torch():
 # ---------------------------------------------------------------- report -----------------------
 
 
+@pytest.mark.parametrize("placement", ["inside", "outside", "clamp"])
+def test_report_x_hat_is_the_normalised_vector_before_gain_and_bias(placement):
+    x, w, b = _data((2, 3, 9))
+    for kind, report_of, options in (
+        ("rms", rms_norm_report, {"partial": 1.0}),
+        ("rms", rms_norm_report, {"partial": 0.5}),
+        ("layer", layer_norm_report, {}),
+    ):
+        report = report_of(x, w, b, eps=1e-3, eps_placement=placement, **options)
+        plain = report_of(x, eps=1e-3, eps_placement=placement, **options).output
+        assert report.x_hat.shape == x.shape and report.x_hat.dtype == np.float64
+        np.testing.assert_allclose(report.x_hat, plain, rtol=F64_TOL, atol=0, err_msg=kind)
+    reference = layer_norm_reference(x, eps=1e-3)
+    np.testing.assert_allclose(layer_norm_report(x, w, b, eps=1e-3).x_hat, reference, rtol=F64_TOL)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e200, 1e-310])
+def test_report_x_hat_keeps_the_direction_of_a_tiny_or_huge_x(scale):
+    # float64's own squares of these underflow or overflow; x_hat is computed in units of max|x|.
+    x = np.array([3.0, -4.0, 0.0, 12.0])
+    rms = np.array([3.0, -4.0, 0.0, 12.0]) / 6.5  # RMS(x) = sqrt(169 / 4) = 6.5
+    mu = 11.0 / 4
+    layer = (x - mu) / np.sqrt(np.mean((x - mu) ** 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NormWarning)
+        got_rms = rms_norm_report(x * scale, eps=0.0).x_hat
+        got_layer = layer_norm_report(x * scale, eps=0.0).x_hat
+    np.testing.assert_allclose(got_rms, rms, rtol=1e-9)
+    np.testing.assert_allclose(got_layer, layer, rtol=1e-9)
+
+
+def test_report_x_hat_of_a_zero_vector_is_zero():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NormWarning)
+        assert not np.any(rms_norm_report(np.zeros(5), eps=0.0).x_hat)
+        assert not np.any(layer_norm_report(np.full(5, 2.5), eps=0.0).x_hat)
+
+
 def test_report_statistics():
     x, w, b = _data((2, 3, 9))
     report = rms_norm_report(x, w, eps=1e-3)

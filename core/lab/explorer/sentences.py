@@ -4,7 +4,6 @@ computed beside it, at a tolerance relative to what it compares."""
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,6 @@ from core.lab.explorer.units import (
     sum_noise,
     unit_scale,
 )
-from core.norms import rms_norm
 from core.stats import cosine, second_moment_identity
 
 
@@ -165,16 +163,18 @@ def _direction_claim(v: np.ndarray, cos: float, rms: float) -> Claim:
 
 
 def _centring_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
-    """LayerNorm(x) = RMSNorm(x - mu 1), computed, and equal to RMSNorm(x) when mu = 0."""
+    """LayerNorm(x) = RMSNorm(x - mu 1), computed, and equal to RMSNorm(x) when mu = 0.
+
+    Both sides divide the same x - mu (LayerNorm's x_hat, ``units.unit_layer``, is (x - mu) over
+    sqrt(Var + eps)), so they differ only by their divisors: RMSNorm's of x - mu is taken here in
+    plain float64, squares of x - mu and all, as :func:`core.norms.rms_norm` would compute it,
+    and applied at the largest |x_i - mu|, where the two vectors differ most.
+    """
     u: Units = ctx["units"]
-    x, eps = ctx["x"], ctx["eps"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        centred = rms_norm(x - u.mean, eps=eps)  # float64, full width, no gain
+    diff_c = _centring_gap(ctx["x"] - u.mean, u.unit_layer, ctx["eps"])
     # Both sides carry the rounding of x - mu and of one division: a few ulps of the operands
     # (of LayerNorm's own vector: the other side may have overflowed where its squares did not).
     tol = u.layer_noise + VECTOR_ULPS * U64 * float(np.max(np.abs(u.unit_layer)))
-    diff_c = float(np.max(np.abs(u.unit_layer - centred)))
     diff_p = float(np.max(np.abs(u.unit_layer - u.unit_full)))
     claims = {
         "centring": pick(
@@ -199,6 +199,21 @@ def _centring_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
         diff=diff_p,
     )
     return claims
+
+
+def _centring_gap(centred: np.ndarray, unit_layer: np.ndarray, eps: float) -> float:
+    """max_i |LayerNorm's x_hat_i - RMSNorm(x - mu 1)_i| with 0/0 = 0, from RMSNorm's divisor.
+
+    RMSNorm(x - mu 1)_i = (x_i - mu) / sqrt(mean((x - mu)^2) + eps): the same numerators as
+    ``unit_layer``, so the largest difference sits at the largest |x_i - mu|.
+    """
+    i = int(np.argmax(np.abs(centred)))
+    if centred[i] == 0:
+        return 0.0  # both vectors are 0 (0 / 0 = 0)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore", over="ignore"):
+        shifted = np.mean(centred * centred) + eps  # (d,) -> (): plain float64, may underflow
+        rms_side = centred[i] * (1.0 / np.sqrt(shifted))
+        return float(np.abs(unit_layer[i] - rms_side))
 
 
 def _plane_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
@@ -336,7 +351,11 @@ def _partial_claim(ctx: dict[str, Any]) -> Claim:
 
 
 def _precision_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
-    """The page's torch outputs against torch.nn.functional's own norms (float32 opmath)."""
+    """The page's torch outputs against torch.nn.functional's own norms (float32 opmath).
+
+    F.layer_norm and F.rms_norm normalise x again, on purpose: these sentences say whether the
+    page agrees with torch's own kernels, so the kernels themselves must run.
+    """
     import torch
     import torch.nn.functional as F  # noqa: N812
 

@@ -82,7 +82,7 @@ def explore(
     computed = dtype if backend != "torch" or fits(x, dtype) else "float64"
     run = _normalise(x, g, bias, rms_bias, eps, partial, backend, device, computed)
     x64, y_rms, y_layer = run["x"], run["y_rms"], run["y_layer"]
-    units = units_of(x64, eps, run["k"])
+    units = units_of(x64, eps, run["k"], run["xhat_rms"], run["xhat_layer"])
     # The geometry draws the normalised vectors with a constant gain (g = 1 under a pattern).
     g_plane = gain if gain_pattern == "constant" else 1.0
     plane, sphere = _geometry(x64, units, g_plane, eps)
@@ -174,7 +174,8 @@ def _normalise(
     device: str,
     dtype: str,
 ) -> dict[str, Any]:
-    """The one pass: ``rms_norm_report`` and ``layer_norm_report`` with the chosen settings."""
+    """The one pass: ``rms_norm_report`` and ``layer_norm_report`` with the chosen settings, their
+    outputs in the compute dtype and their float64 normalised vectors ``x_hat``."""
     d = x.shape[-1]
     args = [x, g, np.full(d, bias), np.full(d, rms_bias)]
     if backend == "torch":
@@ -195,6 +196,8 @@ def _normalise(
         "x": _to_float64(xs),
         "y_rms": _to_float64(rep_rms.output),
         "y_layer": _to_float64(rep_layer.output),
+        "xhat_rms": rep_rms.x_hat,
+        "xhat_layer": rep_layer.x_hat,
         "rms_stat": float(rep_rms.stat.ravel()[0]),
         "layer_stat": float(rep_layer.stat.ravel()[0]),
         "layer_var": float(rep_layer.variance.ravel()[0]),

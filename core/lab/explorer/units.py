@@ -48,21 +48,26 @@ class Units:
     den_layer: float  # sqrt(var + eps): what LayerNorm divides by
     ratio: float  # mu / RMS(x), computed scale-free (0 for x = 0)
     mean_noise: float  # the float64 rounding level of mu
-    unit_rms: np.ndarray  # x / den_k
-    unit_full: np.ndarray  # x / den_full
-    unit_layer: np.ndarray  # (x - mu) / den_layer
+    unit_rms: np.ndarray  # x / den_k, RMSNorm's x_hat
+    unit_full: np.ndarray  # x / den_full (the same vector when k = d)
+    unit_layer: np.ndarray  # (x - mu) / den_layer, LayerNorm's x_hat
     layer_noise: float  # the rounding level of each coordinate of unit_layer
     flat: bool  # x constant to within float64 rounding (x = 0 included)
     mean_over_spread: float  # |mu| / sqrt(Var(x)), computed scale-free (inf for a constant x)
 
 
-def units_of(x: np.ndarray, eps: float, k: int) -> Units:
-    """The float64 statistics and unit vectors behind every explanation.
+def units_of(
+    x: np.ndarray, eps: float, k: int, unit_rms: np.ndarray, unit_layer: np.ndarray
+) -> Units:
+    """The float64 statistics behind every explanation, beside the norms' own normalised vectors.
 
-    The second moments are taken of x / max|x| (of the first k coordinates over their own
-    largest), so that the squares of a tiny x (1e-200) or a huge one neither underflow nor
-    overflow; their roots are scaled back before eps joins them. The unit vectors divide x by
-    those denominators: no square is taken of x itself.
+    ``unit_rms`` and ``unit_layer`` are the reports' ``x_hat`` (:class:`core.steps.NormReport`):
+    x over RMSNorm's denominator (its first k coordinates') and x - mu over LayerNorm's, computed
+    once, by the norms, in units of max|x|. The statistics here are taken the same way, of
+    x / max|x| (of the first k coordinates over their own largest), so that the squares of a tiny
+    x (1e-200) or a huge one neither underflow nor overflow; their roots are scaled back before
+    eps joins them. Only pRMSNorm (k < d) divides x once more, by the full RMSNorm's denominator:
+    ``unit_full``, the plain RMSNorm the partial and centring sentences compare against.
     """
     top = _top(x)
     xs = x / top if top > 0 else x
@@ -76,7 +81,7 @@ def units_of(x: np.ndarray, eps: float, k: int) -> Units:
     rms_k = top_k * math.sqrt(ms_k_h)
     root_eps = math.sqrt(eps)
     den_k, den_full, den_layer = (math.hypot(r, root_eps) for r in (rms_k, rms, std))
-    centred = x - mean
+    d = x.shape[-1]
     return Units(
         mean=mean,
         var=std * std,
@@ -91,9 +96,9 @@ def units_of(x: np.ndarray, eps: float, k: int) -> Units:
         den_layer=den_layer,
         ratio=mean_s / math.sqrt(ms_s) if ms_s > 0 else 0.0,
         mean_noise=sum_noise(x),
-        unit_rms=divide(x, den_k),
-        unit_full=divide(x, den_full),
-        unit_layer=divide(centred, den_layer),
+        unit_rms=unit_rms,
+        unit_full=unit_rms if k == d else divide(x, den_full),
+        unit_layer=unit_layer,
         layer_noise=ratio_or_zero(VECTOR_ULPS * U64 * (top + abs(mean)), den_layer),
         flat=var_s <= (FLAT_ULPS * U64) ** 2 * ms_s,
         mean_over_spread=abs(mean_s) / math.sqrt(var_s) if var_s > 0 else math.inf,
