@@ -9,6 +9,8 @@ import streamlit as st
 from core import available_devices, torch_available
 from core.defaults import MAX_WIDTH
 from core.lab.speed import (
+    MIN_SWEEP_BATCH,
+    MIN_SWEEP_WIDTH,
     PAPER_CITATION,
     PAPER_PARTIAL,
     PAPER_SAVING,
@@ -26,8 +28,6 @@ from core.lab.timing import (
     IMPLEMENTATIONS,
     MAX_BATCH,
     MAX_TENSOR_BYTES,
-    MIN_SWEEP_BATCH,
-    MIN_SWEEP_WIDTH,
     TIME_CAP_S,
     measure,
 )

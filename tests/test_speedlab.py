@@ -20,6 +20,7 @@ from core.lab.speed import (
     paired_ratio,
     plan,
     speed_view,
+    sweep_points,
     verdict_word,
 )
 from core.lab.speed_kernels import (
@@ -35,7 +36,6 @@ from core.lab.timing import (
     Measurement,
     SpeedRun,
     measure,
-    sweep_points,
 )
 
 

@@ -16,15 +16,11 @@ import numpy as np
 
 from core.lab.claims import Claim
 from core.lab.speed_kernels import PARTIALS, kernel_table, partial_size
-from core.lab.timing import (
-    MAX_TENSOR_BYTES,
-    MIN_SWEEP_BATCH,
-    MIN_SWEEP_WIDTH,
-    Measurement,
-    SpeedRun,
-    shapes_within_cap,
-    sweep_points,
-)
+from core.lab.timing import MAX_TENSOR_BYTES, Measurement, SpeedRun, shapes_within_cap
+
+# Smallest sweep points: below these, Python call overhead, not memory, is what gets timed.
+MIN_SWEEP_WIDTH = 64
+MIN_SWEEP_BATCH = 1
 
 # Zhang & Sennrich (2019), "Root Mean Square Layer Normalization", NeurIPS, abstract: RMSNorm
 # "reduces the running time by 7%~64% on different models" compared with LayerNorm.
@@ -69,6 +65,21 @@ class Plan:
     partials: tuple[float, ...]
     partial_shape: tuple[int, int] | None
     bytes_largest: int
+
+
+def sweep_points(lo: int, hi: int, *, max_points: int = 8) -> list[int]:
+    """Powers of two from ``lo`` to ``hi`` (both included), thinned to at most ``max_points``.
+
+    ``hi`` is always the last point, so the largest size the visitor chose is measured.
+    """
+    if lo < 1 or hi < lo:
+        raise ValueError(f"need 1 <= lo <= hi; got lo={lo}, hi={hi}")
+    points = [1 << k for k in range(int(np.log2(lo)), int(np.log2(hi)) + 1)]
+    points = [p for p in points if lo <= p < hi] + [hi]
+    if len(points) > max_points:
+        step = int(np.ceil((len(points) - 1) / (max_points - 1)))
+        points = points[-1::-step][::-1]
+    return points
 
 
 def sweep_sizes(sweep: str, d: int, batch: int) -> tuple[list[int], list[int]]:

@@ -51,9 +51,6 @@ MAX_BATCH = 4096
 MAX_TENSOR_BYTES = 8 << 20
 # One run of the lab holds the CPU for at most this long; the sweep stops where it is then.
 TIME_CAP_S = 2.0
-# Smallest sweep points: below these, Python call overhead, not memory, is what gets timed.
-MIN_SWEEP_WIDTH = 64
-MIN_SWEEP_BATCH = 1
 
 IMPLEMENTATIONS = ("numpy", "torch")
 DTYPES = ("float32", "float64")
@@ -128,21 +125,6 @@ class SpeedRun:
     def partial_by_p(self) -> dict[float, Measurement]:
         """The pRMSNorm measurements by p."""
         return {float(m.kernel.removeprefix("p=")): m for m in self.partial}
-
-
-def sweep_points(lo: int, hi: int, *, max_points: int = 8) -> list[int]:
-    """Powers of two from ``lo`` to ``hi`` (both included), thinned to at most ``max_points``.
-
-    ``hi`` is always the last point, so the largest size the visitor chose is measured.
-    """
-    if lo < 1 or hi < lo:
-        raise ValueError(f"need 1 <= lo <= hi; got lo={lo}, hi={hi}")
-    points = [1 << k for k in range(int(np.log2(lo)), int(np.log2(hi)) + 1)]
-    points = [p for p in points if lo <= p < hi] + [hi]
-    if len(points) > max_points:
-        step = int(np.ceil((len(points) - 1) / (max_points - 1)))
-        points = points[-1::-step][::-1]
-    return points
 
 
 def _check(name: str, values: Sequence[int], hi: int) -> list[int]:

@@ -21,15 +21,9 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from core.lab.speed import PAPER_PARTIAL, speed_view
+from core.lab.speed import MIN_SWEEP_BATCH, MIN_SWEEP_WIDTH, PAPER_PARTIAL, speed_view
 from core.lab.speed_kernels import KERNELS, PARTIALS
-from core.lab.timing import (
-    MAX_TENSOR_BYTES,
-    MIN_SWEEP_BATCH,
-    MIN_SWEEP_WIDTH,
-    Measurement,
-    SpeedRun,
-)
+from core.lab.timing import MAX_TENSOR_BYTES, Measurement, SpeedRun
 
 MIB = 8
 
