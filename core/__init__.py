@@ -10,9 +10,7 @@ from core.geometry import (
     Sphere3D,
     decompose,
     ones_direction,
-    plane_coords,
     plane_images,
-    sphere_3d,
 )
 from core.jacobian import (
     LAYER_JACOBIAN_FORMULA,
@@ -74,7 +72,6 @@ __all__ = [
     "layer_norm_report",
     "mean_square",
     "ones_direction",
-    "plane_coords",
     "plane_images",
     "preset_names",
     "resolve_device",
@@ -84,7 +81,6 @@ __all__ = [
     "rms_norm_reference",
     "rms_norm_report",
     "second_moment_identity",
-    "sphere_3d",
     "std_denominator",
     "torch_available",
     "variance",

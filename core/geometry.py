@@ -24,10 +24,8 @@ __all__ = [
     "Sphere3D",
     "decompose",
     "ones_direction",
-    "plane_coords",
     "plane_images",
     "plane_images_from",
-    "sphere_3d",
     "sphere_from",
 ]
 
@@ -77,18 +75,6 @@ def decompose(x: ArrayLike) -> tuple[float | np.ndarray, np.ndarray]:
     along = x @ u  # (..., d) -> (...)
     perp = x - along[..., None] * u
     return (float(along) if x.ndim == 1 else along), perp
-
-
-def plane_coords(x: ArrayLike) -> tuple[float | np.ndarray, float | np.ndarray]:
-    """Coordinates ``(a, b)`` of x in the plane spanned by u = 1/sqrt(d) and x's own perp part.
-
-    ``a = <x, u>`` is the signed distance along the ones direction and ``b = ||perp|| >= 0`` the
-    distance from that axis. Any x in R^d, whatever d, is one point of this half-plane, which
-    is why a 2-D picture can show what the norms do in any width. Shapes: ``(..., d) -> (...)``.
-    """
-    along, perp = decompose(x)
-    b = np.linalg.norm(perp, axis=-1)  # (..., d) -> (...)
-    return along, (float(b) if perp.ndim == 1 else b)
 
 
 @dataclass(frozen=True)
@@ -200,6 +186,19 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _check_resolution(resolution: object) -> None:
+    """Raise ``ValueError`` unless ``resolution`` is an integer in the mesh's limits."""
+    if (
+        isinstance(resolution, bool)
+        or not isinstance(resolution, int | np.integer)
+        or not MIN_RESOLUTION <= resolution <= MAX_RESOLUTION
+    ):
+        raise ValueError(
+            f"resolution must be an integer in [{MIN_RESOLUTION}, {MAX_RESOLUTION}]; "
+            f"got {resolution!r}"
+        )
+
+
 @dataclass(frozen=True)
 class Sphere3D(Drawn):
     """Mesh data for the d = 3 picture; every array is read-only.
@@ -228,13 +227,8 @@ class Sphere3D(Drawn):
     eps_layer: float
 
 
-def sphere_3d(
-    x: ArrayLike,
-    *,
-    eps_rms: float,
-    eps_layer: float,
-    gain: float = 1.0,
-    resolution: int = 40,
+def sphere_from(
+    x: ArrayLike, rms: np.ndarray, layer: np.ndarray, drawn: Drawn, *, resolution: int = 40
 ) -> Sphere3D:
     """The d = 3 picture: RMSNorm lands on a sphere, LayerNorm on a circle inside a plane.
 
@@ -242,32 +236,14 @@ def sphere_3d(
     radius sqrt(3)|gain|. LayerNorm also removes the ones component, so its outputs are the
     great circle where that sphere meets the plane perpendicular to 1. With eps > 0 both images
     of the given x sit visibly inside those surfaces when x is small.
+
+    ``rms`` and ``layer`` are RMSNorm(x) and LayerNorm(x), already computed; ``drawn`` holds the
+    gain and eps they were computed with (a :class:`PlaneImages` of the same outputs is one).
     """
     x = _as_float_array(x, name="x", ndim=1)
     if x.shape[-1] != 3:
         raise ValueError(f"x must have d = 3 for the 3-D picture; got d = {x.shape[-1]}")
-    if (
-        isinstance(resolution, bool)
-        or not isinstance(resolution, int | np.integer)
-        or not MIN_RESOLUTION <= resolution <= MAX_RESOLUTION
-    ):
-        raise ValueError(
-            f"resolution must be an integer in [{MIN_RESOLUTION}, {MAX_RESOLUTION}]; "
-            f"got {resolution!r}"
-        )
-    images = _normalise_both(x, eps_rms=eps_rms, eps_layer=eps_layer, gain=gain)
-    return sphere_from(x, *images, resolution=resolution)
-
-
-def sphere_from(
-    x: ArrayLike, rms: np.ndarray, layer: np.ndarray, drawn: Drawn, *, resolution: int = 40
-) -> Sphere3D:
-    """:func:`sphere_3d` for outputs already computed: the mesh around the given images.
-
-    ``drawn`` holds the gain and eps they were computed with; a :class:`PlaneImages` of the same
-    outputs is one.
-    """
-    x = _as_float_array(x, name="x", ndim=1)
+    _check_resolution(resolution)
     radius = math.sqrt(3) * abs(drawn.gain)
 
     # An orthonormal basis of the plane perpendicular to 1, ordered so e1 x e2 = u.

@@ -11,12 +11,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from core.geometry import (
+    Drawn,
     PlaneImages,
+    Sphere3D,
     decompose,
     ones_direction,
-    plane_coords,
     plane_images,
-    sphere_3d,
+    sphere_from,
 )
 from core.norms import layer_norm, rms_norm
 
@@ -52,21 +53,26 @@ def test_decompose_hand_computed():
     assert isinstance(along, float)
     np.testing.assert_allclose(along, 6.0, rtol=1e-15)
     np.testing.assert_allclose(perp, [-2.0, -1.0, 0.0, 3.0], rtol=1e-15)
-    a, b = plane_coords([1.0, 2.0, 3.0, 6.0])
+    a, b = plane_images([1.0, 2.0, 3.0, 6.0], eps_rms=0.0, eps_layer=0.0).point
     np.testing.assert_allclose([a, b], [6.0, math.sqrt(14.0)], rtol=1e-15)
 
 
-def test_batched_decompose_and_plane_coords_match_rows():
+def test_batched_decompose_matches_rows():
     x = np.random.default_rng(0).normal(size=(3, 5))
     along, perp = decompose(x)
-    a, b = plane_coords(x)
-    assert along.shape == (3,) and perp.shape == (3, 5) and b.shape == (3,)
+    assert along.shape == (3,) and perp.shape == (3, 5)
     for i in range(3):
         row_along, row_perp = decompose(x[i])
         np.testing.assert_allclose(along[i], row_along, rtol=1e-15)
         np.testing.assert_allclose(perp[i], row_perp, rtol=1e-15)
-        np.testing.assert_allclose(b[i], np.linalg.norm(x[i] - x[i].mean()), rtol=1e-13)
-    np.testing.assert_allclose(a, along, rtol=0)
+        a, b = plane_images(x[i], eps_rms=0.0, eps_layer=0.0).point
+        np.testing.assert_allclose(a, along[i], rtol=1e-15)
+        np.testing.assert_allclose(b, np.linalg.norm(x[i] - x[i].mean()), rtol=1e-13)
+
+
+def _plane_point(x: np.ndarray) -> tuple[float, float]:
+    """x's coordinates (along the ones direction, distance from that axis), written out."""
+    return math.fsum(x) / math.sqrt(x.size), float(np.linalg.norm(x - np.mean(x)))
 
 
 @pytest.mark.parametrize("gain", [1.0, 2.5, -0.5])
@@ -75,8 +81,8 @@ def test_plane_images_eps_zero_land_on_the_circle(gain):
     d = 6
     img = plane_images(x, eps_rms=0.0, eps_layer=0.0, gain=gain)
     assert isinstance(img, PlaneImages)
-    along, b = plane_coords(x)
-    np.testing.assert_allclose(img.point, (along, b), rtol=1e-15)
+    along, b = _plane_point(x)
+    np.testing.assert_allclose(img.point, (along, b), rtol=1e-13)
     np.testing.assert_allclose(img.radius, math.sqrt(d) * abs(gain), rtol=1e-15)
     # LayerNorm drops x onto the b-axis at the radius; the sign of the gain says which side.
     np.testing.assert_allclose(img.layer, (0.0, gain * math.sqrt(d)), rtol=1e-12, atol=1e-12)
@@ -102,7 +108,7 @@ def test_eps_pulls_both_images_inside_the_circle():
     x = np.array([0.01, -0.02, 0.03, 0.005])
     eps = 1e-3
     img = plane_images(x, eps_rms=eps, eps_layer=eps)
-    along, b = plane_coords(x)
+    along, b = _plane_point(x)
     r = math.sqrt(np.mean(x**2) + eps)
     sigma = math.sqrt(np.mean((x - x.mean()) ** 2) + eps)
     np.testing.assert_allclose(img.rms, (along / r, b / r), rtol=1e-12)
@@ -117,10 +123,18 @@ def test_input_on_the_ones_axis_stays_on_it():
     np.testing.assert_allclose(img.rms[0], -math.sqrt(5) * 2.0 / math.sqrt(4.0 + 1e-6), rtol=1e-12)
 
 
-def test_sphere_3d_geometry():
+def _sphere(x, *, eps_rms: float, eps_layer: float, gain: float = 1.0, **kw) -> Sphere3D:
+    """The 3-D picture of x, its images computed by core.norms with the constant weight gain."""
+    x = np.asarray(x, dtype=np.float64)
+    weight = np.full(x.size, gain)
+    rms, layer = rms_norm(x, weight, eps=eps_rms), layer_norm(x, weight, eps=eps_layer)
+    return sphere_from(x, rms, layer, Drawn(gain, eps_rms, eps_layer), **kw)
+
+
+def test_sphere_from_geometry():
     x = np.array([1.0, 2.0, -0.5])
     res = 12
-    s = sphere_3d(x, eps_rms=0.0, eps_layer=0.0, gain=2.0, resolution=res)
+    s = _sphere(x, eps_rms=0.0, eps_layer=0.0, gain=2.0, resolution=res)
     radius = 2.0 * math.sqrt(3.0)
     np.testing.assert_allclose(s.radius, radius, rtol=1e-15)
     assert s.circle.shape == (res + 1, 3)
@@ -140,8 +154,8 @@ def test_sphere_3d_geometry():
     np.testing.assert_allclose(np.linalg.norm(s.layer), radius, rtol=1e-12)
 
 
-def test_sphere_3d_eps_pulls_points_inside_and_arrays_are_frozen():
-    s = sphere_3d([0.05, -0.1, 0.02], eps_rms=0.01, eps_layer=0.01)
+def test_sphere_from_eps_pulls_points_inside_and_arrays_are_frozen():
+    s = _sphere([0.05, -0.1, 0.02], eps_rms=0.01, eps_layer=0.01)
     assert np.linalg.norm(s.rms) < 0.9 * s.radius
     assert np.linalg.norm(s.layer) < 0.9 * s.radius
     with pytest.raises(ValueError, match="read-only"):
@@ -150,8 +164,8 @@ def test_sphere_3d_eps_pulls_points_inside_and_arrays_are_frozen():
         s.plane[0][0, 0] = 1.0
 
 
-def test_sphere_3d_zero_gain_still_draws_a_plane():
-    s = sphere_3d([1.0, 1.0, 1.0], eps_rms=1e-6, eps_layer=1e-5, gain=0.0, resolution=4)
+def test_sphere_from_zero_gain_still_draws_a_plane():
+    s = _sphere([1.0, 1.0, 1.0], eps_rms=1e-6, eps_layer=1e-5, gain=0.0, resolution=4)
     assert s.radius == 0.0
     assert np.max(np.abs(s.plane[0])) > 0.0
 
@@ -166,7 +180,7 @@ def test_bad_inputs_raise_naming_the_parameter():
     with pytest.raises(ValueError, match="x must contain only finite"):
         decompose([1.0, float("nan")])
     with pytest.raises(ValueError, match="x must have at least one axis"):
-        plane_coords(2.0)
+        decompose(2.0)
     with pytest.raises(ValueError, match="x must be 1-D"):
         plane_images(np.ones((2, 3)), eps_rms=0.0, eps_layer=0.0)
     with pytest.raises(ValueError, match="eps_rms must be >= 0"):
@@ -176,12 +190,10 @@ def test_bad_inputs_raise_naming_the_parameter():
     with pytest.raises(ValueError, match="gain must be a finite real number"):
         plane_images([1.0, 2.0], eps_rms=0.0, eps_layer=0.0, gain=[1.0, 2.0])
     with pytest.raises(ValueError, match="x must have d = 3"):
-        sphere_3d([1.0, 2.0], eps_rms=0.0, eps_layer=0.0)
+        _sphere([1.0, 2.0], eps_rms=0.0, eps_layer=0.0)
     for bad in (3, 401, 10.0, True):
         with pytest.raises(ValueError, match=r"resolution must be an integer in \[4, 400\]"):
-            sphere_3d([1.0, 2.0, 3.0], eps_rms=0.0, eps_layer=0.0, resolution=bad)
-    with pytest.raises(ValueError, match="gain must be a finite real number"):
-        sphere_3d([1.0, 2.0, 3.0], eps_rms=0.0, eps_layer=0.0, gain=float("inf"))
+            _sphere([1.0, 2.0, 3.0], eps_rms=0.0, eps_layer=0.0, resolution=bad)
 
 
 def test_plane_images_from_given_outputs_match_plane_images() -> None:

@@ -259,7 +259,7 @@ def sphere_figure(
     """d = 3: RMSNorm's output sphere, the plane perpendicular to 1, LayerNorm's circle on it.
 
     ``plane`` and ``sphere`` are (X, Y, Z) mesh grids, ``circle`` is (n, 3), ``points`` is
-    (x, RMSNorm(x), LayerNorm(x)), each (3,): the arrays of ``core.geometry.sphere_3d``.
+    (x, RMSNorm(x), LayerNorm(x)), each (3,): the arrays of ``core.geometry.sphere_from``.
     The surfaces are faint and the points labelled, so that x inside the sphere stays visible.
     """
     x, y_rms, y_layer = points
