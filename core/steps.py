@@ -373,5 +373,7 @@ def _x_hat(call: Call, x64: np.ndarray) -> np.ndarray:
     else:
         root_k = math.sqrt(k)
         den = np.maximum(rms * root_k, call.eps) / root_k
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((den == 0) & (centred == 0), 0.0, centred / den)
+    if (den > 0).all():
+        return centred / den
+    # 0/0 = 0 as in the output; a nonzero over 0 stays infinite (normalise silences numpy).
+    return np.where((den == 0) & (centred == 0), 0.0, centred / den)
