@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from benchmarks.live import (
     READY,
@@ -30,7 +29,10 @@ from benchmarks.live import (
     streamlit_command,
     wait_for_health,
 )
+from benchmarks.st_private import protos
 
+ForwardMsg = protos().ForwardMsg
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 TIMEOUT_MS = 120_000
 # A run cut short by the next one (a second key press): the next one's end is what counts.
 EARLY = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
@@ -388,3 +390,21 @@ class Visit:
         presenter.context.close()
         self.tab.context.close()
         assert self.errors == [], f"browser errors {self.errors}"
+
+
+def is_local(url: str) -> bool:
+    """Whether a request stays on this machine (data: and blob: URLs never leave it)."""
+    if url.startswith(("data:", "blob:", "about:")):
+        return True
+    host = url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+    return host in LOCAL_HOSTS or url.split("://", 1)[-1].startswith("[::1]")
+
+
+def open_page(browser: object, url: str, *, width: int = 1400, height: int = 1000):
+    """A new page at ``url`` after the script has finished; returns (page, outside requests)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    outside: list[str] = []
+    page.on("request", lambda req: None if is_local(req.url) else outside.append(req.url))
+    page.goto(url)
+    page.wait_for_selector(READY, timeout=60_000)
+    return page, outside

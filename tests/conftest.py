@@ -17,34 +17,11 @@ if worker := os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["TMPDIR"] = tempfile.mkdtemp(prefix=f"normlab-tests-{worker}-")
     tempfile.tempdir = None
 
-# Test files import these from here; they live with the benchmarks, which start servers too.
 from benchmarks.live import (
-    CHARTS_DRAWN,
     CHROMIUM,
     CHROMIUM_ARGS,
-    READY,
-    SMALLEST_FIGURE_FONT,
-    free_port,
     live_app,
-    start_server,
-    wait_for_health,
 )
-
-__all__ = [
-    "CHARTS_DRAWN",
-    "CHROMIUM",
-    "CHROMIUM_ARGS",
-    "READY",
-    "SMALLEST_FIGURE_FONT",
-    "free_port",
-    "is_local",
-    "live_app",
-    "open_page",
-    "start_server",
-    "wait_for_health",
-]
-
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 
 @pytest.fixture(scope="session")
@@ -67,24 +44,6 @@ def browser() -> Iterator[object]:
             yield chromium
         finally:
             chromium.close()
-
-
-def is_local(url: str) -> bool:
-    """Whether a request stays on this machine (data: and blob: URLs never leave it)."""
-    if url.startswith(("data:", "blob:", "about:")):
-        return True
-    host = url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
-    return host in LOCAL_HOSTS or url.split("://", 1)[-1].startswith("[::1]")
-
-
-def open_page(browser: object, url: str, *, width: int = 1400, height: int = 1000):
-    """A new page at ``url`` after the script has finished; returns (page, outside requests)."""
-    page = browser.new_page(viewport={"width": width, "height": height})
-    outside: list[str] = []
-    page.on("request", lambda req: None if is_local(req.url) else outside.append(req.url))
-    page.goto(url)
-    page.wait_for_selector(READY, timeout=60_000)
-    return page, outside
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import READY, is_local, open_page
 
+from benchmarks.live import READY
+from tests.browser_util import is_local, open_page
 from ui.i18n import t
 from ui.nav import PAGES
 from viz.style import MIN_FONT_SIZE

@@ -136,3 +136,15 @@ def test_no_two_core_modules_are_named_alike() -> None:
         if path.name != "__init__.py":
             stems[path.stem.lstrip("_").removesuffix("s")].append(str(path.relative_to(ROOT)))
     assert {stem: paths for stem, paths in stems.items() if len(paths) > 1} == {}
+
+
+def test_tests_import_their_helpers_one_way() -> None:
+    """A test helper is imported as ``tests.<helper>``, never bare or through ``conftest``."""
+    helpers = {p.stem for p in (ROOT / "tests").glob("*.py")}
+    bare = [
+        f"{path.name}:{node.lineno}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.module in helpers
+    ]
+    assert bare == []

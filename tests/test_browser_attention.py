@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import READY, open_page
 
+from benchmarks.live import READY
+from tests.browser_util import open_page
 from ui.i18n import t
 
 pytestmark = pytest.mark.browser

@@ -8,9 +8,10 @@ import math
 from collections.abc import Iterator
 
 import pytest
-from conftest import READY, live_app, open_page
 
 from benchmarks.classroom import measure
+from benchmarks.live import READY, live_app
+from tests.browser_util import open_page
 
 pytestmark = pytest.mark.browser
 

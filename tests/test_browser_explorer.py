@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CHARTS_DRAWN, READY, SMALLEST_FIGURE_FONT, open_page
+
+from benchmarks.live import CHARTS_DRAWN, READY, SMALLEST_FIGURE_FONT
+from tests.browser_util import open_page
 
 pytestmark = pytest.mark.browser
 

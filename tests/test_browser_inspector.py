@@ -12,9 +12,10 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import READY, live_app, open_page
 
+from benchmarks.live import READY, live_app
 from core.inspector import Settings, inspect_view
+from tests.browser_util import open_page
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
 

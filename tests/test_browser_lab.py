@@ -7,7 +7,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import CHARTS_DRAWN, READY, SMALLEST_FIGURE_FONT
+
+from benchmarks.live import CHARTS_DRAWN, READY, SMALLEST_FIGURE_FONT
 
 pytestmark = pytest.mark.browser
 

@@ -5,7 +5,9 @@ the lesson's buttons as drawn)."""
 from __future__ import annotations
 
 import pytest
-from conftest import READY, open_page
+
+from benchmarks.live import READY
+from tests.browser_util import open_page
 
 pytestmark = pytest.mark.browser
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import READY, open_page
+
+from benchmarks.live import READY
+from tests.browser_util import open_page
 
 pytestmark = pytest.mark.browser
 

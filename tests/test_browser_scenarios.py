@@ -18,9 +18,9 @@ import importlib
 from collections.abc import Iterator
 
 import pytest
-from browser_util import WIDGETS, ServerLog, Tab, Visit, logged_app
 
 from tests.apptest_util import page_params
+from tests.browser_util import WIDGETS, ServerLog, Tab, Visit, logged_app
 from ui.i18n import t
 from ui.params import TextParam
 

@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import READY, open_page
+
+from benchmarks.live import READY
+from tests.browser_util import open_page
 
 pytestmark = pytest.mark.browser
 

@@ -14,8 +14,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import free_port, start_server, wait_for_health
-from serve_util import need_haproxy
+
+from benchmarks.live import free_port, start_server, wait_for_health
+from tests.serve_util import need_haproxy
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"

@@ -21,12 +21,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import streamlit as st
-from apptest_util import decode, figures
 from streamlit.testing.v1 import AppTest
 
 from core.lab.speed import MEASURE_LOCK
 from core.lab.timing import TIME_CAP_S
-from tests.apptest_util import page_params
+from tests.apptest_util import decode, figures, page_params
 from ui.nav import PAGES as NAV_PAGES
 from ui.params import FloatParam, IntParam, LadderParam
 

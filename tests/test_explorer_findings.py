@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 import pytest
-from apptest_util import metric, open_app, shown_text
 
 from core.inputs import make_input
+from tests.apptest_util import metric, open_app, shown_text
 from ui import fmt
 
 LANGS = ["en", "id"]

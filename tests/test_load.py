@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from serve_util import need_haproxy
 
 from benchmarks.live import CHROMIUM
 from benchmarks.load import Options
@@ -24,6 +23,7 @@ from benchmarks.target import Failover
 from benchmarks.visitors import THINK_JITTER
 from benchmarks.ws_visitor import Cookies, WsVisitor, chart_state, ws_url
 from serve.config import COOKIE, RETRY_S
+from tests.serve_util import need_haproxy
 
 ROOT = Path(__file__).resolve().parent.parent
 # A few visitors cost a few seconds each on an idle machine; the deadline leaves room for a loaded

@@ -36,8 +36,8 @@ from functools import cache, cached_property
 from urllib.parse import urlencode
 
 import pytest
-from apptest_util import SHOWN_KINDS, open_app
 
+from tests.apptest_util import SHOWN_KINDS, open_app
 from ui.i18n import catalogue
 from ui.nav import PAGES
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import CHROMIUM, live_app, open_page
 
+from benchmarks.live import CHROMIUM, live_app
+from tests.browser_util import open_page
 from ui.nav import PAGES
 
 ROOT = Path(__file__).resolve().parent.parent

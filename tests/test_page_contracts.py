@@ -7,11 +7,10 @@ import sys
 
 import numpy as np
 import pytest
-from apptest_util import assert_claims_shown, figures, open_app, trace
 
 from core.inputs import make_input
 from core.lab.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
-from tests.apptest_util import page_params
+from tests.apptest_util import assert_claims_shown, figures, open_app, page_params, trace
 from ui import fmt
 
 pytest.importorskip("torch")

@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from apptest_util import figures, open_app, open_page_alone, open_share, trace
 
 from core import layer_norm, rms_norm
 from core.inputs import gain_vector, make_input
+from tests.apptest_util import figures, open_app, open_page_alone, open_share, trace
 
 
 def outputs(at) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -80,7 +80,7 @@ def test_eps_zero_gives_output_norm_sqrt_d_times_gain(gain: float) -> None:
     # The plane view's circle has that radius too.
     plane = figures(at)["plane"]
     circle = plane["data"][0]
-    from apptest_util import decode
+    from tests.apptest_util import decode
 
     radius = np.hypot(decode(circle["x"]), decode(circle["y"]))
     np.testing.assert_allclose(radius, expected, rtol=1e-12)
@@ -222,7 +222,7 @@ def test_three_dimensional_view_appears_for_d_equal_three() -> None:
     at = open_app(d="3", eps="0")
     spec = figures(at)["sphere"]
     rms_point = [tr for tr in spec["data"] if tr.get("name") == "RMSNorm(x)"][0]
-    from apptest_util import decode
+    from tests.apptest_util import decode
 
     tip = np.array([decode(rms_point[a])[-1] for a in ("x", "y", "z")])
     np.testing.assert_allclose(np.linalg.norm(tip), math.sqrt(3), rtol=1e-12)
@@ -340,7 +340,7 @@ CLAIM_LINKS = [
 @pytest.mark.parametrize("lang", ["en", "id"])
 @pytest.mark.parametrize("link", CLAIM_LINKS, ids=lambda link: "&".join(link) or "default")
 def test_the_page_shows_exactly_the_sentences_the_core_chose(link: dict, lang: str) -> None:
-    from apptest_util import assert_claims_shown
+    from tests.apptest_util import assert_claims_shown
 
     at = open_app(lang=lang, **link)
     assert not at.exception

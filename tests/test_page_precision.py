@@ -7,12 +7,12 @@ import sys
 
 import numpy as np
 import pytest
-from apptest_util import assert_claims_shown, figures, open_app, trace
 
 from core.defaults import DTYPES
 from core.inputs import make_input
 from core.lab.precision import output_norm_vs_scale, precision_view
 from core.lab.reduced_precision import reduction_error
+from tests.apptest_util import assert_claims_shown, figures, open_app, trace
 from ui import fmt
 
 pytest.importorskip("torch")

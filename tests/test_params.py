@@ -6,11 +6,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pytest
-from apptest_util import APP, TIMEOUT, open_app
 from streamlit.runtime.state.query_params import EMBED_QUERY_PARAMS_KEYS
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest_util import page_params
+from tests.apptest_util import APP, TIMEOUT, open_app, page_params
 from ui.fmt import link
 from ui.frame import APP_KEYS, CONTROLS, LANG_KEY, TEXT_SIZE
 from ui.i18n import LANGUAGES

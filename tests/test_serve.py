@@ -14,7 +14,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from serve_util import launched, need_haproxy, session, worker_cookie
 
 from benchmarks.target import process_tree
 from serve.__main__ import main as serve_main
@@ -30,6 +29,7 @@ from serve.config import (
     write_run_files,
 )
 from serve.launcher import HAPROXY, ROOT, is_healthy
+from tests.serve_util import launched, need_haproxy, session, worker_cookie
 from ui.i18n import LANGUAGES, t
 
 PLAN = Plan(address="0.0.0.0", port=8501, worker_ports=(40001, 40002, 40003), seats=7)

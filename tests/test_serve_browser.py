@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import READY
-from serve_util import launched
 
+from benchmarks.live import READY
 from serve.config import COOKIE, DEFAULT_SEATS
+from tests.serve_util import launched
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
