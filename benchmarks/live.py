@@ -143,11 +143,13 @@ def stop_server(proc: subprocess.Popen, *, grace_s: float = SHUTDOWN_GRACE_S) ->
 
 
 @contextmanager
-def live_app(*, env: Mapping[str, str | None] | None = None) -> Iterator[str]:
-    """``streamlit run app.py`` on a free loopback port (``env`` as ``start_server`` takes it):
-    yields its URL once it answers the health check, and stops it on leaving."""
+def live_app(
+    *, env: Mapping[str, str | None] | None = None, log: Path | None = None
+) -> Iterator[str]:
+    """``streamlit run app.py`` on a free loopback port (``env`` and ``log`` as ``start_server``
+    takes them): yields its URL once it answers the health check, and stops it on leaving."""
     port = free_port()
-    proc = start_server(streamlit_command(port), port, env=env)
+    proc = start_server(streamlit_command(port), port, log=log, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_health(url)

@@ -23,11 +23,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.live import (
     READY,
-    free_port,
-    start_server,
-    stop_server,
-    streamlit_command,
-    wait_for_health,
+    live_app,
 )
 from benchmarks.st_private import protos
 
@@ -114,15 +110,9 @@ CHART_DATA = """() => Array.from(
 @contextmanager
 def logged_app(log: Path, env: dict[str, str | None] | None = None) -> Iterator[str]:
     """``streamlit run app.py`` on a free loopback port, its output written to ``log``."""
-    port = free_port()
     log.write_bytes(b"")
-    proc = start_server(streamlit_command(port), port, log=log, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_health(url)
+    with live_app(env=env, log=log) as url:
         yield url
-    finally:
-        stop_server(proc)
 
 
 class ServerLog:

@@ -4,7 +4,6 @@ and a writer process that answers for many students and prints each acknowledged
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -15,21 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
 from benchmarks.live import free_port
+from tests.serve_util import need_debian
 
 REDIS_SERVER = "/usr/bin/redis-server"
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def need_redis() -> None:
-    """Skip where Debian's redis-server is not installed; in CI (which installs it) fail."""
-    if Path(REDIS_SERVER).exists():
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"{REDIS_SERVER} is missing; .ci/run installs it with apt")
-    pytest.skip("Debian's redis-server is not installed (apt-get install -y redis-server)")
+    need_debian(REDIS_SERVER, "redis-server")
 
 
 @contextmanager

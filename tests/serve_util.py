@@ -23,13 +23,18 @@ from serve.launcher import HAPROXY, read_state
 READY_TIMEOUT_S = 120.0
 
 
-def need_haproxy() -> None:
-    """Skip where Debian's haproxy is not installed; in CI (which installs it) fail instead."""
-    if Path(HAPROXY).exists():
+def need_debian(path: str, package: str) -> None:
+    """Skip where Debian's ``package`` (its program at ``path``) is not installed; in CI, which
+    installs it with apt, fail instead."""
+    if Path(path).exists():
         return
     if os.environ.get("CI"):
-        pytest.fail(f"{HAPROXY} is missing; .ci/run installs it with apt")
-    pytest.skip("Debian's haproxy is not installed (apt-get install -y haproxy)")
+        pytest.fail(f"{path} is missing; .ci/run installs it with apt")
+    pytest.skip(f"Debian's {package} is not installed (apt-get install -y {package})")
+
+
+def need_haproxy() -> None:
+    need_debian(HAPROXY, "haproxy")
 
 
 @dataclass

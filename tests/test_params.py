@@ -6,7 +6,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pytest
-from streamlit.runtime.state.query_params import EMBED_QUERY_PARAMS_KEYS
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest_util import APP, TIMEOUT, open_app, page_params
@@ -23,6 +22,7 @@ from ui.params import (
     TextParam,
     echo,
 )
+from ui.st_private import reserved_link_keys
 
 D = IntParam("d", 16, 2, 8192)
 OFFSET = FloatParam("offset", 0.0, -20.0, 20.0)
@@ -121,7 +121,7 @@ def test_no_page_param_reuses_an_app_wide_name_or_its_own(spec) -> None:
 
 
 def test_the_app_wide_names_are_the_ones_the_app_reads() -> None:
-    assert {CONTROLS.key, TEXT_SIZE.key, *EMBED_QUERY_PARAMS_KEYS} <= set(APP_KEYS)
+    assert {CONTROLS.key, TEXT_SIZE.key, *reserved_link_keys()} <= set(APP_KEYS)
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.switch_page("pages/lesson.py")
     at.run()

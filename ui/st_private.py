@@ -13,6 +13,7 @@ for a value it clamped (``set_corrected_value``) and after a page switch.
 from __future__ import annotations
 
 from streamlit.runtime.state import get_session_state
+from streamlit.runtime.state.query_params import EMBED_QUERY_PARAMS_KEYS
 
 
 def set_query_param(key: str, value: str) -> None:
@@ -21,3 +22,9 @@ def set_query_param(key: str, value: str) -> None:
     with get_session_state().query_params() as qp:
         qp.set_corrected_value(key, value, "string_value")
         qp.set_initial_query_params_from_current()
+
+
+def reserved_link_keys() -> tuple[str, ...]:
+    """The link parameters Streamlit keeps for itself (``embed``, ``embed_options``): no page may
+    name a parameter of its own after them."""
+    return tuple(sorted(EMBED_QUERY_PARAMS_KEYS))
