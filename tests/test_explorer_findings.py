@@ -16,6 +16,7 @@ import pytest
 from core.inputs import make_input
 from tests.apptest_util import metric, open_app, shown_text
 from ui import fmt
+from ui.i18n import t
 
 LANGS = ["en", "id"]
 
@@ -171,3 +172,13 @@ def test_every_claim_holds_where_the_sweep_once_found_one_false(found: dict) -> 
     claims = oracle.view(state).claims
     for claim in claims.values():
         oracle.CHECKS[claim.key](state, claim)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_the_zero_vector_gets_no_angle_and_no_share(lang: str) -> None:
+    """x = 0 has no direction and RMS² = 0: no sentence quotes an angle with 1 or the mean's
+    share of RMS² (an outside audit found "an angle of 0°" and "0 % of RMS²" there)."""
+    text = "\n".join(shown_text(open_app("explorer", x="0,0,0", lang=lang)))
+    assert t("explorer.plane_position_zero", lang) in text
+    assert t("explorer.why_moment_share_zero", lang) in text
+    assert "0°" not in text and "0 %" not in text

@@ -413,8 +413,14 @@ def check_why_moment(state: dict, claim) -> None:
             _near(f[name], exact, rtol=1e-9, atol=slack, what=name)
 
 
+def check_zero_vector(state: dict, claim) -> None:
+    """Sentences for x = 0 only: every coordinate the norms saw is 0."""
+    assert not np.any(ref(state).x)
+
+
 def check_why_moment_share(state: dict, claim) -> None:
     r, f = ref(state), claim.fields
+    assert np.any(r.x), "x = 0 has no share to quote"
     share = float(r.mu_q * r.mu_q / r.ms_q) if r.ms_q else 0.0
     if _zero_shown(claim, "share_pct"):
         _rounding_only(claim, "share_pct", share, 1.0)
@@ -473,6 +479,7 @@ def check_centring_mean(state: dict, claim) -> None:
 
 def check_plane_position(state: dict, claim) -> None:
     r, f = ref(state), claim.fields
+    assert np.any(r.x), "x = 0 has no angle to quote"
     # a = <x, 1/sqrt(d)> = mu sqrt(d); b = |x - mu 1| = sqrt(d Var); the angle is atan2(b, a).
     a, b = r.mean * math.sqrt(r.d), r.std * math.sqrt(r.d)
     angle = math.degrees(math.atan2(b, a))
@@ -696,6 +703,8 @@ CHECKS = {
     "explorer.centring_same": check_centring_mean,
     "explorer.centring_differs": check_centring_mean,
     "explorer.plane_position": check_plane_position,
+    "explorer.plane_position_zero": check_zero_vector,
+    "explorer.why_moment_share_zero": check_zero_vector,
     **{f"explorer.plane_{k}": check_plane_rms for k in ("same", "opposite", "origin",
                                                         "rms_infinite", "same_dtype",
                                                         "opposite_dtype")},

@@ -144,7 +144,10 @@ def _moment_claims(x: np.ndarray, u: Units) -> dict[str, Claim]:
             "explorer.why_moment_share",
             {"share_pct": u.ratio**2},
             {"share_pct": ratio_or_zero(u.mean_noise + FLAT_ULPS * U64 * u.rms, u.rms) ** 2},
-        ),
+        )
+        if np.any(x)
+        # RMS² = 0: there is no whole for the mean to have a share of.
+        else Claim("explorer.why_moment_share_zero"),
     }
 
 
@@ -234,6 +237,9 @@ def _plane_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
             {"angle": angle, "a": a, "b": b},
             {"angle": noise_angle, "a": noise_a, "b": noise_b},
         )
+        if np.any(x)
+        # The zero vector has no direction: no angle with 1 to quote.
+        else Claim("explorer.plane_position_zero")
     }
     claims |= _plane_points(ctx)
     if not u.flat:
