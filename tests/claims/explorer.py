@@ -579,6 +579,7 @@ def check_plane_eps(state: dict, claim) -> None:
     _near(f["ms"], r.ms, rtol=1e-12, what="ms")
     _near(f["var"], r.var, rtol=1e-9, atol=4 * r.d * U64 * r.ms, what="var")
     _near(f["radius"], math.sqrt(r.d) * abs(r.g_plane), rtol=1e-12, what="radius")
+    assert f["gain"] == r.g_plane  # the g the sentence's √d·|g| names
     assert f["eps"] == r.eps
     _decided(claim.key.endswith("visible"), min(f_rms, f_layer), 1 - 1e-3, "negligible")
 

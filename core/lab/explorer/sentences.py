@@ -243,7 +243,7 @@ def _plane_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
     }
     claims |= _plane_points(ctx)
     if not u.flat:
-        claims["plane_eps"] = _eps_claim(u, ctx["eps"], plane.radius)
+        claims["plane_eps"] = _eps_claim(u, ctx["eps"], plane.radius, ctx["g_plane"])
     return claims
 
 
@@ -277,7 +277,7 @@ def _plane_points(ctx: dict[str, Any]) -> dict[str, Claim]:
     return {"plane_rms": rms, "plane_layer": Claim(key, fields, {"la": noise_la})}
 
 
-def _eps_claim(u: Units, eps: float, radius: float) -> Claim:
+def _eps_claim(u: Units, eps: float, radius: float, gain: float) -> Claim:
     """Whether eps alone pulls the normalised vectors visibly inside the circle."""
     f_rms, f_layer = _shrink(u.rms, u.den_full), _shrink(u.std, u.den_layer)
     return pick(
@@ -290,6 +290,7 @@ def _eps_claim(u: Units, eps: float, radius: float) -> Claim:
         f_rms_pct=f_rms,
         f_layer_pct=f_layer,
         radius=radius,
+        gain=gain,  # the plane's gain: the link's, or 1 under a gain pattern
     )
 
 
