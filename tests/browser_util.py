@@ -87,13 +87,13 @@ WIDGET_VALUES = """() => {
 }"""
 # The main area's text, line by line, without progress boxes (st.status), which report work this
 # server did once, such as loading a model, that a second visitor finds done; and without the
-# charts' tick labels, which Plotly picks for the chart's size in pixels (the charts' data are
-# compared as CHART_DATA).
+# charts' own text, whose tick labels Plotly picks for the chart's size in pixels and the moment
+# it is drawn (the charts' data are compared as CHART_DATA).
 MAIN_TEXT = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   const icons = ['Check', 'Error', 'Spinner'].map(s => `[data-testid="stExpanderIcon${s}"]`);
   const hide = document.createElement('style');
-  hide.textContent = '.js-plotly-plot g[class*="tick"] { display: none !important; }';
+  hide.textContent = '.js-plotly-plot { display: none !important; }';
   document.head.appendChild(hide);
   let text = main.innerText;
   hide.remove();
