@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from babel.numbers import parse_decimal
 from streamlit.testing.v1 import AppTest
 
 from core.lab.claims import Claim
@@ -34,10 +35,23 @@ def open_app(page: str | None = None, **query: str) -> AppTest:
 
 
 def metric(at: AppTest, label: str) -> float:
-    """The number shown by the one ``st.metric`` called ``label``."""
+    """The number shown by the one ``st.metric`` called ``label``, read in the page's language."""
     values = [m.value for m in at.metric if m.label == label]
     assert len(values) == 1, [m.label for m in at.metric]
-    return float(values[0])
+    return shown_number(values[0], page_lang(at))
+
+
+def page_lang(at: AppTest) -> str:
+    """The language the page was drawn in (the sidebar's choice)."""
+    return at.session_state["lang"] if "lang" in at.session_state else "en"
+
+
+def shown_number(text: str, lang: str) -> float:
+    """A number as a page writes it in ``lang`` (``1,5`` and ``1.234,5`` in Indonesian, ``1,234.5``
+    in English, ``1.5e-8`` or ``1,5e-8`` in both), read with Babel's locale data."""
+    mantissa, _, exponent = text.strip().replace("−", "-").partition("e")
+    value = parse_decimal(mantissa, locale=lang, strict=True)
+    return float(value.scaleb(int(exponent)) if exponent else value)
 
 
 def figures(at: AppTest) -> dict[str, dict]:

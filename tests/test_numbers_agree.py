@@ -77,8 +77,8 @@ class Quoted:
 def _decimal_mark(mantissa: str, lang: str) -> str | None:
     """The decimal mark of ``mantissa``; the other of ``.``/``,`` is a digit group separator.
 
-    The pages write ``.`` in both languages today; Babel's Indonesian would write ``,``. Within
-    one page both sides of a comparison are written one way, so either reading compares alike.
+    English pages write ``.`` and group with ``,``; Indonesian pages (Babel's locale data) the
+    reverse.
     """
     marks = [c for c in mantissa if c in ".,"]
     if not marks:
@@ -88,9 +88,8 @@ def _decimal_mark(mantissa: str, lang: str) -> str | None:
     mark = marks[0]
     if len(marks) > 1:  # "110,928,000": groups only
         return None
-    if lang == "en" and mark == ",":
-        return None
-    return mark
+    # One mark: the language's decimal mark, or else a group separator ("1,234" / "1.234").
+    return mark if mark == {"en": ".", "id": ","}[lang] else None
 
 
 def parse_number(text: str, lang: str) -> Quoted | None:
@@ -202,7 +201,8 @@ def _frame_cells(frame) -> list[tuple[str, str, str]]:
 
 # LaTeX numbers as ui.fmt.tex writes them, back in ui.fmt.num's form; Greek letters as text.
 _TEX = (
-    (r"(\d(?:\.\d+)?) \\times 10\^\{(-?\d+)\}", r"\1e\2"),
+    (r"(?<=\d)\{,\}(?=\d)", ","),  # a decimal comma (or an English group mark) kept from TeX
+    (r"(\d(?:[.,]\d+)?) \\times 10\^\{(-?\d+)\}", r"\1e\2"),
     (r"(?<![\d.])10\^\{(-?\d+)\}", r"1e\1"),
     (r"\\approx 0", "≈ 0"),
     (r"\\mu\b", "μ"),

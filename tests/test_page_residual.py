@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from core.lab.residual import residual_view, simulate_residual
 from core.lab.trained_residual import TRAINED_NORMS, TRAINED_QUANTITIES, trained_view
 from tests import test_fuzz_pages as fuzz
-from tests.apptest_util import assert_claims_shown, decode, figures, metric, open_app, trace
+from tests.apptest_util import assert_claims_shown, decode, figures, metric, open_app, shown_number, trace
 from ui.i18n import t
 
 
@@ -41,7 +41,7 @@ def test_page_shows_the_cores_numbers(lang):
     # The offset metric names its trunk, and the other trunk's reading is beside it.
     label = t("residual.metric_offset", lang, layers=10)
     (offset,) = [m for m in at.metric if m.label == label]
-    np.testing.assert_allclose(float(offset.value), ref["rms"]["stream_mean"][-1], rtol=1e-3)
+    np.testing.assert_allclose(shown_number(offset.value, lang), ref["rms"]["stream_mean"][-1], rtol=1e-3)
     layer_offset = float(ref["layer"]["stream_mean"][-1])
     assert offset.proto.delta == t("residual.vs_layer", lang, value=layer_offset)
     spec = figures(at)["layers_figure"]

@@ -1,12 +1,19 @@
-"""One way to write a number, for every page.
+"""One way to write a number, for every page, in the page's language.
 
 - :func:`num`: prose, tables, metrics and captions. Four significant digits; ``1.235e-8`` style
   below 1e-3 and from 1e5 up (one scientific style everywhere, the same one links use); ``0``
   for an exact zero and ``≈ 0`` for a value the caller knows to be rounding noise (``noise``).
-- :func:`link`: the short, round-trippable text a link or a ladder widget carries (``1e-5``).
+- :func:`link`: the short, round-trippable text a link or a ladder widget carries (``1e-5``),
+  the same in every language.
 - :func:`tex`: the same number for LaTeX (``1.235 \\times 10^{-8}``).
 - :func:`pct`: a fraction as a percentage, three significant digits.
 - :func:`stacked`: a display formula whose clauses (``a = …,\\quad b = …``) go one per line.
+- :func:`parse`: a number typed in the page's language, back to a float.
+
+The decimal mark and the digit grouping come from Babel's locale data (CLDR): English writes
+``1,234.5``, Bahasa Indonesia ``1.234,5``. The language is the page's (``st.session_state["lang"]``,
+the sidebar's choice), or the one :func:`language` sets for a block of code; a caller may also
+pass ``lang``. Exports (CSV, JSON) and links never go through here: they keep a decimal point.
 
 The translator (``ui.i18n.Translator``) formats every float it substitutes with :func:`num`, so a
 page passes numbers, not strings.
@@ -16,6 +23,83 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from decimal import Decimal
+from functools import cache
+
+from babel.numbers import NumberFormatError, get_decimal_symbol, get_group_symbol, parse_decimal
+
+LANGUAGES = ("en", "id")
+DEFAULT_LANGUAGE = "en"
+_LANG: ContextVar[str | None] = ContextVar("normlab_number_language", default=None)
+
+
+@contextmanager
+def language(lang: str) -> Iterator[None]:
+    """Write numbers in ``lang`` inside the block (outside a page, or to override it)."""
+    token = _LANG.set(lang if lang in LANGUAGES else DEFAULT_LANGUAGE)
+    try:
+        yield
+    finally:
+        _LANG.reset(token)
+
+
+def current_language() -> str:
+    """The language numbers are written in now: :func:`language`'s, else the page's."""
+    lang = _LANG.get()
+    if lang is not None:
+        return lang
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
+        return DEFAULT_LANGUAGE
+    try:
+        lang = ctx.session_state["lang"]
+    except KeyError:
+        return DEFAULT_LANGUAGE
+    return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
+
+
+@cache
+def marks(lang: str) -> tuple[str, str]:
+    """The decimal mark and the digit group separator of ``lang`` (Babel's CLDR data)."""
+    return get_decimal_symbol(lang), get_group_symbol(lang)
+
+
+def localise(text: str, lang: str | None = None) -> str:
+    """``text``, a number written with a point and no grouping (``-12345.6``, ``1.5e-8``), in
+    ``lang``: its decimal mark, and its integer part grouped by thousands."""
+    decimal, group = marks(lang or current_language())
+    mantissa, e, exponent = text.partition("e")
+    sign = mantissa[:1] if mantissa[:1] in ("-", "−") else ""
+    whole, point, frac = mantissa[len(sign) :].partition(".")
+    if not whole.isdigit():
+        return text
+    if len(whole) > 3:
+        head = len(whole) % 3 or 3
+        whole = group.join([whole[:head]] + [whole[i : i + 3] for i in range(head, len(whole), 3)])
+    return f"{sign}{whole}{decimal if point else ''}{frac}{e}{exponent}"
+
+
+def parse(text: str, lang: str | None = None) -> float:
+    """A number typed in ``lang`` (``1,5`` in Indonesian, ``1.5`` in English; ``1e-5`` in both),
+    as a float. Raises ``ValueError`` for text that is not one number in that language."""
+    body = text.strip().replace("−", "-").replace("\u2212", "-")
+    mantissa, e, exponent = body.replace("E", "e").partition("e")
+    lang = lang or current_language()
+    try:
+        value = parse_decimal(mantissa, locale=lang, strict=True)
+    except NumberFormatError as err:
+        raise ValueError(f"{text!r} is not a number in {lang}") from err
+    if e:
+        if not exponent.lstrip("+-").isdigit():
+            raise ValueError(f"{text!r} is not a number in {lang}")
+        value = value.scaleb(int(exponent))
+    return float(Decimal(value))
+
 
 SIG = 4
 # Below 1e-3 and from 1e5 up a number reads better as mantissa and power of ten.
@@ -39,8 +123,16 @@ def _special(value: float) -> str | None:
     return None
 
 
-def num(value: float | int, *, sig: int = SIG, noise: float = 0.0) -> str:
-    """``value`` for a reader: 4 significant digits, ``≈ 0`` at or below ``noise`` (not 0)."""
+def num(
+    value: float | int, *, sig: int = SIG, noise: float = 0.0, lang: str | None = None
+) -> str:
+    """``value`` for a reader in ``lang`` (default: the page's): 4 significant digits,
+    ``≈ 0`` at or below ``noise`` (not 0)."""
+    return localise(_plain(value, sig, noise), lang)
+
+
+def _plain(value: float | int, sig: int, noise: float) -> str:
+    """:func:`num` with a decimal point and no grouping."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return str(int(value))
     value = float(value)
@@ -73,9 +165,10 @@ def link(value: float) -> str:
     return text
 
 
-def tex(value: float, *, sig: int = SIG, noise: float = 0.0) -> str:
-    """:func:`num` for LaTeX: ``1e-5`` becomes ``10^{-5}``, ``3e-8`` ``3 \\times 10^{-8}``."""
-    text = num(value, sig=sig, noise=noise)
+def tex(value: float, *, sig: int = SIG, noise: float = 0.0, lang: str | None = None) -> str:
+    """:func:`num` for LaTeX: ``1e-5`` becomes ``10^{-5}``, ``3e-8`` ``3 \\times 10^{-8}``; a
+    comma in braces (``1{,}5``), which TeX would otherwise space as punctuation."""
+    text = num(value, sig=sig, noise=noise, lang=lang).replace(",", "{,}")
     if text == "≈ 0":
         return r"\approx 0"
     if text in ("∞", "-∞"):
@@ -89,9 +182,9 @@ def tex(value: float, *, sig: int = SIG, noise: float = 0.0) -> str:
     return rf"{mantissa} \times {power}"
 
 
-def pct(fraction: float, *, sig: int = 3, noise: float = 0.0) -> str:
-    """``fraction`` as a percentage: ``0.4213`` -> ``42.1 %``."""
-    return f"{num(100.0 * float(fraction), sig=sig, noise=100.0 * noise)} %"
+def pct(fraction: float, *, sig: int = 3, noise: float = 0.0, lang: str | None = None) -> str:
+    """``fraction`` as a percentage: ``0.4213`` -> ``42.1 %`` (``42,1 %`` in Indonesian)."""
+    return f"{num(100.0 * float(fraction), sig=sig, noise=100.0 * noise, lang=lang)} %"
 
 
 # Clause separators of a display formula, the longer first.

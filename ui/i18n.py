@@ -9,7 +9,8 @@ language, so a sentence and its translation sit next to each other::
 
 A page binds a translator once, ``tr = translator(lang)``, and asks ``tr("explorer.title")``.
 Placeholders use ``str.format`` fields; numbers are passed as numbers and written by
-:func:`ui.fmt.num` (so every page writes them one way).
+:func:`ui.fmt.num` in the text's language (so every page writes them one way: ``1.5`` in English,
+``1,5`` in Indonesian).
 
 A text that states a fact about the numbers carries ``claim = true`` beside its languages: it is
 shown only through a :class:`core.lab.claims.Claim` the core chose (``tr.claim``), never by key
@@ -66,15 +67,15 @@ def is_claim(key: str) -> bool:
     return bool(_load()[1].get(key, {}).get("claim", False))
 
 
-def _format_value(name: str, value: Any, noise: float) -> Any:
+def _format_value(name: str, value: Any, noise: float, lang: str) -> Any:
     if isinstance(value, bool) or isinstance(value, str):
         return value
     if isinstance(value, numbers.Integral):
         return str(int(value))
     if isinstance(value, numbers.Real):
         if name.endswith("_pct"):
-            return fmt.pct(float(value), noise=noise)
-        return fmt.num(float(value), noise=noise)
+            return fmt.pct(float(value), noise=noise, lang=lang)
+        return fmt.num(float(value), noise=noise, lang=lang)
     return value
 
 
@@ -90,7 +91,9 @@ def _render(key: str, lang: str, values: Mapping[str, Any], noise: Any) -> str:
     if not values:
         return text
     levels = noise if isinstance(noise, Mapping) else dict.fromkeys(values, noise)
-    return text.format(**{k: _format_value(k, v, levels.get(k, 0.0)) for k, v in values.items()})
+    lang = lang if lang in LANGUAGES else DEFAULT_LANGUAGE
+    shown = {k: _format_value(k, v, levels.get(k, 0.0), lang) for k, v in values.items()}
+    return text.format(**shown)
 
 
 class Translator:

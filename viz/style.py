@@ -6,6 +6,7 @@ any common colour-vision deficiency; the series also differ in marker shape and 
 
 import math
 import re
+from collections.abc import Callable
 
 import plotly.graph_objects as go
 
@@ -103,7 +104,13 @@ MIN_FONT_SIZE = 14
 TEXT = "#333333"
 
 
-def readable(fig: go.Figure, *, large: bool = False) -> go.Figure:
+def readable(
+    fig: go.Figure,
+    *,
+    large: bool = False,
+    separators: str = ".,",
+    localise: Callable[[str], str] | None = None,
+) -> go.Figure:
     """``fig`` with every text at least ``MIN_FONT_SIZE`` px, times ``LARGE_TEXT_SCALE`` when
     ``large``: ticks and axis titles (2D and 3D), legend, title, annotations (subplot titles),
     hover labels, colour bars and labels drawn on traces.
@@ -113,10 +120,15 @@ def readable(fig: go.Figure, *, large: bool = False) -> go.Figure:
     (``FONT_SIZE`` unless its layout says otherwise). Pages call it once per figure through
     ``ui.frame.readable``, which passes ``large`` from the link's view mode.
 
+    Numbers follow the page's language: ``separators`` (Plotly's decimal mark, then its digit
+    group separator) writes hover labels and automatic ticks, and ``localise`` rewrites tick
+    labels the figure wrote itself (``ticktext``), so ``0,05`` is a tick in Indonesian.
+
     Returns a new figure built from the edited layout: setting the same fonts property by
     property on the built figure costs five to ten times as long.
     """
     layout = fig.layout.to_plotly_json()
+    layout["separators"] = separators
     # The new figure gets the default template back without validating it again.
     layout.pop("template", None)
     sized = _Sizer(LARGE_TEXT_SCALE if large else 1.0, (layout.get("font") or {}).get("size"))
@@ -134,16 +146,26 @@ def readable(fig: go.Figure, *, large: bool = False) -> go.Figure:
         layout.setdefault("scene", {})
     for name in list(layout):
         if _AXIS.match(name):
-            layout[name] = sized.axis(layout[name])
+            layout[name] = _ticks(sized.axis(layout[name]), localise)
         elif _SCENE.match(name):
             scene = layout[name]
-            scene.update({k: sized.axis(scene.get(k)) for k in ("xaxis", "yaxis", "zaxis")})
+            scene.update(
+                {k: _ticks(sized.axis(scene.get(k)), localise) for k in ("xaxis", "yaxis", "zaxis")}
+            )
     for note in layout.get("annotations", ()):
         note["font"] = sized.font(note.get("font"), colour=False)  # perhaps its series' colour
     out = go.Figure(data=fig.data, layout=layout)
     for trace in out.data:
         sized.trace(trace)
     return out
+
+
+def _ticks(axis: dict, localise: Callable[[str], str] | None) -> dict:
+    """``axis`` with its own tick labels (``ticktext``) written by ``localise``."""
+    text = axis.get("ticktext")
+    if localise is not None and text is not None:
+        axis["ticktext"] = [localise(t) if isinstance(t, str) else t for t in text]
+    return axis
 
 
 # Trace types drawn in a 3D scene rather than on x and y axes.
