@@ -16,7 +16,9 @@ from core.lab.attention import (
     attention_sandbox,
 )
 from core.lab.key_geometry import MAX_KEYS, MIN_KEYS
+from core.lab.snippets import attention_code
 from ui import widgets
+from ui.code import code_section
 from ui.frame import begin_page, presenting, readable, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
@@ -184,6 +186,7 @@ def main() -> None:
     uniform_section(box, tr)
     formulas(tr)
     paper_section(tr)
+    code_section(tr, attention_code(state))
     share_box(PARAMS, lang)
 
 

@@ -14,7 +14,9 @@ from core.lab.backward import (
     BackwardView,
     backward_view,
 )
+from core.lab.snippets import backward_code
 from ui import fmt, widgets
+from ui.code import code_section
 from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
@@ -155,6 +157,7 @@ def main() -> None:
         names = labels(tr)
         jacobians(view, tr, names)
         gradients(view, tr, names)
+        code_section(tr, backward_code(state))
     share_box(PARAMS, tr.lang)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import streamlit as st
 
@@ -17,7 +19,9 @@ from core.lab.contracts import (
     ContractsView,
     contracts_view,
 )
+from core.lab.snippets import contracts_code
 from ui import fmt, widgets
+from ui.code import code_section
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
@@ -59,10 +63,15 @@ def apply_mistake(name: str) -> None:
     st.session_state.update(MISTAKES[name])
 
 
+def preset_title(tr: Translator) -> Callable[[str], str]:
+    """A preset's name for the reader, one per preset across the pages (the lesson's table)."""
+    return lambda name: tr(f"lesson.preset_{name}")
+
+
 def side_controls(side: str, tr: Translator, state: dict) -> None:
     st.subheader(tr(f"contracts.side_{side}"))
-    name = state[side] = widgets.choice(P[side], tr("contracts.preset_label"))
-    st.caption(get_preset(name, "rms").title)
+    # Named as in the lesson's presets table; the link carries the preset's name.
+    state[side] = widgets.labelled_choice(P[side], tr("contracts.preset_label"), preset_title(tr))
     preset = {"preset": tr("contracts.option_preset")}
     eps_labels = {**preset, **{v: v for v in EPS_CHOICES[1:]}}
     state[f"eps_{side}"] = widgets.labelled_choice(
@@ -185,7 +194,8 @@ def contracts(view: ContractsView, state: dict, tr: Translator) -> None:
     # row, and on a phone too wide for one line.
     for side in SIDES:
         preset = get_preset(state[side], "rms")
-        title = tr("contracts.side_title", side=tr(f"contracts.side_{side}"), title=preset.title)
+        name = tr(f"lesson.preset_{preset.name}")
+        title = tr("contracts.side_title", side=tr(f"contracts.side_{side}"), title=name)
         st.markdown(f"**{title}**")
         st.latex(fmt.stacked(preset.formula))
     st.markdown(tr.claim(view.claims["contract"]))
@@ -199,6 +209,7 @@ def main() -> None:
     view = compute(tuple(sorted(state.items())))
     comparison(view, state, tr)
     contracts(view, state, tr)
+    code_section(tr, contracts_code(state))
     share_box(PARAMS, tr.lang)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import streamlit as st
 
@@ -23,9 +25,12 @@ from core.lab.explorer import (
     dtype_max,
     explore,
 )
+from core.lab.snippets import explorer_code
 from core.messages import Message
 from core.stats import IDENTITY_FORMULA, STAT_NAMES
 from ui import fmt, widgets
+from ui.chart import chart
+from ui.code import code_section
 from ui.export import coordinates_csv, statistics_csv, view_json
 from ui.frame import Saving, begin_page, metric_width, presenting, share_box, view_mode
 from ui.i18n import Translator, translator
@@ -71,7 +76,8 @@ def controls(tr: Translator) -> dict:
         widgets.number(P["offset"], tr("explorer.offset_label"), step=0.1)
         widgets.ladder(P["eps"], tr("explorer.eps_label"))
         st.subheader(tr("explorer.group_input"))
-        typed = bool(widgets.text(P["x"], tr("explorer.x_label"), help=tr("explorer.x_help")))
+        label, help_text = tr("explorer.x_label"), tr("explorer.x_help")
+        typed = bool(widgets.typed_vector(P["x"], label, tr.lang, help=help_text))
         widgets.number(
             P["d"],
             tr("explorer.d_label"),
@@ -80,7 +86,9 @@ def controls(tr: Translator) -> dict:
             help=tr("explorer.d_help"),
             disabled=typed,
         )
-        dist = widgets.choice(P["dist"], tr("explorer.dist_label"), disabled=typed)
+        dist = widgets.labelled_choice(
+            P["dist"], tr("explorer.dist_label"), _names(tr, "dist"), disabled=typed
+        )
         st.caption(tr(f"explorer.dist_{dist}"))
         seedless = typed and st.session_state.get("gain_pattern") != "random"
         widgets.number(
@@ -89,7 +97,9 @@ def controls(tr: Translator) -> dict:
         widgets.ladder(P["scale"], tr("explorer.scale_label"))
         st.subheader(tr("explorer.group_norm"))
         widgets.number(P["gain"], tr("explorer.gain_label"), step=0.05)
-        pattern = widgets.choice(P["gain_pattern"], tr("explorer.gain_pattern_label"))
+        pattern = widgets.labelled_choice(
+            P["gain_pattern"], tr("explorer.gain_pattern_label"), _names(tr, "gain")
+        )
         st.caption(tr(f"explorer.gain_{pattern}"))
         widgets.number(P["bias"], tr("explorer.bias_label"), step=0.05)
         widgets.number(
@@ -106,6 +116,11 @@ def controls(tr: Translator) -> dict:
     return state
 
 
+def _names(tr: Translator, group: str) -> Callable[[str], str]:
+    """The shown name of a distribution (``group="dist"``) or gain pattern (``"gain"``)."""
+    return lambda value: tr(f"explorer.{group}_option_{value}")
+
+
 def _compute_controls(tr: Translator) -> None:
     st.subheader(tr("explorer.group_compute"))
     if not torch_available():
@@ -117,11 +132,12 @@ def _compute_controls(tr: Translator) -> None:
 
 
 def input_vector(state: dict, tr: Translator) -> np.ndarray:
-    """x from the typed text if it reads, otherwise from the distribution; scale and offset."""
-    text = state["x"].strip()
+    """x from the typed text if it reads (in the page's language: ``widgets.typed_vector``),
+    otherwise from the distribution; scale and offset."""
+    text = st.session_state.get(f"{P['x'].key}_typed", state["x"]).strip()
     if text:
         try:
-            typed = parse_vector(text)
+            typed = parse_vector(text, decimal=fmt.marks(tr.lang)[0])
         except VectorParseError as err:
             message = tr(
                 f"explorer.x_{err.code}",
@@ -182,16 +198,28 @@ def labels(tr: Translator) -> dict[str, str]:
 
 def coordinates(tr: Translator, view: ExplorerView, names: dict, scale: float) -> None:
     st.subheader(tr("explorer.coords_heading"))
-    st.plotly_chart(
+    c = view.claims
+    words = " ".join(tr.claim(c[s]) for s in ("coords_words", "coords_not_finite") if s in c)
+    more = tr.claim(c["coords"]) + " " + tr.claim(c["divisors"])
+    if "envelope" in c:
+        more += " " + tr.claim(c["envelope"])
+    # The table holds what the chart draws: every coordinate, or past the envelope's width the
+    # coordinates some trace draws (each exact, in the chart's float32 where it uses that).
+    index = np.unique(np.concatenate([s.index for s in view.chart.values()]))
+    full = {"x": view.x, "rms": view.y_rms, "layer": view.y_layer}
+    table = {"i": index}
+    table |= {k: full[k][index].astype(s.values.dtype) for k, s in view.chart.items()}
+    chart(
         _coords_figure(tr, view, names, scale),
         key="coords",
+        title=tr("explorer.coords_chart"),
+        words=words,
+        more=more,
+        table=table,
+        headers={"i": tr("explorer.table_index"), **{k: names[k] for k in full}},
+        lang=tr.lang,
         config=style.chart_config("normlab-coordinates"),
-        alt=tr("explorer.coords_alt", **view.claims["coords"].fields),
     )
-    caption = tr.claim(view.claims["coords"]) + " " + tr.claim(view.claims["divisors"])
-    if "envelope" in view.claims:
-        caption += " " + tr.claim(view.claims["envelope"])
-    st.caption(caption)
 
 
 def _coords_figure(tr: Translator, view: ExplorerView, names: dict, scale: float):
@@ -249,16 +277,19 @@ def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale
     left, right = st.columns(2, gap="large")
     with left:
         st.markdown(f"**{tr('explorer.plane_title')}**")
-        (xa, xb), (ra, rb), (la, lb) = plane.point, plane.rms, plane.layer
-        st.plotly_chart(
+        points = {"point": tr("charts.point"), "a": "a", "b": "b"}
+        chart(
             plane_figure(
                 plane.point, plane.rms, plane.layer, plane.radius, names, font_scale=scale
             ),
             key="plane",
+            title=tr("explorer.plane_chart"),
+            words=tr.claim(claims["plane_words"]),
+            table=_points_table(names, (plane.point, plane.rms, plane.layer), "ab"),
+            headers=points,
+            lang=tr.lang,
+            file_name="normlab-plane.csv",
             config=style.chart_config("normlab-plane"),
-            alt=tr(
-                "explorer.plane_alt", xa=xa, xb=xb, ra=ra, rb=rb, la=la, lb=lb, radius=plane.radius
-            ),
         )
     with right:
         slots = ("plane", "plane_rms", "plane_layer", "plane_eps")
@@ -279,15 +310,28 @@ def sphere(tr: Translator, view: ExplorerView, names: dict, scale: float) -> Non
     """d = 3 gets the full width: the sphere needs it to be read."""
     s = view.sphere
     st.markdown(f"**{tr('explorer.sphere_title')}**")
-    st.plotly_chart(
+    chart(
         sphere_figure(
             s.plane, s.circle, s.sphere, (s.point, s.rms, s.layer), names, font_scale=scale
         ),
         key="sphere",
+        title=tr("explorer.sphere_chart"),
+        words=tr.claim(view.claims["sphere_words"]),
+        more=tr.claim(view.claims["sphere"]),
+        table=_points_table(names, (s.point, s.rms, s.layer), ("x1", "x2", "x3")),
+        headers={"point": tr("charts.point"), "x1": "x₁", "x2": "x₂", "x3": "x₃"},
+        lang=tr.lang,
+        file_name="normlab-sphere.csv",
         config=style.chart_config("normlab-sphere"),
-        alt=tr("explorer.sphere_alt"),
     )
-    st.caption(tr.claim(view.claims["sphere"]))
+
+
+def _points_table(names: dict, points: tuple, axes) -> dict:
+    """One row per point drawn (x, RMSNorm(x), LayerNorm(x)), one column per axis."""
+    table: dict = {"point": [names[k] for k in ("x", "rms", "layer")]}
+    for i, axis in enumerate(axes):
+        table[axis] = [float(p[i]) for p in points]
+    return table
 
 
 def explanations(tr: Translator, view: ExplorerView) -> None:
@@ -399,6 +443,7 @@ def main() -> None:
         statistics(tr, view, names)
     geometry(tr, view, state, names, scale)
     explanations(tr, view)
+    code_section(tr, explorer_code({**state, "dtype": view.dtype}))
     share_box(PARAMS, lang, saving=downloads(tr, view, state, names))
 
 

@@ -19,8 +19,10 @@ from core.inspector import (
 )
 from core.inspector.readings import RATIO_FORMULAS, SHARE_FORMULAS
 from core.inspector.sources import GIB, valid_hub_id
+from core.lab.snippets import inspector_code
 from core.stats import IDENTITY_FORMULA
 from ui import fmt
+from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import Param, Problem, TextParam, echo
@@ -410,6 +412,7 @@ def main() -> None:
             contract_section(tr, view)
             gains_section(tr, view)
             readings_section(tr, view, prompt)
+            code_section(tr, inspector_code(dict(ready), prompt))
     share_box(PARAMS, lang)
 
 

@@ -15,7 +15,9 @@ from core.lab.invariance import (
     invariance_lab,
 )
 from core.lab.invariance_table import TABLE_TOL, TRANSFORMS, InvarianceRow
+from core.lab.snippets import invariance_code
 from ui import fmt, widgets
+from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
@@ -214,6 +216,7 @@ def main() -> None:
     table_section(lab, tr)
     sweep_section(lab, tr)
     collapse_section(lab, tr)
+    code_section(tr, invariance_code(state))
     share_box(PARAMS, tr.lang)
 
 

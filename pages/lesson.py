@@ -19,8 +19,10 @@ from core import (
 from core.lab.lesson import StepResult, lesson_step
 from core.lab.lesson_example import NOISE
 from core.lab.lesson_options import STEP_IDS
+from core.lab.snippets import lesson_code
 from ui import classroom, fmt, widgets
 from ui.classroom import Seat
+from ui.code import code_section
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import IntParam
@@ -344,6 +346,7 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
         if slot in r.claims:
             st.markdown(tr.claim(r.claims[slot]))
     extras(r, tr)
+    code_section(tr, lesson_code(step_id))
 
 
 def navigation(step: int, tr: Translator) -> None:

@@ -22,7 +22,9 @@ from core.lab.precision import (
     precision_view,
 )
 from core.lab.reduced_precision import FLOAT16_INF_FROM, FLOAT16_MAX
+from core.lab.snippets import precision_code
 from ui import fmt, widgets
+from ui.code import code_section
 from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
@@ -211,6 +213,7 @@ def main() -> None:
     matched_section(view, tr, labels)
     dtype_section(view, tr, labels)
     drift_section(view, tr)
+    code_section(tr, precision_code(state, dtypes))
     share_box(PARAMS, tr.lang)
 
 

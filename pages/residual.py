@@ -24,6 +24,7 @@ from core.lab.residual import (
     ResidualView,
     residual_view,
 )
+from core.lab.snippets import residual_code
 from core.lab.trained_residual import (
     TRAINED_NORMS,
     TRAINED_QUANTITIES,
@@ -32,6 +33,7 @@ from core.lab.trained_residual import (
 )
 from core.training.activations import SHIPPED_SEEDS, TEXTS
 from ui import fmt, widgets
+from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, read_link_value
@@ -277,6 +279,7 @@ def main() -> None:
         with st.spinner(tr("residual.reading")):
             trained = compute_trained(int(state["trained_seed"]), str(state["prompt"]))
         trained_models(trained, tr)
+    code_section(tr, residual_code({**state, "mode": mode}))
     share_box(PARAMS, tr.lang)
 
 

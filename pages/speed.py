@@ -8,6 +8,7 @@ import streamlit as st
 
 from core import available_devices, torch_available
 from core.defaults import MAX_WIDTH
+from core.lab.snippets import speed_code
 from core.lab.speed import (
     MIN_SWEEP_BATCH,
     MIN_SWEEP_WIDTH,
@@ -32,6 +33,7 @@ from core.lab.timing import (
     measure,
 )
 from ui import fmt, widgets
+from ui.code import code_section
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
@@ -325,6 +327,7 @@ def main() -> None:
         if result["state"] != state:
             st.caption(tr("speed.stale"))
         show_run(view, tr)
+    code_section(tr, speed_code(state))
     share_box(PARAMS, tr.lang)
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import streamlit as st
 
 from core.defaults import DEFAULT_LAYER_EPS
+from core.lab.snippets import training_code
 from core.lab.speed import exclusive
 from core.training.curves import RunCurves, TrainingView
 from core.training.findings import shown_share
@@ -33,6 +34,7 @@ from core.training.lab_view import (
 from core.training.model import NORM_KINDS
 from core.training.runs import REFERENCE
 from ui import fmt, widgets
+from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import BoolParam, IntParam, LadderParam
@@ -283,6 +285,7 @@ def main() -> None:
     labels = names(tr)
     shipped_section(tr, labels)
     live_section(state, tr, labels)
+    code_section(tr, training_code())
     share_box(PARAMS, tr.lang)
 
 
