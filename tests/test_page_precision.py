@@ -139,3 +139,22 @@ def test_float16_limits_are_65520_and_the_absorption_band() -> None:
     assert "from 65520 up rounds to inf" in text
     assert "1/512" in text and "1/256" in text
     assert "2⁻²⁴" in text and "2.441e-4" in text
+
+
+def test_running_sums_stay_apart_where_they_coincide() -> None:
+    """All four accumulators agree for most of a small vector's length: each line has its own
+    dash, marker and colour, they are drawn widest first so that every one shows around the
+    ones over it, and no two put a marker on the same coordinate."""
+    from viz.precision import running_sum_figure
+
+    view = precision_view(64, 0, "both", 1.0, 1e-6, DTYPES)
+    labels = {"index": "i", "partial_sum": "sum", "float16_max": "max"}
+    fig = running_sum_figure(view.sums, 65504.0, labels)
+    lines = [t for t in fig.data if t.name in DTYPES]
+    assert sorted(t.name for t in lines) == sorted(DTYPES)
+    for part in (lambda t: t.line.dash, lambda t: t.marker.symbol, lambda t: t.line.color):
+        assert len({part(t) for t in lines}) == len(lines)
+    widths = [t.line.width for t in lines]
+    assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths)
+    marked = [set(np.flatnonzero(np.asarray(t.marker.size) > 0)) for t in lines]
+    assert all(marked) and sum(map(len, marked)) == len(set().union(*marked))

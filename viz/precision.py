@@ -131,24 +131,48 @@ def error_vs_scale_figure(
     return fig
 
 
+# The running sums of the four accumulators often coincide for most of their length. Each keeps
+# its colour and gets a dash, a marker and a width of its own; they are drawn widest first, so
+# that every line shows around the narrower ones drawn over it, and their markers sit at
+# different coordinates (every MARKER_STEP-th, each accumulator shifted by one more).
+SUM_DASHES = {"float64": "solid", "float32": "dash", "float16": "dot", "bfloat16": "dashdot"}
+SUM_WIDTHS = {"float64": 8.0, "float32": 5.5, "float16": 3.5, "bfloat16": 2.0}
+SUM_MARKERS = 16  # about this many markers per line
+SUM_MARKER_SIZE = 9
+
+
 def running_sum_figure(
     sums: Mapping[str, np.ndarray], float16_max: float, labels: Mapping[str, str]
 ) -> go.Figure:
     """Partial sums of squares against the coordinate index, one line per accumulator dtype."""
     fig = go.Figure()
     hover = "i = %{x}<br>%{y:.6g}"
-    for dtype, values in sums.items():
+    length = max(v.shape[-1] for v in sums.values())
+    step = max(len(SUM_DASHES), -(-length // SUM_MARKERS))
+    ordered = sorted(sums, key=lambda dtype: -SUM_WIDTHS[dtype])
+    for phase, dtype in enumerate(ordered):
+        values = sums[dtype]
         index = np.arange(1, values.shape[-1] + 1)
         shown = np.where(np.isfinite(values), values, np.nan)
-        dash = "dot" if dtype == "float64" else "solid"
+        # Markers only at this accumulator's own coordinates: the others' do not cover them.
+        sizes = np.where((index - 1) % step == phase % step, SUM_MARKER_SIZE, 0)
         trace = style.line(
-            index, shown, dtype, DTYPE_COLOURS[dtype], dash=dash, width=2.5, hover=hover
+            index,
+            shown,
+            dtype,
+            DTYPE_COLOURS[dtype],
+            dash=SUM_DASHES[dtype],
+            symbol=DTYPE_SYMBOLS[dtype],
+            width=SUM_WIDTHS[dtype],
+            size=sizes,
+            hover=hover,
         )
         fig.add_trace(trace)
-    length = max(v.shape[-1] for v in sums.values())
     limit = [float16_max, float16_max]
     _reference(fig, [1, length], limit, labels["float16_max"], style.RMS, "dash")
     fig.update_xaxes(title_text=labels["index"])
     fig.update_yaxes(type="log", title_text=labels["partial_sum"], exponentformat="power", dtick=1)
     style.base_layout(fig, height=460)
+    # Legend symbols at one size: a line's markers are 0 between its own coordinates.
+    fig.update_layout(legend={"itemsizing": "constant"})
     return fig
