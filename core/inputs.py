@@ -9,6 +9,7 @@ Every vector the app shows comes from here, so a link carrying ``d``, ``dist``, 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -129,12 +130,41 @@ class VectorParseError(ValueError):
         )
 
 
-def parse_vector(text: str, *, max_width: int = MAX_WIDTH) -> np.ndarray:
-    """Read ``"1, -2.5, 3e-2"`` (commas, semicolons or whitespace) into a float64 array.
+# A number written with a decimal comma: digits grouped by periods or not (``1.234,5``,
+# ``1234,5``), an exponent in either case (``1,5e-3``).
+_COMMA_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:\.\d{3})+|\d*)(?:,\d*)?(?:[eE][+-]?\d+)?")
+DECIMAL_MARKS = (".", ",")
+
+
+def _number(token: str, decimal: str) -> float:
+    """One typed number; ``ValueError`` when ``token`` is not one with this decimal mark."""
+    if decimal == "," and not ("inf" in token.lower() or "nan" in token.lower()):
+        if not _COMMA_NUMBER.fullmatch(token) or not any(c.isdigit() for c in token):
+            raise ValueError(token)
+        token = token.replace(".", "").replace(",", ".")
+    return float(token)
+
+
+def split_vector(text: str, *, decimal: str = ".") -> list[str]:
+    """The numbers of a typed vector as written. With a decimal point (``decimal="."``, English
+    and links) numbers are separated by commas, semicolons or whitespace; with a decimal comma
+    (Indonesian) by semicolons or whitespace, since a comma is part of a number."""
+    if decimal not in DECIMAL_MARKS:
+        raise ValueError(f"decimal must be one of {DECIMAL_MARKS} (got {decimal!r})")
+    text = text.replace("\u2212", "-").replace(";", " ")
+    if decimal == ".":
+        text = text.replace(",", " ")
+    return text.split()
+
+
+def parse_vector(text: str, *, decimal: str = ".", max_width: int = MAX_WIDTH) -> np.ndarray:
+    """Read ``"1, -2.5, 3e-2"`` (``decimal="."``: commas, semicolons or whitespace between the
+    numbers) or ``"1; -2,5; 3e-2"`` (``decimal=","``: semicolons or whitespace between them)
+    into a float64 array.
 
     Raises ``VectorParseError`` naming the bad token and its position, or the limit broken.
     """
-    tokens = text.replace(";", " ").replace(",", " ").split()
+    tokens = split_vector(text, decimal=decimal)
     if not tokens:
         raise VectorParseError("empty", limit=max_width)
     if len(tokens) > max_width:
@@ -142,7 +172,7 @@ def parse_vector(text: str, *, max_width: int = MAX_WIDTH) -> np.ndarray:
     values = np.empty(len(tokens))
     for i, token in enumerate(tokens):
         try:
-            value = float(token)
+            value = _number(token, decimal)
         except ValueError:
             raise VectorParseError("not_number", token=token, position=i + 1) from None
         if not math.isfinite(value):
@@ -153,3 +183,32 @@ def parse_vector(text: str, *, max_width: int = MAX_WIDTH) -> np.ndarray:
     if len(values) < MIN_WIDTH:
         raise VectorParseError("too_few", count=len(values), limit=MIN_WIDTH)
     return values
+
+
+def other_reading(text: str, *, decimal: str) -> np.ndarray | None:
+    """``text`` read with the other decimal mark, where that reads and gives another vector
+    than ``decimal`` does (``"1,5; 2,5"`` is 1.5 and 2.5 with a decimal comma, 1, 5, 2 and 5 with
+    a point): the reading a page offers beside its own. None where there is no such reading."""
+    other = DECIMAL_MARKS[1 - DECIMAL_MARKS.index(decimal)]
+    try:
+        theirs = parse_vector(text, decimal=other)
+    except VectorParseError:
+        return None
+    try:
+        ours = parse_vector(text, decimal=decimal)
+    except VectorParseError:
+        return theirs
+    return None if np.array_equal(ours, theirs) else theirs
+
+
+def link_vector(values: np.ndarray) -> str:
+    """``values`` as a link writes them, the same in every language: point decimals, commas
+    between, each number's shortest text that reads back to it exactly (``1.5,-0.5,1e-15``)."""
+    return ",".join(shortest(float(v)) for v in values)
+
+
+def shortest(value: float) -> str:
+    """``value``'s shortest text with a decimal point that reads back to it exactly (``1.5``,
+    ``2``, ``1e-15``)."""
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text

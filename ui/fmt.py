@@ -31,6 +31,8 @@ from functools import cache
 
 from babel.numbers import NumberFormatError, get_decimal_symbol, get_group_symbol, parse_decimal
 
+from core.inputs import shortest
+
 LANGUAGES = ("en", "id")
 DEFAULT_LANGUAGE = "en"
 _LANG: ContextVar[str | None] = ContextVar("normlab_number_language", default=None)
@@ -217,3 +219,25 @@ def stacked(formula: str) -> str:
         return formula
     lines.append(formula[start:])
     return r"\begin{gathered}" + r" \\ ".join(x.strip() for x in lines) + r"\end{gathered}"
+
+
+# Between the numbers of a vector written out: a comma in English, a semicolon where the comma
+# is the decimal mark (Indonesian), as ``core.inputs.parse_vector`` reads them back.
+_LIST_SEPARATORS = {".": ", ", ",": "; "}
+
+
+def vector(values: object, lang: str | None = None, *, exact: bool = False, most: int = 0) -> str:
+    """Numbers of a vector written in ``lang``: ``1.5, 2.5, -0.5`` or ``1,5; 2,5; -0,5``.
+
+    ``exact``: each number's shortest text that reads back to it (for a text box a person
+    edits), never grouped; otherwise :func:`num`'s four digits. ``most`` > 0 writes the first
+    ``most`` numbers and an ellipsis."""
+    decimal = marks(lang or current_language())[0]
+    items = [float(v) for v in values]  # type: ignore[attr-defined]
+    shown = items[:most] if most and len(items) > most else items
+    if exact:
+        texts = [shortest(v).replace(".", decimal) for v in shown]
+    else:
+        texts = [num(v, lang=lang) for v in shown]
+    tail = [] if len(shown) == len(items) else ["…"]
+    return _LIST_SEPARATORS[decimal].join(texts + tail)

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from ui import fmt
 from ui.export import ViewFileError, restore_state
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
 from ui.params import (
     ChoiceParam,
+    Notice,
     Param,
     apply_link_params,
-    notice,
     read_link_value,
     share_query,
 )
@@ -52,10 +53,11 @@ class ViewMode:
     large_text: bool
 
 
-def read_view_mode(lang: str) -> ViewMode:
+def read_view_mode() -> ViewMode:
     """``?controls=hidden`` (figures only, for projecting) and ``?text=large``.
 
-    A bad or repeated value is corrected in the URL with a notice, like any other link parameter.
+    A bad or repeated value is corrected in the URL with a notice, like any other link parameter
+    (kept for ``begin_page``, which puts it into the page's words).
     """
     values = {}
     for param in (CONTROLS, TEXT_SIZE):
@@ -63,9 +65,7 @@ def read_view_mode(lang: str) -> ViewMode:
         if problem is not None:
             # Not a widget: the corrected value goes back into the URL, so the link stays true.
             st.query_params[param.key] = param.serialise(value)
-            st.session_state.setdefault("_notices_app", []).append(
-                notice(param.key, raw, problem, lang)
-            )
+            st.session_state.setdefault("_notices_app", []).append(Notice(param.key, raw, problem))
         values[param.key] = value
     return ViewMode(values["controls"] == "hidden", values["text"] == "large")
 
@@ -82,23 +82,31 @@ def read_view_mode(lang: str) -> ViewMode:
 #   button is there on a laptop.
 # - A metric's label and its delta wrap instead of ending in an ellipsis: in a row of metrics
 #   two to a phone's line, "Residual, RMSNorm (worst case)" was cut to "Residual, RMSNorm (w…".
+# - Words break at spaces and hyphens only: Streamlit's text breaks a word anywhere
+#   (word-break: break-word), which also makes a table column as narrow as a letter and so
+#   split "Implementasi" into "Implem" and "entasi". Only a word longer than a whole line (a
+#   long link) still breaks, rather than stick out of the page (overflow-wrap: break-word).
+# - On a phone a code block's lines wrap, as its table's cells do, instead of scrolling sideways.
 # - On a phone a table's cells wrap, so the table fits the page: st.table's scrolling box cannot
 #   take the keyboard's focus (axe-core: scrollable-region-focusable), and the contracts page's
-#   settings table was 788 px wide in Indonesian. Columns of equal width (fixed layout) keep
-#   the row labels readable where an automatic layout squeezed them to a few letters.
+#   settings table was 788 px wide in Indonesian. Each column is as wide as its longest word
+#   at least (automatic layout), in a smaller type with narrower padding, so that four columns
+#   of numbers fit 356 px.
 _BASE_CSS = """<style>
 .katex-display { padding: 0 2px; }
+[data-testid="stMain"] * { word-break: normal !important; overflow-wrap: break-word !important; }
 [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMetricLabel"] p,
 [data-testid="stMetricDelta"] [data-testid="stMarkdownContainer"],
 [data-testid="stMetricDelta"] p { white-space: normal; }
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.9em; }
-  [data-testid="stTable"] table { table-layout: fixed; width: 100%; }
-  [data-testid="stTable"] th, [data-testid="stTable"] td { white-space: normal; }
-  [data-testid="stTable"] [data-testid="stMarkdownContainer"],
-  [data-testid="stTable"] [data-testid="stMarkdownContainer"] p {
-    max-width: 100%; overflow-wrap: anywhere; }
+  [data-testid="stTable"] table, [data-testid="stMarkdownContainer"] table {
+    table-layout: auto; width: 100%; font-size: 0.875rem; }
+  [data-testid="stTable"] th, [data-testid="stTable"] td,
+  [data-testid="stMarkdownContainer"] th, [data-testid="stMarkdownContainer"] td {
+    white-space: normal; padding: 0.25rem 0.375rem; }
+  [data-testid="stCode"] pre, [data-testid="stCode"] pre code { white-space: pre-wrap; }
   .js-plotly-plot .modebar-container { display: none; }
 }
 </style>"""
@@ -139,8 +147,15 @@ def metric_width() -> int:
 
 def readable(fig: go.Figure) -> go.Figure:
     """``fig`` with every text at least 14 px, enlarged like the page's text with ``?text=large``
-    (``viz.style.readable``). Pages pass every figure through it before ``st.plotly_chart``."""
-    return style.readable(fig, large=view_mode().large_text)
+    (``viz.style.readable``), its numbers in the page's language (decimal comma in Indonesian).
+    Pages pass every figure through it before ``st.plotly_chart``."""
+    lang = fmt.current_language()
+    return style.readable(
+        fig,
+        large=view_mode().large_text,
+        separators="".join(fmt.marks(lang)),
+        localise=lambda text: fmt.localise(text, lang),
+    )
 
 
 def presenting() -> bool:
@@ -188,8 +203,9 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
     ``intro``.
     """
     ensure_router()
+    st.session_state[CHART_FILES_KEY] = []
     lang = current_lang()
-    notices = apply_link_params(params, lang)
+    notices = apply_link_params(params)
     if notices:
         # Kept for the session on this page: the visitor may need to reread which value changed.
         st.session_state[f"_notices_{topic}"] = notices
@@ -198,11 +214,12 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
     st.markdown(t(f"{topic}.intro", lang))
     kept = st.session_state.get("_notices_app", []) + st.session_state.get(f"_notices_{topic}", [])
     if kept:
+        # In the page's language, whatever the browser's: the notices are words only here.
         st.warning(
             "**"
             + t("common.notices_heading", lang)
             + "**\n\n"
-            + "\n".join(f"- {notice}" for notice in kept)
+            + "\n".join(f"- {notice.text(lang)}" for notice in kept)
         )
     return lang
 
@@ -218,6 +235,19 @@ class Saving:
 
 
 SHARE_OPEN_KEY = "_share_open"
+# The full data of the charts this run drew (``ui.chart.chart`` adds one ChartFile per chart,
+# ``begin_page`` empties the list), offered as CSV in the share dialog.
+CHART_FILES_KEY = "_chart_files"
+
+
+@dataclass(frozen=True)
+class ChartFile:
+    """One chart's full data: its title (the button's label), a callable that writes the CSV,
+    and the file's name."""
+
+    title: str
+    write: Callable[[], str]
+    file_name: str
 
 
 def share_box(
@@ -243,14 +273,39 @@ def share_box(
     st.caption(t("common.share_save_intro" if saving else "common.share_intro", lang))
     if saving is not None:  # a view restored in the dialog reran the whole page; say so here
         _restore_message(saving.page, lang)
+    charts = tuple(st.session_state.get(CHART_FILES_KEY, ()))
     label = t("common.share_save_open" if saving else "common.share_open", lang)
+    if not saving and charts:
+        label = t("charts.share_open", lang)
     if st.button(label, key=SHARE_OPEN_KEY, icon=":material/share:"):
         title = t("common.share_save_heading" if saving else "common.share_heading", lang)
-        st.dialog(title, width="large")(_share_dialog)(params, lang, link, saving)
+        st.dialog(title, width="large")(_share_dialog)(params, lang, link, saving, charts)
     return link
 
 
-def _share_dialog(params: Sequence[Param], lang: str, link: str, saving: Saving | None) -> None:
+def _chart_downloads(charts: Sequence[ChartFile], lang: str) -> None:
+    """Each chart's full data as CSV, one button per chart, in a row that wraps."""
+    st.markdown(f"**{t('charts.downloads_heading', lang)}**")
+    with st.container(horizontal=True, gap="small"):
+        for chart in charts:
+            st.download_button(
+                t("charts.download_label", lang, title=chart.title),
+                chart.write,
+                file_name=chart.file_name,
+                mime="text/csv",
+                on_click="ignore",
+                key=f"_chart_{chart.file_name}",
+                icon=":material/download:",
+            )
+
+
+def _share_dialog(
+    params: Sequence[Param],
+    lang: str,
+    link: str,
+    saving: Saving | None,
+    charts: Sequence[ChartFile] = (),
+) -> None:
     st.caption(t("common.share_help", lang))
     st.code(link, language=None, wrap_lines=True)
     st.markdown(f"**{t('common.present_heading', lang)}**")
@@ -270,11 +325,13 @@ def _share_dialog(params: Sequence[Param], lang: str, link: str, saving: Saving 
             language="html",
             wrap_lines=True,
         )
+    if charts:
+        _chart_downloads(charts, lang)
     if saving is not None:
         save_box(saving, params, lang)
 
 
-def _restore_view(page: str, params: Sequence[Param], lang: str) -> None:
+def _restore_view(page: str, params: Sequence[Param]) -> None:
     """``on_change`` of the uploader: runs before the rerun, so widget values may be set."""
     upload = st.session_state.get(f"_restore_{page}")
     if upload is None:
@@ -286,7 +343,7 @@ def _restore_view(page: str, params: Sequence[Param], lang: str) -> None:
         return
     for key, value in values.items():
         st.session_state[key] = value
-    st.session_state[f"_notices_{page}"] = [notice(k, raw, p, lang) for k, raw, p in problems]
+    st.session_state[f"_notices_{page}"] = [Notice(k, raw, p) for k, raw, p in problems]
     st.session_state[f"_restore_msg_{page}"] = ("success", "common.restore_done")
 
 
@@ -314,7 +371,7 @@ def save_box(saving: Saving, params: Sequence[Param], lang: str) -> None:
         type=["json"],
         key=f"_restore_{page}",
         on_change=_restore_view,
-        args=(page, params, lang),
+        args=(page, params),
     )
     message = st.session_state.get(f"_restore_msg_{page}")
     if message is not None and message[0] == "success":

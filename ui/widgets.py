@@ -12,7 +12,9 @@ from typing import Any, Literal
 
 import streamlit as st
 
+from core.inputs import VectorParseError, link_vector, other_reading, parse_vector
 from ui import fmt
+from ui.i18n import translator
 from ui.params import (
     BoolParam,
     ChoiceParam,
@@ -122,3 +124,67 @@ def text(param: TextParam, label: str, **kwargs: Any) -> str:
 def flag(param: BoolParam, label: str, **kwargs: Any) -> bool:
     """A checkbox; the link carries ``true`` or ``false``."""
     return st.checkbox(label, value=bool(param.default), key=param.key, bind=BIND, **kwargs)
+
+
+def typed_vector(param: TextParam, label: str, lang: str, **kwargs: Any) -> str:
+    """A text box for a vector typed in the page's language (``1,5; 2,5`` in Indonesian), while
+    the link carries it the same way in every language (``1.5,2.5``: see
+    ``core.inputs.link_vector``). Returns the text as typed; ``st.session_state[param.key]`` holds
+    the link's text, which the share box and saved views write.
+
+    The box (key ``<key>_typed``) is not bound: it is written from the link when the page opens,
+    when the language changes and when a saved view is restored. Text that does not read stays
+    in the box and goes to the link as it is, so the page's message about it comes back too.
+    """
+    box, shown_for = f"{param.key}_typed", f"_{param.key}_typed_for"
+    if param.key not in st.session_state:
+        st.session_state[param.key] = read_link_value(param)[0]
+    link = st.session_state[param.key]
+    decimal = fmt.marks(lang)[0]
+    if st.session_state.get(shown_for) != (lang, link):
+        try:
+            values = parse_vector(link)
+        except VectorParseError:
+            st.session_state[box] = link
+        else:
+            st.session_state[box] = link if decimal == "." else fmt.vector(values, lang, exact=True)
+    typed = st.text_input(label, max_chars=param.max_len, key=box, **kwargs)
+    try:
+        values = parse_vector(typed, decimal=decimal)
+    except VectorParseError:
+        values = None
+    link = typed if decimal == "." or values is None else link_vector(values)
+    if typed.strip():
+        _reading(values, other_reading(typed, decimal=decimal), box, lang)
+    st.session_state[param.key] = link
+    st.session_state[shown_for] = (lang, link)
+    if link == param.default:
+        st.query_params.pop(param.key, None)
+    else:
+        st.query_params[param.key] = link
+    return typed
+
+
+# The most numbers a reading notice writes out before an ellipsis.
+READING_SHOWN = 8
+
+
+def _reading(values: object, other: object, box: str, lang: str) -> None:
+    """Say how the typed text was read and, where it reads another way with the other decimal
+    mark, offer that reading with a button that rewrites the box."""
+    tr = translator(lang)
+    if values is not None:
+        shown = fmt.vector(values, lang, exact=True, most=READING_SHOWN)
+        st.caption(tr("common.vector_read", count=len(values), values=shown))
+    if other is None:
+        return
+    mark = "point" if fmt.marks(lang)[0] == "," else "comma"
+    shown = fmt.vector(other, lang, exact=True, most=READING_SHOWN)
+    st.caption(tr(f"common.vector_other_{mark}", count=len(other), values=shown))
+    rewritten = fmt.vector(other, lang, exact=True)
+    st.button(
+        tr("common.vector_use_other"),
+        key=f"{box}_other",
+        on_click=st.session_state.__setitem__,
+        args=(box, rewritten),
+    )
