@@ -14,7 +14,7 @@ preload(page_modules())
 
 # The browser's locale picks the first language; ``?lang=`` overrides it and the link keeps it.
 browser_lang = language_from_locale(st.context.locale)
-view = read_view_mode(browser_lang)
+view = read_view_mode()
 st.set_page_config(
     page_title="NormLab",
     page_icon=str(HERE / "assets" / "icon.png"),
@@ -25,8 +25,9 @@ st.set_page_config(
 apply_view_mode(view)
 
 LANG = ChoiceParam("lang", browser_lang, tuple(LANGUAGES))
-# Kept like the view mode's notices, so the page shows why the language changed.
-st.session_state.setdefault("_notices_app", []).extend(apply_link_params([LANG], browser_lang))
+# Kept like the view mode's notices, so the page shows why the language changed; ``begin_page``
+# writes them all in the page's language (the browser's only where ``lang`` itself was bad).
+st.session_state.setdefault("_notices_app", []).extend(apply_link_params([LANG]))
 with st.sidebar:
     # The option labels are the link's values (a bound widget writes its label to the URL).
     lang = st.segmented_control(

@@ -4,10 +4,11 @@ A page declares its controls as a tuple of ``Param`` objects whose ``key`` is bo
 and the query-parameter name (widgets use ``bind="query-params"``). Before the widgets are drawn,
 ``apply_link_params`` reads the raw URL, and for every value that is malformed, out of range or
 unknown it replaces the raw value, in the URL and in ``st.session_state``, with the valid one the
-page uses, and returns a notice naming the parameter. Streamlit on its own would silently ignore
-such values; a teacher who typed ``d=10000`` deserves to be told that the width was clamped to
-8192, and the address then says ``d=8192``, so a link copied from it shows the same view. (A bound
-widget leaves a value equal to its default out of the URL; the view is the same without it.)
+page uses, and returns a notice naming the parameter (put into words in the page's language
+when shown). Streamlit on its own would silently ignore such values; a teacher who typed
+``d=10000`` deserves to be told that the width was clamped to 8192, and the address then says
+``d=8192``, so a link copied from it shows the same view. (A bound widget leaves a value equal to
+its default out of the URL; the view is the same without it.)
 """
 
 from __future__ import annotations
@@ -42,6 +43,27 @@ class Problem:
 
     code: str
     fields: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A link value that was corrected: which parameter, its raw text, and what was wrong.
+
+    Kept as data and put into words only when shown, in the page's language at that moment
+    (``text``): ``app.py`` checks the link before the page knows its language, and a visitor may
+    switch languages while the notice is still on the page.
+    """
+
+    key: str
+    raw: str
+    problem: Problem
+
+    def text(self, lang: str) -> str:
+        """The sentence that tells a visitor which parameter changed and why."""
+        fields = self.problem.fields
+        return t(
+            f"common.param_{self.problem.code}", lang, key=self.key, raw=echo(self.raw), **fields
+        )
 
 
 @dataclass(frozen=True)
@@ -199,7 +221,7 @@ def read_link_value(param: Param) -> tuple[object, Problem | None, str | None]:
     return value, problem, raw
 
 
-def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
+def apply_link_params(params: Sequence[Param]) -> list[Notice]:
     """Validate the raw query parameters for ``params``; fix bad ones; return notices.
 
     Must run before the widgets with these keys are created. A value that needs no change is
@@ -208,7 +230,7 @@ def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
     notice; another spelling of a valid value (``EN``, ``1e-3`` for ``0.001``), which Streamlit
     would reject, without one.
     """
-    notices: list[str] = []
+    notices: list[Notice] = []
     for param in params:
         value, problem, raw = read_link_value(param)
         if raw is None:
@@ -218,13 +240,8 @@ def apply_link_params(params: Sequence[Param], lang: str) -> list[str]:
         set_query_param(param.key, param.serialise(value))
         st.session_state[param.key] = value
         if problem is not None:
-            notices.append(notice(param.key, raw, problem, lang))
+            notices.append(Notice(param.key, raw, problem))
     return notices
-
-
-def notice(key: str, raw: str, problem: Problem, lang: str) -> str:
-    """The sentence that tells a visitor which parameter changed and why."""
-    return t(f"common.param_{problem.code}", lang, key=key, raw=echo(raw), **problem.fields)
 
 
 def share_query(params: Iterable[Param], lang: str, extra: dict[str, str] | None = None) -> str:
