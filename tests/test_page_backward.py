@@ -147,3 +147,28 @@ def test_large_eps_says_damped_not_flattened():
     x = make_input(8, seed=0, offset=1.0)
     r = np.sqrt(np.mean(x**2) + 1.0)
     assert f"ε/r³ = {1 / r**3:.4g}" in text
+
+
+@pytest.mark.parametrize(
+    "state",
+    [(8, 1.0, 1e-5, 0, "random"), (2, 1.0, 1e-5, 0, "random"), (3, 5.0, 1e-5, 0, "random"),
+     (2, -3.0, 1e-5, 0, "x"), (2, 0.0, 1e-5, 0, "ones")],
+)  # fmt: skip
+def test_component_labels_never_cover_a_bar(state) -> None:
+    """Tiny components (-2.3e-6 beside -0.73) kept their labels over the next bar: each bar now
+    has a row of its own, its label past its end in that row, and the axis has room for it."""
+    from viz.backward import components_figure
+
+    lesson = backward_view(*state).lesson
+    kinds = ("upstream", "rms", "layer")
+    parts = {k: (lesson.parts[k].ones, lesson.parts[k].radial) for k in kinds}
+    labels = {k: k for k in ("along_ones", "along_x", "upstream", "rms", "layer", "component")}
+    fig = components_figure(parts, labels, lambda v: f"{v:.4g}")
+    values = [v for pair in parts.values() for v in pair]
+    assert any(0 < abs(v) < 1e-3 * max(map(abs, values)) for v in values)  # a tiny bar is there
+    for bar in fig.data:
+        assert (bar.orientation, bar.textposition, bar.textangle) == ("h", "outside", 0)
+        assert bar.cliponaxis is False and len(bar.text) == len(bar.x) == 2
+    lo, hi = min(0.0, *values), max(0.0, *values)
+    left, right = fig.layout.xaxis.range
+    assert left <= lo - 0.5 * (hi - lo) and right >= hi + 0.5 * (hi - lo)

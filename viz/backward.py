@@ -104,36 +104,56 @@ def gradient_figure(
     return fig
 
 
+# Room beside the bars for their labels, as a fraction of the bars' span on each side.
+LABEL_ROOM = 0.55
+
+
 def components_figure(
     parts: Mapping[str, tuple[float, float]],
     labels: Mapping[str, str],
     number: Callable[[float], str],
 ) -> go.Figure:
-    """Grouped bars: each vector's component along the ones direction and along x.
+    """Grouped horizontal bars: each vector's component along the ones direction and along x.
 
     ``parts`` maps "upstream", "rms" and "layer" to (along ones, along x); ``number`` writes
-    the values printed on the bars (the app's one number format).
+    the values printed beside the bars (the app's one number format). Each bar has a row of its
+    own, and its label sits past the bar's end in that row, so a label never covers a bar,
+    however small its own bar or however long its neighbour; the value axis leaves room for
+    the labels on both sides of zero.
     """
     fig = go.Figure()
     groups = [labels["along_ones"], labels["along_x"]]
     colors = {"upstream": style.INPUT, "rms": style.RMS, "layer": style.LAYER}
     patterns = {"upstream": "", "rms": "/", "layer": "."}
+    every = []
     for key in ("upstream", "rms", "layer"):
         values = list(parts[key])
+        every += values
         fig.add_trace(
             go.Bar(
-                x=groups,
-                y=values,
+                x=values,
+                y=groups,
+                orientation="h",
                 name=labels[key],
                 marker={"color": colors[key], "pattern": {"shape": patterns[key]}},
                 text=[number(v) for v in values],
                 textposition="outside",
-                hovertemplate="%{x}<br>%{y:.4g}<extra>" + labels[key] + "</extra>",
+                textangle=0,
+                cliponaxis=False,
+                hovertemplate="%{y}<br>%{x:.4g}<extra>" + labels[key] + "</extra>",
             )
         )
-    fig.add_hline(y=0, line={"color": style.MUTED, "width": 1})
-    fig.update_yaxes(title_text=labels["component"])
-    style.base_layout(fig, height=420)
+    fig.add_vline(x=0, line={"color": style.MUTED, "width": 1})
+    lo, hi = min(0.0, *every), max(0.0, *every)
+    room = LABEL_ROOM * ((hi - lo) or 1.0)
+    fig.update_xaxes(title_text=labels["component"], range=[lo - room, hi + room])
+    # The first group and the first vector at the top, as the legend reads.
+    fig.update_yaxes(autorange="reversed")
+    style.base_layout(fig, height=460)
     # Bar labels at the figure's size: Plotly would shrink an outside label to the bar's width.
-    fig.update_layout(barmode="group", uniformtext={"minsize": style.FONT_SIZE, "mode": "show"})
+    fig.update_layout(
+        barmode="group",
+        bargap=0.25,
+        uniformtext={"minsize": style.FONT_SIZE, "mode": "show"},
+    )
     return fig
