@@ -169,3 +169,62 @@ def token_cosine(p: np.ndarray) -> float:
     n = p.shape[0]
     total = np.linalg.norm(unit.sum(axis=0)) ** 2  # every pair, and each row with itself (1)
     return float((total - n) / (n * (n - 1)))
+
+
+# --- words for a chart ----------------------------------------------------------------------------
+
+
+def _first_at(where: list, at: object) -> int:
+    """The position ``at`` quotes, as an index into the chart's points."""
+    assert at in where, (at, where[:5])
+    return where.index(at)
+
+
+def check_pair_words(claim, where, rms, layer) -> None:
+    """A chart's summary of RMSNorm beside LayerNorm, from the values it draws at ``where``:
+    each norm's smallest and largest finite value, each quoted at a position that holds it, and
+    the largest |RMSNorm - LayerNorm| over positions where both are finite, with the sentence for
+    equal outputs exactly when that is 0; a count of the values that are not finite."""
+    where = [w.item() if hasattr(w, "item") else w for w in where]
+    a = [float(v) for v in rms]
+    b = [float(v) for v in layer]
+    assert len(a) == len(b) == len(where)
+    f = claim.fields
+    bad = sum(1 for v in a + b if not math.isfinite(v))
+    if claim.key == "charts.not_finite":
+        assert f["count"] == bad > 0 and f["total"] == 2 * len(where), (f, bad)
+        return
+    pairs = [(p, q) for p, q in zip(a, b, strict=True) if math.isfinite(p) and math.isfinite(q)]
+    if claim.key == "charts.no_finite":
+        assert not pairs and f["total"] == 2 * len(where)
+        return
+    for name, values in (("rms", a), ("layer", b)):
+        finite = sorted(v for v in values if math.isfinite(v))
+        assert f[f"{name}_lo"] == finite[0] and f[f"{name}_hi"] == finite[-1], (name, f)
+        assert values[_first_at(where, f[f"{name}_lo_at"])] == finite[0], name
+        assert values[_first_at(where, f[f"{name}_hi_at"])] == finite[-1], name
+    top = max(abs(p - q) for p, q in pairs)
+    assert f["gap"] == top, (f["gap"], top)
+    i = _first_at(where, f["gap_at"])
+    assert abs(a[i] - b[i]) == top
+    assert claim.key.endswith("_equal") == (top == 0), (claim.key, top)
+
+
+def check_point_words(claim, rms, layer, **others: float) -> None:
+    """A picture's points: RMSNorm(x) and LayerNorm(x) where they are drawn, the straight-line
+    distance between them (no distance where a point is not finite), the other numbers quoted."""
+    f = claim.fields
+    a, b = [float(v) for v in rms], [float(v) for v in layer]
+    for i, (p, q) in enumerate(zip(a, b, strict=True)):
+        for field, value in ((f"rms_{i}", p), (f"layer_{i}", q)):
+            assert f[field] == value or (math.isnan(value) and math.isnan(f[field])), field
+    for name, value in others.items():
+        assert f[name] == value, name
+    finite = all(math.isfinite(v) for v in a + b)
+    assert claim.key.endswith("_not_finite") == (not finite), claim.key
+    if finite:
+        distance = math.dist(a, b)
+        assert abs(f["gap"] - distance) <= 1e-12 * max(distance, max(map(abs, a + b))), (
+            f["gap"],
+            distance,
+        )

@@ -1,0 +1,98 @@
+"""Words for a chart: the sentence that says what a chart of RMSNorm beside LayerNorm shows.
+
+A chart's one-sentence summary names its extremes (each norm's smallest and largest value and
+where) and where the two norms part (the largest ``|RMSNorm - LayerNorm|`` and where). The page
+shows it as the chart's caption and as its accessible name, so a reader who cannot see the chart
+reads the same facts. The numbers are those the chart draws, over its finite values (Plotly draws
+no point for inf or NaN); a chart with values that are not finite gets a second sentence that
+counts them.
+
+``where`` holds the chart's positions (coordinate indices, offsets, widths); an extreme shared by
+several positions is quoted at the first of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from core.lab.claims import Claim
+
+# The sentence for a chart with no finite value of one of its two norms to quote.
+NO_FINITE = "charts.no_finite"
+NOT_FINITE = "charts.not_finite"
+
+
+def _extremes(values: np.ndarray, where: Sequence, name: str) -> dict[str, object]:
+    """``{name}_lo``, ``{name}_lo_at``, ``{name}_hi``, ``{name}_hi_at`` over finite values."""
+    finite = np.isfinite(values)
+    masked_lo = np.where(finite, values, np.inf)
+    masked_hi = np.where(finite, values, -np.inf)
+    lo, hi = int(np.argmin(masked_lo)), int(np.argmax(masked_hi))
+    return {
+        f"{name}_lo": float(values[lo]),
+        f"{name}_lo_at": _position(where[lo]),
+        f"{name}_hi": float(values[hi]),
+        f"{name}_hi_at": _position(where[hi]),
+    }
+
+
+def _position(value: object) -> object:
+    """A position as the sentence quotes it: an int index stays an int, a number a float."""
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    return value
+
+
+def pair_words(
+    key: str, where: Sequence, rms: np.ndarray, layer: np.ndarray
+) -> dict[str, Claim]:
+    """The summary of a chart that draws ``rms`` and ``layer`` at the positions ``where``.
+
+    Returns ``{"words": claim}`` and, when some drawn value is not finite, ``{"not_finite":
+    claim}`` too. The words' key is ``key`` when the two norms part somewhere, ``key + "_equal"``
+    when they are equal at every position where both are finite, and ``charts.no_finite``
+    when a norm has no finite value to quote (those two carry ``chart``: ``key``, which chart
+    they speak of).
+    """
+    rms = np.asarray(rms, dtype=np.float64)
+    layer = np.asarray(layer, dtype=np.float64)
+    if rms.shape != layer.shape or rms.shape != (len(where),):
+        raise ValueError("rms, layer and where must have one entry per position")
+    bad = int(np.sum(~np.isfinite(rms)) + np.sum(~np.isfinite(layer)))
+    out: dict[str, Claim] = {}
+    if bad:
+        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": 2 * len(where), "chart": key})
+    both = np.isfinite(rms) & np.isfinite(layer)
+    if not np.any(np.isfinite(rms)) or not np.any(np.isfinite(layer)) or not np.any(both):
+        out["words"] = Claim(NO_FINITE, {"total": 2 * len(where), "chart": key})
+        return out
+    fields = _extremes(rms, where, "rms") | _extremes(layer, where, "layer")
+    gaps = np.where(both, np.abs(rms - layer), -np.inf)
+    at = int(np.argmax(gaps))
+    fields |= {"gap": float(gaps[at]), "gap_at": _position(where[at])}
+    out["words"] = Claim(key if gaps[at] > 0 else f"{key}_equal", fields)
+    return out
+
+
+def point_words(
+    key: str, rms: Sequence[float], layer: Sequence[float], **fields: float
+) -> Claim:
+    """The summary of a picture of points: where RMSNorm(x) and LayerNorm(x) sit (their
+    coordinates ``rms_0``, ``rms_1``, … and ``layer_0``, …) and ``gap``, the straight-line
+    distance between them; ``fields`` are the other numbers the sentence quotes. A point with a
+    coordinate that is not finite gets the key ``key + "_not_finite"`` and no distance."""
+    a = np.asarray(rms, dtype=np.float64)
+    b = np.asarray(layer, dtype=np.float64)
+    values = {f"rms_{i}": float(v) for i, v in enumerate(a)}
+    values |= {f"layer_{i}": float(v) for i, v in enumerate(b)}
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        # A point at infinity is not drawn; the sentence says so instead of quoting a distance.
+        return Claim(f"{key}_not_finite", values | dict(fields))
+    # In units of the larger coordinate, so that the squares neither overflow nor underflow.
+    scale = float(np.max(np.abs(np.concatenate([a, b]))))
+    gap = float(np.linalg.norm((a - b) / scale)) * scale if scale > 0 else 0.0
+    return Claim(key, values | {"gap": gap} | dict(fields))

@@ -1,0 +1,106 @@
+"""A chart with its words and its data: every page draws its Plotly figures through :func:`chart`.
+
+Each chart gets, in this order:
+
+- the figure, named for screen readers by its title and summary (Streamlit writes ``alt`` as the
+  chart's ``aria-label`` with ``role="figure"``);
+- a caption right under it: the same summary (a claim the core chose: its extremes and where
+  the two norms part), then any sentences the page adds;
+- a collapsed "Data" expander with the chart's data as a table (``st.dataframe``), downsampled
+  as the chart is, and a pointer to the full CSV in the share dialog.
+
+The full data, one row per point with a decimal point and every digit (``repr`` of the float),
+goes to the share dialog's downloads (``ui.frame.share_box``) through a list the page's run
+fills: ``begin_page`` empties it, each :func:`chart` adds its file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from ui import fmt
+from ui.frame import CHART_FILES_KEY, ChartFile, presenting
+from ui.i18n import t
+
+Columns = Mapping[str, Sequence | np.ndarray]
+
+
+def columns_csv(columns: Columns) -> str:
+    """One row per point, one column per named array (numbers as Python's ``repr``: a decimal
+    point, every digit, ``inf`` and ``nan`` as such); strings stay as they are."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    names = list(columns)
+    writer.writerow(names)
+    for row in zip(*(columns[n] for n in names), strict=True):
+        writer.writerow([_cell(v) for v in row])
+    return out.getvalue()
+
+
+def _shown(values: Sequence | np.ndarray, lang: str) -> list:
+    """A column as the page writes it: numbers by ``ui.fmt.num`` in the page's language (a
+    decimal comma in Indonesian), anything else as it is."""
+    return [
+        fmt.num(v, lang=lang)
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        else v
+        for v in values
+    ]
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, (bool, np.bool_, str)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    return repr(float(value))
+
+
+def chart(
+    fig: go.Figure,
+    *,
+    key: str,
+    title: str,
+    words: str,
+    table: Columns,
+    headers: Mapping[str, str],
+    lang: str,
+    more: str = "",
+    full: Columns | Callable[[], str] | None = None,
+    file_name: str | None = None,
+    config: dict | None = None,
+) -> None:
+    """Draw ``fig`` with its summary and its data.
+
+    ``title``: what the chart is, in a few words (the download's label and the start of its
+    accessible name); ``words``: the summary sentence(s) the core chose, rendered; ``more``:
+    sentences the caption adds after them. ``table``: the chart's data as drawn, columns by their
+    machine names (``i``, ``rmsnorm``, …), ``headers`` naming them for the reader. ``full``: every
+    value when the chart draws fewer (columns, or a callable that writes the CSV); without it the
+    table is the full data. ``file_name`` names the CSV in the share dialog (``None``: the page
+    offers the full data there itself).
+    """
+    if fig.layout.separators is None:  # figures not drawn through ui.frame.readable
+        fig.layout.separators = "".join(fmt.marks(lang))
+    st.plotly_chart(fig, key=key, config=config, alt=f"{title}. {words}")
+    st.caption(f"{words} {more}".strip())
+    with st.expander(t("charts.data_heading", lang)):
+        frame = pd.DataFrame(
+            {headers.get(name, name): _shown(values, lang) for name, values in table.items()}
+        )
+        st.dataframe(frame, hide_index=True)
+        if not presenting():
+            st.caption(t("charts.data_full", lang))
+    if file_name is not None:
+        source = full if full is not None else table
+        write = source if callable(source) else (lambda: columns_csv(source))
+        files = st.session_state.setdefault(CHART_FILES_KEY, [])
+        files[:] = [f for f in files if f.file_name != file_name]
+        files.append(ChartFile(title, write, file_name))
