@@ -324,7 +324,7 @@ def test_share_dialog_opens_from_the_keyboard_and_is_accessible(app_url, browser
     page.wait_for_selector("[data-testid='stFileUploaderDropzoneInput']", state="attached")
     assert severe_violations(axe, page) == []
     assert overflow(page) <= 0
-    assert dialog.locator("[data-testid='stDownloadButton']").count() == 4
+    assert dialog.locator("[data-testid='stDownloadButton']").count() == 5  # and the plane
     page.keyboard.press("Escape")
     dialog.wait_for(state="detached", timeout=30_000)
     assert outside == []

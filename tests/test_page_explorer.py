@@ -281,6 +281,7 @@ def test_downloads_are_offered() -> None:
     assert not at.exception
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == [
+        "Diagram of the plane of 1 and x⊥ (CSV)",  # the chart data (ui.chart)
         "Coordinates (CSV)",
         "Statistics (CSV)",
         "Whole view (JSON)",

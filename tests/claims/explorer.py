@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from core.defaults import DTYPES, EPS_LADDER, SCALE_LADDER
 from core.inputs import DISTRIBUTIONS, GAIN_PATTERNS, gain_vector, make_input
 from core.lab.explorer import CHART_BUCKETS, PARTIAL_LADDER, explore
+from tests.claims.oracle import check_pair_words, check_point_words
 
 U64 = float(np.finfo(np.float64).eps)
 # Relative tolerance of a statistic computed in each dtype against torch recomputing it there
@@ -688,7 +689,36 @@ def check_noise(state: dict, claim) -> None:
     assert f["out"] > 0 and f["dtype"] == r.dtype and f["eps"] == r.eps
 
 
+# --- the charts' words ----------------------------------------------------------------------
+
+
+def check_coords_words(state: dict, claim) -> None:
+    """The coordinates chart's summary, from the outputs the page computed and draws."""
+    v = view(state)
+    check_pair_words(claim, list(range(v.x.shape[-1])), v.y_rms, v.y_layer)
+
+
+def check_plane_words(state: dict, claim) -> None:
+    p = view(state).plane
+    (xa, xb) = p.point
+    check_point_words(claim, p.rms, p.layer, xa=xa, xb=xb, radius=p.radius)
+
+
+def check_sphere_words(state: dict, claim) -> None:
+    s = view(state).sphere
+    x = {f"x_{i}": float(value) for i, value in enumerate(s.point)}
+    check_point_words(claim, s.rms, s.layer, **x)
+
+
 CHECKS = {
+    "explorer.coords_words": check_coords_words,
+    "explorer.coords_words_equal": check_coords_words,
+    "charts.not_finite": check_coords_words,
+    "charts.no_finite": check_coords_words,
+    "explorer.plane_words": check_plane_words,
+    "explorer.plane_words_not_finite": check_plane_words,
+    "explorer.sphere_words": check_sphere_words,
+    "explorer.sphere_words_not_finite": check_sphere_words,
     "explorer.coords_caption": check_coords,
     "explorer.coords_divisors": check_divisors,
     "explorer.coords_envelope": check_envelope,

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from core.geometry import PlaneImages, Sphere3D
+from core.lab.chart_words import pair_words, point_words
 from core.lab.claims import Claim, at_least, at_most, both, close, pick
 from core.lab.explorer.chart import envelope_width
 from core.lab.explorer.units import (
@@ -35,6 +36,26 @@ def claims_of(ctx: dict[str, Any]) -> dict[str, Claim]:
     claims |= _centring_claims(ctx)
     claims |= _plane_claims(ctx)
     claims |= _extra_claims(ctx)
+    claims |= _chart_words(ctx)
+    return claims
+
+
+def _chart_words(ctx: dict[str, Any]) -> dict[str, Claim]:
+    """Each chart's summary, its caption and accessible name: the coordinates' extremes and
+    where the two outputs differ most; where the plane (and at d = 3 the sphere) puts them."""
+    words = pair_words("explorer.coords_words", range(ctx["d"]), ctx["y_rms"], ctx["y_layer"])
+    claims = {f"coords_{slot}": claim for slot, claim in words.items()}
+    plane: PlaneImages = ctx["plane"]
+    (xa, xb), radius = plane.point, plane.radius
+    claims["plane_words"] = point_words(
+        "explorer.plane_words", plane.rms, plane.layer, xa=xa, xb=xb, radius=radius
+    )
+    sphere: Sphere3D | None = ctx["sphere"]
+    if sphere is not None:
+        x = {f"x_{i}": float(v) for i, v in enumerate(sphere.point)}
+        claims["sphere_words"] = point_words(
+            "explorer.sphere_words", sphere.rms, sphere.layer, **x
+        )
     return claims
 
 
