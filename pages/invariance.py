@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -17,6 +18,7 @@ from core.lab.invariance import (
 from core.lab.invariance_table import TABLE_TOL, TRANSFORMS, InvarianceRow
 from core.lab.snippets import invariance_code
 from ui import fmt, widgets
+from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
@@ -84,19 +86,25 @@ def case_section(lab: InvarianceLab, tr: Translator) -> None:
             value = fmt.num(lab.residual[norm], noise=TABLE_TOL)
             st.metric(tr(f"invariance.metric_res_{norm}"), value, width=metric_width())
     case = lab.case
-    st.plotly_chart(
-        readable(
-            before_after_figure(
-                case.pre,
-                case.outputs["rms"],
-                case.outputs["layer"],
-                labels(tr, "pre", "before", "after"),
-            )
-        ),
+    names = labels(tr, "pre", "before", "after")
+    columns = {"i": np.arange(case.pre[0].shape[-1])}
+    headers = {"i": names["coordinate"]}
+    for kind, pair in (("pre", case.pre), ("rms", case.outputs["rms"]),
+                       ("layer", case.outputs["layer"])):  # fmt: skip
+        for when, values in zip(("before", "after"), pair, strict=True):
+            columns[f"{kind}_{when}"] = values
+            headers[f"{kind}_{when}"] = f"{names[kind]}, {names[when]}"
+    chart(
+        readable(before_after_figure(case.pre, case.outputs["rms"], case.outputs["layer"], names)),
         key="before_after",
-        alt=tr("invariance.before_after_alt", case=case.case, name=name, size=lab.size),
+        title=tr("invariance.before_after_chart"),
+        words=_words(lab, tr, "before_after"),
+        more=" ".join(tr.claim(lab.claims[s]) for s in ("case_intro", "case_rms", "case_layer")),
+        table=columns,
+        headers=headers,
+        lang=tr.lang,
+        file_name="normlab-invariance-case.csv",
     )
-    st.caption(" ".join(tr.claim(lab.claims[s]) for s in ("case_intro", "case_rms", "case_layer")))
     st.markdown(tr.claim(lab.claims[f"why_{lab.transform}"]))
     formulas(tr)
 
@@ -145,22 +153,34 @@ def sweep_section(lab: InvarianceLab, tr: Translator) -> None:
     """The shift sweep of one case: cosines with the unshifted output, energy along 1."""
     st.subheader(tr("invariance.sweep_heading"))
     sweep = lab.shift.sweep
-    st.plotly_chart(
-        readable(
-            sweep_figure(sweep, labels(tr, "offset", "cosine", "rms_cos", "layer_cos", "energy"))
-        ),
+    names = labels(tr, "offset", "cosine", "rms_cos", "layer_cos", "energy")
+    chart(
+        readable(sweep_figure(sweep, names)),
         key="sweep",
-        alt=tr(
-            "invariance.sweep_alt",
-            c=lab.c_max,
-            case=CASE_A,
-            cos_far=float(sweep["rms_cosine"][-1]),
-            energy_far=float(sweep["rms_energy_along_ones"][-1]),
-        ),
+        title=tr("invariance.sweep_chart"),
+        words=_words(lab, tr, "sweep"),
+        more=" ".join(tr.claim(lab.claims[s]) for s in ("sweep_layer", "sweep_rms", "sweep_limit")),
+        table={
+            "c": sweep["offsets"],
+            "rms_cosine": sweep["rms_cosine"],
+            "layer_cosine": sweep["layer_cosine"],
+            "rms_energy_along_ones": sweep["rms_energy_along_ones"],
+        },
+        headers={
+            "c": "c",
+            "rms_cosine": names["rms_cos"],
+            "layer_cosine": names["layer_cos"],
+            "rms_energy_along_ones": names["energy"],
+        },
+        lang=tr.lang,
+        file_name="normlab-invariance-sweep.csv",
     )
-    st.caption(
-        " ".join(tr.claim(lab.claims[s]) for s in ("sweep_layer", "sweep_rms", "sweep_limit"))
-    )
+
+
+def _words(lab: InvarianceLab, tr: Translator, chart_key: str) -> str:
+    """A chart's summary: its words, and a count of values it cannot draw where there are any."""
+    slots = (f"{chart_key}_words", f"{chart_key}_not_finite")
+    return " ".join(tr.claim(lab.claims[s]) for s in slots if s in lab.claims)
 
 
 def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
@@ -184,14 +204,20 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
             )
     fig_labels = labels(tr, "spread", "dist_rms", "dist_layer", "slope")
     fig_labels.update(offset=tr("invariance.offset_axis_log"), amount=tr("invariance.amount_axis"))
-    numbers = {"c": c, "a": CASE_A, "b": CASE_B, "spread": float(s.spread[-1])}
-    numbers.update(dist=float(s.dist_rms[-1]), dist_layer=float(s.dist_layer[-1]))
-    st.plotly_chart(
-        readable(collapse_figure(s.offsets, s.spread, s.dist_rms, s.dist_layer, fig_labels)),
+    figure = collapse_figure(s.offsets, s.spread, s.dist_rms, s.dist_layer, fig_labels)
+    slope = next(tr_.y for tr_ in figure.data if tr_.name == fig_labels["slope"])
+    series = {"dist_rms": s.dist_rms, "spread": s.spread, "dist_layer": s.dist_layer}
+    chart(
+        readable(figure),
         key="collapse",
-        alt=tr("invariance.collapse_alt", **numbers),
+        title=tr("invariance.collapse_chart"),
+        words=_words(lab, tr, "collapse"),
+        more=tr.claim(lab.claims["collapse"]),
+        table={"c": s.offsets, **series, "slope": np.asarray(slope, dtype=float)},
+        headers={"c": "c", **{k: fig_labels[k] for k in (*series, "slope")}},
+        lang=tr.lang,
+        file_name="normlab-invariance-collapse.csv",
     )
-    st.caption(tr.claim(lab.claims["collapse"]))
     pair_labels = labels(tr)
     pair_labels.update(
         a=tr("invariance.case_name", case=CASE_A),
@@ -199,12 +225,23 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
         rms_panel=tr("invariance.pair_rms", c=c),
         layer_panel=tr("invariance.pair_layer", c=c),
     )
-    st.plotly_chart(
+    pair_table = {"i": np.arange(s.pair_rms[0].shape[-1])}
+    pair_headers = {"i": pair_labels["coordinate"]}
+    for kind, pair in (("rms", s.pair_rms), ("layer", s.pair_layer)):
+        for case_key, values in zip(("a", "b"), pair, strict=True):
+            pair_table[f"{kind}_{case_key}"] = values
+            pair_headers[f"{kind}_{case_key}"] = f"{pair_labels[kind]}, {pair_labels[case_key]}"
+    chart(
         readable(pair_figure(s.pair_rms, s.pair_layer, pair_labels)),
         key="pair",
-        alt=tr("invariance.pair_alt", **numbers),
+        title=tr("invariance.pair_chart"),
+        words=_words(lab, tr, "pair"),
+        more=tr.claim(lab.claims["pair"]),
+        table=pair_table,
+        headers=pair_headers,
+        lang=tr.lang,
+        file_name="normlab-invariance-pair.csv",
     )
-    st.caption(tr.claim(lab.claims["pair"]))
     st.markdown(tr("invariance.lost_text"))
 
 

@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from core.defaults import DEFAULT_RMS_EPS
 from core.geometry import ones_direction
+from core.lab.chart_words import pair_words
 from core.lab.claims import Claim, at_least, at_most, close, pick
 from core.lab.invariance_table import (
     NORMS,
@@ -226,6 +227,27 @@ def _shift_view(seed: int, c_max: float) -> ShiftView:
     )
 
 
+def moves(pair: Pair) -> np.ndarray:
+    """|after - before| (or |case b - case a|) per coordinate: how far a pair of outputs part."""
+    return np.abs(pair[1] - pair[0])
+
+
+def _chart_words(case: CaseView, s: ShiftView) -> dict[str, Claim]:
+    """Each chart's summary (its caption and accessible name), by ``core.lab.chart_words``."""
+    coords = range(case.pre[0].shape[-1])
+    charts = {
+        "before_after": (coords, moves(case.outputs["rms"]), moves(case.outputs["layer"])),
+        "sweep": (s.sweep["offsets"], s.sweep["rms_cosine"], s.sweep["layer_cosine"]),
+        "collapse": (s.offsets, s.dist_rms, s.dist_layer),
+        "pair": (range(s.pair_rms[0].shape[-1]), moves(s.pair_rms), moves(s.pair_layer)),
+    }
+    claims = {}
+    for chart, (where, rms, layer) in charts.items():
+        words = pair_words(f"invariance.{chart}_words", list(where), rms, layer)
+        claims |= {f"{chart}_{slot}": claim for slot, claim in words.items()}
+    return claims
+
+
 def _case_claims(view: CaseView) -> dict[str, Claim]:
     moved = at_least(max(view.change.values()), TABLE_TOL)
     claims = {
@@ -347,5 +369,6 @@ def invariance_lab(*, transform: str, size: float, seed: int, c_max: float) -> I
         **_row_claims(rows, size, seed),
         **_sweep_claims(shift, c_max),
         **_collapse_claims(shift, c_max),
+        **_chart_words(case, shift),
     }
     return InvarianceLab(transform, size, seed, c_max, case, residual, rows, shift, claims)

@@ -22,6 +22,7 @@ from tests.claims.oracle import (
     TRANSFORM_IDS,
     UNITS,
     changes,
+    check_pair_words,
     f_norm,
     preactivations,
     residuals,
@@ -188,7 +189,46 @@ def check_pair(state: dict, claim: Claim) -> None:
     assert kept == (claim.key == "invariance.pair_kept")
 
 
+
+# --- the charts' words: each from the arrays its chart draws -----------------------------------
+
+
+def _apart(pair) -> list[float]:
+    """|second - first| per coordinate, in Python floats."""
+    return [abs(float(q) - float(p)) for p, q in zip(pair[0], pair[1], strict=True)]
+
+
+def _chart_data(state: dict, chart: str) -> tuple[list, list, list]:
+    lab = view(state)
+    case, shift = lab.case, lab.shift
+    if chart == "before_after":
+        rms, layer = _apart(case.outputs["rms"]), _apart(case.outputs["layer"])
+        return list(range(len(rms))), rms, layer
+    if chart == "sweep":
+        sweep = shift.sweep
+        return list(sweep["offsets"]), list(sweep["rms_cosine"]), list(sweep["layer_cosine"])
+    if chart == "collapse":
+        return list(shift.offsets), list(shift.dist_rms), list(shift.dist_layer)
+    rms, layer = _apart(shift.pair_rms), _apart(shift.pair_layer)
+    return list(range(len(rms))), rms, layer
+
+
+def check_chart_words(state: dict, claim: Claim) -> None:
+    key = claim.fields.get("chart", claim.key).removeprefix("invariance.")
+    chart = key.removesuffix("_equal").removesuffix("_words")
+    check_pair_words(claim, *_chart_data(state, chart))
+
 CHECKS = {
+    "charts.not_finite": check_chart_words,
+    "charts.no_finite": check_chart_words,
+    "invariance.before_after_words": check_chart_words,
+    "invariance.before_after_words_equal": check_chart_words,
+    "invariance.sweep_words": check_chart_words,
+    "invariance.sweep_words_equal": check_chart_words,
+    "invariance.collapse_words": check_chart_words,
+    "invariance.collapse_words_equal": check_chart_words,
+    "invariance.pair_words": check_chart_words,
+    "invariance.pair_words_equal": check_chart_words,
     "invariance.case_intro_moved": check_case_intro,
     "invariance.case_intro_still": check_case_intro,
     "invariance.case_cancelled": check_case_norm,

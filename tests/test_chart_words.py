@@ -1,0 +1,134 @@
+"""Words for every chart (ui/chart.py): each Plotly chart has its summary as its accessible name
+and as the caption under it, and a Data table whose extremes are the chart's own.
+
+Pages done so far: the explorer (coordinates, plane, and at d = 3 the sphere) and the invariance
+lab (before and after, shift sweep, collapse, pair). Each is opened once per language with
+AppTest; a wide vector (d = 5000) checks that the table is downsampled as the chart is.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+
+from tests.apptest_util import open_app, open_page_alone, open_share
+from ui import fmt
+from ui.chart import columns_csv
+from ui.i18n import t
+
+CASES = [
+    ("explorer", {"lang": "en"}, 2),
+    ("explorer", {"lang": "id", "d": "3"}, 3),
+    ("explorer", {"lang": "en", "d": "5000", "offset": "2"}, 2),
+    ("invariance", {"lang": "en"}, 4),
+    ("invariance", {"lang": "id", "transform": "shift_ones", "c_max": "100"}, 4),
+]
+
+
+def _values(data: object) -> np.ndarray:
+    """A trace's numbers (Plotly's typed arrays or a list; ``None`` reads as NaN), flattened."""
+    if data is None:
+        return np.array([], dtype=float)
+    if isinstance(data, dict) and "bdata" in data:
+        raw = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        return raw.astype(float).ravel()
+    return np.array([np.nan if v is None else v for v in np.ravel(data)], dtype=float)
+
+
+def _ends(values: np.ndarray, lang: str) -> tuple[str, str]:
+    """The smallest and largest finite value, written as the page writes numbers."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return ("", "")
+    return (fmt.num(float(finite.min()), lang=lang), fmt.num(float(finite.max()), lang=lang))
+
+
+def _read(cells, lang: str) -> np.ndarray:
+    """A table column as numbers (the table writes them in the page's language)."""
+    out = []
+    for cell in cells:
+        try:
+            out.append(fmt.parse(str(cell), lang))
+        except ValueError:
+            out.append(np.nan)  # "NaN", "∞": not drawn
+    return np.array(out, dtype=float)
+
+
+def _table_ends(cells, lang: str) -> tuple[str, str]:
+    """The cells that hold the table's smallest and largest number, as shown."""
+    values = _read(cells, lang)
+    finite = np.flatnonzero(np.isfinite(values))
+    if not finite.size:
+        return ("", "")
+    cells = list(cells)
+    lo = finite[np.argmin(values[finite])]
+    hi = finite[np.argmax(values[finite])]
+    return (str(cells[lo]), str(cells[hi]))
+
+
+def _compared(spec: dict, frame, lang: str) -> int:
+    """Compare the table with the figure's traces; returns how many comparisons were made.
+
+    A column named like a trace holds that trace's values; a table of points (its first column
+    is "Point") holds the coordinates of each trace named like a point; otherwise the table's
+    values, all together, span what the traces draw. Numbers compare as the page writes them."""
+    traces: dict[str, list[dict]] = {}
+    for trace in spec["data"]:
+        traces.setdefault(trace.get("name"), []).append(trace)
+    first = frame.columns[0]
+    done = 0
+    if first == t("charts.point", lang):  # points: one row each
+        for _, row in frame.iterrows():
+            for trace in traces.get(row[first], []):
+                axes = [a for a in ("x", "y", "z") if a in trace]
+                drawn = [_values(trace[a]) for a in axes]
+                # A point, or an arrow from the origin to it (the 3D view): its last entry.
+                if all(0 < v.size <= 2 for v in drawn):
+                    shown = [str(row[c]) for c in frame.columns[1 : 1 + len(axes)]]
+                    assert shown == [fmt.num(float(v[-1]), lang=lang) for v in drawn]
+                    done += 1
+        return done
+    for column in frame.columns[1:]:
+        if column in traces:
+            drawn = np.concatenate([_values(tr.get("y")) for tr in traces[column]])
+            assert _table_ends(frame[column], lang) == _ends(drawn, lang), column
+            done += 1
+    if done:
+        return done
+    cells = frame[frame.columns[1:]].to_numpy().ravel()
+    drawn = np.concatenate([_values(tr.get("y")) for tr in spec["data"]])
+    assert _table_ends(cells, lang) == _ends(drawn, lang)
+    return 1
+
+
+@pytest.mark.parametrize(("page", "query", "count"), CASES)
+def test_every_chart_has_its_words_and_its_data(page: str, query: dict, count: int) -> None:
+    at = open_app(None if page == "explorer" else page, **query)
+    assert not at.exception, [e.value for e in at.exception]
+    charts = at.get("plotly_chart")
+    frames = [df.value for df in at.dataframe]
+    assert len(charts) == count == len(frames)
+    captions = [c.value for c in at.caption]
+    data_label = t("charts.data_heading", query["lang"])
+    assert sum(e.label == data_label for e in at.expander) == count
+    for chart, frame in zip(charts, frames, strict=True):
+        alt = chart.proto.alt
+        title, _, words = alt.partition(". ")
+        assert title and words, alt
+        # The caption right under the chart starts with the same summary.
+        assert any(c.startswith(words) for c in captions), words[:80]
+        assert _compared(json.loads(chart.proto.spec), frame, query["lang"]) > 0
+    if query.get("d") == "5000":
+        assert len(frames[0]) < 5000  # downsampled as the chart is
+
+
+def test_the_share_dialog_offers_each_charts_full_data_as_csv() -> None:
+    at = open_share(open_page_alone("invariance", lang="id"))
+    assert not at.exception, [e.value for e in at.exception]
+    buttons = at.get("download_button")
+    assert len(buttons) == 4
+    text = columns_csv({"c": [0.5, -2.0], "i": [1, 2]})
+    assert text == "c,i\n0.5,1\n-2.0,2\n"  # a decimal point in every language
