@@ -158,3 +158,18 @@ def test_figures_carry_the_language_separators() -> None:
         at = open_app("explorer", lang=lang)
         specs = figures(at)
         assert specs and all(s["layout"]["separators"] == separators for s in specs.values())
+
+
+def test_exports_keep_a_decimal_point_on_an_indonesian_page() -> None:
+    from ui.chart import columns_csv
+    from ui.export import coordinates_csv
+
+    with fmt.language("id"):
+        assert fmt.num(1.5) == "1,5"  # the page's numbers, for contrast
+        texts = [
+            coordinates_csv({"x": np.array([1.5, -1234.25])}),
+            columns_csv({"i": [0, 1], "y": [1.5, -1234.25]}),
+        ]
+    for text in texts:
+        rows = [line.split(",") for line in text.strip().splitlines()[1:]]
+        assert [float(row[-1]) for row in rows] == [1.5, -1234.25]

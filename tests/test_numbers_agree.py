@@ -626,6 +626,27 @@ def test_numbers_agree(page: str, query: dict[str, str], lang: str) -> None:
     assert not wrong, "\n".join(wrong)
 
 
+# A number only English writes: a point that cannot group thousands (``0.5``, ``1.25``,
+# ``1.2345``, ``1.5e-8``). ``1.016`` is left out: in Indonesian it is one thousand and sixteen.
+_POINT_DECIMAL = re.compile(r"(?<![\w.,])-?(?:0\.\d+|\d+\.(?:\d{1,2}|\d{4,})(?![\d.])|\d+\.\d+e)")
+# Code, links, version numbers and TeX lengths (``\\[0.6em]``) are the same in every language.
+_VERBATIM = re.compile(
+    r"`[^`]*`|https?://\S+|[?&]\w+=[^\s&]*|\b(?:torch|Python|v)\s?\d[\d.]*|\d[\d.]*(?:em|ex|pt)\b"
+)
+
+
+@pytest.mark.parametrize(("page", "query"), [(p, q) for p, q in STATES])
+def test_indonesian_pages_write_no_english_decimals(page: str, query: dict[str, str]) -> None:
+    shown = rendered(page, tuple(query.items()), "id")
+    written = [v for _, v in shown.metrics] + [c[2] for c in shown.cells] + list(shown.texts)
+    found = [
+        m.group(0) + " in " + repr(text[max(0, m.start() - 30) : m.end() + 10])
+        for text in written
+        for m in _POINT_DECIMAL.finditer(_VERBATIM.sub("", text))
+    ]
+    assert not found, found
+
+
 def test_every_page_is_sampled() -> None:
     assert {page for page, _ in STATES} == {spec.name for spec in PAGES}
 
@@ -718,7 +739,8 @@ def test_matcher_needs_the_label_to_start_a_word() -> None:
         ("1,234,567", "en", 1234567.0, ""),
         ("−0.2897", "en", -0.2897, ""),
         ("1.235e-8", "en", 1.235e-8, ""),
-        ("47.8 %", "id", 0.478, ""),
+        ("47,8 %", "id", 0.478, ""),
+        ("47.8 %", "en", 0.478, ""),
         ("15.07 ms", "en", 15.07, "ms"),
         ("≈ 0", "id", 0.0, ""),
     ],

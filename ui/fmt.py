@@ -125,9 +125,7 @@ def _special(value: float) -> str | None:
     return None
 
 
-def num(
-    value: float | int, *, sig: int = SIG, noise: float = 0.0, lang: str | None = None
-) -> str:
+def num(value: float | int, *, sig: int = SIG, noise: float = 0.0, lang: str | None = None) -> str:
     """``value`` for a reader in ``lang`` (default: the page's): 4 significant digits,
     ``≈ 0`` at or below ``noise`` (not 0)."""
     return localise(_plain(value, sig, noise), lang)

@@ -90,8 +90,8 @@ def read_view_mode() -> ViewMode:
 # - On a phone a table's cells wrap, so the table fits the page: st.table's scrolling box cannot
 #   take the keyboard's focus (axe-core: scrollable-region-focusable), and the contracts page's
 #   settings table was 788 px wide in Indonesian. Each column is as wide as its longest word
-#   at least (automatic layout), in a smaller type with narrower padding, so that four columns
-#   of numbers fit 356 px.
+#   at least (automatic layout), in a smaller type with narrower padding, so that the contracts
+#   table's four columns (two class names among them) fit the 356 px a phone leaves.
 _BASE_CSS = """<style>
 .katex-display { padding: 0 2px; }
 [data-testid="stMain"] * { word-break: normal !important; overflow-wrap: break-word !important; }
@@ -102,11 +102,11 @@ _BASE_CSS = """<style>
 @media (max-width: 640px) {
   .katex-display > .katex { font-size: 0.9em; }
   [data-testid="stTable"] table, [data-testid="stMarkdownContainer"] table {
-    table-layout: auto; width: 100%; font-size: 0.875rem; }
+    table-layout: auto; width: 100%; font-size: 0.8125rem; }
   [data-testid="stTable"] th, [data-testid="stTable"] td,
   [data-testid="stMarkdownContainer"] th, [data-testid="stMarkdownContainer"] td {
-    white-space: normal; padding: 0.25rem 0.375rem; }
-  [data-testid="stCode"] pre, [data-testid="stCode"] pre code { white-space: pre-wrap; }
+    white-space: normal; padding: 0.25rem; }
+  [data-testid="stCode"] pre, [data-testid="stCode"] pre code { white-space: pre-wrap !important; }
   .js-plotly-plot .modebar-container { display: none; }
 }
 </style>"""
@@ -365,7 +365,7 @@ def save_box(saving: Saving, params: Sequence[Param], lang: str) -> None:
                 key=f"_save_{file_name}",
                 icon=":material/download:",
             )
-    st.caption(t("common.save_png_hint", lang))
+    st.caption(t("common.save_png_hint", lang) + " " + t("common.save_machine", lang))
     st.file_uploader(
         t("common.restore_label", lang),
         type=["json"],

@@ -60,7 +60,9 @@ class Notice:
 
     def text(self, lang: str) -> str:
         """The sentence that tells a visitor which parameter changed and why."""
-        fields = self.problem.fields
+        # Limits and values are numbers to read, so they are written in the page's language
+        # (the raw text is echoed as it was).
+        fields = {k: fmt.localise(v, lang) for k, v in self.problem.fields.items()}
         return t(
             f"common.param_{self.problem.code}", lang, key=self.key, raw=echo(self.raw), **fields
         )

@@ -7,7 +7,7 @@ Every widget here uses ``bind="query-params"`` with the parameter's key as the U
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import streamlit as st
@@ -21,6 +21,7 @@ from ui.params import (
     FloatParam,
     IntParam,
     LadderParam,
+    Param,
     TextParam,
     read_link_value,
 )
@@ -71,8 +72,9 @@ def choice(
     options: tuple[str, ...] | None = None,
     **kwargs: Any,
 ) -> Any:
-    """A choice among the param's values. The labels are the link's values (a bound widget
-    writes its label to the URL), so translate with a caption, never with ``format_func``.
+    """A choice among the param's values, shown as they are: for names, numbers and code
+    (numpy, cpu, float16). The labels are the link's values (a bound widget writes its label to
+    the URL), so values that are words take :func:`labelled_choice`, never ``format_func``.
     ``options`` narrows the list (e.g. to the devices present)."""
     values = list(options if options is not None else param.choices)
     default = param.default if param.default in values else values[0]
@@ -85,28 +87,33 @@ def choice(
 
 
 def labelled_choice(
-    param: ChoiceParam,
+    param: Param,
     label: str,
     names: Callable[[str], str],
     *,
     kind: Literal["selectbox", "segmented"] = "selectbox",
+    options: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> str:
     """A select box (or a row of buttons, ``kind="segmented"``) that shows ``names(value)`` (a
     translated name) for each of the param's values, while the link carries the value itself.
+    ``options`` gives the values where the param has no fixed list (the inspector's models).
 
     A bound widget writes its label to the URL, so this one is not bound: it takes its first
     value from the link (``begin_page`` has already checked and corrected it) and writes the
     chosen value back with ``st.query_params`` (none while it is the default).
     """
+    values = list(options if options is not None else getattr(param, "choices", ()))
     if param.key not in st.session_state:
         st.session_state[param.key] = read_link_value(param)[0]
+    if st.session_state[param.key] not in values:  # an option that is no longer offered
+        st.session_state[param.key] = param.default if param.default in values else values[0]
     if kind == "segmented":
         value = st.segmented_control(
-            label, param.choices, format_func=names, key=param.key, required=True, **kwargs
+            label, values, format_func=names, key=param.key, required=True, **kwargs
         )
     else:
-        value = st.selectbox(label, param.choices, format_func=names, key=param.key, **kwargs)
+        value = st.selectbox(label, values, format_func=names, key=param.key, **kwargs)
     if value == param.default:
         st.query_params.pop(param.key, None)
     else:
