@@ -228,6 +228,22 @@ def test_three_dimensional_view_appears_for_d_equal_three() -> None:
     np.testing.assert_allclose(np.linalg.norm(tip), math.sqrt(3), rtol=1e-12)
 
 
+@pytest.mark.parametrize("link", [{}, {"offset": "3"}, {"scale": "0.001", "offset": "0.5"}])
+def test_three_dimensional_ticks_stay_clear_of_the_corners(link: dict) -> None:
+    """Five automatic ticks per axis reached the cube's corners, where two axes' end labels
+    ("-4", "-4") lay on each other, and the bottom ticks were cut off: now three ticks each,
+    distinct, well inside the range, and the camera far enough out to frame them."""
+    scene = figures(open_app(d="3", **link))["sphere"]["layout"]["scene"]
+    for axis in ("xaxis", "yaxis", "zaxis"):
+        lo, hi = scene[axis]["range"]
+        ticks = scene[axis]["tickvals"]
+        assert len(ticks) == len(set(ticks)) == 3 and 0.0 in ticks
+        assert all(abs(t) <= 0.75 * hi for t in ticks) and max(ticks) > 0.3 * hi
+        assert lo == -hi
+    eye = scene["camera"]["eye"]
+    assert math.hypot(eye["x"], eye["y"], eye["z"]) > 1.5 * math.hypot(1.45, 1.1, 0.55)
+
+
 def test_wide_vectors_use_webgl_and_envelopes_one_svg_line() -> None:
     # Every coordinate of a wide vector: WebGL markers. An envelope: one SVG line per trace,
     # which redraws without a fresh WebGL canvas on every slider move.

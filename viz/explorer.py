@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -286,8 +287,8 @@ def sphere_figure(
                 "hovertemplate": name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
             }
         )  # fmt: skip
-    axis = {"range": [-extent, extent], "nticks": 5, "tickfont": {"size": size},
-            "title": {"font": {"size": size}}}  # fmt: skip
+    axis = {"range": [-extent, extent], "tickvals": sphere_ticks(extent),
+            "tickfont": {"size": size}, "title": {"font": {"size": size}}}  # fmt: skip
     scene = {
         **{
             f"{a}axis": _merge(axis, {"title": {"text": f"x{i}"}})
@@ -296,9 +297,29 @@ def sphere_figure(
         "aspectmode": "cube",
         # Looking across the all-ones axis, not along it, so that the plane perpendicular
         # to 1 and LayerNorm's circle are seen at an angle rather than face-on.
-        "camera": {"eye": {"x": 1.45, "y": -1.1, "z": 0.55}},
+        # Far enough that the cube's near corners and their tick labels stay inside the frame.
+        "camera": {"eye": {k: v * CAMERA_DISTANCE for k, v in CAMERA_EYE.items()}},
     }
     return _figure(traces, _merge(style.layout(height=640, scene=scene), _text(size)))
+
+
+# The 3D view's camera direction, and how far out it sits along it: at 1 the cube filled the
+# frame, so that the bottom axis's ticks and title were cut off (on a phone, the sides too).
+CAMERA_EYE = {"x": 1.45, "y": -1.1, "z": 0.55}
+CAMERA_DISTANCE = 1.6
+# Ticks of the 3D axes only this far out (times the half-width): three axes meet at each
+# corner of the cube, and ticks at the ends wrote two equal labels ("-4", "-4") on each other.
+TICK_REACH = 0.75
+
+
+def sphere_ticks(extent: float) -> list[float]:
+    """Three ticks, ``-t, 0, t``: ``t`` the largest one-digit multiple of a power of ten within
+    ``TICK_REACH * extent`` (``extent`` > 0), clear of the cube's corners and of each other."""
+    reach = TICK_REACH * extent
+    exponent = math.floor(math.log10(reach))
+    digit = math.floor(reach / 10.0**exponent * (1 + 1e-9))
+    t = float(f"{digit}e{exponent}")  # 0.3, not 3 * 0.1 = 0.30000000000000004
+    return [-t, 0.0, t]
 
 
 def _surface(grids: tuple, name: str, color: str) -> dict:
