@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
+from core import get_preset
 from core.inspector import (
     Catalog,
     InspectorView,
@@ -26,7 +27,7 @@ from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import Param, Problem, TextParam, echo
-from ui.widgets import BIND
+from ui.widgets import labelled_choice
 from ui.widgets import text as text_box
 from viz.inspector import Series, gain_histogram, readings_figure
 from viz.style import chart_config
@@ -112,11 +113,14 @@ def _options(catalog: Catalog) -> list[str]:
     return options
 
 
-def _select(param: ModelParam, label: str, options: list[str], help_text: str) -> str:
+def _select(
+    param: ModelParam, label: str, options: list[str], help_text: str, tr: Translator
+) -> str:
+    """A model box: the models by their names, and "none" in the page's words."""
     values = [NONE, *options] if param.allow_none else options
-    default = param.default if param.default in values else values[0]
-    return st.selectbox(
-        label, values, index=values.index(default), key=param.key, bind=BIND, help=help_text
+    none = tr("inspector.option_none")
+    return labelled_choice(
+        param, label, lambda v: none if v == NONE else v, options=values, help=help_text
     )
 
 
@@ -141,9 +145,11 @@ def controls(tr: Translator, catalog: Catalog) -> dict:
         state = {"model": "", "compare": NONE}
         if options:
             help_text = tr("inspector.model_help")
-            state["model"] = _select(P["model"], tr("inspector.model_label"), options, help_text)
+            state["model"] = _select(
+                P["model"], tr("inspector.model_label"), options, help_text, tr
+            )
             state["compare"] = _select(
-                P["compare"], tr("inspector.compare_label"), options, help_text
+                P["compare"], tr("inspector.compare_label"), options, help_text, tr
             )
         state["prompt"] = text_box(
             P["prompt"], tr("inspector.text_label"), help=tr("inspector.text_help", limit=MAX_TEXT)
@@ -202,8 +208,18 @@ def _delta_text(delta: float) -> str:
     return "—" if delta == float("inf") else fmt.num(delta)
 
 
+def _preset_name(tr: Translator, name: str, kind: str) -> str:
+    """A preset as the lesson and the contracts page name it (a LayerNorm preset by its title,
+    a name), without the class in brackets: ``Llama``, ``Kode PyTorch dari makalah RMSNorm``,
+    ``OLMo 1``, short enough for a column."""
+    title = tr(f"lesson.preset_{name}") if kind == "rms" else get_preset(name, kind).title
+    return title.split(" (")[0]
+
+
 def group_table(tr: Translator, view: SideView) -> pd.DataFrame:
-    """One row per kind of norm module: place, class, formula, eps, gain, dtype, preset."""
+    """One column per kind of norm module, named by its place; one row each for the count,
+    class, formula, eps, gain, dtype, preset and max |Δ|. (A row per kind was nine columns
+    wide: on a phone max |Δ| sat out of view at the far end of a scrolling grid.)"""
     rows = [
         {
             tr("inspector.col_place"): tr(f"inspector.place_{g.place}"),
@@ -213,12 +229,14 @@ def group_table(tr: Translator, view: SideView) -> pd.DataFrame:
             "eps": _eps_text(g.eps),
             tr("inspector.col_gain"): tr(f"inspector.conv_{g.gain}"),
             tr("inspector.col_dtype"): g.dtype,
-            tr("inspector.col_preset"): g.preset or "—",
+            tr("inspector.col_preset"): _preset_name(tr, g.preset, g.kind) if g.preset else "—",
             "max |Δ|": _delta_text(g.delta),
         }
         for g in view.contract.groups
     ]
-    return pd.DataFrame(rows).set_index(tr("inspector.col_place"))
+    table = pd.DataFrame(rows).set_index(tr("inspector.col_place")).T.astype(str)
+    table.index.name = tr("inspector.col_place")
+    return table
 
 
 def module_table(tr: Translator, view: SideView) -> pd.DataFrame:
@@ -230,7 +248,7 @@ def module_table(tr: Translator, view: SideView) -> pd.DataFrame:
             tr("inspector.col_place"): tr(f"inspector.place_{m.place}"),
             "d": m.width,
         }
-        row |= {name: _delta_text(delta) for name, delta in m.deltas}
+        row |= {_preset_name(tr, name, m.kind): _delta_text(delta) for name, delta in m.deltas}
         rows.append(row)
     return pd.DataFrame(rows).set_index(tr("inspector.col_module")).fillna("—")
 
@@ -253,7 +271,7 @@ def contract_section(tr: Translator, view: InspectorView) -> None:
     for side, sv in view.sides.items():
         model_card(tr, side, sv)
         st.markdown(tr.claim(sv.claims["contract"]))
-        st.dataframe(group_table(tr, sv))
+        st.table(group_table(tr, sv))
         with st.expander(tr("inspector.every_module", name=sv.summary.label)):
             st.dataframe(module_table(tr, sv))
     st.caption(tr("inspector.presets_caption"))

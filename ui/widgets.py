@@ -52,16 +52,27 @@ def number(
 
 
 def ladder(param: LadderParam, label: str, **kwargs: Any) -> Any:
-    """A select slider over the param's ladder; the URL carries ``fmt.link`` of the value."""
-    return st.select_slider(
+    """A select slider over the param's ladder, its labels in the page's language (``0,25`` in
+    Indonesian), while the URL carries ``fmt.link`` of the value (``0.25``) in every language.
+
+    A bound widget writes its label to the URL, so this one is not bound: like
+    :func:`labelled_choice`, it takes its first value from the link and writes it back.
+    """
+    lang = fmt.current_language()
+    if param.key not in st.session_state:
+        st.session_state[param.key] = read_link_value(param)[0]
+    value = st.select_slider(
         label,
         options=param.options,
-        value=param.default,
-        format_func=fmt.link,
+        format_func=lambda v: fmt.localise(fmt.link(v), lang),
         key=param.key,
-        bind=BIND,
         **kwargs,
     )
+    if value == param.default:
+        st.query_params.pop(param.key, None)
+    else:
+        st.query_params[param.key] = param.serialise(value)
+    return value
 
 
 def choice(
