@@ -3,7 +3,9 @@
 ``assets/glossary.toml`` names one Indonesian term per concept and the variants, calques and
 English words to avoid. Every ``id`` text is checked against it; then every page is opened in
 Indonesian with AppTest and everything it shows is searched for English sentences from the
-``en`` texts and for untranslated core notes (``core.messages.Message``).
+``en`` texts and for untranslated core notes (``core.messages.Message``), and every option label
+of its widgets and every table cell for an English word the glossary translates. Notices about
+the link are in the page's language whatever the browser's, and so is the share dialog.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
-from tests.apptest_util import open_app, open_page_alone, open_share
-from ui.i18n import catalogue
+from core.lab.lesson_options import OPTIONS, STEP_IDS
+from tests.apptest_util import APP, TIMEOUT, open_app, open_page_alone, open_share
+from ui.frame import CONTROLS, TEXT_SIZE
+from ui.i18n import LANGUAGES, catalogue, t
 from ui.nav import PAGES
+from ui.params import ChoiceParam, IntParam, echo
 
 ROOT = Path(__file__).resolve().parent.parent
 GLOSSARY_FILE = ROOT / "assets" / "glossary.toml"
@@ -230,11 +236,68 @@ def shown_text(at) -> list[str]:
     for kind in widgets:
         for widget in at.get(kind):
             bodies += [getattr(widget, "label", "") or "", getattr(widget, "help", "") or ""]
-            if kind in ("button_group", "radio"):
-                # Buttons and radio choices are labels a reader sees (selectboxes show the
-                # link's own values, which are identifiers).
-                bodies += [str(option) for option in widget.options]
+    bodies += option_labels(at)
     return [body for body in bodies if body]
+
+
+OPTION_WIDGETS = ("selectbox", "radio", "button_group", "select_slider", "multiselect")
+
+
+def option_labels(at) -> list[str]:
+    """Every option of every choice widget as the reader sees it (after ``format_func``):
+    select boxes, radios, segmented controls and pills, select sliders, multiselects."""
+    return [str(option) for kind in OPTION_WIDGETS for w in at.get(kind) for option in w.options]
+
+
+MARKDOWN_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+
+
+def table_cells(at) -> list[str]:
+    """Every cell, header and row label of the page's tables: ``st.table``, ``st.dataframe`` and
+    Markdown tables."""
+    cells: list[str] = []
+    for table in [*at.get("table"), *at.get("dataframe")]:
+        frame = table.value
+        cells += [str(c) for c in frame.columns] + [str(i) for i in frame.index]
+        cells += [str(frame.index.name)] if frame.index.name else []
+        cells += [str(v) for v in frame.to_numpy().ravel()]
+    for element in at.get("markdown"):
+        for line in str(element.value).splitlines():
+            row = MARKDOWN_ROW.match(line)
+            if row and not set(row.group(1)) <= set("|-: "):
+                cells += [cell.strip() for cell in row.group(1).split("|")]
+    return [cell for cell in cells if cell.strip()]
+
+
+def glossary_english() -> set[str]:
+    """The English words the glossary gives an Indonesian term for (a note in brackets left
+    out), where that term is another word: shown whole as a label, they are untranslated."""
+    english = set()
+    for concept in GLOSSARY["concept"]:
+        chosen = (concept["id"], *concept.get("forms", []))
+        for term in concept["en"]:
+            bare = re.sub(r"\s*\(.*\)$", "", term).strip()
+            # Symbols and code names (1, eps, std) stay as they are (see the glossary's head).
+            if len(bare) < 4 or not re.fullmatch(r"[A-Za-z][A-Za-z' -]+", bare):
+                continue
+            if not any(contains_term(c, bare) for c in chosen):
+                english.add(bare.lower())
+    return english
+
+
+GLOSSARY_ENGLISH = glossary_english()
+AVOIDED = sorted({term for concept in GLOSSARY["concept"] for term in concept["avoid"]})
+
+
+def untranslated(label: str) -> list[str]:
+    """The glossary's words a label or cell shows where Indonesian has its own: the whole label
+    an English term, or an avoided term inside it. A name written as one capitalised word of
+    code (a model's class ``Norm``, ``Laplace``) is a name, not a word to translate."""
+    text = prose(label)
+    if text.strip().isidentifier() and text.strip()[0].isupper():
+        return []
+    found = [label] if normalised(text).strip(" .:*").lower() in GLOSSARY_ENGLISH else []
+    return found + [term for term in AVOIDED if contains_term(text, term)]
 
 
 def english_on_page(at) -> list[str]:
@@ -244,6 +307,8 @@ def english_on_page(at) -> list[str]:
         found += [f"sentence: {s!r}" for s in ENGLISH if s in flat]
         found += [f"label: {body!r}" for label in LABELS if body.strip() == label]
         found += [f"{key}: {body[:80]!r}" for key, p in CORE_NOTES.items() if p.search(body)]
+    for body in option_labels(at) + table_cells(at):
+        found += [f"glossary word {word!r} in {body[:80]!r}" for word in untranslated(body)]
     return found
 
 
@@ -287,3 +352,85 @@ def test_indonesian_share_dialog_shows_no_english(page: str) -> None:
     assert bool(at.get("download_button")) == (page == "explorer")
     found = english_on_page(at)
     assert not found, f"{page}'s share dialog shows English in Indonesian: {found}"
+
+
+# Widgets, tables and texts a page shows only in some state: the compute box under torch, the
+# trained models' prompts, the presets with a worded name, the lesson's two tables (drawn once a
+# step is revealed).
+STATES: dict[str, tuple[str, dict[str, str]]] = {
+    "explorer-torch": ("explorer", {"backend": "torch", "gain_pattern": "random"}),
+    "residual-trained": ("residual", {"mode": "trained"}),
+    "contracts-paper": ("contracts", {"a": "paper", "b": "transformer-engine"}),
+}
+LESSON_TABLES = ("table", "gain")
+
+
+@pytest.mark.parametrize("state", sorted(STATES))
+def test_indonesian_state_shows_no_english(state: str) -> None:
+    page, query = STATES[state]
+    at = open_app(page, lang="id", **query)
+    assert not at.exception, [e.value for e in at.exception]
+    assert option_labels(at)
+    found = english_on_page(at)
+    assert not found, f"{state} shows English in Indonesian: {found}"
+
+
+@pytest.mark.parametrize("step_id", LESSON_TABLES)
+def test_indonesian_lesson_tables_show_no_english(step_id: str) -> None:
+    at = open_app("lesson", lang="id", step=str(STEP_IDS.index(step_id) + 1))
+    at.radio(key=f"pick_{step_id}").set_value(OPTIONS[step_id][0]).run()
+    at.button(key=f"reveal_{step_id}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.get("table"), "the step's table is drawn once it is revealed"
+    found = english_on_page(at)
+    assert not found, f"lesson step {step_id} shows English in Indonesian: {found}"
+
+
+def test_the_option_and_cell_checks_see_english() -> None:
+    """The checks themselves: raw link values as labels and English cells are found."""
+    assert untranslated("uniform") and untranslated("alternating") and untranslated("paper")
+    assert untranslated("Kode PyTorch dari paper RMSNorm")
+    assert not untranslated("seragam") and not untranslated("float16")
+    assert not untranslated("Kode PyTorch dari makalah RMSNorm (rmsnorm_torch.py)")
+
+
+# Bad link values of the app (the view mode) and of a page (the explorer's width), each with the
+# notice it should get.
+BAD_LINK = {CONTROLS: "x", TEXT_SIZE: "huge", IntParam("d", 64, 2, 8192): "99999"}
+
+
+@pytest.mark.parametrize(
+    ("locale", "lang", "shown"),
+    [
+        ("en-US", "id", "id"),  # an Indonesian link opened in an English browser
+        ("id-ID", "en", "en"),  # and the reverse
+        ("id-ID", "fr", "id"),  # a bad language: the browser's, its notice included
+        ("en-US", "xx", "en"),
+    ],
+)
+def test_notices_are_in_the_page_language(locale: str, lang: str, shown: str) -> None:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.context = {"locale": locale}
+    at.query_params["lang"] = lang
+    for param, raw in BAD_LINK.items():
+        at.query_params[param.key] = raw
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["lang"] == shown
+    warnings = "\n".join(w.value for w in at.warning)
+    # A bad language falls back to the browser's, which is then the page's.
+    bad_lang = {ChoiceParam("lang", shown, tuple(LANGUAGES)): lang}
+    bad = {**BAD_LINK, **({} if lang in LANGUAGES else bad_lang)}
+    other = next(code for code in LANGUAGES if code != shown)
+    for param, raw in bad.items():
+        problem = param.parse(raw)[1]
+        assert problem is not None
+        said = {
+            code: t(
+                f"common.param_{problem.code}", code, key=param.key, raw=echo(raw), **problem.fields
+            )
+            for code in LANGUAGES
+        }
+        assert said[shown] in warnings and said[other] not in warnings, (param.key, warnings)
+    if shown == "id":
+        assert not english_on_page(at), english_on_page(at)
