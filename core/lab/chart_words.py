@@ -13,7 +13,7 @@ several positions is quoted at the first of them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -22,6 +22,8 @@ from core.lab.claims import Claim
 # The sentence for a chart with no finite value of one of its two norms to quote.
 NO_FINITE = "charts.no_finite"
 NOT_FINITE = "charts.not_finite"
+# The sentence for a chart of lines with a group that has no finite value to quote.
+LINES_NO_FINITE = "charts.lines_no_finite"
 
 
 def _extremes(values: np.ndarray, where: Sequence, name: str) -> dict[str, object]:
@@ -96,3 +98,45 @@ def point_words(
     scale = float(np.max(np.abs(np.concatenate([a, b]))))
     gap = float(np.linalg.norm((a - b) / scale)) * scale if scale > 0 else 0.0
     return Claim(key, values | {"gap": gap} | dict(fields))
+
+
+def lines_words(
+    key: str, rows: Sequence, where: Sequence, grids: Mapping[str, np.ndarray]
+) -> dict[str, Claim]:
+    """The summary of a chart of lines that are not a pair of norms (eps values, dtypes, running
+    sums): ``grids[name]`` has one line per entry of ``rows`` (what names it: an eps, a dtype)
+    and one value per position of ``where``; a 1-D array is one line.
+
+    Returns ``{"words": claim}`` with, for each name, ``{name}_lo``, ``{name}_lo_row``,
+    ``{name}_lo_at``, ``{name}_hi``, ``{name}_hi_row`` and ``{name}_hi_at``: its smallest and
+    largest finite value, the line and the position that hold it (the first line, then the
+    first position, of several). Values that are not finite add ``{"not_finite": claim}``
+    (``charts.not_finite``, counted over the whole chart); a group with no finite value at all
+    makes the words ``charts.lines_no_finite`` instead, which counts them too.
+    """
+    shaped = {}
+    for name, grid in grids.items():
+        grid = np.asarray(grid, dtype=np.float64)
+        shaped[name] = grid.reshape(1, -1) if grid.ndim == 1 else grid
+        if shaped[name].shape != (len(rows), len(where)):
+            raise ValueError(f"{name!r} needs one row per line and one column per position")
+    total = sum(g.size for g in shaped.values())
+    bad = int(sum(np.sum(~np.isfinite(g)) for g in shaped.values()))
+    if any(not np.any(np.isfinite(g)) for g in shaped.values()):
+        return {"words": Claim(LINES_NO_FINITE, {"count": bad, "total": total, "chart": key})}
+    out: dict[str, Claim] = {}
+    if bad:
+        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": total, "chart": key})
+    fields: dict[str, object] = {}
+    for name, grid in shaped.items():
+        finite = np.isfinite(grid)
+        for end, masked in (
+            ("lo", np.where(finite, grid, np.inf).argmin()),
+            ("hi", np.where(finite, grid, -np.inf).argmax()),
+        ):
+            row, at = np.unravel_index(int(masked), grid.shape)
+            fields[f"{name}_{end}"] = float(grid[row, at])
+            fields[f"{name}_{end}_row"] = _position(rows[row])
+            fields[f"{name}_{end}_at"] = _position(where[at])
+    out["words"] = Claim(key, fields)
+    return out

@@ -228,3 +228,31 @@ def check_point_words(claim, rms, layer, **others: float) -> None:
             f["gap"],
             distance,
         )
+
+
+def check_lines_words(claim, rows, where, grids: dict) -> None:
+    """A chart of lines named by ``rows`` (eps values, dtypes) at the positions ``where``: per
+    group, its smallest and largest finite value, each quoted at a line and a position that hold
+    it; a count of the values that are not finite over the chart, or the sentence for a group
+    with none."""
+    rows = [r.item() if hasattr(r, "item") else r for r in rows]
+    where = [w.item() if hasattr(w, "item") else w for w in where]
+    lines = {}
+    for name, grid in grids.items():
+        grid = [list(grid)] if np.ndim(grid) == 1 else [list(line) for line in grid]
+        assert len(grid) == len(rows) and all(len(line) == len(where) for line in grid)
+        lines[name] = [[float(v) for v in line] for line in grid]
+    every = [v for grid in lines.values() for line in grid for v in line]
+    bad = sum(1 for v in every if not math.isfinite(v))
+    f = claim.fields
+    if claim.key in ("charts.not_finite", "charts.lines_no_finite"):
+        assert f["count"] == bad > 0 and f["total"] == len(every), (f, bad)
+        empty = [n for n, g in lines.items() if not any(math.isfinite(v) for ln in g for v in ln)]
+        assert bool(empty) == (claim.key == "charts.lines_no_finite"), empty
+        return
+    for name, grid in lines.items():
+        finite = sorted(v for line in grid for v in line if math.isfinite(v))
+        for end, value in (("lo", finite[0]), ("hi", finite[-1])):
+            assert f[f"{name}_{end}"] == value, (name, end, f[f"{name}_{end}"], value)
+            line = grid[_first_at(rows, f[f"{name}_{end}_row"])]
+            assert line[_first_at(where, f[f"{name}_{end}_at"])] == value, (name, end)
