@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pandas as pd
@@ -63,8 +64,12 @@ def apply_mistake(name: str) -> None:
     st.session_state.update(MISTAKES[name])
 
 
-def preset_title(tr: Translator) -> Callable[[str], str]:
-    """A preset's name for the reader, one per preset across the pages (the lesson's table)."""
+def preset_title(tr: Translator, *, short: bool = False) -> Callable[[str], str]:
+    """A preset's name for the reader, one per preset across the pages (the lesson's table);
+    ``short``: without the class in brackets, for a legend (``Kode PyTorch dari makalah
+    RMSNorm``)."""
+    if short:
+        return lambda name: tr(f"lesson.preset_{name}").split(" (")[0]
     return lambda name: tr(f"lesson.preset_{name}")
 
 
@@ -125,6 +130,17 @@ def setting_text(key: str, value: object, tr: Translator) -> str:
     return tr(f"contracts.value_{value}") if key in WORDED else str(value)
 
 
+# Where a source path may break across lines: after a slash, after an underscore between
+# letters, and after a dot between names (not before a file's extension). A phone's table
+# column is narrower than "modeling_gemma.py:".
+_PATH_BREAKS = re.compile(r"(/|(?<=[a-z])_(?=[a-z])|\.(?!py\b)(?=\w))")
+
+
+def breakable(path: str) -> str:
+    """``path`` with an invisible break opportunity (U+200B) where it may wrap."""
+    return _PATH_BREAKS.sub("\\1\u200b", path)
+
+
 def contract_table(view: ContractsView, state: dict, tr: Translator) -> pd.DataFrame:
     """Each side's resolved contract, one column per side, and whether the two agree."""
     c = view.comparison
@@ -132,7 +148,7 @@ def contract_table(view: ContractsView, state: dict, tr: Translator) -> pd.DataF
     for side, settings in (("a", c.settings_a), ("b", c.settings_b)):
         preset = get_preset(state[side], "rms")
         values = [setting_text(k, settings[k], tr) for k in CONTRACT_KEYS]
-        values += [settings["output_dtype"], preset.source]
+        values += [settings["output_dtype"], breakable(preset.source)]
         values += [tr(f"contracts.note_{preset.name}")]
         columns[tr(f"contracts.side_{side}")] = values
     yes, no = tr("contracts.same_yes"), tr("contracts.same_no")
@@ -153,16 +169,18 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
         st.metric(tr("contracts.metric_max"), fmt.num(c.max_abs), width="content")
         st.metric(tr("contracts.metric_rel"), fmt.num(c.relative), width="content")
         st.metric(tr("contracts.metric_dtype"), state["dtype"], width="content")
+    short = preset_title(tr, short=True)
     labels = {
-        "a": f"A: {state['a']}",
-        "b": f"B: {state['b']}",
+        "a": f"A: {short(state['a'])}",
+        "b": f"B: {short(state['b'])}",
         "delta": "Δ = y_B − y_A",
         "outputs": tr("contracts.outputs_title", dtype=state["dtype"]),
         "delta_title": tr("contracts.delta_title"),
         "coordinate": tr("common.coordinate"),
         "value": tr("common.value"),
     }
-    numbers = {"a": state["a"], "b": state["b"], "dtype": state["dtype"], "d": state["d"]}
+    names = {"a": short(state["a"]), "b": short(state["b"])}
+    numbers = {**names, "dtype": state["dtype"], "d": state["d"]}
     st.plotly_chart(
         readable(contract_figure(c.y_a, c.y_b, c.delta, labels)),
         key="contract",

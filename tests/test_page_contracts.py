@@ -37,8 +37,8 @@ def test_figure_is_the_core_comparison() -> None:
     x = make_input(32, seed=4)
     w = stored_weight(effective_gain(32, seed=4), "offset")
     c = compare_sides(x, w, Side("gemma"), Side("transformer-engine"), dtype="float32")
-    np.testing.assert_allclose(trace(spec, "A: gemma"), c.y_a, rtol=0, atol=0)
-    np.testing.assert_allclose(trace(spec, "B: transformer-engine"), c.y_b, rtol=0, atol=0)
+    np.testing.assert_allclose(trace(spec, "A: Gemma"), c.y_a, rtol=0, atol=0)
+    np.testing.assert_allclose(trace(spec, "B: Transformer Engine"), c.y_b, rtol=0, atol=0)
     # Same weight convention, eps 1e-6 vs 1e-5 at scale 1: they agree to about 5e-6.
     assert c.relative < 1e-5
     assert metrics(at)["max |Δ|"] == fmt.num(c.max_abs)
