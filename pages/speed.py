@@ -33,6 +33,7 @@ from core.lab.timing import (
     measure,
 )
 from ui import fmt, widgets
+from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
@@ -183,6 +184,12 @@ def show_notes(view: SpeedView, tr: Translator) -> None:
     st.caption(tr("speed.run_info", **vars(view.run)))
 
 
+def _words(view: SpeedView, tr: Translator, *charts: str) -> str:
+    """A chart's summary: its words (per technique), and a count of values it cannot draw."""
+    slots = [f"{c}_{slot}" for c in charts for slot in ("words", "not_finite")]
+    return " ".join(tr.claim(view.claims[s]) for s in slots if s in view.claims)
+
+
 def show_figures(view: SpeedView, tr: Translator) -> None:
     names = kernel_names(tr, view.run.labels)
     labels = {
@@ -192,19 +199,34 @@ def show_figures(view: SpeedView, tr: Translator) -> None:
         "bandwidth": tr("speed.bandwidth"),
     }
     spread = {k: (view.q1_ms[k], view.q3_ms[k]) for k in view.median_ms}
+    shapes = [shape_text([s]) for s in view.run.shapes()]
+    shape_header = f"{tr('speed.col_batch')} × {tr('speed.col_width')}"
     left, right = st.columns(2, gap="large")
-    left.markdown(f"**{tr('speed.time_heading')}**")
-    left.plotly_chart(
-        readable(time_figure(view.axis, view.median_ms, spread, labels, fmt.num)),
-        key="time",
-        alt=tr("speed.time_alt", size=labels["size"]),
-    )
-    right.markdown(f"**{tr('speed.bandwidth_heading')}**")
-    right.plotly_chart(
-        readable(bandwidth_figure(view.axis, view.gb_per_s, labels, fmt.num)),
-        key="bandwidth",
-        alt=tr("speed.bandwidth_alt", size=labels["size"]),
-    )
+    techniques = [t for t in ("composite", "fused") if f"rms_{t}" in view.median_ms]
+    with left:
+        st.markdown(f"**{tr('speed.time_heading')}**")
+        chart(
+            readable(time_figure(view.axis, view.median_ms, spread, labels, fmt.num)),
+            key="time",
+            title=tr("speed.time_chart"),
+            words=_words(view, tr, *(f"time_{t}" for t in techniques)),
+            table={"shape": shapes, **view.median_ms},
+            headers={"shape": shape_header, **names},
+            lang=tr.lang,
+            file_name="normlab-speed-time.csv",
+        )
+    with right:
+        st.markdown(f"**{tr('speed.bandwidth_heading')}**")
+        chart(
+            readable(bandwidth_figure(view.axis, view.gb_per_s, labels, fmt.num)),
+            key="bandwidth",
+            title=tr("speed.bandwidth_chart"),
+            words=_words(view, tr, *(f"bandwidth_{t}" for t in techniques)),
+            table={"shape": shapes, **view.gb_per_s},
+            headers={"shape": shape_header, **names},
+            lang=tr.lang,
+            file_name="normlab-speed-bandwidth.csv",
+        )
 
 
 def show_headlines(view: SpeedView, tr: Translator) -> None:
@@ -232,10 +254,16 @@ def show_partial(view: SpeedView, tr: Translator) -> None:
         "ratio": tr("speed.partial_ratio_axis"),
         "error": tr("speed.partial_error_axis"),
     }
-    st.plotly_chart(
+    chart(
         readable(partial_figure(ps, ratio, spread, error, labels, fmt.pct)),
         key="partial",
-        alt=tr("speed.partial_alt"),
+        title=tr("speed.partial_chart"),
+        words=_words(view, tr, "partial_chart"),
+        table={"p": [fmt.pct(p, lang=tr.lang) for p in PARTIALS], "ratio": ratio, "error": error},
+        headers={"p": "p", **labels},
+        lang=tr.lang,
+        file_name="normlab-speed-partial.csv",
+        full={"p": ps, "ratio": ratio, "error": error},
     )
     st.markdown(tr.claim(view.claims["partial"]))
     st.caption(tr("speed.partial_paper"))

@@ -7,6 +7,7 @@ import pytest
 
 from core.lab.speed import MEASURE_LOCK, paired_ratio
 from tests.apptest_util import assert_claims_shown, figures, open_app
+from ui.i18n import t
 
 # Tiny sizes: the sweep 64, 128 at 2 rows takes milliseconds.
 TINY = {
@@ -33,9 +34,12 @@ def test_shows_the_plan_and_the_paper_without_measuring(lang):
     # What Measure will time: every kernel, the sizes, the pRMSNorm p values.
     assert len(at.table[0].value) == 5
     text = " ".join(m.value for m in at.markdown)
-    assert "256 × 64" in text and "256 × 4096" in text and "6.25 %" in text
+    # Numbers in the page's language: a decimal comma and period grouping in Indonesian.
+    pct = {"en": "6.25 %", "id": "6,25 %"}[lang]
+    assert "256 × 64" in text and "256 × 4096" in text and pct in text
     values = [m.value for m in at.metric]
-    assert values[:2] == ["0.36–0.93×", "6.25 %"]
+    ratio = "0.36–0.93×" if lang == "en" else "0,36–0,93×"
+    assert values[:2] == [ratio, pct]
 
 
 def test_link_restores_every_control():
@@ -84,7 +88,9 @@ def test_measure_shows_the_run(impl, lang):
     at128 = run.at(2, 128)
     ratio = paired_ratio(at128["rms_composite"], at128["layer_composite"])[0]
     assert float(view.claims["headline_composite"].fields["ratio"]) == ratio
-    table = at.dataframe[0].value
+    # The table of every measurement, in its own expander (the charts' Data tables come first).
+    (numbers,) = [e for e in at.expander if e.label == t("speed.table_heading", lang)]
+    table = numbers.dataframe[0].value
     assert len(table) == len(run.measurements)
     np.testing.assert_array_equal(table.iloc[:, -1], [len(m.samples) for m in run.measurements])
     assert not MEASURE_LOCK.locked()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.lab.chart_words import lines_words, pair_words
 from core.lab.claims import Claim
 from core.lab.speed_kernels import PARTIALS, kernel_table, partial_size
 from core.lab.timing import MAX_TENSOR_BYTES, Measurement, SpeedRun, shapes_within_cap
@@ -163,18 +164,51 @@ def speed_view(run: SpeedRun, swept: str) -> SpeedView:
 
     largest = max(shapes, key=lambda s: s[0] * s[1]) if shapes else None
     base = run.partial_by_p() if run.partial else {}
+    median_ms = ms(50)
+    gb_per_s = {k: np.array([m.gb_per_s for m in v]) for k, v in per.items()}
+    partial = {p: paired_ratio(m, base[1.0]) for p, m in base.items()}
+    words = _chart_words(run, median_ms, gb_per_s, partial)
     return SpeedView(
         run=run,
         swept=swept,
         axis=np.array([s[index] for s in shapes]),
-        median_ms=ms(50),
+        median_ms=median_ms,
         q1_ms=ms(25),
         q3_ms=ms(75),
-        gb_per_s={k: np.array([m.gb_per_s for m in v]) for k, v in per.items()},
+        gb_per_s=gb_per_s,
         largest=largest,
-        partial={p: paired_ratio(m, base[1.0]) for p, m in base.items()},
-        claims=_speed_claims(run, largest),
+        partial=partial,
+        claims=_speed_claims(run, largest) | words,
     )
+
+
+def _chart_words(
+    run: SpeedRun,
+    median_ms: dict[str, np.ndarray],
+    gb_per_s: dict[str, np.ndarray],
+    partial: dict[float, tuple[float, float, float]],
+) -> dict[str, Claim]:
+    """Each chart's summary, its caption and accessible name: per technique, each norm's
+    smallest and largest median time (and rate) as measured, at which shape, and the shape where
+    the two medians lie furthest apart; pRMSNorm's time ratio and RMS error against p."""
+    where = [shape_text([s]) for s in run.shapes()]
+    claims: dict[str, Claim] = {}
+    for chart, values in (("time", median_ms), ("bandwidth", gb_per_s)):
+        for technique in ("composite", "fused"):
+            rms, layer = values.get(f"rms_{technique}"), values.get(f"layer_{technique}")
+            if rms is not None and layer is not None and where:
+                words = pair_words(f"speed.{chart}_{technique}_words", where, rms, layer)
+                claims |= {f"{chart}_{technique}_{k}": c for k, c in words.items()}
+    if partial:
+        # p and the RMS error in percent, as the sentence writes them.
+        ps = sorted(partial)
+        series = {
+            "ratio": np.array([partial[p][0] for p in ps]),
+            "err": 100 * np.array([run.partial_error[p] for p in ps]),
+        }
+        words = lines_words("speed.partial_words", [0], [100 * p for p in ps], series)
+        claims |= {f"partial_chart_{k}": c for k, c in words.items()}
+    return claims
 
 
 def _speed_claims(run: SpeedRun, largest: tuple[int, int] | None) -> dict[str, Claim]:

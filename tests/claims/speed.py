@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from core.lab.speed import MIN_SWEEP_BATCH, MIN_SWEEP_WIDTH, PAPER_PARTIAL, speed_view
 from core.lab.speed_kernels import KERNELS, PARTIALS
 from core.lab.timing import MAX_TENSOR_BYTES, Measurement, SpeedRun
+from tests.claims.oracle import check_lines_words, check_pair_words
 
 MIB = 8
 
@@ -273,7 +274,58 @@ def check_skipped(state: dict, claim) -> None:
     assert claim.fields["shapes"] == _shape_list(over)
 
 
+# --- the charts' words, from the samples of the run each chart draws -------------------------
+
+
+def _rms_error(state: dict, b: int, d: int, p: float) -> float:
+    """The median over rows of |RMS of the first k = ceil(p d) coordinates / RMS - 1|."""
+    x = np.random.default_rng([0, b, d]).standard_normal((b, d)).astype(state["dtype"])
+    x = x.astype(np.float64)
+    k = next(k for k in range(1, d + 1) if k >= p * d)
+    full = np.sqrt((x * x).mean(axis=1))
+    return float(np.median(np.abs(np.sqrt((x[:, :k] ** 2).mean(axis=1)) / full - 1)))
+
+
+def check_chart_words(state: dict, claim) -> None:
+    """Each norm's median time (or rate) per shape from the samples (``statistics.median``),
+    against the time and bandwidth charts' sentences; pRMSNorm's median ratios and RMS errors
+    against p (in percent) for its chart's."""
+    run = run_of(state)
+    chart = claim.fields.get("chart", claim.key).removeprefix("speed.").removesuffix("_equal")
+    if chart == "partial_words":
+        series = {
+            "ratio": [
+                ratio_of(partial_samples(run, p), partial_samples(run, 1.0))[0] for p in PARTIALS
+            ],
+            "err": [100 * _rms_error(state, *shapes(run)[-1], p) for p in PARTIALS],
+        }
+        check_lines_words(claim, [0], [100 * p for p in PARTIALS], series, rtol=1e-9)
+        return
+    kind, technique, _ = chart.split("_")
+    where = [f"{b} × {w}" for b, w in shapes(run)]
+
+    def drawn(kernel: str) -> list[float]:
+        medians = [statistics.median(samples(run, kernel, s)) for s in shapes(run)]
+        if kind == "time":
+            return [1e3 * m for m in medians]
+        pairs = zip(shapes(run), medians, strict=True)
+        return [2 * b * w * itemsize(state) / m / 1e9 for (b, w), m in pairs]
+
+    rms, layer = drawn(f"rms_{technique}"), drawn(f"layer_{technique}")
+    check_pair_words(claim, where, rms, layer, rtol=1e-12)
+
+
 CHECKS = {
+    "charts.not_finite": check_chart_words,
+    "charts.no_finite": check_chart_words,
+    "charts.lines_no_finite": check_chart_words,
+    **{
+        f"speed.{c}_{t}_words{e}": check_chart_words
+        for c in ("time", "bandwidth")
+        for t in ("composite", "fused")
+        for e in ("", "_equal")
+    },
+    "speed.partial_words": check_chart_words,
     **{
         f"speed.headline_{t}_{w}": check_headline
         for t in ("composite", "fused")
