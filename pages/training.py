@@ -175,9 +175,13 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
         st.plotly_chart(fig, key=f"{key}_step_time", alt=tr("training.step_time_alt"))
     with right:
         st.markdown(f"**{tr('training.share_heading')}**")
-        fig = per_run_figure(share_runs, labels, y_title=tr("training.share_axis"), percent=True)
-        fig = readable(fig)
-        st.plotly_chart(fig, key=f"{key}_share", alt=tr("training.share_alt"))
+        if any(run["value"] is not None for run in share_runs):
+            fig = per_run_figure(
+                share_runs, labels, y_title=tr("training.share_axis"), percent=True
+            )
+            st.plotly_chart(readable(fig), key=f"{key}_share", alt=tr("training.share_alt"))
+        else:  # a chart of axes alone: say instead why it has nothing to draw
+            st.info(tr("training.share_nothing"))
     show_claims(view, tr, ["step_time", "share", "noise", "why", "paper", "machine"])
 
 

@@ -21,6 +21,10 @@ MARKERS = {"rms": "diamond", "layer": "square", "none": "circle"}
 # Loss in nats per byte: ln 256 = 5.55 at the start, about 1.5 after training. A log axis
 # shows the early fall and the late differences at once; these ticks stay apart on a phone.
 LOSS_TICKS = (1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)
+# The loss axis reaches this factor past the extreme losses; the legend sits above the plot
+# with a gap of LEGEND_GAP (of the plot's height), clear of a curve at the top.
+LOSS_PAD = 1.05
+LEGEND_GAP = 0.05
 
 
 def _layout(height: int) -> dict:
@@ -43,7 +47,8 @@ def _loss_axis(values: Sequence[np.ndarray]) -> dict:
     finite = np.concatenate([v[np.isfinite(v) & (v > 0)] for v in values] or [np.ones(1)])
     if finite.size == 0:
         finite = np.ones(1)
-    lo, hi = float(finite.min()) * 0.97, float(finite.max()) * 1.03
+    # Headroom beyond the lowest and highest loss: a spike's peak stays clear of the legend.
+    lo, hi = float(finite.min()) / LOSS_PAD, float(finite.max()) * LOSS_PAD
     ticks = [t for t in LOSS_TICKS if lo <= t <= hi] or [round(float(np.median(finite)), 2)]
     return {
         "type": "log",
@@ -96,12 +101,27 @@ def loss_figure(
             )
             shown.add(key)
     layout = _layout(height)
-    x_range = {"range": [0, x_max]} if x_max else {"rangemode": "tozero"}
-    layout["xaxis"] = _axis(x_title, **x_range)
+    layout["legend"] = {**layout["legend"], "y": 1 + LEGEND_GAP}
+    layout["xaxis"] = _axis(x_title, range=_x_range(runs, x_max))
     values = [np.asarray(r["train_y"], dtype=float) for r in runs]
     values += [np.asarray(r["val_y"], dtype=float) for r in runs]
     layout["yaxis"] = _axis(labels["loss"], **_loss_axis(values))
     return go.Figure(data=traces, layout=layout)
+
+
+# Room beyond the first and last x of a loss chart, as a fraction of its span: a marker at step 0
+# or at the last step is drawn whole, not halved by the plot's edge.
+X_PAD = 0.04
+
+
+def _x_range(runs: Sequence[Mapping], x_max: float | None) -> list[float]:
+    """From 0 to ``x_max`` (or the largest x drawn), padded by ``X_PAD`` on both sides."""
+    if not x_max:
+        xs = [np.asarray(r[k], dtype=float) for r in runs for k in ("train_x", "val_x")]
+        finite = np.concatenate([x[np.isfinite(x)] for x in xs] or [np.zeros(0)])
+        x_max = float(finite.max()) if finite.size else 0.0
+    span = x_max if x_max > 0 else 1.0
+    return [-X_PAD * span, x_max + X_PAD * span]
 
 
 def per_run_figure(
