@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -22,6 +23,7 @@ from core.lab.contracts import (
 )
 from core.lab.snippets import contracts_code
 from ui import fmt, widgets
+from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
@@ -181,13 +183,13 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
     }
     names = {"a": short(state["a"]), "b": short(state["b"])}
     numbers = {**names, "dtype": state["dtype"], "d": state["d"]}
-    st.plotly_chart(
+    slots = ("figure_words", "figure_not_finite")
+    chart(
         readable(contract_figure(c.y_a, c.y_b, c.delta, labels)),
         key="contract",
-        alt=tr("contracts.figure_alt", max_abs=c.max_abs, relative=c.relative, **numbers),
-    )
-    st.caption(
-        tr(
+        title=tr("contracts.figure_chart"),
+        words=" ".join(tr.claim(view.claims[s]) for s in slots if s in view.claims),
+        more=tr(
             "contracts.figure_caption",
             **numbers,
             eps_a=c.settings_a["eps"],
@@ -197,7 +199,11 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
             writer=view.writer,
             mode=tr(f"contracts.value_{view.gain_mode}"),
             w_mean=view.weight_mean,
-        )
+        ),
+        table={"i": np.arange(state["d"]), "a": c.y_a, "b": c.y_b, "delta": c.delta},
+        headers={"i": labels["coordinate"], **{k: labels[k] for k in ("a", "b", "delta")}},
+        lang=tr.lang,
+        file_name="normlab-contracts.csv",
     )
     st.latex(DELTA_FORMULA)
     if "agreement" in view.claims:

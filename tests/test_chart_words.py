@@ -25,6 +25,8 @@ CASES = [
     ("explorer", {"lang": "en", "d": "5000", "offset": "2"}, 2),
     ("invariance", {"lang": "en"}, 4),
     ("invariance", {"lang": "id", "transform": "shift_ones", "c_max": "100"}, 4),
+    ("contracts", {"lang": "en"}, 1),
+    ("contracts", {"lang": "id", "a": "llama", "b": "llama", "d": "300", "scale": "0.01"}, 1),
     # A tiny sweep (64 and 128 wide, 2 rows: milliseconds): numpy (composites), torch (fused too).
     ("speed", {"lang": "en", "d": "128", "batch": "2", "impl": "numpy", "repeats": "3"}, 3),
     ("speed", {"lang": "id", "d": "128", "batch": "2", "impl": "torch", "repeats": "2"}, 3),

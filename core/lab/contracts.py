@@ -21,6 +21,7 @@ import numpy as np
 from core._backend import FLOAT_NAMES, HALF_NAMES
 from core.device import torch_available
 from core.inputs import make_input
+from core.lab.chart_words import pair_words
 from core.lab.claims import Claim
 from core.lab.reduced_precision import running_sum_of_squares
 from core.messages import Message
@@ -231,6 +232,9 @@ def contracts_view(state: dict[str, Any]) -> ContractsView:
     claims = _agreement_claims(c, same, state, compare)
     if mistake is not None:
         claims["mistake"] = _mistake_claim(mistake, c, weight, state, compare)
+    # The chart's summary: A's outputs in pair_words' first slot, B's in its second.
+    words = pair_words("contracts.figure_words", range(d), c.y_a, c.y_b)
+    claims |= {f"figure_{slot}": claim for slot, claim in words.items()}
     return ContractsView(
         comparison=c,
         writer=writer.name,

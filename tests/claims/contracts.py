@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from core.defaults import DTYPES, MIN_WIDTH
 from core.lab.contracts import EPS_CHOICES, MAX_CONTRACT_WIDTH, SCALE_LADDER, contracts_view
-from tests.claims.oracle import SIGNIFICAND, round_to, ulps
+from tests.claims.oracle import SIGNIFICAND, check_pair_words, round_to, ulps
 
 HALF = ("float16", "bfloat16")
 # Each implementation's contract, from its upstream source:
@@ -340,7 +340,25 @@ def check_bf16(state: dict, claim) -> None:
     close_relative(f["relative"], *pair(state, state["scale"]), state)
 
 
+def check_figure_words(state: dict, claim) -> None:
+    """The chart's summary, from the outputs it draws (A's in the first slot, B's in the
+    second); the outputs drawn are each side's as this module computes it, up to a few ulps of
+    the narrowest dtype either side computes in (another order of summation)."""
+    c = view(state).comparison
+    check_pair_words(claim, list(range(state["d"])), c.y_a, c.y_b)
+    for drawn, mine in zip((c.y_a, c.y_b), pair(state, state["scale"]), strict=True):
+        finite = np.isfinite(mine)
+        assert np.array_equal(np.isfinite(drawn), finite)
+        top = float(np.max(np.abs(mine[finite]), initial=0.0))
+        tol = ulps(4, top, coarsest(state))
+        np.testing.assert_allclose(drawn[finite], mine[finite], rtol=0, atol=tol)
+
+
 CHECKS = {
+    "contracts.figure_words": check_figure_words,
+    "contracts.figure_words_equal": check_figure_words,
+    "charts.not_finite": check_figure_words,
+    "charts.no_finite": check_figure_words,
     "contracts.identical": check_identical,
     "contracts.contract_same": check_contract,
     "contracts.contract_same_settings": check_contract,
