@@ -117,7 +117,7 @@ def test_precision(server, browser) -> None:
 
 def test_contracts(server, browser) -> None:
     v = visit(server, browser, "contracts")
-    v.select("a", "t5")
+    v.select("a", en("lesson.preset_t5"))
     v.segment("checkpoint", "b")
     v.type_text("d", "32")
     v.slide("scale", arrow="ArrowLeft")
@@ -166,7 +166,7 @@ def test_training(server, browser) -> None:
 
 def test_inspector(server, browser) -> None:
     v = visit(server, browser, "inspector")
-    v.select("compare", "none")
+    v.select("compare", en("inspector.option_none"))
     v.select("model", "layer-seed0")
     v.finish()
 
