@@ -135,7 +135,7 @@ def test_a_link_with_every_parameter_restores_every_control() -> None:
 
 def test_the_share_link_reproduces_the_view() -> None:
     at = open_share(open_page_alone("explorer", **FULL_LINK))
-    link = at.code[0].value
+    link = shared_code(at)[0]
     query = dict(pair.split("=", 1) for pair in link.split("?", 1)[1].split("&"))
     again = open_app(**query)
     np.testing.assert_array_equal(outputs(again)[1], outputs(at)[1])
@@ -164,7 +164,7 @@ def test_a_bad_typed_vector_names_the_problem_and_keeps_the_text(typed: str, fra
     assert not at.exception
     message = " ".join(e.value for e in at.error)
     assert "`x`" in message and fragment in message
-    assert at.text_input(key="x").value == typed
+    assert at.text_input(key="x_typed").value == typed
     # The page still shows a computed view (the generated vector).
     assert len(outputs(at)[0]) == 16
 
@@ -274,14 +274,19 @@ def test_presenter_link_hides_controls_and_enlarges_text() -> None:
 
 def test_presenter_builder_makes_the_link() -> None:
     at = open_page_alone("explorer", d="8")
-    assert not at.code  # nothing of the dialog is drawn until it is opened
+    assert not shared_code(at)  # nothing of the dialog is drawn until it is opened
     open_share(at)
-    present = at.code[-1].value
+    present = shared_code(at)[-1]
     assert "d=8" in present and "controls=hidden" in present and "text=large" in present
     open_share(at, _present_large=False, _present_embed=True)
-    present = [c.value for c in at.code if "controls=hidden" in c.value][0]
+    present = [c for c in shared_code(at) if "controls=hidden" in c][0]
     assert "text=large" not in present and "embed=true" in present
-    assert any("<iframe" in c.value for c in at.code)
+    assert any("<iframe" in c for c in shared_code(at))
+
+
+def shared_code(at) -> list[str]:
+    """The share dialog's code blocks (links, HTML), not the page's Python snippet."""
+    return [c.value for c in at.code if c.language != "python"]
 
 
 def test_an_unknown_view_option_gets_a_notice() -> None:
@@ -324,7 +329,7 @@ def test_typed_values_that_overflow_once_scaled_are_refused() -> None:
     at = open_app(x="1e150, -1e150, 3", scale="10000")
     assert not at.exception
     assert "`x`" in " ".join(e.value for e in at.error)
-    assert at.text_input(key="x").value == "1e150, -1e150, 3"
+    assert at.text_input(key="x_typed").value == "1e150, -1e150, 3"
     assert np.all(np.isfinite(outputs(at)[1]))
 
 

@@ -96,13 +96,13 @@ def test_shift_collapse_shrinks_like_one_over_c():
     far = open_page(lang="en", c_max="1000")
     label = t("invariance.metric_dist_rms", "en", c="{c}")
     d_near = metric(near, label.format(c="10"))
-    d_far = metric(far, label.format(c="1000"))
+    d_far = metric(far, label.format(c="1,000"))
     # 100 times the offset, about 1/100 of the distance (within 10 %: the offset is not yet
     # infinitely dominant at c = 10).
     np.testing.assert_allclose(d_far * 100, d_near, rtol=0.1)
     layer = t("invariance.metric_dist_layer", "en", c="{c}")
     np.testing.assert_allclose(
-        metric(near, layer.format(c="10")), metric(far, layer.format(c="1000")), rtol=1e-3
+        metric(near, layer.format(c="10")), metric(far, layer.format(c="1,000")), rtol=1e-3
     )
 
 

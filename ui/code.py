@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.frame import presenting
 from ui.i18n import Translator
 
 
 def code_section(tr: Translator, code: str) -> None:
-    """The collapsed section, in the page's language; ``code`` is the page's snippet."""
+    """The collapsed section, in the page's language; ``code`` is the page's snippet. None in
+    the presenter view, which shows figures and their explanations only."""
+    if presenting():
+        return
     with st.expander(tr("common.code_heading")):
         st.caption(tr("common.code_caption"))
         st.code(code, language="python")
