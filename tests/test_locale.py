@@ -173,3 +173,13 @@ def test_exports_keep_a_decimal_point_on_an_indonesian_page() -> None:
     for text in texts:
         rows = [line.split(",") for line in text.strip().splitlines()[1:]]
         assert [float(row[-1]) for row in rows] == [1.5, -1234.25]
+
+
+def test_ladder_labels_follow_the_language_and_the_link_does_not() -> None:
+    for lang, mark in (("en", "."), ("id", ",")):
+        at = open_app("explorer", lang=lang, partial="0.0625")
+        ladder = at.select_slider(key="partial")
+        assert ladder.value == 0.0625
+        assert f"0{mark}0625" in ladder.options
+        ladder.set_value(0.5).run()
+        assert at.query_params["partial"] == "0.5"
