@@ -49,9 +49,7 @@ def _position(value: object) -> object:
     return value
 
 
-def pair_words(
-    key: str, where: Sequence, rms: np.ndarray, layer: np.ndarray
-) -> dict[str, Claim]:
+def pair_words(key: str, where: Sequence, rms: np.ndarray, layer: np.ndarray) -> dict[str, Claim]:
     """The summary of a chart that draws ``rms`` and ``layer`` at the positions ``where``.
 
     Returns ``{"words": claim}`` and, when some drawn value is not finite, ``{"not_finite":
@@ -80,9 +78,7 @@ def pair_words(
     return out
 
 
-def point_words(
-    key: str, rms: Sequence[float], layer: Sequence[float], **fields: float
-) -> Claim:
+def point_words(key: str, rms: Sequence[float], layer: Sequence[float], **fields: float) -> Claim:
     """The summary of a picture of points: where RMSNorm(x) and LayerNorm(x) sit (their
     coordinates ``rms_0``, ``rms_1``, … and ``layer_0``, …) and ``gap``, the straight-line
     distance between them; ``fields`` are the other numbers the sentence quotes. A point with a
@@ -98,6 +94,29 @@ def point_words(
     scale = float(np.max(np.abs(np.concatenate([a, b]))))
     gap = float(np.linalg.norm((a - b) / scale)) * scale if scale > 0 else 0.0
     return Claim(key, values | {"gap": gap} | dict(fields))
+
+
+def grid_words(key: str, rms: np.ndarray, layer: np.ndarray) -> dict[str, Claim]:
+    """The summary of two heat maps of one shape (rows, columns), RMSNorm's and LayerNorm's:
+    :func:`pair_words` over their entries, each position quoted as ``{name}_row`` and
+    ``{name}_col`` (from 0, as the heat maps' axes count) instead of ``{name}_at``."""
+    rms = np.asarray(rms, dtype=np.float64)
+    layer = np.asarray(layer, dtype=np.float64)
+    if rms.ndim != 2 or rms.shape != layer.shape:
+        raise ValueError("rms and layer must be matrices of one shape")
+    rows, cols = rms.shape
+    where = [(i, j) for i in range(rows) for j in range(cols)]
+    out = pair_words(key, where, rms.ravel(), layer.ravel())
+    words = out["words"]
+    fields: dict[str, object] = {}
+    for name, value in words.fields.items():
+        if name.endswith("_at"):
+            stem = name.removesuffix("_at")
+            fields |= {f"{stem}_row": int(value[0]), f"{stem}_col": int(value[1])}
+        else:
+            fields[name] = value
+    out["words"] = Claim(words.key, fields, words.noise)
+    return out
 
 
 def lines_words(
@@ -138,5 +157,56 @@ def lines_words(
             fields[f"{name}_{end}"] = float(grid[row, at])
             fields[f"{name}_{end}_row"] = _position(rows[row])
             fields[f"{name}_{end}_at"] = _position(where[at])
+    out["words"] = Claim(key, fields)
+    return out
+
+
+# The sentence for a chart of one series (or of peaks) with no finite value to quote.
+NO_FINITE_VALUES = "charts.no_finite_values"
+NO_FINITE_PANEL = "charts.no_finite_panel"
+
+
+def series_words(key: str, where: Sequence, values: np.ndarray) -> dict[str, Claim]:
+    """The summary of a chart of one series (attention weights per key, say): its smallest and
+    largest finite value and where (``lo``, ``lo_at``, ``hi``, ``hi_at``), with the key
+    ``key + "_equal"`` when every finite value is the same. Values that are not finite are
+    counted as in :func:`pair_words` (``not_finite``); none finite gives
+    ``charts.no_finite_values``."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape != (len(where),):
+        raise ValueError("values and where must have one entry per position")
+    finite = np.isfinite(values)
+    out: dict[str, Claim] = {}
+    if not np.all(finite):
+        bad = int(np.sum(~finite))
+        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": len(where), "chart": key})
+    if not np.any(finite):
+        out["words"] = Claim(NO_FINITE_VALUES, {"total": len(where), "chart": key})
+        return out
+    fields = {k.removeprefix("v_"): v for k, v in _extremes(values, where, "v").items()}
+    out["words"] = Claim(key if fields["hi"] > fields["lo"] else f"{key}_equal", fields)
+    return out
+
+
+def peak_words(key: str, grids: dict[str, np.ndarray]) -> dict[str, Claim]:
+    """The summary of heat maps, one per name in ``grids``: each one's largest finite entry
+    ``{name}_hi`` at ``{name}_hi_row``, ``{name}_hi_col`` (from 0; the first such entry, row by
+    row). Entries that are not finite are counted (``not_finite``); a heat map with no finite
+    entry gives ``charts.no_finite_panel`` instead of the words."""
+    grids = {name: np.asarray(grid, dtype=np.float64) for name, grid in grids.items()}
+    total = sum(grid.size for grid in grids.values())
+    bad = sum(int(np.sum(~np.isfinite(grid))) for grid in grids.values())
+    out: dict[str, Claim] = {}
+    if bad:
+        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": total, "chart": key})
+    if not all(np.any(np.isfinite(grid)) for grid in grids.values()):
+        out["words"] = Claim(NO_FINITE_PANEL, {"total": total, "chart": key})
+        return out
+    fields: dict[str, object] = {}
+    for name, grid in grids.items():
+        masked = np.where(np.isfinite(grid), grid, -np.inf)
+        row, col = np.unravel_index(int(np.argmax(masked)), grid.shape)
+        fields |= {f"{name}_hi": float(grid[row, col]), f"{name}_hi_row": int(row)}
+        fields[f"{name}_hi_col"] = int(col)
     out["words"] = Claim(key, fields)
     return out

@@ -240,6 +240,23 @@ def check_point_words(claim, rms, layer, **others: float) -> None:
         )
 
 
+def check_grid_words(claim, rms, layer) -> None:
+    """Two heat maps' summary: as :func:`check_pair_words` over every entry (row by row), each
+    position quoted as a row and a column counted from 0."""
+    rms, layer = np.asarray(rms, dtype=float), np.asarray(layer, dtype=float)
+    assert rms.shape == layer.shape and rms.ndim == 2
+    where = [(i, j) for i in range(rms.shape[0]) for j in range(rms.shape[1])]
+    fields = {}
+    for name, value in claim.fields.items():
+        if name.endswith("_row"):
+            stem = name.removesuffix("_row")
+            fields[f"{stem}_at"] = (value, claim.fields[f"{stem}_col"])
+        elif not name.endswith("_col"):
+            fields[name] = value
+    as_pair = type(claim)(claim.key, fields)
+    check_pair_words(as_pair, where, rms.ravel().tolist(), layer.ravel().tolist())
+
+
 def check_lines_words(claim, rows, where, grids: dict, rtol: float = 0.0) -> None:
     """A chart of lines named by ``rows`` (eps values, dtypes) at the positions ``where``: per
     group, its smallest and largest finite value, each quoted at a line and a position that hold
@@ -269,3 +286,46 @@ def check_lines_words(claim, rows, where, grids: dict, rtol: float = 0.0) -> Non
             line = grid[_first_at(rows, f[f"{name}_{end}_row"])]
             at = line[_first_at(where, f[f"{name}_{end}_at"])]
             assert at == value or abs(at - value) <= tol, (name, end)
+
+
+def check_series_words(claim, where, values) -> None:
+    """One series' summary: its smallest and largest finite value, each quoted at a position
+    that holds it, the sentence for equal values exactly when they are; a count of the values
+    that are not finite."""
+    where = [w.item() if hasattr(w, "item") else w for w in where]
+    values = [float(v) for v in values]
+    assert len(values) == len(where)
+    f = claim.fields
+    finite = sorted(v for v in values if math.isfinite(v))
+    if claim.key == "charts.not_finite":
+        assert f["count"] == len(values) - len(finite) > 0 and f["total"] == len(values)
+        return
+    if claim.key == "charts.no_finite_values":
+        assert not finite and f["total"] == len(values)
+        return
+    assert f["lo"] == finite[0] and f["hi"] == finite[-1], (f, finite[0], finite[-1])
+    assert values[_first_at(where, f["lo_at"])] == finite[0]
+    assert values[_first_at(where, f["hi_at"])] == finite[-1]
+    assert claim.key.endswith("_equal") == (finite[0] == finite[-1]), claim.key
+
+
+def check_peak_words(claim, grids: dict) -> None:
+    """Heat maps' summary: each one's largest finite entry, quoted at a row and column (from
+    0) that hold it; a count of the entries that are not finite; the sentence for a panel with
+    nothing finite exactly when one has none."""
+    grids = {name: np.asarray(grid, dtype=float) for name, grid in grids.items()}
+    total = sum(g.size for g in grids.values())
+    bad = sum(int((~np.isfinite(g)).sum()) for g in grids.values())
+    f = claim.fields
+    if claim.key == "charts.not_finite":
+        assert f["count"] == bad > 0 and f["total"] == total
+        return
+    empty = any(not np.isfinite(g).any() for g in grids.values())
+    assert (claim.key == "charts.no_finite_panel") == empty
+    if empty:
+        assert f["total"] == total
+        return
+    for name, grid in grids.items():
+        top = max(float(v) for v in grid.ravel() if math.isfinite(v))
+        assert f[f"{name}_hi"] == top, (name, f[f"{name}_hi"], top)
+        assert float(grid[f[f"{name}_hi_row"], f[f"{name}_hi_col"]]) == top, name
