@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -16,6 +17,7 @@ from core.lab.backward import (
 )
 from core.lab.snippets import backward_code
 from ui import fmt, widgets
+from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator
@@ -81,20 +83,43 @@ def formulas(tr: Translator) -> None:
     st.latex(fmt.stacked(LAYER_JACOBIAN_FORMULA))
 
 
+def _words(view: BackwardView, tr: Translator, chart_key: str) -> str:
+    """A chart's summary: its words, and a count of values it cannot draw where there are any."""
+    slots = (f"{chart_key}_words", f"{chart_key}_not_finite")
+    return " ".join(tr.claim(view.claims[s]) for s in slots if s in view.claims)
+
+
 def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None:
     lesson = view.lesson
+    d = lesson.x.shape[-1]
     st.subheader(tr("backward.heatmap_heading"))
-    st.plotly_chart(
+    rows, cols = np.divmod(np.arange(d * d), d)  # row by row, as the heat maps read
+    chart(
         readable(jacobian_figure(lesson.jacobian_rms, lesson.jacobian_layer, names)),
         key="jacobians",
-        alt=tr("backward.heatmap_alt", d=lesson.x.shape[-1], **view.alts["heatmap"]),
+        title=tr("backward.heatmap_chart"),
+        words=_words(view, tr, "heatmap"),
+        more=tr.claim(view.claims["heatmap"]),
+        table={
+            "row": rows,
+            "col": cols,
+            "rms": lesson.jacobian_rms.ravel(),
+            "layer": lesson.jacobian_layer.ravel(),
+        },
+        headers={k: names[k] for k in ("row", "col", "rms", "layer")},
+        lang=tr.lang,
+        file_name="normlab-backward-jacobians.csv",
     )
-    st.caption(tr.claim(view.claims["heatmap"]))
     st.subheader(tr("backward.spectrum_heading"))
-    st.plotly_chart(
+    chart(
         readable(spectrum_figure(lesson.eig_rms, lesson.eig_layer, names)),
         key="spectrum",
-        alt=tr("backward.spectrum_alt", **view.alts["spectrum"]),
+        title=tr("backward.spectrum_chart"),
+        words=_words(view, tr, "spectrum"),
+        table={"k": np.arange(1, d + 1), "rms": lesson.eig_rms, "layer": lesson.eig_layer},
+        headers={"k": "k", "rms": names["rms"], "layer": names["layer"]},
+        lang=tr.lang,
+        file_name="normlab-backward-spectrum.csv",
     )
     st.markdown(tr.claim(view.claims["spectrum_rms"]))
     st.markdown(tr.claim(view.claims["spectrum_layer"]))
@@ -118,17 +143,36 @@ def gradients(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
 
     parts = {k: (lesson.parts[k].ones, lesson.parts[k].radial) for k in order}
     left, right = st.columns(2, gap="large")
-    left.plotly_chart(
-        readable(gradient_figure(lesson.upstream, lesson.grad_rms, lesson.grad_layer, names)),
-        key="gradients",
-        alt=tr("backward.gradient_alt", d=lesson.x.shape[-1], **view.alts["gradient"]),
-    )
+    with left:
+        chart(
+            readable(gradient_figure(lesson.upstream, lesson.grad_rms, lesson.grad_layer, names)),
+            key="gradients",
+            title=tr("backward.gradient_chart"),
+            words=_words(view, tr, "gradient"),
+            table={
+                "i": np.arange(lesson.x.shape[-1]),
+                "upstream": lesson.upstream,
+                "rms": lesson.grad_rms,
+                "layer": lesson.grad_layer,
+            },
+            headers={"i": names["coordinate"], **{k: names[k] for k in order}},
+            lang=tr.lang,
+            file_name="normlab-backward-gradients.csv",
+        )
     with right:
         st.markdown(f"**{tr('backward.components_heading')}**")
-        st.plotly_chart(
+        chart(
             readable(components_figure(parts, names, number)),
             key="components",
-            alt=tr("backward.components_alt", **view.alts["components"]),
+            title=tr("backward.components_chart"),
+            words=tr.claim(view.claims["components_words"]),
+            table={
+                "direction": [names["along_ones"], names["along_x"]],
+                **{k: list(parts[k]) for k in order},
+            },
+            headers={"direction": names["component"], **{k: names[k] for k in order}},
+            lang=tr.lang,
+            file_name="normlab-backward-components.csv",
         )
         table = pd.DataFrame(
             {
@@ -140,7 +184,7 @@ def gradients(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
         )
         table.index.name = tr("backward.table_vector")
         st.table(table)
-    st.markdown(tr("backward.components_upstream", **view.alts["components"]))
+    st.markdown(tr.claim(view.claims["components_upstream"]))
     for slot in ("components_rms", "components_layer", "components_conclusion", "components_why"):
         st.markdown(tr.claim(view.claims[slot]))
 

@@ -27,6 +27,10 @@ CASES = [
     ("invariance", {"lang": "id", "transform": "shift_ones", "c_max": "100"}, 4),
     ("contracts", {"lang": "en"}, 1),
     ("contracts", {"lang": "id", "a": "llama", "b": "llama", "d": "300", "scale": "0.01"}, 1),
+    ("precision", {"lang": "en"}, 4),
+    ("precision", {"lang": "id", "placement": "inside", "scale": "1000", "d": "300"}, 4),
+    ("backward", {"lang": "en"}, 4),
+    ("backward", {"lang": "id", "d": "64", "offset": "-3", "eps": "0", "grad": "ones"}, 4),
     # A tiny sweep (64 and 128 wide, 2 rows: milliseconds): numpy (composites), torch (fused too).
     ("speed", {"lang": "en", "d": "128", "batch": "2", "impl": "numpy", "repeats": "3"}, 3),
     ("speed", {"lang": "id", "d": "128", "batch": "2", "impl": "torch", "repeats": "2"}, 3),
@@ -43,6 +47,13 @@ def _values(data: object) -> np.ndarray:
         raw = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
         return raw.astype(float).ravel()
     return np.array([np.nan if v is None else v for v in np.ravel(data)], dtype=float)
+
+
+def _drawn(trace: dict) -> np.ndarray:
+    """The numbers a trace draws: a heat map's z, a horizontal bar's x, otherwise y."""
+    if "z" in trace:
+        return _values(trace["z"])
+    return _values(trace.get("x" if trace.get("orientation") == "h" else "y"))
 
 
 def _ends(values: np.ndarray, lang: str) -> tuple[str, str]:
@@ -100,13 +111,13 @@ def _compared(spec: dict, frame, lang: str) -> int:
         return done
     for column in frame.columns[1:]:
         if column in traces:
-            drawn = np.concatenate([_values(tr.get("y")) for tr in traces[column]])
+            drawn = np.concatenate([_drawn(tr) for tr in traces[column]])
             assert _table_ends(frame[column], lang) == _ends(drawn, lang), column
             done += 1
     if done:
         return done
     cells = frame[frame.columns[1:]].to_numpy().ravel()
-    drawn = np.concatenate([_values(tr.get("y")) for tr in spec["data"]])
+    drawn = np.concatenate([_drawn(tr) for tr in spec["data"]])
     assert _table_ends(cells, lang) == _ends(drawn, lang)
     return 1
 

@@ -28,10 +28,11 @@ def jacobian_figure(j_rms: np.ndarray, j_layer: np.ndarray, labels: Mapping[str,
         horizontal_spacing=0.1,
     )
     reach = float(max(np.max(np.abs(j_rms)), np.max(np.abs(j_layer)))) or 1.0
-    for col, matrix in ((1, j_rms), (2, j_layer)):
+    for col, matrix, key in ((1, j_rms, "rms"), (2, j_layer, "layer")):
         fig.add_trace(
             go.Heatmap(
                 z=matrix,
+                name=labels[key],
                 zmin=-reach,
                 zmax=reach,
                 zmid=0.0,

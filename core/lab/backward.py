@@ -26,6 +26,7 @@ import numpy as np
 
 from core.inputs import make_input
 from core.jacobian import jacobian_spectrum, layer_norm_jacobian, rms_norm_jacobian
+from core.lab.chart_words import grid_words, pair_words
 from core.lab.claims import Claim, Verdict, at_least, at_most, both, pick
 from core.norms import mean_square, rms_denominator, std_denominator, variance
 from core.stats import cosine
@@ -163,8 +164,8 @@ def backward_lesson(
 
 @dataclass(frozen=True)
 class BackwardView:
-    """The page state: the lesson (None where a Jacobian does not exist), the numbers the alt
-    texts quote, and the claims chosen for this state.
+    """The page state: the lesson (None where a Jacobian does not exist) and the claims chosen
+    for this state (the charts' summaries among them).
 
     ``undefined`` names the norm whose Jacobian does not exist at eps = 0 ("rms" for x = 0,
     "layer" for a constant x), else None.
@@ -172,7 +173,6 @@ class BackwardView:
 
     lesson: BackwardLesson | None
     undefined: str | None
-    alts: dict[str, dict[str, float]]
     claims: dict[str, Claim]
     # Below this a Jacobian entry or a component is rounding noise (shown as "≈ 0").
     noise: float = 0.0
@@ -187,32 +187,37 @@ def backward_view(d: int, offset: float, eps: float, seed: int, grad: str) -> Ba
         if "d must be" in str(err):
             raise
         undefined = "rms" if not np.any(x) else "layer"
-        return BackwardView(None, undefined, {}, {})
-    return BackwardView(lesson, None, _alts(lesson), _claims(lesson), _noise(lesson))
+        return BackwardView(None, undefined, {})
+    noise = _noise(lesson)
+    return BackwardView(lesson, None, _claims(lesson, noise) | _chart_words(lesson, noise), noise)
 
 
-def _alts(lesson: BackwardLesson) -> dict[str, dict[str, float]]:
-    """Numbers quoted by the figures' alt texts (descriptions, no verdicts)."""
-    parts = lesson.parts
-    return {
-        "heatmap": {"inv_r": 1 / lesson.rms_stat, "inv_sigma": 1 / lesson.layer_stat},
-        "spectrum": {
-            "min_rms": lesson.eig_rms[0],
-            "max_rms": lesson.eig_rms[-1],
-            "min_layer": lesson.eig_layer[0],
-            "max_layer": lesson.eig_layer[-1],
-        },
-        "gradient": {"len_rms": parts["rms"].norm, "len_layer": parts["layer"].norm},
-        "components": {
-            f"{prefix}_{axis}": getattr(parts[key], attr)
-            for key, prefix in (("upstream", "g"), ("rms", "rms"), ("layer", "layer"))
-            for axis, attr in (("ones", "ones"), ("x", "radial"))
-        },
+def _chart_words(lesson: BackwardLesson, noise: float) -> dict[str, Claim]:
+    """Each chart's summary, its caption and accessible name (``core.lab.chart_words``): the two
+    Jacobians' extremes and where they part most, the same of the two spectra (by index k from
+    1) and of the two input gradients (by coordinate), and the six bars of the components."""
+    d = lesson.x.shape[-1]
+    charts = {
+        "heatmap": grid_words("backward.heatmap_words", lesson.jacobian_rms, lesson.jacobian_layer),
+        "spectrum": pair_words(
+            "backward.spectrum_words", list(range(1, d + 1)), lesson.eig_rms, lesson.eig_layer
+        ),
+        "gradient": pair_words(
+            "backward.gradient_words", list(range(d)), lesson.grad_rms, lesson.grad_layer
+        ),
     }
+    claims = {
+        f"{chart}_{slot}": claim for chart, words in charts.items() for slot, claim in words.items()
+    }
+    bars = {k: v for k, v in _component_fields(lesson).items() if k.endswith(("_ones", "_x"))}
+    claims["components_words"] = Claim("backward.components_words", bars, noise)
+    return claims
 
 
-def _claims(lesson: BackwardLesson) -> dict[str, Claim]:
+def _claims(lesson: BackwardLesson, noise: float) -> dict[str, Claim]:
+    upstream = {k: v for k, v in _component_fields(lesson).items() if k in ("g_ones", "g_x")}
     return {
+        "components_upstream": Claim("backward.components_upstream", upstream, noise),
         "heatmap": _heatmap_claim(lesson),
         "spectrum_rms": _spectrum_claim(lesson, "rms"),
         "spectrum_layer": _spectrum_claim(lesson, "layer"),

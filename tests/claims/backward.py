@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 from core.lab.backward import backward_view
+from tests.claims.oracle import check_grid_words, check_pair_words
 
 # What the page calls flattened or gone: below this share of what the norm passes elsewhere.
 FLAT = 1e-3
@@ -231,7 +232,55 @@ def check_why(state: dict, claim) -> None:
     near(claim.fields["cos"], x.sum() / (np.sqrt(x.size) * np.linalg.norm(x)), atol=ulps)
 
 
+def check_component_values(state: dict, claim) -> None:
+    """The components a sentence (or the bar chart's summary) quotes: autograd's, and "≈ 0"
+    only where autograd's is as small."""
+    t, f = truth(state), claim.fields
+    scale = max(1 / t.r, 1 / t.sigma)
+    parts = _parts(t)
+    assert set(f) <= set(parts) and f, f
+    for name, value in f.items():
+        near(value, parts[name], atol=1e-10 * scale)
+        if abs(value) <= claim.noise:
+            assert abs(parts[name]) <= 1e-10 * scale, (name, parts[name])
+    if claim.key == "backward.components_words":
+        assert set(f) == set(parts)  # every bar drawn
+    lesson = view(state).lesson
+    for vector, prefix in (("upstream", "g"), ("rms", "rms"), ("layer", "layer")):
+        drawn = lesson.parts[vector]
+        for axis, value in (("ones", drawn.ones), ("x", drawn.radial)):
+            if f"{prefix}_{axis}" in f:
+                assert f[f"{prefix}_{axis}"] == value  # the bar's own number
+
+
+def check_chart_words(state: dict, claim) -> None:
+    """A chart's summary, from the arrays its chart draws: the Jacobians entry by entry, the
+    spectra by k from 1, the input gradients by coordinate."""
+    lesson = view(state).lesson
+    chart = claim.fields.get("chart", claim.key).removeprefix("backward.")
+    chart = chart.removesuffix("_equal").removesuffix("_words")
+    if chart == "heatmap":
+        check_grid_words(claim, lesson.jacobian_rms, lesson.jacobian_layer)
+        return
+    d = lesson.x.shape[-1]
+    if chart == "spectrum":
+        check_pair_words(claim, list(range(1, d + 1)), lesson.eig_rms, lesson.eig_layer)
+    else:
+        assert chart == "gradient", chart
+        check_pair_words(claim, list(range(d)), lesson.grad_rms, lesson.grad_layer)
+
+
 CHECKS = {
+    "charts.not_finite": check_chart_words,
+    "charts.no_finite": check_chart_words,
+    "backward.heatmap_words": check_chart_words,
+    "backward.heatmap_words_equal": check_chart_words,
+    "backward.spectrum_words": check_chart_words,
+    "backward.spectrum_words_equal": check_chart_words,
+    "backward.gradient_words": check_chart_words,
+    "backward.gradient_words_equal": check_chart_words,
+    "backward.components_words": check_component_values,
+    "backward.components_upstream": check_component_values,
     "backward.heatmap_caption": check_heatmap,
     "backward.heatmap_caption_rows": check_heatmap,
     "backward.spectrum_rms_flat": check_spectrum_rms,
