@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -21,9 +22,10 @@ from core.lab.precision import (
     PrecisionView,
     precision_view,
 )
-from core.lab.reduced_precision import FLOAT16_INF_FROM, FLOAT16_MAX
+from core.lab.reduced_precision import FLOAT16_MAX
 from core.lab.snippets import precision_code
 from ui import fmt, widgets
+from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator
@@ -90,6 +92,12 @@ def axis_labels(tr: Translator, view: PrecisionView) -> dict[str, str]:
     }
 
 
+def _words(view: PrecisionView, tr: Translator, chart_key: str) -> str:
+    """A chart's summary: its words, and a count of values it cannot draw where there are any."""
+    slots = (f"{chart_key}_words", f"{chart_key}_not_finite")
+    return " ".join(tr.claim(view.claims[s]) for s in slots if s in view.claims)
+
+
 def eps_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -> None:
     st.subheader(tr("precision.eps_heading"))
     left, right = st.columns(2)
@@ -97,16 +105,26 @@ def eps_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -> 
     left.latex(NORM_FORMULA_INSIDE)
     right.markdown(f"**{tr('precision.formula_outside')}**")
     right.latex(NORM_FORMULA_OUTSIDE)
-    st.plotly_chart(
+    eps_text = [fmt.num(e) for e in SWEEP_EPS]
+    table, headers = {"scale": SWEEP_SCALES}, {"scale": labels["scale"]}
+    for placement, grid in view.norms.items():
+        for text, values in zip(eps_text, grid, strict=True):
+            # Named as the figure names its lines.
+            table[f"{placement}_{text}"] = values
+            headers[f"{placement}_{text}"] = f"ε = {text} · {labels[placement]}"
+    chart(
         readable(
-            norm_vs_scale_figure(
-                SWEEP_SCALES, view.norms, [fmt.num(e) for e in SWEEP_EPS], math.sqrt(view.d), labels
-            )
+            norm_vs_scale_figure(SWEEP_SCALES, view.norms, eps_text, math.sqrt(view.d), labels)
         ),
         key="norm_sweep",
-        alt=tr("precision.norm_alt", sqrt_d=math.sqrt(view.d)),
+        title=tr("precision.norm_chart"),
+        words=_words(view, tr, "norm"),
+        more=tr.claim(view.claims["norm_caption"]),
+        table=table,
+        headers=headers,
+        lang=tr.lang,
+        file_name="normlab-precision-norm.csv",
     )
-    st.caption(tr.claim(view.claims["norm_caption"]))
     st.markdown(tr.claim(view.claims["norm_explain"]))
 
 
@@ -116,19 +134,18 @@ def matched_section(view: PrecisionView, tr: Translator, labels: dict[str, str])
         "inside": tr("precision.matched_inside", eps=view.eps),
         "outside": tr("precision.matched_outside", eps=view.eps_out),
     }
-    st.plotly_chart(
+    knee = view.knee if view.eps > 0 else None
+    chart(
         readable(
-            matched_figure(
-                SWEEP_SCALES,
-                view.matched,
-                names,
-                view.knee if view.eps > 0 else None,
-                math.sqrt(view.d),
-                labels,
-            )
+            matched_figure(SWEEP_SCALES, view.matched, names, knee, math.sqrt(view.d), labels)
         ),
         key="matched",
-        alt=tr("precision.matched_alt", eps_in=view.eps, eps_out=view.eps_out),
+        title=tr("precision.matched_chart"),
+        words=_words(view, tr, "matched"),
+        table={"scale": SWEEP_SCALES, **view.matched},
+        headers={"scale": labels["scale"], **names},
+        lang=tr.lang,
+        file_name="normlab-precision-matched.csv",
     )
     st.markdown(tr.claim(view.claims["matched"]))
 
@@ -159,16 +176,15 @@ def dtype_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -
         "chosen": tr("precision.chosen", scale=view.scale),
     }
     shown = {"sum": limits.sum, "square": limits.square} if "float16" in view.errors else {}
-    st.plotly_chart(
+    chart(
         readable(error_vs_scale_figure(SWEEP_SCALES, view.errors, shown, view.scale, labels)),
         key="error_sweep",
-        alt=tr(
-            "precision.error_alt",
-            sum=limits.sum,
-            square=limits.square,
-            scale=view.scale,
-            inf_from=int(FLOAT16_INF_FROM),
-        ),
+        title=tr("precision.error_chart"),
+        words=_words(view, tr, "error"),
+        table={"scale": SWEEP_SCALES, **view.errors},
+        headers={"scale": labels["scale"]},
+        lang=tr.lang,
+        file_name="normlab-precision-error.csv",
     )
     slots = ("error_f32", "error_bf16", "error_f16_range", "error_f16_low", "error_f16_high")
     st.markdown("\n".join(f"- {tr.claim(view.claims[s])}" for s in slots if s in view.claims))
@@ -187,12 +203,17 @@ def drift_section(view: PrecisionView, tr: Translator) -> None:
         "partial_sum": tr("precision.partial_axis"),
         "float16_max": tr("precision.float16_max", value=int(FLOAT16_MAX)),
     }
-    st.plotly_chart(
+    chart(
         readable(running_sum_figure(view.sums, FLOAT16_MAX, labels)),
         key="running_sum",
-        alt=tr("precision.drift_alt", scale=view.scale, d=view.d),
+        title=tr("precision.drift_chart"),
+        words=_words(view, tr, "drift"),
+        more=tr.claim(view.claims["drift_caption"]),
+        table={"i": np.arange(1, view.d + 1), **view.sums},
+        headers={"i": labels["index"]},
+        lang=tr.lang,
+        file_name="normlab-precision-sums.csv",
     )
-    st.caption(tr.claim(view.claims["drift_caption"]))
     drift = view.claims["drift"]
     (st.warning if drift.key == "precision.drift_overflow" else st.markdown)(tr.claim(drift))
     if "drift_torch" in view.claims:

@@ -35,6 +35,7 @@ from core.defaults import (
 )
 from core.device import torch_available
 from core.inputs import make_input
+from core.lab.chart_words import lines_words, pair_words
 from core.lab.claims import Claim, at_most, pick
 from core.lab.reduced_precision import (
     FLOAT16_INF_FROM,
@@ -217,7 +218,34 @@ def precision_view(
     view.claims.update(_eps_claims(view))
     view.claims.update(_dtype_claims(view, scale * z, z))
     view.claims.update(_drift_claims(view, scale * z))
+    view.claims.update(_chart_words(view))
     return view
+
+
+def _chart_words(view: PrecisionView) -> dict[str, Claim]:
+    """Each chart's summary (its caption and accessible name): the output norm's extremes per
+    placement, the matched curves as a pair (inside first), the relative error's and the running
+    sums' extremes over their dtypes."""
+    shown = "both" if len(view.norms) == 2 else next(iter(view.norms))
+    inside, outside = view.matched["inside"], view.matched["outside"]
+    scales = list(SWEEP_SCALES)
+    charts = {
+        "norm": lines_words(f"precision.norm_words_{shown}", SWEEP_EPS, scales, view.norms),
+        "matched": pair_words("precision.matched_words", scales, inside, outside),
+        "error": lines_words(
+            "precision.error_words",
+            list(view.errors),
+            scales,
+            {"error": np.stack(list(view.errors.values()))},
+        ),
+        "drift": lines_words(
+            "precision.drift_words",
+            list(view.sums),
+            range(1, view.d + 1),
+            {"sum": np.stack(list(view.sums.values()))},
+        ),
+    }
+    return {f"{chart}_{slot}": c for chart, words in charts.items() for slot, c in words.items()}
 
 
 def _eps_claims(view: PrecisionView) -> dict[str, Claim]:

@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 
 from core.defaults import MIN_WIDTH
 from core.lab.precision import MAX_SWEEP_WIDTH, PAGE_EPS, SCALE_LADDER, precision_view
-from tests.claims.oracle import SIGNIFICAND, round_to, ulps
+from tests.claims.oracle import (
+    SIGNIFICAND,
+    check_lines_words,
+    check_pair_words,
+    round_to,
+    ulps,
+)
 
 SCALES = np.logspace(-8, 4, 97)
 SWEEP_EPS = (1e-8, 1e-6, 1e-5, 1e-3)
@@ -347,7 +353,51 @@ def check_drift_torch(state: dict, claim) -> None:
     assert all(SQUARES_IN[name] == "input" for name in native), native
 
 
+# --- the charts' words: each from the arrays its chart draws -------------------------------------
+
+
+def check_chart_words(state: dict, claim) -> None:
+    """A chart's summary from what it draws; the norm curves drawn are the closed forms', and
+    the running sums the correctly rounded loops' up to a rounding now and then."""
+    v, z = view(state), z_of(state)
+    chart = claim.fields.get("chart", claim.key).removeprefix("precision.").split("_")[0]
+    if chart == "norm":
+        for placement, grid in v.norms.items():
+            expected = [curve(z, SCALES, e, placement) for e in SWEEP_EPS]
+            np.testing.assert_allclose(grid, expected, rtol=1e-9)
+        check_lines_words(claim, SWEEP_EPS, SCALES, v.norms)
+    elif chart == "matched":
+        inside, outside = v.matched["inside"], v.matched["outside"]
+        np.testing.assert_allclose(inside, curve(z, SCALES, state["eps"], "inside"), rtol=1e-9)
+        root = math.sqrt(state["eps"])
+        np.testing.assert_allclose(outside, curve(z, SCALES, root, "outside"), rtol=1e-9)
+        check_pair_words(claim, list(SCALES), inside, outside)
+    elif chart == "error":
+        grid = np.stack(list(v.errors.values()))
+        check_lines_words(claim, list(v.errors), SCALES, {"error": grid})
+    else:
+        sums = loops(state)
+        for dtype, values in sums.items():
+            drawn = v.sums[dtype]
+            assert np.array_equal(np.isinf(drawn), np.isinf(values)), dtype
+            finite = np.isfinite(values)
+            rtol = 2.0 ** -(SIGNIFICAND[dtype] - 2)
+            np.testing.assert_allclose(drawn[finite], np.asarray(values)[finite], rtol=rtol)
+        grid = np.stack(list(v.sums.values()))
+        check_lines_words(claim, list(v.sums), range(1, state["d"] + 1), {"sum": grid})
+
+
 CHECKS = {
+    "precision.norm_words_both": check_chart_words,
+    "precision.norm_words_inside": check_chart_words,
+    "precision.norm_words_outside": check_chart_words,
+    "precision.matched_words": check_chart_words,
+    "precision.matched_words_equal": check_chart_words,
+    "precision.error_words": check_chart_words,
+    "precision.drift_words": check_chart_words,
+    "charts.not_finite": check_chart_words,
+    "charts.no_finite": check_chart_words,
+    "charts.lines_no_finite": check_chart_words,
     "precision.norm_caption": check_norm_caption,
     "precision.norm_caption_unsettled": check_norm_caption,
     "precision.norm_explain": check_norm_explain,
