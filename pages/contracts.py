@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import numpy as np
@@ -25,7 +24,7 @@ from core.lab.snippets import contracts_code
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
-from ui.frame import begin_page, readable, share_box
+from ui.frame import begin_page, breakable, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
 from viz.contracts import contract_figure
@@ -130,17 +129,6 @@ def setting_text(key: str, value: object, tr: Translator) -> str:
     if key == "eps":
         return fmt.num(float(value))
     return tr(f"contracts.value_{value}") if key in WORDED else str(value)
-
-
-# Where a source path may break across lines: after a slash, after an underscore between
-# letters, and after a dot between names (not before a file's extension). A phone's table
-# column is narrower than "modeling_gemma.py:".
-_PATH_BREAKS = re.compile(r"(/|(?<=[a-z])_(?=[a-z])|\.(?!py\b)(?=\w))")
-
-
-def breakable(path: str) -> str:
-    """``path`` with an invisible break opportunity (U+200B) where it may wrap."""
-    return _PATH_BREAKS.sub("\\1\u200b", path)
 
 
 def contract_table(view: ContractsView, state: dict, tr: Translator) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from core.lab.snippets import inspector_code
 from core.stats import IDENTITY_FORMULA
 from ui import fmt
 from ui.code import code_section
-from ui.frame import begin_page, metric_row, metric_width, readable, share_box
+from ui.frame import begin_page, breakable, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import Param, Problem, TextParam, echo
 from ui.widgets import labelled_choice
@@ -229,7 +229,9 @@ def group_table(tr: Translator, view: SideView) -> pd.DataFrame:
             "eps": _eps_text(g.eps),
             tr("inspector.col_gain"): tr(f"inspector.conv_{g.gain}"),
             tr("inspector.col_dtype"): g.dtype,
-            tr("inspector.col_preset"): _preset_name(tr, g.preset, g.kind) if g.preset else "—",
+            tr("inspector.col_preset"): (
+                breakable(_preset_name(tr, g.preset, g.kind)) if g.preset else "—"
+            ),
             "max |Δ|": _delta_text(g.delta),
         }
         for g in view.contract.groups

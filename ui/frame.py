@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -37,13 +38,23 @@ ROUTE_TRIED_KEY = "_route_tried"
 # The view mode of the current run, set by app.py through apply_view_mode.
 VIEW_KEY = "_view_mode"
 
+# The presenter's first screen shows the chart: no sidebar, and less room above the title
+# (Streamlit leaves 6 rem for the sidebar's button, which the presenter view hides).
 _HIDE_CONTROLS_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 [data-testid="stExpandSidebarButton"] { display: none !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 4rem !important; }
 </style>"""
-# Streamlit sizes its text in rem, so the root size scales every label and paragraph.
+# Streamlit sizes its text in rem, so the root size scales every label and paragraph. On a
+# phone the headings grow less: at 2.75 rem of 22 px a title's long word ("berdampingan") is
+# wider than the screen, and the title alone filled the first screen.
 _LARGE_TEXT_CSS = """<style>
 html { font-size: 22px; }
+@media (max-width: 640px) {
+  [data-testid="stMain"] h1 { font-size: 1.75rem !important; }
+  [data-testid="stMain"] h2 { font-size: 1.375rem !important; }
+  [data-testid="stMain"] h3 { font-size: 1.125rem !important; }
+}
 </style>"""
 
 
@@ -86,7 +97,8 @@ def read_view_mode() -> ViewMode:
 #   (word-break: break-word), which also makes a table column as narrow as a letter and so
 #   split "Implementasi" into "Implem" and "entasi". Only a word longer than a whole line (a
 #   long link) still breaks, rather than stick out of the page (overflow-wrap: break-word).
-# - On a phone a code block's lines wrap, as its table's cells do, instead of scrolling sideways.
+# - On a phone a code block's lines wrap, as its table's cells do, instead of scrolling sideways
+#   (a name longer than the line, such as a call with its first argument, breaks where it must).
 # - On a phone a table's cells wrap, so the table fits the page: st.table's scrolling box cannot
 #   take the keyboard's focus (axe-core: scrollable-region-focusable), and the contracts page's
 #   settings table was 788 px wide in Indonesian. Each column is as wide as its longest word
@@ -106,10 +118,23 @@ _BASE_CSS = """<style>
   [data-testid="stTable"] th, [data-testid="stTable"] td,
   [data-testid="stMarkdownContainer"] th, [data-testid="stMarkdownContainer"] td {
     white-space: normal; padding: 0.25rem; }
-  [data-testid="stCode"] pre, [data-testid="stCode"] pre code { white-space: pre-wrap !important; }
+  [data-testid="stCode"] pre, [data-testid="stCode"] pre code {
+    white-space: pre-wrap !important; max-width: 100%; }
   .js-plotly-plot .modebar-container { display: none; }
 }
 </style>"""
+
+
+# Where a path or a dotted name may break across lines: after a slash, after an underscore
+# between letters, and after a dot between names (not before a file's extension). On a phone a
+# table's column is narrower than "modeling_gemma.py:" or "torch.nn.RMSNorm", and the table's
+# CSS breaks no word in the middle.
+_NAME_BREAKS = re.compile(r"(/|(?<=[a-z])_(?=[a-z])|\.(?!py\b)(?=\w))")
+
+
+def breakable(name: str) -> str:
+    """``name`` with an invisible break opportunity (U+200B) wherever it may wrap in a table."""
+    return _NAME_BREAKS.sub("\\1\u200b", name)
 
 
 def apply_view_mode(mode: ViewMode) -> None:
@@ -299,6 +324,18 @@ def _chart_downloads(charts: Sequence[ChartFile], lang: str) -> None:
             )
 
 
+# The links' copy buttons, always shown: Streamlit shows a code block's copy button only while
+# the pointer is over the block, which a phone cannot do, and the dialog's first sentence points
+# to that button. The link's text wraps before the button's column instead of running under it.
+_COPY_BUTTON_CSS = """<style>
+[role="dialog"] [data-testid="stCode"] div:has([data-testid="stElementToolbarButton"]),
+[role="dialog"] [data-testid="stCode"] [data-testid="stElementToolbarButton"],
+[role="dialog"] [data-testid="stCode"] [data-testid="stElementToolbarButton"] button {
+  visibility: visible !important; opacity: 1 !important; }
+[role="dialog"] [data-testid="stCode"] pre { padding-right: 3.5rem; }
+</style>"""
+
+
 def _share_dialog(
     params: Sequence[Param],
     lang: str,
@@ -306,6 +343,7 @@ def _share_dialog(
     saving: Saving | None,
     charts: Sequence[ChartFile] = (),
 ) -> None:
+    st.html(_COPY_BUTTON_CSS)
     st.caption(t("common.share_help", lang))
     st.code(link, language=None, wrap_lines=True)
     st.markdown(f"**{t('common.present_heading', lang)}**")
