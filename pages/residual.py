@@ -9,6 +9,7 @@ own controls; the other mode's values stay in the link.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -33,6 +34,7 @@ from core.lab.trained_residual import (
 )
 from core.training.activations import SHIPPED_SEEDS, TEXTS
 from ui import fmt, widgets
+from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
@@ -152,7 +154,25 @@ def reading_table(view: ResidualView, tr: Translator, names: dict[str, str]) -> 
     return frame
 
 
-def toy_trunk(view: ResidualView, tr: Translator, layers: int, drift: float) -> None:
+def words(claims: dict, tr: Translator, *charts: str) -> str:
+    """Charts' summaries: each one's words, and a count of the values it cannot draw where
+    there are any."""
+    slots = [f"{c}_{part}" for c in charts for part in ("words", "not_finite")]
+    return " ".join(tr.claim(claims[s]) for s in slots if s in claims)
+
+
+def panels_table(layers, readings, panels, titles, norms) -> tuple[dict, dict[str, str]]:
+    """A figure of panels as a table: the layer l, then each panel's reading of each model."""
+    table: dict = {"l": np.asarray(layers)}
+    headers = {"l": "l"}
+    for q in panels:
+        for norm in norms:
+            table[f"{q}_{norm}"] = readings[norm][q]
+            headers[f"{q}_{norm}"] = f"{titles[q]}, {titles[norm]}"
+    return table, headers
+
+
+def toy_trunk(view: ResidualView, tr: Translator, layers: int) -> None:
     """The synthetic trunk: model, last readings, figure, explanations, table."""
     claims = {slot: tr.claim(claim) for slot, claim in view.claims.items()}
     st.latex(RESIDUAL_FORMULA)
@@ -167,12 +187,18 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int, drift: float) -> 
         **{q: tr(f"residual.q_{q}") for q in QUANTITIES},
     }
     titles = {**names, **{q: tr(f"residual.p_{q}") for q in PANELS}}
-    st.plotly_chart(
+    table, headers = panels_table(view.layers, view.readings, PANELS, titles, NORMS)
+    chart(
         readable(layers_figure(view.layers, view.readings, PANELS, titles)),
         key="layers_figure",
-        alt=tr("residual.figure_alt", layers=layers, drift=drift),
+        title=tr("residual.figure_chart"),
+        words=words(view.claims, tr, "figure_stream_mean", "figure_input_cos_ones"),
+        more=f"{claims['offset']} {claims['length']}",
+        table=table,
+        headers=headers,
+        lang=tr.lang,
+        file_name="normlab-residual-layers.csv",
     )
-    st.caption(f"{claims['offset']} {claims['length']}")
 
     st.subheader(tr("residual.explain_heading"))
     for slot in ("rms", "layer"):
@@ -239,22 +265,41 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
     st.info(claims["small"])
 
     st.subheader(tr("residual.trained_figure_heading"))
-    st.plotly_chart(
+    table, headers = panels_table(
+        view.layers, view.readings, TRAINED_QUANTITIES, names, TRAINED_NORMS
+    )
+    chart(
         readable(
             layers_figure(view.layers, view.readings, TRAINED_QUANTITIES, names, TRAINED_NORMS)
         ),
         key="trained_figure",
-        alt=tr("residual.trained_figure_alt", seed=view.seed),
+        title=tr("residual.trained_figure_chart"),
+        words=words(view.claims, tr, "trained_figure", "trained_figure_none"),
+        table=table,
+        headers=headers,
+        lang=tr.lang,
+        file_name="normlab-residual-trained.csv",
     )
     st.subheader(tr("residual.trained_explain_heading"))
     for slot in ("offset", "share", "chance", "shift"):
         st.markdown(claims[slot])
 
     st.subheader(tr("residual.outliers_heading"))
-    st.plotly_chart(
+    rows, cols = view.relative_magnitude["rms"].shape
+    layer_of, coordinate_of = np.divmod(np.arange(rows * cols), cols)  # row by row
+    chart(
         readable(coordinates_figure(view.relative_magnitude, TRAINED_NORMS, names)),
         key="coordinates_figure",
-        alt=tr("residual.coordinates_alt", seed=view.seed, d=view.d),
+        title=tr("residual.coordinates_chart"),
+        words=words(view.claims, tr, "coordinates"),
+        table={
+            "l": layer_of,
+            "i": coordinate_of,
+            **{n: view.relative_magnitude[n].ravel() for n in TRAINED_NORMS},
+        },
+        headers={"l": "l", "i": "i", **{n: names[n] for n in TRAINED_NORMS}},
+        lang=tr.lang,
+        file_name="normlab-residual-coordinates.csv",
     )
     st.markdown(f"{claims['outliers']} {claims['dims']}")
     k = view.outlier_dims["rms"].shape[1]
@@ -271,10 +316,11 @@ def main() -> None:
     mode = choose_mode(tr)
     state = controls(tr, mode)
     if mode == "synthetic":
-        layers, drift = int(state["layers"]), float(state["drift"])
+        layers = int(state["layers"])
+        drift = float(state["drift"])
         view = compute(layers, int(state["d"]), drift, int(state["seed"]), float(state["eps"]))
         st.markdown(tr("residual.synthetic_lead"))
-        toy_trunk(view, tr, layers, drift)
+        toy_trunk(view, tr, layers)
     else:
         with st.spinner(tr("residual.reading")):
             trained = compute_trained(int(state["trained_seed"]), str(state["prompt"]))

@@ -31,6 +31,8 @@ CASES = [
     ("precision", {"lang": "id", "placement": "inside", "scale": "1000", "d": "300"}, 4),
     ("backward", {"lang": "en"}, 4),
     ("backward", {"lang": "id", "d": "64", "offset": "-3", "eps": "0", "grad": "ones"}, 4),
+    ("residual", {"lang": "en"}, 1),
+    ("residual", {"lang": "id", "mode": "trained", "trained_seed": "1", "prompt": "code"}, 2),
     # A tiny sweep (64 and 128 wide, 2 rows: milliseconds): numpy (composites), torch (fused too).
     ("speed", {"lang": "en", "d": "128", "batch": "2", "impl": "numpy", "repeats": "3"}, 3),
     ("speed", {"lang": "id", "d": "128", "batch": "2", "impl": "torch", "repeats": "2"}, 3),

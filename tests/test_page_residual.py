@@ -11,7 +11,16 @@ from streamlit.testing.v1 import AppTest
 from core.lab.residual import residual_view, simulate_residual
 from core.lab.trained_residual import TRAINED_NORMS, TRAINED_QUANTITIES, trained_view
 from tests import test_fuzz_pages as fuzz
-from tests.apptest_util import assert_claims_shown, decode, figures, metric, open_app, shown_number, trace
+from tests.apptest_util import (
+    assert_claims_shown,
+    decode,
+    figures,
+    metric,
+    open_app,
+    shown_number,
+    trace,
+)
+from ui import fmt
 from ui.i18n import t
 
 
@@ -41,7 +50,9 @@ def test_page_shows_the_cores_numbers(lang):
     # The offset metric names its trunk, and the other trunk's reading is beside it.
     label = t("residual.metric_offset", lang, layers=10)
     (offset,) = [m for m in at.metric if m.label == label]
-    np.testing.assert_allclose(shown_number(offset.value, lang), ref["rms"]["stream_mean"][-1], rtol=1e-3)
+    np.testing.assert_allclose(
+        shown_number(offset.value, lang), ref["rms"]["stream_mean"][-1], rtol=1e-3
+    )
     layer_offset = float(ref["layer"]["stream_mean"][-1])
     assert offset.proto.delta == t("residual.vs_layer", lang, value=layer_offset)
     spec = figures(at)["layers_figure"]
@@ -132,7 +143,9 @@ def test_trained_mode_shows_the_cores_readings(lang):
     assert list(table.columns) == [t(f"residual.trained_{n}", lang) for n in TRAINED_NORMS]
     row = table.loc[t("residual.q_stream_mean", lang)]
     np.testing.assert_allclose(
-        [float(v) for v in row], [view.last[n]["stream_mean"] for n in TRAINED_NORMS], rtol=1e-3
+        [fmt.parse(v, lang) for v in row],  # written in the page's language
+        [view.last[n]["stream_mean"] for n in TRAINED_NORMS],
+        rtol=1e-3,
     )
     dims = at.table[-2].value
     top = dims.loc["3", t("residual.trained_rms", lang)]

@@ -111,6 +111,7 @@ def coordinates_figure(
         fig.add_trace(
             go.Heatmap(
                 z=z,
+                name=labels[norm],
                 x=np.arange(z.shape[1]),
                 y=np.arange(z.shape[0]),
                 coloraxis="coloraxis",

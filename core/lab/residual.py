@@ -33,6 +33,7 @@ import numpy as np
 
 from core.defaults import DEFAULT_LAYER_EPS
 from core.geometry import ones_direction
+from core.lab.chart_words import pair_words
 from core.lab.claims import Claim, at_least, at_most, both, close, pick
 from core.norms import layer_norm, rms_norm
 from core.stats import cosine
@@ -362,6 +363,26 @@ def _norm_claims(readings: dict, last: dict, d: int) -> dict:
     }
 
 
+# The panels the figure's summary reads: the offset the stream carries, and the cosine with 1 of
+# what each norm hands on (where the two trunks part).
+SUMMARY_PANELS = ("stream_mean", "input_cos_ones")
+
+
+def _chart_words(layers: np.ndarray, readings: dict) -> dict[str, Claim]:
+    """The figure's summary, its caption and accessible name (``core.lab.chart_words``): each
+    panel of ``SUMMARY_PANELS``, both trunks' extremes by layer and where they part most."""
+    claims = {}
+    for panel in SUMMARY_PANELS:
+        words = pair_words(
+            f"residual.figure_{panel}",
+            list(layers),
+            readings["rms"][panel],
+            readings["layer"][panel],
+        )
+        claims |= {f"figure_{panel}_{slot}": claim for slot, claim in words.items()}
+    return claims
+
+
 def residual_view(
     *, layers: int, d: int, drift: float, seed: int, eps: float = DEFAULT_LAYER_EPS
 ) -> ResidualView:
@@ -390,6 +411,7 @@ def residual_view(
         ),
         "table": Claim("residual.table_caption", {"n": trace.n, "layers": layers, "random": 1 / d}),
     }
+    claims |= _chart_words(trace.layers, trace.readings)
     return ResidualView(
         trace.layers, trace.readings, last, stream_gap, offset_gap, d, trace.n, claims
     )

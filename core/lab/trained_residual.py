@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.lab.chart_words import pair_words, peak_words, series_words
 from core.lab.claims import Claim, at_least, at_most, both, pick
 
 TRAINED_NORMS = ("rms", "layer", "none")  # RMSNorm first, as on every page
@@ -202,6 +203,20 @@ def _outlier_claims(readings: dict, dims: dict) -> dict[str, Claim]:
     }
 
 
+def _chart_words(layers: np.ndarray, readings: dict, relative: dict) -> dict[str, Claim]:
+    """The figures' summaries (``core.lab.chart_words``): the loss change when the stream is
+    shifted along 1, by layer, RMSNorm's model beside LayerNorm's and then the model without a
+    norm; each model's largest coordinate over its layer's median in the heat maps."""
+    where = list(layers)
+    loss = {n: readings[n]["shift_loss"] for n in TRAINED_NORMS}
+    pair = pair_words("residual.trained_figure_words", where, loss["rms"], loss["layer"])
+    claims = {f"trained_figure_{slot}": claim for slot, claim in pair.items()}
+    alone = series_words("residual.trained_figure_none", where, loss["none"])
+    claims |= {f"trained_figure_none_{slot}": claim for slot, claim in alone.items()}
+    peaks = peak_words("residual.coordinates_words", relative)
+    return claims | {f"coordinates_{slot}": claim for slot, claim in peaks.items()}
+
+
 def trained_view(*, seed: int, text: str) -> TrainedView:
     """The shipped models trained from ``seed`` (one of
     ``core.training.activations.SHIPPED_SEEDS``), read on ``core.training.activations.TEXTS[text]``,
@@ -225,6 +240,11 @@ def trained_view(*, seed: int, text: str) -> TrainedView:
         **_outlier_claims(readings, dims),
         "table": Claim("residual.trained_table_caption", {"tokens": first.tokens}),
     }
+    relative = {
+        n: r.readings.magnitude / np.median(r.readings.magnitude, axis=-1, keepdims=True)
+        for n, r in chosen.items()
+    }
+    claims |= _chart_words(first.layers, readings, relative)
     return TrainedView(
         seed=int(seed),
         text=text,
@@ -232,10 +252,7 @@ def trained_view(*, seed: int, text: str) -> TrainedView:
         layers=first.layers,
         readings=readings,
         last={n: {q: float(v[-1]) for q, v in r.items()} for n, r in readings.items()},
-        relative_magnitude={
-            n: r.readings.magnitude / np.median(r.readings.magnitude, axis=-1, keepdims=True)
-            for n, r in chosen.items()
-        },
+        relative_magnitude=relative,
         outlier_dims=dims,
         loss={n: r.shift.loss for n, r in chosen.items()},
         val_loss={n: float(r.config["training"]["final_val_loss"]) for n, r in chosen.items()},

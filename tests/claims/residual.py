@@ -36,7 +36,15 @@ from core.lab.residual import (
 )
 from core.lab.trained_residual import trained_view
 from core.training.activations import TEXTS
-from tests.claims.oracle import cosines, token_cosine, trunk, ulps
+from tests.claims.oracle import (
+    check_pair_words,
+    check_peak_words,
+    check_series_words,
+    cosines,
+    token_cosine,
+    trunk,
+    ulps,
+)
 
 # The page's line between rounding and a reading (its sentences quote it).
 TOL = 1e-9
@@ -441,7 +449,44 @@ def trained_table(state: dict, claim: Claim) -> None:
     assert claim.fields["tokens"] == len(view_text(state).encode("utf-8"))
 
 
+# --- the charts' words: each from the arrays its chart draws ------------------------------------
+
+
+def check_chart_words(state: dict, claim: Claim) -> None:
+    """A figure's summary: the synthetic panels (the stream's offset, cos(zₗ, 1)) of both trunks
+    by layer; the trained models' loss change under a shift along 1 (RMSNorm beside LayerNorm,
+    then no norm); the heat maps' peaks."""
+    v = view(state)
+    chart = claim.fields.get("chart", claim.key).removeprefix("residual.")
+    chart = chart.removesuffix("_equal")
+    where = [int(layer) for layer in v.layers]
+    if chart.startswith("figure_"):
+        panel = chart.removeprefix("figure_")
+        check_pair_words(claim, where, v.readings["rms"][panel], v.readings["layer"][panel])
+    elif chart == "trained_figure_words":
+        loss = [v.readings[n]["shift_loss"] for n in ("rms", "layer")]
+        check_pair_words(claim, where, *loss)
+    elif chart == "trained_figure_none":
+        check_series_words(claim, where, v.readings["none"]["shift_loss"])
+    else:
+        assert chart == "coordinates_words", chart
+        check_peak_words(claim, v.relative_magnitude)
+
+
 CHECKS = {
+    "charts.not_finite": check_chart_words,
+    "charts.no_finite": check_chart_words,
+    "charts.no_finite_values": check_chart_words,
+    "charts.no_finite_panel": check_chart_words,
+    "residual.figure_stream_mean": check_chart_words,
+    "residual.figure_stream_mean_equal": check_chart_words,
+    "residual.figure_input_cos_ones": check_chart_words,
+    "residual.figure_input_cos_ones_equal": check_chart_words,
+    "residual.trained_figure_words": check_chart_words,
+    "residual.trained_figure_words_equal": check_chart_words,
+    "residual.trained_figure_none": check_chart_words,
+    "residual.trained_figure_none_equal": check_chart_words,
+    "residual.coordinates_words": check_chart_words,
     "residual.trained_model_caption": trained_model,
     "residual.trained_text_loss": trained_text_loss,
     "residual.trained_offset_small": trained_offset_size,
