@@ -124,6 +124,7 @@ def keys_section(box: Sandbox, tr: Translator) -> None:
                 ks.keys,
                 hull=ks.hull,
                 unselectable=ks.unselectable,
+                named=view.named,
                 direction=box.direction,
                 color=COLORS[case],
                 radius=None if case == "raw" else box.d**0.5,

@@ -217,3 +217,34 @@ def test_bad_link_values_are_named_and_replaced() -> None:
     assert (state["n"], state["d"], state["spread"]) == (12, 3, 0.1)
     assert state["length"] in (3.0, 5.0)
     assert_claims_shown(at, attention_sandbox(**state).claims, "en")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [{"n": "12"}, {"n": "12", "offset": "4"}, {"d": "2", "n": "12", "offset": "-3"}],
+    ids=["12 keys", "12 keys offset", "d=2 offset"],
+)
+def test_keys_figures_label_only_the_keys_the_sentences_single_out(query: dict) -> None:
+    """Twelve labels piled up into a cluster: a figure labels the keys that get the most weight
+    in its case's sentences (under the query, and at the whole-degree best direction), and names
+    every key on hover."""
+    at = open_page(lang="en", **query)
+    box = attention_sandbox(**state_of(at))
+    tr = translator("en")
+    page = "\n".join(shown_text(at))
+    unlabelled = 0
+    for case in ("raw", "rms", "layer"):
+        said = set()
+        for slot in ("top", "dial"):
+            sentence = tr.claim(box.claims[f"{slot}_{case}"])
+            assert sentence in page
+            said |= documented.names(sentence)
+        labels, hover = set(), set()
+        for data in figures(at)[f"keys_{case}"]["data"]:
+            if data.get("name") in ("selectable", "unselectable"):
+                labels |= set().union(*map(documented.names, data["text"]))
+                hover |= set().union(*map(documented.names, data["customdata"]))
+        assert labels == said, case
+        assert hover == set(range(12)), case
+        unlabelled += 12 - len(labels)
+    assert unlabelled > 0

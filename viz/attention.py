@@ -1,10 +1,13 @@
 """Figures for the attention sandbox: keys in the plane or in space, and attention weights.
 
-Each figure shows one version of the keys (raw, RMSNorm, LayerNorm). Keys are labelled k1, k2, …;
-keys that share a point share one label. Selectable keys are filled circles in the case's colour,
-un-selectable keys black crosses (black diamonds in 3D). The query direction is an arrow from the
-origin, direction 1 a dashed green line; the normalised cases add the circle or sphere of radius
-√d and the line or plane ⟂ 1. No legend: the page explains the marks once, above the columns.
+Each figure shows one version of the keys (raw, RMSNorm, LayerNorm). Keys are named k1, k2, …;
+only the keys the page's sentences single out carry a label (twelve labels, or keys pressed
+together by an offset, piled up into an unreadable cluster), and every key shows its name on
+hover; keys that share a point share one label. Selectable keys are filled circles in the case's
+colour, un-selectable keys black crosses (black diamonds in 3D). The query direction is an arrow
+from the origin, direction 1 a dashed green line; the normalised cases add the circle or sphere of
+radius √d and the line or plane ⟂ 1. No legend: the page explains the marks once, above the
+columns.
 """
 
 from __future__ import annotations
@@ -47,12 +50,16 @@ def _groups(keys: np.ndarray, scale: float) -> list[list[int]]:
     return groups
 
 
-def _key_points(keys: np.ndarray, unselectable: Sequence[int], scale: float) -> list[dict]:
-    """One marker per point: position, joint label and whether it is un-selectable."""
+def _key_points(
+    keys: np.ndarray, unselectable: Sequence[int], named: Sequence[int], scale: float
+) -> list[dict]:
+    """One marker per point: position, joint name (on hover), joint label (the ``named`` keys
+    there, or nothing) and whether it is un-selectable."""
     return [
         {
             "at": keys[group[0]],
-            "label": ", ".join(f"k{i + 1}" for i in group),
+            "name": ", ".join(f"k{i + 1}" for i in group),
+            "label": ", ".join(f"k{i + 1}" for i in group if i in named),
             "hidden": group[0] in unselectable,
         }
         for group in _groups(keys, scale)
@@ -123,7 +130,7 @@ def _key_markers(points: list[dict], color: str, size: dict[str, int], d: int) -
     """The keys as labelled markers in the view of ``d`` = 2 or 3: selectable keys in the
     case's colour, un-selectable ones black, one trace each where there are any."""
     axes = "xyz"[:d]
-    hover = "%{text}<br>(" + ", ".join(f"%{{{a}:.3f}}" for a in axes) + ")<extra></extra>"
+    hover = "%{customdata}<br>(" + ", ".join(f"%{{{a}:.3f}}" for a in axes) + ")<extra></extra>"
     traces = []
     for hidden in (False, True):
         chosen = [p for p in points if p["hidden"] == hidden]
@@ -138,6 +145,7 @@ def _key_markers(points: list[dict], color: str, size: dict[str, int], d: int) -
                 name="unselectable" if hidden else "selectable",
                 mode="markers+text",
                 text=[p["label"] for p in chosen],
+                customdata=[p["name"] for p in chosen],
                 textposition=where,
                 textfont={"size": size["key"]},
                 marker={**KEY_MARKERS[d][hidden], "color": UNSELECTABLE if hidden else color},
@@ -318,15 +326,17 @@ def keys_figure(
     hull: np.ndarray,
     unselectable: Sequence[int],
     direction: np.ndarray,
+    named: Sequence[int],
     color: str,
     radius: float | None = None,
     plane: bool = False,
     height: int = 400,
 ) -> go.Figure:
     """The keys (n, d) with their hull, the query direction and, for a normalised case, the
-    circle or sphere of ``radius``; ``plane`` adds the line or plane ⟂ 1."""
+    circle or sphere of ``radius``; ``plane`` adds the line or plane ⟂ 1. Only the ``named``
+    keys (indices from 0) are labelled; every key is named on hover."""
     scale = _extent(keys, radius)
-    points = _key_points(keys, unselectable, scale)
+    points = _key_points(keys, unselectable, named, scale)
     build = _figure_2d if keys.shape[1] == 2 else _figure_3d
     return build(keys, hull, points, direction, color, radius, plane, height, FONTS)
 

@@ -63,11 +63,16 @@ ANGLE_TOL = 1e-6
 
 @dataclass(frozen=True)
 class CaseView:
-    """A key set under the chosen query."""
+    """A key set under the chosen query. ``named``: the keys the case's sentences single out
+    (from 0), those with the most weight under the chosen query and at the whole-degree best
+    direction (none where every key ties); the figures label only these. The un-selectable keys,
+    named as a set, are marked by their cross instead: with an offset they crowd into a corner,
+    where their labels piled up."""
 
     keyset: KeySet
     scores: np.ndarray  # (n,)
     weights: np.ndarray  # (n,)
+    named: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,18 +160,24 @@ def _most_weight(weights: np.ndarray) -> tuple[str, np.ndarray]:
     return ("one" if len(tied) == 1 else "tied"), tied
 
 
-def _top_claim(weights: np.ndarray) -> Claim:
-    """Which key the chosen query attends to most (ties named as ties)."""
+def _named(kind: str, tied: np.ndarray) -> list[int]:
+    """The keys a most-weight sentence names: none when every key ties."""
+    return [] if kind == "uniform" else [int(i) for i in tied]
+
+
+def _top_claim(weights: np.ndarray) -> tuple[Claim, list[int]]:
+    """Which key the chosen query attends to most (ties named as ties), and the keys named."""
     kind, tied = _most_weight(weights)
     fields = {"w_pct": float(weights.max())}
     if kind != "uniform":
         fields["key" if kind == "one" else "keys"] = key_names(tied)
-    return Claim(f"attention.top_{kind}", fields)
+    return Claim(f"attention.top_{kind}", fields), _named(kind, tied)
 
 
-def _dial_claim(ks: KeySet, d: int, length: float) -> Claim:
+def _dial_claim(ks: KeySet, d: int, length: float) -> tuple[Claim, list[int]]:
     """Attention at the best direction rounded to whole degrees, where "point the query here"
-    turns the query: the sentence the top-weight line will say once it is pressed."""
+    turns the query: the sentence the top-weight line will say once it is pressed; and the
+    keys it names."""
     angle, turn = ks.best.dial
     scores, weights = attention(ks.keys, length * query_direction(d, angle, turn))
     kind, tied = _most_weight(weights)
@@ -181,7 +192,7 @@ def _dial_claim(ks: KeySet, d: int, length: float) -> Claim:
         fields["key" if kind == "one" else "keys"] = key_names(tied)
     turned = "_turn" if d == 3 and angle not in (0, 180) else ""
     noise = UNIFORM_TOL * length * float(np.max(ks.norms)) / math.sqrt(d)
-    return Claim(f"attention.dial_{kind}{turned}", fields, noise)
+    return Claim(f"attention.dial_{kind}{turned}", fields, noise), _named(kind, tied)
 
 
 def _uniform_claim(ks: KeySet, d: int, length: float) -> Claim:
@@ -269,10 +280,11 @@ def attention_sandbox(
     claims: dict[str, Claim] = {}
     for ks in key_sets(d, n, int(seed), float(spread), float(offset), float(length)):
         scores, weights = attention(ks.keys, query)
-        cases[ks.case] = CaseView(ks, scores, weights)
         claims.update(_geometry_claims(ks.case, ks, d, n))
-        claims[f"top_{ks.case}"] = _top_claim(weights)
+        claims[f"top_{ks.case}"], top = _top_claim(weights)
         claims[f"uniform_{ks.case}"] = _uniform_claim(ks, d, length)
-        claims[f"dial_{ks.case}"] = _dial_claim(ks, d, length)
+        claims[f"dial_{ks.case}"], dial = _dial_claim(ks, d, length)
+        named = tuple(sorted({*top, *dial}))
+        cases[ks.case] = CaseView(ks, scores, weights, named)
     claims.update(_layer_claims(cases["layer"].keyset, d, length))
     return Sandbox(d, n, float(length), direction, query, cases, claims)
