@@ -281,7 +281,8 @@ def test_slider_select_and_segmented_control_work_from_the_keyboard(app_url, bro
     for _ in range(3):
         page.keyboard.press("ArrowRight")  # steps of 0.1
     wait_for_link(page, "offset=0.3")
-    assert tab_to(page, "dist")["role"] == "combobox"
+    # The offset sits in the page, after the sidebar: back up into the sidebar's controls.
+    assert tab_to(page, "dist", back=True)["role"] == "combobox"
     page.keyboard.press("ArrowDown")  # opens the list on the option after "normal"
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
@@ -312,6 +313,14 @@ def test_radio_and_button_work_from_the_keyboard(app_url, browser) -> None:
     page.close()
 
 
+# A code block's text ends left of its copy button (the pre's content box, without its padding).
+COPY_CLEAR_OF_TEXT = """b => {
+  const pre = b.closest('[data-testid="stCode"]').querySelector('pre');
+  const right = pre.getBoundingClientRect().right - parseFloat(getComputedStyle(pre).paddingRight);
+  return right <= b.getBoundingClientRect().left;
+}"""
+
+
 @pytest.mark.parametrize(("lang", "size"), [("id", LAPTOP), ("en", PHONE)])
 def test_share_dialog_opens_from_the_keyboard_and_is_accessible(app_url, browser, axe, lang, size):
     # The explorer's dialog holds the most: the link, the presenter builder, downloads, upload.
@@ -322,6 +331,13 @@ def test_share_dialog_opens_from_the_keyboard_and_is_accessible(app_url, browser
     dialog = page.get_by_role("dialog")
     dialog.wait_for(timeout=60_000)
     page.wait_for_selector("[data-testid='stFileUploaderDropzoneInput']", state="attached")
+    # The dialog points to the links' copy buttons: they show without a pointer over the box.
+    copy = dialog.locator("[data-testid='stCode'] button")
+    assert copy.count() == 2
+    for i in range(copy.count()):
+        assert copy.nth(i).is_visible()
+        assert copy.nth(i).evaluate("b => getComputedStyle(b).opacity") == "1"
+        assert copy.nth(i).evaluate(COPY_CLEAR_OF_TEXT), "the link's text runs under its button"
     assert severe_violations(axe, page) == []
     assert overflow(page) <= 0
     assert dialog.locator("[data-testid='stDownloadButton']").count() == 5  # and the plane
