@@ -7,6 +7,7 @@ path runs against a Hugging Face cache laid out in a temporary folder, with the 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -435,9 +436,25 @@ def test_a_host_without_transformers(tiny, local, monkeypatch) -> None:
         "find_spec",
         lambda name, *a: None if name == "transformers" else real(name, *a),
     )
-    assert refusal(lambda: load(ref("tiny-llama", tiny), local)).code == "no_transformers"
+    r = refusal(lambda: load(ref("tiny-llama", tiny), local))
+    assert (r.code, r.fields["reason"]) == ("no_transformers", "transformers")
     # NormLab's own checkpoints need no transformers.
     assert load(Catalog(Settings()).resolve("rms-seed0"), Settings()).family == "normlab"
+
+
+def test_transformers_without_a_package_it_imports(tiny, local, monkeypatch) -> None:
+    """Installed, but failing on import (a dependency missing): a refusal that names the
+    missing module, not a ModuleNotFoundError."""
+    real = importlib.import_module
+
+    def broken(name, *args):
+        if name == "transformers":
+            raise ModuleNotFoundError("No module named 'tokenizers'", name="tokenizers")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", broken)
+    r = refusal(lambda: load(ref("tiny-llama", tiny), local))
+    assert (r.code, r.fields["reason"]) == ("no_transformers", "tokenizers")
 
 
 def test_a_broken_weight_file(tiny, tmp_path) -> None:

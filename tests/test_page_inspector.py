@@ -193,6 +193,26 @@ def test_models_too_large_for_the_host(tiny: Path, monkeypatch) -> None:
     assert t("common.share_heading", "en") in [s.value for s in at.subheader]
 
 
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_a_host_without_transformers_says_what_is_missing(tiny: Path, monkeypatch, lang) -> None:
+    """``import transformers`` fails (None in sys.modules makes any import of it fail): the
+    local models get a notice naming the module and the command that installs it, in the
+    page's language; NormLab's own checkpoint beside them still loads."""
+    import sys
+
+    clear_cache()
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    at = open_app("inspector", model="local:tiny-llama", compare="rms-seed0", lang=lang)
+    assert not at.exception, [e.value for e in at.exception]
+    name = t("inspector.side_a", lang)
+    expected = t(
+        "inspector.refusal_no_transformers", lang, name="`tiny-llama`", reason="transformers"
+    )
+    assert errors(at) == [f"**{name}** · {expected}"]
+    assert "`transformers`" in expected and "pip install -r requirements-dev.txt" in expected
+    assert "gains_b" in figures(at) and "gains_a" not in figures(at)
+
+
 def test_no_model_at_all(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.delenv("NORMLAB_MODEL_DIRS", raising=False)
     monkeypatch.delenv("NORMLAB_HUB", raising=False)

@@ -399,9 +399,15 @@ def _load_pretrained(
 
 
 def _need_transformers() -> None:
-    """Hugging Face models need ``transformers``, which the shipped checkpoints do not."""
+    """Hugging Face models need ``transformers``, which the shipped checkpoints do not. Absent,
+    or present without a package it imports, it is a refusal naming the missing module
+    (``reason``), not an ImportError on the page."""
     if importlib.util.find_spec("transformers") is None:
-        raise Refusal("no_transformers")
+        raise Refusal("no_transformers", reason="transformers")
+    try:
+        importlib.import_module("transformers")
+    except ImportError as err:
+        raise Refusal("no_transformers", reason=err.name or "transformers") from err
 
 
 def _load_local(ref: ModelRef, settings: Settings, step: Progress) -> LoadedModel:
