@@ -137,7 +137,7 @@ def error_vs_scale_figure(
 # different coordinates (every MARKER_STEP-th, each accumulator shifted by one more).
 SUM_DASHES = {"float64": "solid", "float32": "dash", "float16": "dot", "bfloat16": "dashdot"}
 SUM_WIDTHS = {"float64": 8.0, "float32": 5.5, "float16": 3.5, "bfloat16": 2.0}
-SUM_MARKERS = 16  # about this many markers per line
+SUM_MARKERS = 8  # about this many markers per line
 SUM_MARKER_SIZE = 9
 
 
