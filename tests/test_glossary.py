@@ -20,11 +20,10 @@ from streamlit.testing.v1 import AppTest
 
 from core.lab.lesson_options import OPTIONS, STEP_IDS
 from tests.apptest_util import APP, TIMEOUT, open_app, open_page_alone, open_share
-from ui import fmt
 from ui.frame import CONTROLS, TEXT_SIZE
-from ui.i18n import LANGUAGES, catalogue, t
+from ui.i18n import LANGUAGES, catalogue
 from ui.nav import PAGES
-from ui.params import ChoiceParam, IntParam, echo
+from ui.params import ChoiceParam, IntParam, Notice
 
 ROOT = Path(__file__).resolve().parent.parent
 GLOSSARY_FILE = ROOT / "assets" / "glossary.toml"
@@ -426,17 +425,8 @@ def test_notices_are_in_the_page_language(locale: str, lang: str, shown: str) ->
     for param, raw in bad.items():
         problem = param.parse(raw)[1]
         assert problem is not None
-        # The limits and values as numbers are written in each language (ui.fmt).
-        said = {
-            code: t(
-                f"common.param_{problem.code}",
-                code,
-                key=param.key,
-                raw=echo(raw),
-                **{k: fmt.localise(v, code) for k, v in problem.fields.items()},
-            )
-            for code in LANGUAGES
-        }
+        # What the notice says in each language (its numbers too: ui.params.Notice.text).
+        said = {code: Notice(param.key, raw, problem).text(code) for code in LANGUAGES}
         assert said[shown] in warnings and said[other] not in warnings, (param.key, warnings)
     if shown == "id":
         assert not english_on_page(at), english_on_page(at)

@@ -62,7 +62,11 @@ class Notice:
         """The sentence that tells a visitor which parameter changed and why."""
         # Limits and values are numbers to read, so they are written in the page's language
         # (the raw text is echoed as it was).
-        fields = {k: fmt.localise(v, lang) for k, v in self.problem.fields.items()}
+        # Whole numbers stay as the link writes them (d = 8192, as every sentence writes d).
+        fields = {
+            k: v if v.lstrip("-").isdigit() else fmt.localise(v, lang)
+            for k, v in self.problem.fields.items()
+        }
         return t(
             f"common.param_{self.problem.code}", lang, key=self.key, raw=echo(self.raw), **fields
         )
