@@ -50,3 +50,33 @@ def test_a_clamped_width_stays_in_the_address_and_the_address_reproduces_it(
     assert outside == []
     page.close()
     again.close()
+
+
+METRICS = """() => Object.fromEntries(Array.from(
+  document.querySelectorAll('[data-testid="stMetric"]'),
+  e => [e.querySelector('[data-testid="stMetricLabel"]').innerText.trim(),
+        e.querySelector('[data-testid="stMetricValue"]').innerText.trim()]))"""
+X_BOX = ".st-key-x_typed input"
+
+
+def test_an_indonesian_vector_is_read_with_a_decimal_comma_and_linked_with_a_point(
+    app_url: str, browser
+) -> None:
+    page, outside = open_page(browser, f"{app_url}/?lang=id", height=1400)
+    page.wait_for_selector(READY, timeout=90_000)
+    box = page.locator(X_BOX)
+    box.fill("1,5; 2,5; -0,5")
+    box.press("Enter")
+    page.wait_for_function("() => location.search.includes('x=1.5%2C2.5%2C-0.5')", timeout=60_000)
+    page.wait_for_selector(READY, timeout=90_000)
+    page.wait_for_function(f"() => ({METRICS})()['mean(x)'] === '1,167'", timeout=60_000)
+    assert query(page.url)["x"] == ["1.5,2.5,-0.5"]
+    # The same address in English: the same vector, written the English way.
+    english = page.url.replace("lang=id", "lang=en")
+    again, _ = open_page(browser, english, height=1400)
+    again.wait_for_selector(READY, timeout=90_000)
+    again.wait_for_function(f"() => ({METRICS})()['mean(x)'] === '1.167'", timeout=60_000)
+    assert again.locator(X_BOX).input_value() == "1.5,2.5,-0.5"
+    assert outside == []
+    page.close()
+    again.close()

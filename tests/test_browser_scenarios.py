@@ -59,7 +59,7 @@ def test_explorer(server, browser) -> None:
     v.select("dist", "uniform")
     v.slide("offset")
     v.segment("backend", "torch")
-    v.type_text("x", "1, 2, 3, -4")
+    v.type_text("x_typed", "1, 2, 3, -4")
     v.finish()
 
 
