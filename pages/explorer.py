@@ -73,7 +73,6 @@ def controls(tr: Translator) -> dict:
     with st.sidebar:
         st.header(tr("common.controls"))
         st.subheader(tr("explorer.group_first"))
-        widgets.number(P["offset"], tr("explorer.offset_label"), step=0.1)
         widgets.ladder(P["eps"], tr("explorer.eps_label"))
         st.subheader(tr("explorer.group_input"))
         label, help_text = tr("explorer.x_label"), tr("explorer.x_help")
@@ -119,6 +118,22 @@ def controls(tr: Translator) -> dict:
 def _names(tr: Translator, group: str) -> Callable[[str], str]:
     """The shown name of a distribution (``group="dist"``) or gain pattern (``"gain"``)."""
     return lambda value: tr(f"explorer.{group}_option_{value}")
+
+
+# The first move's slider on a laptop's wide page: long enough for steps of 0.1 to be felt.
+FIRST_MOVE_WIDTH = 560
+
+
+def first_move(tr: Translator) -> None:
+    """The page's experiment, above the chart: the mean offset c in the page itself, where the
+    chart stays in view while it moves (on a phone the open sidebar covers the chart). The
+    presenter view keeps it with the other, hidden, controls: one widget either way."""
+    if presenting():
+        with st.sidebar:
+            widgets.number(P["offset"], tr("explorer.offset_label"), step=0.1)
+        return
+    st.markdown(tr("explorer.first_move"))
+    widgets.number(P["offset"], tr("explorer.offset_label"), step=0.1, width=FIRST_MOVE_WIDTH)
 
 
 def _compute_controls(tr: Translator) -> None:
@@ -426,15 +441,18 @@ def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> S
 def main() -> None:
     lang = begin_page("explorer", PARAMS)
     tr = translator(lang)
-    if not presenting():
-        st.markdown(tr("explorer.first_move"))
+    first_move(tr)
     state = controls(tr)
     x = input_vector(state, tr)
     view = compute(x, **{k: state[k] for k in SETTINGS})
     names = labels(tr)
     scale = style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0
-    metrics(tr, view)
-    coordinates(tr, view, names, scale)
+    if presenting():  # the chart on the projector's first screen, its numbers under it
+        coordinates(tr, view, names, scale)
+        metrics(tr, view)
+    else:
+        metrics(tr, view)
+        coordinates(tr, view, names, scale)
     messages(tr, view)
     left, right = st.columns(2, gap="large")
     with left:

@@ -41,7 +41,8 @@ def test_explorer_responds_to_a_control(app_url: str, browser) -> None:
     before = wait_for_charts(page)
     assert len(before["rms"]) == 12
 
-    slider = page.get_by_role("slider").nth(0)  # the first control in the sidebar: offset
+    # The first move's control, in the page above the chart.
+    slider = page.locator(".st-key-offset").get_by_role("slider")
     slider.focus()
     for _ in range(20):
         slider.press("ArrowRight")  # 20 steps of 0.1: offset 2.0
