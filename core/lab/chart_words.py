@@ -166,12 +166,15 @@ NO_FINITE_VALUES = "charts.no_finite_values"
 NO_FINITE_PANEL = "charts.no_finite_panel"
 
 
-def series_words(key: str, where: Sequence, values: np.ndarray) -> dict[str, Claim]:
+def series_words(
+    key: str, where: Sequence, values: np.ndarray, *, rtol: float = 0.0
+) -> dict[str, Claim]:
     """The summary of a chart of one series (attention weights per key, say): its smallest and
     largest finite value and where (``lo``, ``lo_at``, ``hi``, ``hi_at``), with the key
-    ``key + "_equal"`` when every finite value is the same. Values that are not finite are
-    counted as in :func:`pair_words` (``not_finite``); none finite gives
-    ``charts.no_finite_values``."""
+    ``key + "_equal"`` when every finite value is the same: exactly, or with ``rtol`` > 0 when
+    largest minus smallest is at most ``rtol`` times the larger of their sizes (values equal up
+    to rounding, such as keys of norm √d). Values that are not finite are counted as in
+    :func:`pair_words` (``not_finite``); none finite gives ``charts.no_finite_values``."""
     values = np.asarray(values, dtype=np.float64)
     if values.shape != (len(where),):
         raise ValueError("values and where must have one entry per position")
@@ -184,7 +187,9 @@ def series_words(key: str, where: Sequence, values: np.ndarray) -> dict[str, Cla
         out["words"] = Claim(NO_FINITE_VALUES, {"total": len(where), "chart": key})
         return out
     fields = {k.removeprefix("v_"): v for k, v in _extremes(values, where, "v").items()}
-    out["words"] = Claim(key if fields["hi"] > fields["lo"] else f"{key}_equal", fields)
+    span = fields["hi"] - fields["lo"]
+    equal = span <= rtol * max(abs(fields["lo"]), abs(fields["hi"]))
+    out["words"] = Claim(f"{key}_equal" if equal else key, fields)
     return out
 
 

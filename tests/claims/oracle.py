@@ -288,10 +288,11 @@ def check_lines_words(claim, rows, where, grids: dict, rtol: float = 0.0) -> Non
             assert at == value or abs(at - value) <= tol, (name, end)
 
 
-def check_series_words(claim, where, values) -> None:
+def check_series_words(claim, where, values, rtol: float = 0.0) -> None:
     """One series' summary: its smallest and largest finite value, each quoted at a position
-    that holds it, the sentence for equal values exactly when they are; a count of the values
-    that are not finite."""
+    that holds it, the sentence for equal values exactly when they are (with ``rtol`` > 0: when
+    they lie within ``rtol`` of the largest |value| of each other); a count of the values that
+    are not finite."""
     where = [w.item() if hasattr(w, "item") else w for w in where]
     values = [float(v) for v in values]
     assert len(values) == len(where)
@@ -306,7 +307,8 @@ def check_series_words(claim, where, values) -> None:
     assert f["lo"] == finite[0] and f["hi"] == finite[-1], (f, finite[0], finite[-1])
     assert values[_first_at(where, f["lo_at"])] == finite[0]
     assert values[_first_at(where, f["hi_at"])] == finite[-1]
-    assert claim.key.endswith("_equal") == (finite[0] == finite[-1]), claim.key
+    close = finite[-1] - finite[0] <= rtol * max(abs(finite[0]), abs(finite[-1]))
+    assert claim.key.endswith("_equal") == (finite[0] == finite[-1] or close), claim.key
 
 
 def check_peak_words(claim, grids: dict) -> None:
