@@ -215,3 +215,49 @@ def peak_words(key: str, grids: dict[str, np.ndarray]) -> dict[str, Claim]:
         fields[f"{name}_hi_col"] = int(col)
     out["words"] = Claim(key, fields)
     return out
+
+
+def runs_words(
+    keys: Mapping[str, str],
+    groups: Mapping[str, Sequence[tuple[object, Sequence, Sequence[float]]]],
+    *,
+    chart: str,
+    not_finite: str = NOT_FINITE,
+) -> dict[str, Claim]:
+    """The summary of a chart of runs whose lines need not share their positions (each training
+    run validated at its own seconds, runs cut short at different steps): ``groups[name]`` holds
+    each line as ``(label, where, values)``, one value per position.
+
+    Returns, for each group with a finite value, ``{name: claim}`` (its text ``keys[name]``)
+    with ``lo``, ``lo_line``, ``lo_at``, ``hi``, ``hi_line`` and ``hi_at``: the group's smallest
+    and largest finite value, the line's label and the position that hold it (the first line,
+    then the first position, of several). Values that are not finite are not drawn: they add
+    ``{"not_finite": claim}`` (the text ``not_finite``), counted over every group; a group with
+    no finite value has no words of its own.
+    """
+    out: dict[str, Claim] = {}
+    total = bad = 0
+    for name, lines in groups.items():
+        fields: dict[str, object] = {}
+        for label, where, values in lines:
+            values = np.asarray(values, dtype=np.float64)
+            if values.shape != (len(where),):
+                raise ValueError(f"{name!r}: a line needs one value per position")
+            finite = np.isfinite(values)
+            total, bad = total + values.size, bad + int(np.sum(~finite))
+            if not np.any(finite):
+                continue
+            lo = int(np.argmin(np.where(finite, values, np.inf)))
+            hi = int(np.argmax(np.where(finite, values, -np.inf)))
+            # A later line replaces an extreme only when it goes beyond it: ties keep the first.
+            if "lo" not in fields or values[lo] < fields["lo"]:
+                fields |= {"lo": float(values[lo]), "lo_line": _position(label)}
+                fields["lo_at"] = _position(where[lo])
+            if "hi" not in fields or values[hi] > fields["hi"]:
+                fields |= {"hi": float(values[hi]), "hi_line": _position(label)}
+                fields["hi_at"] = _position(where[hi])
+        if fields:
+            out[name] = Claim(keys[name], fields)
+    if bad:
+        out["not_finite"] = Claim(not_finite, {"count": bad, "total": total, "chart": chart})
+    return out

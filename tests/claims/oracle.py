@@ -331,3 +331,38 @@ def check_peak_words(claim, grids: dict) -> None:
         top = max(float(v) for v in grid.ravel() if math.isfinite(v))
         assert f[f"{name}_hi"] == top, (name, f[f"{name}_hi"], top)
         assert float(grid[f[f"{name}_hi_row"], f[f"{name}_hi_col"]]) == top, name
+
+
+def check_runs_words(claim, groups: dict, rtol: float = 0.0) -> None:
+    """A chart of runs whose lines need not share positions: ``groups[name]`` holds each line as
+    ``(label, where, values)``. A group's words: its smallest and largest finite value, each quoted
+    at a line (by its label) and a position that hold it (``rtol`` as in
+    :func:`check_pair_words`, relative to the group's largest |value|); the count: the values
+    that are not finite over every group, and more than none."""
+    every = [float(v) for lines in groups.values() for _, _, values in lines for v in values]
+    f = claim.fields
+    if "count" in f:  # the count of values not drawn
+        bad = sum(1 for v in every if not math.isfinite(v))
+        assert f["count"] == bad > 0 and f["total"] == len(every), (f, bad, len(every))
+        return
+    (name,) = [n for n, lines in groups.items() if claim.key.endswith(f"_{n}")]
+    points = [
+        (
+            label.item() if hasattr(label, "item") else label,
+            w.item() if hasattr(w, "item") else w,
+            float(v),
+        )
+        for label, where, values in groups[name]
+        for w, v in zip(where, values, strict=True)
+    ]
+    finite = sorted(v for _, _, v in points if math.isfinite(v))
+    assert finite, (name, "words for a group with nothing to draw")
+    tol = rtol * max(abs(finite[0]), abs(finite[-1]))
+    for end, value in (("lo", finite[0]), ("hi", finite[-1])):
+        shown = f[f"{end}"]
+        assert shown == value or abs(shown - value) <= tol, (name, end, shown, value)
+        line = [(w, v) for label, w, v in points if label == f[f"{end}_line"]]
+        assert line, (name, end, f[f"{end}_line"])
+        held = [v for w, v in line if w == f[f"{end}_at"]]
+        assert held, (name, end, f[f"{end}_at"])
+        assert held[0] == value or abs(held[0] - value) <= tol, (name, end, held[0], value)
