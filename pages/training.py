@@ -34,6 +34,7 @@ from core.training.lab_view import (
 from core.training.model import NORM_KINDS
 from core.training.runs import REFERENCE
 from ui import fmt, widgets
+from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
@@ -112,19 +113,57 @@ def show_claims(view: TrainingView, tr: Translator, slots: Sequence[str]) -> Non
             st.markdown(tr.claim(view.claims[slot]))
 
 
+def chart_words(view: TrainingView, tr: Translator, name: str) -> str:
+    """A chart's words: one sentence per variant (its own text names it), then a count of the
+    values it cannot draw."""
+    slot = f"chart_{name}_"
+    return " ".join(tr.claim(c) for s, c in view.claims.items() if s.startswith(slot))
+
+
+def loss_table(view: TrainingView, labels: dict, x: str) -> dict[str, list]:
+    """Every point a loss chart draws: its position, the run (variant, kind, seed), the loss."""
+    table: dict[str, list] = {x: [], "run": [], "loss": []}
+    for run in figure_runs(view.runs, x):
+        for kind, prefix in (("validation", "val"), ("training", "train")):
+            run_label = f"{labels[run['norm']]}, {labels[kind]}, {labels['seed']} {run['seed']}"
+            table[x] += [float(v) for v in run[f"{prefix}_x"]]
+            table["run"] += [run_label] * len(run[f"{prefix}_y"])
+            table["loss"] += [float(v) for v in run[f"{prefix}_y"]]
+    return table
+
+
+def seed_table(runs: Sequence[dict], labels: dict, mean: dict | None = None) -> dict[str, list]:
+    """Bars or markers by seed, one column per variant (None: not drawn); ``mean`` adds a row."""
+    seeds = list(dict.fromkeys(run["seed"] for run in runs))
+    norms = list(dict.fromkeys(run["norm"] for run in runs))
+    values = {(run["norm"], run["seed"]): run["value"] for run in runs}
+    table = {"seed": [f"{labels['seed']} {seed}" for seed in seeds]}
+    for norm in norms:
+        table[norm] = [values.get((norm, seed)) for seed in seeds]
+    if mean:
+        table["seed"].append(labels["mean"])
+        for norm in norms:
+            table[norm].append(mean[norm])
+    return table
+
+
 def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     """Loss against step and against training time, side by side, and what they say."""
-    last = {"step": view.equal_step, "seconds": view.equal_seconds}
     left, right = st.columns(2, gap="large")
     for column, x in ((left, "step"), (right, "seconds")):
         with column:
             st.markdown(f"**{tr(f'training.{x}_heading')}**")
-            st.plotly_chart(
+            chart(
                 readable(
                     loss_figure(figure_runs(view.runs, x), labels, x_title=labels[f"{x}_axis"])
                 ),
                 key=f"{key}_{x}",
-                alt=tr(f"training.{x}_alt", **last),
+                title=tr(f"training.loss_{x}_chart"),
+                words=chart_words(view, tr, f"loss_{x}"),
+                table=loss_table(view, labels, x),
+                headers={x: labels[f"{x}_axis"], "run": tr("training.run"), "loss": labels["loss"]},
+                lang=tr.lang,
+                file_name=f"normlab-training-{key}-loss-{x}.csv",
             )
     st.caption(tr("training.loss_note"))
     for slot in [f"diverged_{n}" for n in NORM_KINDS] + ["steps", "time"]:
@@ -145,10 +184,23 @@ def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
         n: {"seeds": s.seeds, "losses": s.at_step, "mean": s.mean_at_step}
         for n, s in view.norms.items()
     }
-    st.plotly_chart(
+    seeds = [
+        {"norm": n, "seed": seed, "value": float(loss)}
+        for n, s in view.norms.items()
+        for seed, loss in zip(s.seeds, s.at_step, strict=True)
+    ]
+    # The chart draws the means as lines where a variant has several seeds.
+    several = any(len(s.seeds) > 1 for s in view.norms.values())
+    means = {n: s.mean_at_step for n, s in view.norms.items()} if several else None
+    chart(
         readable(final_loss_figure(data, labels)),
         key=f"{key}_finals",
-        alt=tr("training.final_alt", step=view.equal_step),
+        title=tr("training.finals_chart"),
+        words=chart_words(view, tr, "finals"),
+        table=seed_table(seeds, labels, means),
+        headers={"seed": labels["seed"], **labels},
+        lang=tr.lang,
+        file_name=f"normlab-training-{key}-finals.csv",
     )
     show_claims(view, tr, ["spread", "none"])
 
@@ -171,15 +223,37 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     ]
     with left:
         st.markdown(f"**{tr('training.step_time_heading')}**")
-        fig = readable(per_run_figure(step_runs, labels, y_title=tr("training.ms_axis")))
-        st.plotly_chart(fig, key=f"{key}_step_time", alt=tr("training.step_time_alt"))
+        chart(
+            readable(per_run_figure(step_runs, labels, y_title=tr("training.ms_axis"))),
+            key=f"{key}_step_time",
+            title=tr("training.ms_chart"),
+            words=chart_words(view, tr, "ms"),
+            table=seed_table(step_runs, labels),
+            headers={"seed": labels["seed"], **labels},
+            lang=tr.lang,
+            file_name=f"normlab-training-{key}-step-time.csv",
+        )
     with right:
         st.markdown(f"**{tr('training.share_heading')}**")
         if any(run["value"] is not None for run in share_runs):
             fig = per_run_figure(
                 share_runs, labels, y_title=tr("training.share_axis"), percent=True
             )
-            st.plotly_chart(readable(fig), key=f"{key}_share", alt=tr("training.share_alt"))
+            # In percent, as the chart draws them.
+            percent = [
+                {**run, "value": None if run["value"] is None else 100 * run["value"]}
+                for run in share_runs
+            ]
+            chart(
+                readable(fig),
+                key=f"{key}_share",
+                title=tr("training.share_chart"),
+                words=chart_words(view, tr, "share"),
+                table=seed_table(percent, labels),
+                headers={"seed": labels["seed"], **labels},
+                lang=tr.lang,
+                file_name=f"normlab-training-{key}-share.csv",
+            )
         else:  # a chart of axes alone: say instead why it has nothing to draw
             st.info(tr("training.share_nothing"))
     show_claims(view, tr, ["step_time", "share", "noise", "why", "paper", "machine"])

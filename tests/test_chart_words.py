@@ -36,6 +36,9 @@ CASES = [
     # A tiny sweep (64 and 128 wide, 2 rows: milliseconds): numpy (composites), torch (fused too).
     ("speed", {"lang": "en", "d": "128", "batch": "2", "impl": "numpy", "repeats": "3"}, 3),
     ("speed", {"lang": "id", "d": "128", "batch": "2", "impl": "torch", "repeats": "2"}, 3),
+    # The shipped runs (nothing trained): loss against step and seconds, finals, step time, share.
+    ("training", {"lang": "en"}, 5),
+    ("training", {"lang": "id"}, 5),
 ]
 # Pages that draw their charts only after a button (its key) is pressed.
 PRESS = {"speed": "measure"}

@@ -239,6 +239,16 @@ def test_shipped_view_matches_the_reference_summary() -> None:
     # RMSNorm in every seed, beyond the timing noise of the no-norm runs (4.7 %); the load
     # average stayed under the two cores (0.64 at the start, 0.99 at the end).
     keys = {slot: claim.key.split(".")[1] for slot, claim in view.claims.items()}
+    # Each chart's words: one sentence per variant (the share chart has no variant without a
+    # norm), every value drawn finite.
+    charts = {slot: key for slot, key in keys.items() if slot.startswith("chart_")}
+    assert charts == {
+        f"chart_{chart}_{n}": f"{chart}_words_{n}"
+        for chart in ("loss_step", "loss_seconds", "finals", "ms", "share")
+        for n in ("rms", "layer", "none")
+        if not (chart == "share" and n == "none")
+    }
+    keys = {slot: key for slot, key in keys.items() if slot not in charts}
     assert keys == {
         "steps": "steps_gap",
         "time": "time_gap_beyond_spread",
@@ -438,3 +448,22 @@ def test_the_shipped_view_is_the_view_of_the_shipped_records() -> None:
     data = json.loads((REFERENCE_DIR / CURVES_FILE).read_text())
     direct = training_view(data["runs"], machine=data["machine"])
     assert direct.claims == reference_view().claims
+
+
+def test_chart_words_quote_each_runs_seed_and_position_and_count_what_is_not_drawn() -> None:
+    """Runs that stop at different steps and a diverged validation: the loss charts' words take
+    each variant's extremes over its own runs (seed and step), and count the losses not drawn."""
+    runs = [
+        record("rms", 0, [3.0, 2.0, 1.5], [0.01] * 3, [0, 2, 3], [5.0, 2.5, 1.4]),
+        record("rms", 1, [3.0, 2.0], [0.02] * 2, [0, 2], [5.5, 2.2]),
+        record("layer", 0, [3.0, 2.0, 1.5], [0.01] * 3, [0, 2, 3], [5.1, math.nan, 1.6]),
+    ]
+    view = training_view(runs)
+    rms = view.claims["chart_loss_step_rms"]
+    assert rms.key == "training.loss_step_words_rms"
+    assert rms.fields == {"lo": 1.4, "lo_line": 0, "lo_at": 3, "hi": 5.5, "hi_line": 1, "hi_at": 0}
+    seconds = view.claims["chart_loss_seconds_rms"].fields
+    assert (seconds["lo_at"], seconds["hi_at"]) == (pytest.approx(0.03), 0.0)
+    count = view.claims["chart_loss_step_not_finite"]
+    assert count.key == "training.val_not_finite"
+    assert (count.fields["count"], count.fields["total"]) == (1, 8)

@@ -11,7 +11,11 @@ page, each chosen by a verdict computed from a ``TrainingView``'s numbers:
   noise, and a share is quoted, or two compared, only beyond it (a share is never shown negative);
 - the RMSNorm paper's 7-64 % (Zhang & Sennrich 2019) beside this machine's saving
   :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`;
-- the machine the shipped timings come from, and how a live training stopped.
+- the machine the shipped timings come from, and how a live training stopped;
+- each chart's words (its caption and accessible name, ``core.lab.chart_words.runs_words``): per
+  variant, in a text of its own that names it, the highest and lowest validation loss with the
+  seed and step (or seconds) that hold it, the lowest and highest at the equal step, and the
+  extremes of the step times and shares as measured, with their seeds.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from core.lab.chart_words import runs_words
 from core.lab.claims import Claim, at_most
 from core.lab.speed import PAPER_SAVING
 from core.training.curves import NormSummary, RunCurves, TrainingView, seed_spread
 from core.training.model import NORM_CLASSES
 
-__all__ = ["MIN_PAIRS", "run_claims", "share_noise", "shown_share"]
+__all__ = ["MIN_PAIRS", "chart_claims", "run_claims", "share_noise", "shown_share"]
 
 # Paired step-time comparisons needed before a sentence says which norm's step is faster: if the
 # norms cost the same, each comparison falls either side of 1 with even odds, and all k agree by
@@ -47,6 +52,7 @@ def run_claims(
     shipped runs when ``machine`` is given; how the training stopped when ``live``."""
     claims = _loss_claims(view, reference_spread)
     claims.update(_time_claims(view))
+    claims.update(chart_claims(view))
     if machine is not None:
         claims["machine"] = _machine_claim(machine)
     if live:
@@ -352,3 +358,42 @@ def _stopped_claim(runs: Sequence[RunCurves]) -> Claim:
     if "work" in reasons:
         return Claim("training.stopped_work", fields)
     return Claim("training.stopped_steps", fields)
+
+
+def chart_claims(view: TrainingView) -> dict[str, Claim]:
+    """The words of the page's five charts, in slots ``chart_<chart>_<variant>`` (and
+    ``chart_<chart>_not_finite``): the validation losses against the step and the seconds (each
+    run a line named by its seed), the losses at the equal step, the median step times and the
+    shares of a forward pass drawn (each variant's bars, by seed; a share is drawn only beyond the
+    timing noise, in percent as the chart draws it)."""
+    by_norm = {n: [r for r in view.runs if r.norm == n] for n in view.norms}
+    charts = {
+        f"loss_{x}": {
+            n: [(r.seed, r.val_steps if x == "step" else r.val_seconds, r.val_loss) for r in runs]
+            for n, runs in by_norm.items()
+        }
+        for x in ("step", "seconds")
+    }
+    charts["finals"] = {n: [(n, s.seeds, s.at_step)] for n, s in view.norms.items()}
+    charts["ms"] = {
+        n: [(n, [r.seed for r in runs], [r.median_step_ms for r in runs])]
+        for n, runs in by_norm.items()
+    }
+    shown = {
+        n: [(r.seed, shown_share(r.norm_share, view.share_noise)) for r in runs]
+        for n, runs in by_norm.items()
+        if n != "none"
+    }
+    shown = {n: [(seed, s) for seed, s in pairs if s is not None] for n, pairs in shown.items()}
+    charts["share"] = {
+        n: [(n, [seed for seed, _ in pairs], [100 * s for _, s in pairs])]
+        for n, pairs in shown.items()
+        if pairs
+    }
+    claims = {}
+    for chart, groups in charts.items():
+        keys = {n: f"training.{chart}_words_{n}" for n in groups}
+        count = "training.val_not_finite" if chart.startswith("loss") else "charts.not_finite"
+        words = runs_words(keys, groups, chart=f"training.{chart}", not_finite=count)
+        claims |= {f"chart_{chart}_{slot}": claim for slot, claim in words.items()}
+    return claims

@@ -30,6 +30,7 @@ from core.training.findings import MIN_PAIRS
 from core.training.lab_view import training_view
 from core.training.model import NORM_KINDS, Norm
 from core.training.runs import CURVES_FILE, REFERENCE_DIR
+from tests.claims.oracle import check_runs_words
 
 NAMES = {"rms": "RMSNorm", "layer": "LayerNorm", "none": "Identity"}
 LIVE_FILE = Path(__file__).with_name("training_live.json")
@@ -625,7 +626,103 @@ def check_stopped(state: dict, claim) -> None:
         assert reasons == {"steps"} and f["done"] == f["steps"]
 
 
+# --- Checks: the charts' words ------------------------------------------------------------------
+
+
+def drawn_groups(state: dict, chart: str) -> dict:
+    """What a chart draws, per variant trained, as (label, positions, values) lines: each run's
+    validation losses against its steps or its seconds; each variant's losses at the equal step,
+    median step times (ms) and shares (%) by seed."""
+    norms = [n for n in NORM_KINDS if runs_of(state, n)]
+    if chart in ("loss_step", "loss_seconds"):
+        return {
+            n: [
+                (
+                    r["seed"],
+                    r["val_steps"]
+                    if chart == "loss_step"
+                    else [val_time(r, s) for s in r["val_steps"]],
+                    r["val_loss"],
+                )
+                for r in runs_of(state, n)
+            ]
+            for n in norms
+        }
+    if chart == "finals":
+        step = equal_step(state)
+        return {
+            n: [
+                (
+                    n,
+                    [r["seed"] for r in runs_of(state, n)],
+                    [at_step(r, step) for r in runs_of(state, n)],
+                )
+            ]
+            for n in norms
+        }
+    if chart == "ms":
+        return {
+            n: [
+                (
+                    n,
+                    [r["seed"] for r in runs_of(state, n)],
+                    [
+                        1e3 * statistics.median(r["step_seconds"])
+                        if r["step_seconds"]
+                        else math.nan
+                        for r in runs_of(state, n)
+                    ],
+                )
+            ]
+            for n in norms
+        }
+    raise AssertionError(chart)
+
+
+def check_share_words(state: dict, claim) -> None:
+    """The shares drawn: a run's share, in percent, where the pass without the norms was faster
+    by more than the timing noise (0 when the no-norm variant was not timed). A share within
+    rounding of that floor may be drawn or not; one clearly above it must lie within the
+    quoted extremes, and each extreme is the share of the seed it names."""
+    norm = claim.key.removeprefix("training.share_words_")
+    noise = timing_noise(state)
+    floor = 0.0 if noise is None else noise
+    shares = {r["seed"]: share_of(r) for r in runs_of(state, norm)}
+    shares = {seed: s for seed, s in shares.items() if s is not None}
+    maybe = {seed: s for seed, s in shares.items() if True in sides(s, floor)}
+    sure = {seed: s for seed, s in maybe.items() if sides(s, floor) == {True}}
+    f = claim.fields
+    assert f["lo_line"] == f["hi_line"] == norm
+    for end in ("lo", "hi"):
+        assert f[f"{end}_at"] in maybe, (end, f, shares, floor)
+        near(f[end], 100 * maybe[f[f"{end}_at"]], scale=100.0)
+        assert f[end] > 0  # a share is never drawn negative
+    for s in sure.values():
+        assert f["lo"] <= 100 * s + 100 * RTOL and f["hi"] >= 100 * s - 100 * RTOL
+
+
+def check_chart_words(state: dict, claim) -> None:
+    """Each variant's extremes as the chart draws them, recomputed from the records (the
+    medians by ``statistics``), and the count of values not drawn."""
+    chart = claim.fields.get("chart", claim.key).removeprefix("training.")
+    chart = chart.split("_words_")[0]
+    if chart == "share":
+        check_share_words(state, claim)
+        return
+    check_runs_words(claim, drawn_groups(state, chart), rtol=RTOL if chart == "ms" else 0.0)
+    if claim.key.startswith("training.finals"):
+        assert claim.fields["lo_line"] == claim.fields["hi_line"]
+
+
 CHECKS = {
+    "training.val_not_finite": check_chart_words,
+    "charts.not_finite": check_chart_words,
+    **{
+        f"training.{chart}_words_{n}": check_chart_words
+        for chart in ("loss_step", "loss_seconds", "finals", "ms")
+        for n in NORM_KINDS
+    },
+    **{f"training.share_words_{n}": check_chart_words for n in ("rms", "layer")},
     **{f"training.{k}": check_gap for k in ("steps_gap", "steps_tie", "time_gap", "time_tie")},
     "training.time_gap_within_spread": check_gap,
     "training.time_gap_beyond_spread": check_gap,
