@@ -62,8 +62,10 @@ X_BOX = ".st-key-x_typed input"
 def test_an_indonesian_vector_is_read_with_a_decimal_comma_and_linked_with_a_point(
     app_url: str, browser
 ) -> None:
-    page, outside = open_page(browser, f"{app_url}/?lang=id", height=1400)
+    # The landing page opened by its name, as a shared link may write it: no "page not found".
+    page, outside = open_page(browser, f"{app_url}/explorer?lang=id", height=1400)
     page.wait_for_selector(READY, timeout=90_000)
+    assert page.locator("[role='dialog']").count() == 0
     box = page.locator(X_BOX)
     box.fill("1,5; 2,5; -0,5")
     box.press("Enter")

@@ -56,6 +56,9 @@ PAGES: tuple[PageSpec, ...] = (
 )
 
 
+# The landing page's internal name: it is served at the root URL, and its own name is an alias.
+LANDING_KEY = "start"
+
 # Imported before any page runs: pandas is imported lazily by Streamlit and Plotly too.
 PRELOAD = ("numpy", "pandas", "plotly.graph_objects")
 _preload_lock = threading.Lock()
@@ -104,9 +107,15 @@ def navigation(lang: str, *, position: str = "sidebar", icons: bool = True) -> s
             spec.file,
             title=t(spec.title_key, lang),
             icon=spec.icon if icons else None,
-            url_path=spec.name,
+            url_path=LANDING_KEY if index == 0 else spec.name,
             default=index == 0,
         )
         for index, spec in enumerate(PAGES)
     ]
-    return st.navigation(pages, position=position, expanded=True)
+    # The landing page is served at the root; a link to it by name (``/explorer?d=8``) opens
+    # the same script under that name, instead of Streamlit's "page not found" dialog.
+    landing = PAGES[0]
+    alias = st.Page(
+        landing.file, title=t(landing.title_key, lang), url_path=landing.name, visibility="hidden"
+    )
+    return st.navigation([*pages, alias], position=position, expanded=True)
