@@ -12,12 +12,14 @@ from core.lab.attention import (
     OFFSET_RANGE,
     SCORE_FORMULA,
     SPREAD_RANGE,
+    CaseView,
     Sandbox,
     attention_sandbox,
 )
 from core.lab.key_geometry import MAX_KEYS, MIN_KEYS
 from core.lab.snippets import attention_code
 from ui import widgets
+from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, presenting, readable, share_box, view_mode
 from ui.i18n import Translator, translator
@@ -96,7 +98,20 @@ def formulas(tr: Translator) -> None:
     st.caption(tr("attention.formula_note"))
 
 
-def _weights(weights, case: str, box: Sandbox, tr: Translator, key: str, alt: str) -> None:
+def words(box: Sandbox, tr: Translator, slot: str) -> str:
+    """A chart's summary, and a count of the values it cannot draw where there are any."""
+    slots = (slot, f"{slot}_not_finite")
+    return " ".join(tr.claim(box.claims[s]) for s in slots if s in box.claims)
+
+
+def key_labels(n: int) -> list[str]:
+    """k1, k2, …: the keys as the figures and the sentences name them."""
+    return [f"k{i + 1}" for i in range(n)]
+
+
+def _weights(weights, case: str, box: Sandbox, tr: Translator, kind: str) -> None:
+    """Bars of the weights under the chosen query (``kind`` "weights") or at the most uniform
+    direction ("best"), with their summary and their table."""
     figure = weights_figure(
         weights,
         unselectable=box.cases[case].keyset.unselectable,
@@ -104,10 +119,36 @@ def _weights(weights, case: str, box: Sandbox, tr: Translator, key: str, alt: st
         labels={"weight": tr("attention.weight_axis"), "key": tr("attention.key_axis")},
         height=320 if view_mode().large_text else 260,
     )
-    name = tr(f"attention.case_{case}")
-    st.plotly_chart(
-        readable(figure), key=key, alt=tr(alt, case=name, n=box.n), config=style.chart_config(key)
+    key = f"{kind}_{case}"
+    chart(
+        readable(figure),
+        key=key,
+        title=tr(f"attention.{kind}_chart", case=tr(f"attention.case_{case}")),
+        words=words(box, tr, key),
+        table={"key": key_labels(box.n), "weight": weights},
+        headers={"key": tr("attention.key_axis"), "weight": tr("attention.weight_axis")},
+        lang=tr.lang,
+        file_name=f"normlab-attention-{kind}-{case}.csv",
+        config=style.chart_config(key),
     )
+
+
+def keys_table(view: CaseView, tr: Translator) -> tuple[dict, dict[str, str]]:
+    """The keys as a table: each key's coordinates, its norm and how it is drawn."""
+    ks = view.keyset
+    axes = [f"x{chr(0x2081 + j)}" for j in range(ks.keys.shape[1])]  # x₁, x₂, x₃
+    marks = [
+        tr("attention.unselectable" if i in ks.unselectable else "attention.selectable")
+        for i in range(len(ks.keys))
+    ]
+    table = {"key": key_labels(len(ks.keys)), **dict(zip(axes, ks.keys.T, strict=True))}
+    table |= {"norm": ks.norms, "mark": marks}
+    headers = {
+        "key": tr("attention.key_axis"),
+        "norm": tr("attention.norm_column"),
+        "mark": tr("attention.mark_column"),
+    }
+    return table, headers
 
 
 def keys_section(box: Sandbox, tr: Translator) -> None:
@@ -131,13 +172,19 @@ def keys_section(box: Sandbox, tr: Translator) -> None:
                 plane=case != "raw",
                 height=480 if view_mode().large_text else 400,
             )
-            st.plotly_chart(
+            table, headers = keys_table(view, tr)
+            chart(
                 readable(figure),
                 key=f"keys_{case}",
-                alt=tr("attention.keys_alt", case=name, n=box.n),
+                title=tr("attention.keys_chart", case=name),
+                words=words(box, tr, f"keys_{case}"),
+                table=table,
+                headers=headers,
+                lang=tr.lang,
+                file_name=f"normlab-attention-keys-{case}.csv",
                 config=style.chart_config(f"keys_{case}"),
             )
-            _weights(view.weights, case, box, tr, f"weights_{case}", "attention.weights_alt")
+            _weights(view.weights, case, box, tr, "weights")
             slots = ("top", "select", "norms", "plane")
             st.markdown("\n".join(f"- {tr.claim(box.claims[f'{s}_{case}'])}" for s in slots))
     if box.d == 2:
@@ -153,7 +200,7 @@ def uniform_section(box: Sandbox, tr: Translator) -> None:
         best = box.cases[case].keyset.best
         with col:
             st.markdown(f"**{tr(f'attention.case_{case}')}**")
-            _weights(best.weights, case, box, tr, f"best_{case}", "attention.best_alt")
+            _weights(best.weights, case, box, tr, "best")
             lines = [tr.claim(box.claims[f"uniform_{case}"])]
             if case == "layer":
                 lines.append(tr.claim(box.claims["closed_form"]))

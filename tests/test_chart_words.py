@@ -1,9 +1,9 @@
 """Words for every chart (ui/chart.py): each Plotly chart has its summary as its accessible name
 and as the caption under it, and a Data table whose extremes are the chart's own.
 
-Pages done so far: the explorer (coordinates, plane, and at d = 3 the sphere) and the invariance
-lab (before and after, shift sweep, collapse, pair). Each is opened once per language with
-AppTest; a wide vector (d = 5000) checks that the table is downsampled as the chart is.
+Each page in ``CASES`` is opened in both languages with AppTest, in states that draw its charts
+(the speed lab after its button); a wide vector (d = 5000) checks that the table is downsampled
+as the chart is.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ CASES = [
     ("backward", {"lang": "id", "d": "64", "offset": "-3", "eps": "0", "grad": "ones"}, 4),
     ("residual", {"lang": "en"}, 1),
     ("residual", {"lang": "id", "mode": "trained", "trained_seed": "1", "prompt": "code"}, 2),
+    ("attention", {"lang": "en", "angle": "0"}, 9),
+    # d = 2 with an offset: LayerNorm stacks the keys on two points (markers named "k1, k3").
+    ("attention", {"lang": "id", "d": "2", "n": "12", "offset": "-3"}, 9),
     # A tiny sweep (64 and 128 wide, 2 rows: milliseconds): numpy (composites), torch (fused too).
     ("speed", {"lang": "en", "d": "128", "batch": "2", "impl": "numpy", "repeats": "3"}, 3),
     ("speed", {"lang": "id", "d": "128", "batch": "2", "impl": "torch", "repeats": "2"}, 3),
@@ -96,13 +99,30 @@ def _compared(spec: dict, frame, lang: str) -> int:
     """Compare the table with the figure's traces; returns how many comparisons were made.
 
     A column named like a trace holds that trace's values; a table of points (its first column
-    is "Point") holds the coordinates of each trace named like a point; otherwise the table's
-    values, all together, span what the traces draw. Numbers compare as the page writes them."""
+    is "Point") holds the coordinates of each trace named like a point; a table whose first
+    column names the markers as their hover does (``customdata``, "k1" or "k1, k3" for keys at
+    one point) holds each marker's coordinates; otherwise the table's values, all together, span
+    what the traces draw. Numbers compare as the page writes them."""
     traces: dict[str, list[dict]] = {}
     for trace in spec["data"]:
         traces.setdefault(trace.get("name"), []).append(trace)
     first = frame.columns[0]
     done = 0
+    markers = {
+        name: (trace, i)
+        for trace in spec["data"]
+        for i, names in enumerate(trace.get("customdata") or [])
+        if isinstance(names, str)
+        for name in names.split(", ")
+    }
+    if markers and set(map(str, frame[first])) == set(markers):  # named markers: one row each
+        for _, row in frame.iterrows():
+            trace, i = markers[str(row[first])]
+            axes = [a for a in ("x", "y", "z") if a in trace]
+            shown = [str(row[c]) for c in frame.columns[1 : 1 + len(axes)]]
+            assert shown == [fmt.num(float(_values(trace[a])[i]), lang=lang) for a in axes]
+            done += 1
+        return done
     if first == t("charts.point", lang):  # points: one row each
         for _, row in frame.iterrows():
             for trace in traces.get(row[first], []):

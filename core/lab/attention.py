@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.lab.chart_words import series_words
 from core.lab.claims import Claim, at_most, both, pick
 from core.lab.key_geometry import (
     MAX_KEYS,
@@ -254,6 +255,43 @@ def _layer_claims(ks: KeySet, d: int, length: float) -> dict[str, Claim]:
     return claims
 
 
+def _percent(claims: dict[str, Claim]) -> dict[str, Claim]:
+    """A chart of weights' summary with its extremes as percentages (``lo_pct``, ``hi_pct``), as
+    the bars' axis and the page's other sentences write weights."""
+    out = dict(claims)
+    words = claims["words"]
+    out["words"] = Claim(
+        words.key,
+        {(f"{k}_pct" if k in ("lo", "hi") else k): v for k, v in words.fields.items()},
+        words.noise,
+    )
+    return out
+
+
+def _chart_claims(case: str, view: CaseView) -> dict[str, Claim]:
+    """Each of the case's charts' summary, its caption and accessible name
+    (``core.lab.chart_words``), by key k1, k2, …: the keys' norms (equal up to rounding:
+    NORM_TOL), the weights under the chosen query and at the most uniform direction (equal up to
+    TIE_TOL, as the most-weight sentences tie them). Slots ``keys_<case>``, ``weights_<case>``,
+    ``best_<case>``, and ``…_not_finite`` where a chart has values it cannot draw."""
+    ks = view.keyset
+    where = [f"k{i + 1}" for i in range(len(ks.keys))]
+    charts = {
+        "keys": series_words("attention.keys_words", where, ks.norms, rtol=NORM_TOL),
+        "weights": _percent(
+            series_words("attention.weights_words", where, view.weights, rtol=TIE_TOL)
+        ),
+        "best": _percent(
+            series_words("attention.best_words", where, ks.best.weights, rtol=TIE_TOL)
+        ),
+    }
+    return {
+        f"{chart}_{case}" if slot == "words" else f"{chart}_{case}_{slot}": claim
+        for chart, words in charts.items()
+        for slot, claim in words.items()
+    }
+
+
 def attention_sandbox(
     *,
     d: int,
@@ -268,8 +306,8 @@ def attention_sandbox(
     """Keys, the query, attention over raw, RMSNorm and LayerNorm keys, and the claims.
 
     Claims by slot: ``norms_<case>``, ``plane_<case>``, ``select_<case>``, ``top_<case>``,
-    ``uniform_<case>`` and ``dial_<case>`` for each case in :data:`CASES`; ``closed_form``;
-    ``two_points`` at d = 2.
+    ``uniform_<case>`` and ``dial_<case>`` for each case in :data:`CASES`, and its charts'
+    summaries (:func:`_chart_claims`); ``closed_form``; ``two_points`` at d = 2.
     """
     _check_args(d, n, spread, offset, length)
     if not (math.isfinite(angle) and math.isfinite(turn)):
@@ -286,5 +324,6 @@ def attention_sandbox(
         claims[f"dial_{ks.case}"], dial = _dial_claim(ks, d, length)
         named = tuple(sorted({*top, *dial}))
         cases[ks.case] = CaseView(ks, scores, weights, named)
+        claims.update(_chart_claims(ks.case, cases[ks.case]))
     claims.update(_layer_claims(cases["layer"].keyset, d, length))
     return Sandbox(d, n, float(length), direction, query, cases, claims)

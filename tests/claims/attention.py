@@ -28,6 +28,7 @@ from core.lab.attention import (
     attention_sandbox,
 )
 from core.lab.key_geometry import MAX_KEYS, MIN_KEYS
+from tests.claims.oracle import check_series_words
 
 STATES = st.fixed_dictionaries(
     {
@@ -44,6 +45,8 @@ STATES = st.fixed_dictionaries(
     }
 )
 SLOT = re.compile(r"^(norms|plane|select|top|uniform|dial)_(raw|rms|layer)$")
+# A chart's summary: the keys (their norms), the weights under the query, at the best direction.
+CHART = re.compile(r"^(keys|weights|best)_(raw|rms|layer)(_not_finite)?$")
 # Relative tolerances of the sentences' "equal", "⟂" and "tie" (the core's are 1e-9).
 TOL = 1e-9
 # An un-selectable key is within this distance of the other keys' hull (keys scaled to radius 1).
@@ -332,6 +335,38 @@ def _two_points(state, claim, holds: bool) -> None:
         assert math.isclose(claim.fields["dev"], dev, rel_tol=1e-9)
 
 
+def _chart_words(state, claim) -> None:
+    """A chart's summary, from the values the chart draws (the view's), each first checked
+    against the documented keys: their norms, the weights under the link's query (torch's
+    softmax), the weights in the direction the case's "most uniform" sentence names. Equal up
+    to TOL, as the sentences about norms √d and tied weights are."""
+    shown = view(state)
+    found = [CHART.match(slot) for slot, c in shown.claims.items() if c == claim]
+    found = [m for m in found if m]
+    assert found, "the claim is not among the view's charts' claims"
+    for match in found:
+        chart, case = match.group(1), match.group(2)
+        k = keys(state)[case]
+        d, length = state["d"], state["length"]
+        drawn_case = shown.cases[case]
+        if chart == "keys":
+            drawn = drawn_case.keyset.norms
+            np.testing.assert_allclose(drawn, np.linalg.norm(k, axis=1), rtol=1e-12)
+        elif chart == "weights":
+            drawn = drawn_case.weights
+            q = length * direction(d, state["angle"], state["turn"])
+            np.testing.assert_allclose(drawn, weights(k, q), rtol=1e-9)
+        else:
+            drawn = drawn_case.keyset.best.weights
+            best = shown.claims[f"uniform_{case}"].fields
+            q = length * direction(d, best["angle"], best["turn"])
+            np.testing.assert_allclose(drawn, weights(k, q), rtol=1e-9)
+        # The weights' extremes are quoted as percentages (lo_pct, hi_pct).
+        fields = {name.removesuffix("_pct"): value for name, value in claim.fields.items()}
+        as_series = type(claim)(claim.key, fields, claim.noise)
+        check_series_words(as_series, [f"k{i + 1}" for i in range(len(k))], drawn, rtol=TOL)
+
+
 def _per_case(check):
     """Wrap a per-case check: the slot (``top_rms``) names the case; find it in the view."""
 
@@ -346,6 +381,13 @@ def _per_case(check):
 
 
 CHECKS = {
+    **{
+        f"attention.{chart}_words{equal}": _chart_words
+        for chart in ("keys", "weights", "best")
+        for equal in ("", "_equal")
+    },
+    "charts.not_finite": _chart_words,
+    "charts.no_finite_values": _chart_words,
     "attention.norms_equal": _per_case(lambda s, c: _norms(s, c, True)),
     "attention.norms_range": _per_case(lambda s, c: _norms(s, c, False)),
     "attention.plane_in": _per_case(lambda s, c: _plane(s, c, True)),
