@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 import pandas as pd
@@ -19,10 +21,12 @@ from core.inspector import (
     load,
 )
 from core.inspector.readings import RATIO_FORMULAS, SHARE_FORMULAS
+from core.inspector.report import CHART_READINGS
 from core.inspector.sources import GIB, valid_hub_id
 from core.lab.snippets import inspector_code
 from core.stats import IDENTITY_FORMULA
 from ui import fmt
+from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, breakable, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
@@ -118,10 +122,25 @@ def _select(
 ) -> str:
     """A model box: the models by their names, and "none" in the page's words."""
     values = [NONE, *options] if param.allow_none else options
-    none = tr("inspector.option_none")
     return labelled_choice(
-        param, label, lambda v: none if v == NONE else v, options=values, help=help_text
+        param, label, lambda v: model_name(tr, v), options=values, help=help_text
     )
+
+
+# A shipped checkpoint's link name: its norm and its seed (``none-seed0``).
+SHIPPED_NAME = re.compile(r"(rms|layer|none)-seed(\d+)")
+
+
+def model_name(tr: Translator, value: str) -> str:
+    """A model as the boxes name it: "none" in the page's words, a shipped checkpoint by its norm
+    and seed ("no norm (seed 0)", beside "none" for no model B), any other by its link name."""
+    if value == NONE:
+        return tr("inspector.option_none")
+    shipped = SHIPPED_NAME.fullmatch(value)
+    if shipped is None:
+        return value
+    norm, seed = shipped.groups()
+    return tr("inspector.shipped_model", norm=tr(f"training.variant_{norm}"), seed=int(seed))
 
 
 def hub_box(tr: Translator, settings: Settings) -> None:
@@ -279,6 +298,15 @@ def contract_section(tr: Translator, view: InspectorView) -> None:
     st.caption(tr("inspector.presets_caption"))
 
 
+# A chart's summary, then a count of the values it cannot draw where there are any.
+PARTS = ("words", "not_finite")
+
+
+def words(claims: dict, tr: Translator, *slots: str) -> str:
+    """A chart's summary: the claims in ``slots`` that the core chose, in order."""
+    return " ".join(tr.claim(claims[s]) for s in slots if s in claims)
+
+
 def gains_section(tr: Translator, view: InspectorView) -> None:
     st.header(tr("inspector.gains_heading"))
     st.markdown(tr("inspector.gains_intro"))
@@ -299,11 +327,17 @@ def gains_section(tr: Translator, view: InspectorView) -> None:
             y_title=tr("inspector.hist_y"),
             marker=marker,
         )
-        st.plotly_chart(
+        edges = {"lower": hist.edges[:-1], "upper": hist.edges[1:]}
+        chart(
             readable(fig),
             key=f"gains_{side}",
+            title=tr("inspector.hist_title", name=sv.summary.label),
+            words=words(view.claims, tr, f"{side}_hist"),
+            table=edges | counts,
+            headers={k: tr(f"inspector.hist_{k}") for k in edges},
+            lang=tr.lang,
+            file_name=f"normlab-inspector-gains-{side}.csv",
             config=chart_config(f"gains-{side}"),
-            alt=tr("inspector.hist_alt", name=sv.summary.label),
         )
         st.markdown(tr.claim(sv.claims["gain"]))
 
@@ -333,12 +367,24 @@ def _series(view: InspectorView, field: str, tr: Translator) -> list[Series]:
     return out
 
 
-# (reading field, text key of the figure, log scale, percentages)
-FIGURES = (
-    ("share", "share", False, True),
-    ("rms", "rms", True, False),
-    ("top_ratio", "top", False, False),
-)
+# Per chart (its text stem, as core.inspector.report.CHART_READINGS names it): log scale,
+# percentages.
+FIGURES = {"share": (False, True), "rms": (True, False), "top": (False, False)}
+
+
+def readings_table(series: list[Series], tr: Translator) -> tuple[dict, dict[str, str]]:
+    """A chart of readings as a table: the module's place in the forward pass (i), then per
+    model its modules and its readings (a model with fewer modules leaves its cells empty)."""
+    rows = max(len(s.y) for s in series)
+    table: dict = {"i": list(range(1, rows + 1))}
+    headers = {"i": "i"}
+    for s in series:
+        pad = ["—"] * (rows - len(s.y))
+        table[f"module_{s.side}"] = [*s.names, *pad]
+        table[s.side] = [*s.y, *pad]
+        headers |= {f"module_{s.side}": f"{tr('inspector.col_module')} {s.side.upper()}"}
+        headers[s.side] = s.label  # the trace's name
+    return table, headers
 
 
 def reading_table(tr: Translator, view: SideView) -> pd.DataFrame:
@@ -372,7 +418,8 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
         )
     for formula in (IDENTITY_FORMULA, *SHARE_FORMULAS):
         st.latex(formula)
-    for field, key, log_y, percent in FIGURES:
+    for key, field in CHART_READINGS:
+        log_y, percent = FIGURES[key]
         series = _series(view, field, tr)
         if not series:
             return
@@ -385,11 +432,18 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
             log_y=log_y,
             percent=percent,
         )
-        st.plotly_chart(
+        table, headers = readings_table(series, tr)
+        slots = [f"{side}{key}_{part}" for side in ("", "a_", "b_") for part in PARTS]
+        chart(
             readable(fig),
             key=f"readings_{key}",
+            title=tr(f"inspector.{key}_title"),
+            words=words(view.claims, tr, *slots),
+            table=table,
+            headers=headers,
+            lang=tr.lang,
+            file_name=f"normlab-inspector-{key}.csv",
             config=chart_config(f"norm-{key}"),
-            alt=tr(f"inspector.{key}_alt"),
         )
         if key == "top":
             for formula in RATIO_FORMULAS:

@@ -167,7 +167,7 @@ def test_training(server, browser) -> None:
 def test_inspector(server, browser) -> None:
     v = visit(server, browser, "inspector")
     v.select("compare", en("inspector.option_none"))
-    v.select("model", "layer-seed0")
+    v.select("model", "LayerNorm (seed 0)")
     v.finish()
 
 

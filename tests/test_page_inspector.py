@@ -238,3 +238,14 @@ def test_presenter_view_shows_figures_without_boxes(tiny: Path) -> None:
     assert not at.exception
     assert FIGURES <= set(figures(at))
     assert t("common.share_heading", "en") not in [s.value for s in at.subheader]
+
+
+@pytest.mark.parametrize(("lang", "no_norm"), [("en", "no norm"), ("id", "tanpa normalisasi")])
+def test_shipped_models_are_named_by_norm_and_seed_beside_no_model_b(lang: str, no_norm: str):
+    at = open_app("inspector", lang=lang, compare="none-seed0")
+    compare = at.selectbox(key="compare")
+    assert compare.value == "none-seed0"  # the link's value
+    assert compare.options[0] == t("inspector.option_none", lang)
+    assert f"{no_norm} (seed 0)" in compare.options
+    assert "RMSNorm (seed 2)" in at.selectbox(key="model").options
+    assert not any("seed0" in o for o in compare.options)
