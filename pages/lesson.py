@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -19,8 +20,10 @@ from core import (
 from core.lab.lesson import StepResult, lesson_step
 from core.lab.lesson_example import NOISE
 from core.lab.lesson_options import STEP_IDS
+from core.lab.lesson_words import moves
 from core.lab.snippets import lesson_code
 from ui import classroom, fmt, widgets
+from ui.chart import chart
 from ui.classroom import Seat
 from ui.code import code_section
 from ui.frame import begin_page, readable, share_box
@@ -49,7 +52,7 @@ REVEALED = "lesson_revealed"
 # Figure labels from the lesson's texts (``lesson.label_<key>``) and the explorer's.
 LESSON_LABELS = (
     "before after var mean2 rms2 outputs layer_cos rms_cos energy offset cosine residual inside "
-    "outside clamp marked input_rms output_rms ulps count meant loaded coord eps grad_cos"
+    "outside clamp marked input_rms output_rms ulps count meant loaded coord eps grad_cos moved"
 ).split()
 EXPLORER_LABELS = ("axis_a", "axis_b", "circle", "ray", "x_short")
 
@@ -60,11 +63,11 @@ def compute(step_id: str) -> StepResult:
     return lesson_step(step_id)
 
 
-def quoted(r: StepResult) -> dict[str, str]:
-    """The step's numbers as the question, the options and the alt text quote them: rounding
+def quoted(r: StepResult, lang: str) -> dict[str, str]:
+    """The step's numbers as the question and the options quote them: rounding
     noise reads "≈ 0", fractions named ``*_pct`` as percentages."""
     return {
-        k: fmt.pct(v) if k.endswith("_pct") else fmt.num(v, noise=NOISE)
+        k: fmt.pct(v, lang=lang) if k.endswith("_pct") else fmt.num(v, noise=NOISE, lang=lang)
         for k, v in r.numbers.items()
     }
 
@@ -108,8 +111,9 @@ def sidebar(tr: Translator) -> int:
 
 
 def labels_for(tr: Translator, r: StepResult) -> dict[str, str]:
+    """The names the step's figure and its table give what they draw."""
     numbers = {"factor": r.numbers.get("factor", 0.0), "case": int(r.numbers.get("case", 0))}
-    return {
+    lab = {
         "input": tr("common.input"),
         "x": "x",
         "rms": tr("common.rms_norm"),
@@ -121,6 +125,17 @@ def labels_for(tr: Translator, r: StepResult) -> dict[str, str]:
         "case": tr("lesson.label_case", case=numbers["case"]),
         **{k: tr(f"explorer.{k}") for k in EXPLORER_LABELS},
     }
+    if r.step_id == "table":
+        lab.update({f"transform_{w['id']}": tr(f"lesson.transform_{w['id']}") for w in r.rows})
+    if r.step_id == "residual":
+        lab.update(
+            rms=tr("residual.rms_trunk"),
+            layer=tr("residual.layer_trunk"),
+            layer_axis=tr("residual.layer_axis"),
+            input_cos_ones=tr("residual.p_input_cos_ones"),
+            token_cosine=tr("residual.p_token_cosine"),
+        )
+    return lab
 
 
 def _table(r: StepResult, lab: dict[str, str]) -> go.Figure:
@@ -179,22 +194,94 @@ FIGURES: dict[str, Callable[[StepResult, dict[str, str]], go.Figure]] = {
 }
 
 
-def figure(r: StepResult, tr: Translator) -> go.Figure:
-    """The figure that answers step ``r.step_id``."""
+# A table column: its machine name (the CSV's header), the header the reader sees, its values.
+Column = tuple[str, str, object]
+
+
+def _outputs_columns(a: dict, lab: dict[str, str], changes: dict[str, str]) -> list[Column]:
+    """Each norm's output for x, then for each change (``changes``: its prefix in ``a`` and its
+    name) the output after it and how far it moved (``|after - before|``)."""
+    columns: list[Column] = []
+    for norm in ("rms", "layer"):
+        before = next(a[f"{p}{norm}_before"] for p in changes)
+        columns.append((f"{norm}_before", f"{lab[norm]}: {lab['before']}", before))
+        for prefix, name in changes.items():
+            after = f"{lab[norm]}: {lab['after']}{name}"
+            columns.append((f"{prefix}{norm}_after", after, a[f"{prefix}{norm}_after"]))
+            moved = f"{lab[norm]}: {lab['moved']}{name}"
+            columns.append((f"{prefix}{norm}_moved", moved, moves(a, norm, prefix)))
+    return columns
+
+
+def data_columns(r: StepResult, lab: dict[str, str], tr: Translator) -> list[Column]:
+    """The step's figure as a table, every value it draws (the residual step: the two panels)."""
+    a, step_id = r.arrays, r.step_id
+    coordinates = ("i", lab["coordinate"], np.arange(next(iter(a.values())).shape[-1]))
+    norms = [(n, lab[n], a.get(n)) for n in ("rms", "layer")]  # where the step has them
+    if step_id == "centre":
+        return [coordinates, ("x", "x", a["x"]), ("rms", lab["rms"], a["y_rms"]),
+                ("layer", lab["layer"], a["y_layer"])]  # fmt: skip
+    if step_id == "identity":
+        when = ("when", tr("lesson.col_when"), [lab["before"], lab["after"]])
+        parts = ((1, "var"), (2, "mean2"), (0, "rms2"))  # second_moment_identity's order
+        return [when, *((q, lab[q], [a["before"][i], a["after"][i]]) for i, q in parts)]
+    if step_id in ("rescale", "shift", "recenter"):
+        return [coordinates, *_outputs_columns(a, lab, {"": ""})]
+    if step_id == "scales":
+        changes = {"neg_": f", {lab['neg']}", "coord_": f", {lab['coord']}"}
+        return [coordinates, ("s", "s", a["s"]), *_outputs_columns(a, lab, changes)]
+    if step_id == "sweep":
+        names = {"rms_cosine": "rms_cos", "layer_cosine": "layer_cos"}
+        names["rms_energy_along_ones"] = "energy"
+        return [("c", "c", a["offsets"]), *((k, lab[v], a[k]) for k, v in names.items())]
+    if step_id == "plane":
+        points = [lab[k] for k in ("x", "rms", "layer")]
+        drawn = [a[k] for k in ("point", "rms", "layer")]
+        axes = [(axis, axis, [float(p[i]) for p in drawn]) for i, axis in enumerate("ab")]
+        return [("point", tr("charts.point"), points), *axes]
+    if step_id == "table":
+        names = [lab[f"transform_{row['id']}"] for row in r.rows]
+        return [("transform", tr("lesson.col_transform"), names), *norms]
+    if step_id == "eps":
+        curves = [(p, lab[p], a[p]) for p in ("inside", "outside", "clamp")]
+        return [("input_rms", lab["input_rms"], a["input_rms"]), *curves]
+    if step_id == "precision":
+        return [("ulps", "ulp", a["ulps"]), ("count", lab["count"], a["counts"])]
+    if step_id == "gradient":
+        keep = a["eps"] > 0  # as drawn: a log axis has no place for eps = 0
+        return [("eps", "eps", a["eps"][keep]), *((k, h, v[keep]) for k, h, v in norms)]
+    if step_id == "residual":
+        readings = [
+            (f"{q}_{n}", f"{lab[q]}, {lab[n]}", a[f"{n}_readings"][q])
+            for q in ("input_cos_ones", "token_cosine")
+            for n in ("rms", "layer")
+        ]
+        return [("l", "l", a["layers"]), *readings]
+    return [coordinates, *((k, lab[k], a[k]) for k in ("meant", "loaded"))]
+
+
+def figure_words(r: StepResult, tr: Translator) -> str:
+    """The figure's summary: its words (the residual step: both panels'), then any count of
+    values it cannot draw."""
+    slots = sorted((s for s in r.claims if s.startswith("figure_")), key=lambda s: "words" not in s)
+    return " ".join(tr.claim(r.claims[s]) for s in slots)
+
+
+def figure_chart(r: StepResult, tr: Translator) -> None:
+    """The figure that answers step ``r.step_id``, with its summary, caption and Data table."""
     lab = labels_for(tr, r)
-    if r.step_id == "table":
-        lab.update(
-            {f"transform_{row['id']}": tr(f"lesson.transform_{row['id']}") for row in r.rows}
-        )
-    if r.step_id == "residual":
-        lab.update(
-            rms=tr("residual.rms_trunk"),
-            layer=tr("residual.layer_trunk"),
-            layer_axis=tr("residual.layer_axis"),
-            input_cos_ones=tr("residual.p_input_cos_ones"),
-            token_cosine=tr("residual.p_token_cosine"),
-        )
-    return FIGURES[r.step_id](r, lab)
+    columns = data_columns(r, lab, tr)
+    chart(
+        readable(FIGURES[r.step_id](r, lab)),
+        key=f"fig_{r.step_id}",
+        title=tr(f"lesson.{r.step_id}_chart"),
+        words=figure_words(r, tr),
+        more=tr.claim(r.claims["caption"]),
+        table={name: values for name, _, values in columns},
+        headers={name: header for name, header, _ in columns},
+        lang=tr.lang,
+        file_name=f"normlab-lesson-{r.step_id}.csv",
+    )
 
 
 def formulas(pairs: tuple[tuple[str, str], ...], *, side_by_side: bool = True) -> None:
@@ -272,7 +359,7 @@ def extras(r: StepResult, tr: Translator) -> None:
 
 def option_label(r: StepResult, option: str, tr: Translator) -> str:
     """An option as the reader sees it: its letter, then its statement."""
-    return f"**{r.letter(option)}** · {tr(f'lesson.{r.step_id}_{option}', **quoted(r))}"
+    return f"**{r.letter(option)}** · {tr(f'lesson.{r.step_id}_{option}', **quoted(r, tr.lang))}"
 
 
 def prediction(step_id: str, r: StepResult, tr: Translator) -> str | None:
@@ -316,7 +403,7 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
     title = tr(f"lesson.{step_id}_title")
     st.progress(step / N_STEPS, text=tr("lesson.progress", k=step, n=N_STEPS, title=title))
     st.subheader(f"{step}. {title}")
-    st.markdown(tr(f"lesson.{step_id}_question", **quoted(r)))
+    st.markdown(tr(f"lesson.{step_id}_question", **quoted(r, tr.lang)))
     chosen = prediction(step_id, r, tr)
     classroom.answer_status(seat, step_id, tr)
     if step_id not in st.session_state[REVEALED]:
@@ -336,12 +423,7 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
         return
     verdict(r, chosen, tr)
     classroom.class_result(seat, step, tr, correct=r.correct)
-    st.plotly_chart(
-        readable(figure(r, tr)),
-        key=f"fig_{step_id}",
-        alt=tr(f"lesson.{step_id}_alt", **quoted(r)),
-    )
-    st.caption(tr.claim(r.claims["caption"]))
+    figure_chart(r, tr)
     for slot in ("explain", "detail"):
         if slot in r.claims:
             st.markdown(tr.claim(r.claims[slot]))

@@ -28,6 +28,7 @@ from core.lab.lesson_example import NOISE, Measured
 from core.lab.lesson_geometry import GEOMETRY_STEPS
 from core.lab.lesson_numerics import NUMERIC_STEPS
 from core.lab.lesson_options import EXPLAINED, LETTERS, OPTIONS, STEP_IDS, letter
+from core.lab.lesson_words import chart_words
 
 __all__ = ["StepResult", "lesson_step"]
 
@@ -38,9 +39,10 @@ class StepResult:
 
     ``options`` are the option ids in the order they are shown, the first under the letter A;
     ``correct`` is the option id whose statement the numbers make true (None: no option is);
-    ``numbers`` are plain floats the question, the options and the alt text quote; ``arrays`` are
+    ``numbers`` are plain floats the question, the options and the caption quote; ``arrays`` are
     what the figure draws; ``rows`` are table rows; ``claims`` are the sentences that state facts
-    about the numbers (slots ``answer``, ``caption``, ``explain`` and step-specific ones).
+    about the numbers (slots ``answer``, ``caption``, ``explain``, the figure's summary
+    ``figure_*`` of ``core.lab.lesson_words`` and step-specific ones).
     """
 
     step_id: str
@@ -74,7 +76,8 @@ def _claims(step_id: str, m: Measured) -> dict[str, Claim]:
         **m.numbers,
     )
     caption = Claim(f"lesson.{step_id}_caption", m.numbers, NOISE)
-    return {"answer": answer, "caption": caption, "explain": explain, **m.claims}
+    figure = {f"figure_{slot}": c for slot, c in chart_words(step_id, m.arrays, m.numbers).items()}
+    return {"answer": answer, "caption": caption, "explain": explain, **m.claims, **figure}
 
 
 def lesson_step(step_id: str) -> StepResult:

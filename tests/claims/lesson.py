@@ -20,8 +20,15 @@ from hypothesis import strategies as st
 from core.defaults import EPS_LADDER
 from core.lab.claims import Claim
 from core.lab.lesson import lesson_step
+from core.lab.lesson_numerics import EPS_CURVE_SCALES
 from core.lab.lesson_options import EXPLAINED, OPTIONS, STEP_IDS
 from tests.claims import oracle
+from tests.claims.oracle import (
+    check_lines_words,
+    check_pair_words,
+    check_point_words,
+    check_series_words,
+)
 
 STATES = st.fixed_dictionaries({"step": st.integers(1, len(STEP_IDS))})
 EPS = 1e-6
@@ -243,7 +250,10 @@ def ref_eps() -> tuple[str | None, dict]:
     return ("yes" if gap > 0.01 else "no"), numbers
 
 
-def ref_precision() -> tuple[str | None, dict]:
+@cache
+def precision_case() -> dict[str, np.ndarray]:
+    """The precision step's x (float32), its float64 RMSNorm rounded once, the float32 results
+    of dividing by the root and of multiplying by its reciprocal, and the first's ulps."""
     x = np.random.default_rng(3).standard_normal(4096).astype(np.float32)
     x64 = x.astype(np.float64)
     exact = (x64 / np.sqrt(np.sum(x64**2) / x.size + EPS)).astype(np.float32)
@@ -251,6 +261,13 @@ def ref_precision() -> tuple[str | None, dict]:
     divided, multiplied = x / root, x * (np.float32(1) / root)
     spacing = np.spacing(np.abs(exact)).astype(np.float64)
     ulps = np.rint(np.abs(divided.astype(np.float64) - exact) / spacing)
+    return {"x": x, "exact": exact, "divided": divided, "multiplied": multiplied, "ulps": ulps}
+
+
+def ref_precision() -> tuple[str | None, dict]:
+    case = precision_case()
+    x, exact, divided, ulps = (case[k] for k in ("x", "exact", "divided", "ulps"))
+    multiplied, x64 = case["multiplied"], case["x"].astype(np.float64)
     n_diff = int(np.count_nonzero(divided != exact))
     max_rel = float(np.max(np.abs(divided.astype(np.float64) - exact) / np.abs(exact)))
     if n_diff == 0:
@@ -267,7 +284,9 @@ def ref_precision() -> tuple[str | None, dict]:
     return letter, numbers
 
 
-def ref_gradient() -> tuple[str | None, dict]:
+@cache
+def gradient_cosines() -> dict[str, list[float]]:
+    """cos(dL/dx, 1) of each norm for every eps of the ladder, by autograd."""
     x = torch.tensor(x_lesson())
     g = torch.from_numpy(np.random.default_rng([3, 1]).standard_normal(D))
     cos = {"rms": [], "layer": []}
@@ -279,6 +298,11 @@ def ref_gradient() -> tuple[str | None, dict]:
             xx = x.clone().requires_grad_(True)
             (norm(xx, (D,), eps=eps) @ g).backward()  # autograd: x.grad = J^T g
             cos[name].append(cos_ones(xx.grad.numpy()))
+    return cos
+
+
+def ref_gradient() -> tuple[str | None, dict]:
+    cos = gradient_cosines()
     worst_layer = max(abs(c) for c in cos["layer"])
     least_rms = min(abs(c) for c in cos["rms"])
     numbers = {"worst_layer": worst_layer, "least_rms": least_rms, "eps": EPS}
@@ -369,6 +393,186 @@ def check_reduction(state: dict, claim: Claim) -> None:
     np.testing.assert_allclose(claim.fields["mean_square"], numbers["mean_square"], rtol=1e-7)
 
 
+# --- the figures' words: from what each figure draws, that rechecked from the step's recipe ----
+#
+# A figure is ``{"where": positions, name: values}``: one norm's (or one quantity's) values per
+# position, or a grid with one line per row of ``rows``. ``figure(step)`` rebuilds it here;
+# ``drawn(result)`` reads it off the arrays the page draws, which must agree with it before the
+# summary is checked against them.
+
+# The steps whose figure draws two arrays side by side, named in the step's arrays.
+PAIRED = dict(
+    centre="y_rms y_layer", identity="before after", table="rms layer", gain="meant loaded"
+)
+SCALE_ROWS, PLACEMENTS = ("neg", "coord"), "inside outside clamp".split()
+# The residual trunk's weights are drawn in float32 and the two computations sum in different
+# orders: its cosines agree to this. Everything else is float64 from the same inputs.
+TRUNK_RTOL = 1e-6
+
+
+def _apart(after: np.ndarray, before: np.ndarray) -> np.ndarray:
+    return np.abs(np.asarray(after, dtype=float) - np.asarray(before, dtype=float))
+
+
+def _identity_bars(v: np.ndarray) -> list[float]:
+    """RMS^2, Var and mu^2 of v, in the order the bars' arrays hold them."""
+    return [float(np.mean(v**2)), float(np.var(v)), float(np.mean(v)) ** 2]
+
+
+def _curve(scale: float, placement: str) -> float:
+    """Output RMS of RMSNorm for an input of RMS ``scale`` under one eps placement."""
+    if placement == "inside":
+        return scale / math.sqrt(scale**2 + EPS)
+    if placement == "outside":
+        return scale / (scale + EPS)
+    return scale * math.sqrt(D) / max(scale * math.sqrt(D), EPS)  # F.normalize times sqrt(d)
+
+
+@cache
+def figure(step: int) -> dict:
+    """What step ``step``'s figure draws, from the step's recipe."""
+    step_id, x = STEP_IDS[step - 1], x_lesson()
+    coords = list(range(D))
+    changed = {"rescale": 10.0 * x, "shift": x + 3.0}
+    if step_id == "centre":
+        return {"where": coords, "rms": rms(x), "layer": layer(x)}
+    if step_id == "identity":
+        return {"where": [0, 1, 2], "rms": _identity_bars(x), "layer": _identity_bars(x + 3.0)}
+    if step_id in changed:
+        after = changed[step_id]
+        return {"where": coords, "rms": _apart(rms(after), rms(x)),
+                "layer": _apart(layer(after), layer(x))}  # fmt: skip
+    if step_id == "recenter":
+        a, a2 = oracle.preactivations(3, "dataset_recenter", 1.0)
+        after, before = (v[reference(step)[1]["case"]] for v in (a2, a))
+        return {"where": coords, "rms": _apart(rms(after, 0.0), rms(before, 0.0)),
+                "layer": _apart(layer(after, 0.0), layer(before, 0.0))}  # fmt: skip
+    if step_id == "scales":
+        s = np.exp(np.random.default_rng([3, 2]).uniform(math.log(0.5), math.log(2.0), D))
+        grids = {
+            n: np.stack([_apart(f(-10.0 * x), f(x)), _apart(f(s * x), f(x))])
+            for n, f in (("rms", rms), ("layer", layer))
+        }
+        return {"where": coords, "rows": SCALE_ROWS, **grids}
+    if step_id == "sweep":
+        offsets = np.linspace(-50.0, 50.0, 201)
+        out = {"where": list(offsets)}
+        for n, f in (("rms", rms), ("layer", layer)):
+            shifted, base = f(x + offsets[:, None]), f(x)
+            out[n] = shifted @ base / (np.linalg.norm(shifted, axis=-1) * np.linalg.norm(base))
+        return out
+    if step_id == "plane":
+        return {n: plane_point(v) for n, v in (("x", x), ("rms", rms(x)), ("layer", layer(x)))}
+    if step_id == "table":
+        found = [oracle.residuals(3, t, 2.0) for t in oracle.TRANSFORM_IDS]
+        return {"where": list(range(len(found))), "rms": [r for _, r in found],
+                "layer": [lay for lay, _ in found]}  # fmt: skip
+    if step_id == "eps":
+        scales = EPS_CURVE_SCALES * math.sqrt(np.mean(x**2))
+        curves = {p: [_curve(v, p) for v in scales] for p in PLACEMENTS}
+        return {"where": list(scales), "rows": ("curve",), **curves}
+    if step_id == "precision":
+        counts = np.bincount(precision_case()["ulps"].astype(int))
+        return {"where": list(range(counts.size)), "counts": counts}
+    if step_id == "gradient":
+        keep = [i for i, eps in enumerate(EPS_LADDER) if eps > 0]
+        cos = gradient_cosines()
+        return {"where": [EPS_LADDER[i] for i in keep],
+                **{n: [abs(cos[n][i]) for i in keep] for n in ("rms", "layer")}}  # fmt: skip
+    if step_id == "residual":
+        t = oracle.trunk(24, 256, 0.5, 0, 1e-5)
+        ones = np.ones(256)
+        out = {"where": list(range(25))}
+        for n in ("rms", "layer"):
+            out[f"ones_{n}"] = [float(np.mean(oracle.cosines(z, ones))) for z in t[n]["z"]]
+            out[f"tokens_{n}"] = [oracle.token_cosine(p) for p in t[n]["p"]]
+        return out
+    w = 0.1 * np.random.default_rng([3, 3]).standard_normal(D)
+    return {"where": coords, "rms": rms(x) * (1 + w), "layer": rms(x) * w}
+
+
+def drawn(step: int) -> dict:
+    """The same figure read off the arrays the page draws."""
+    r = view({"step": step})
+    step_id, a = r.step_id, r.arrays
+    if step_id in PAIRED:
+        first, second = PAIRED[step_id].split()
+        return {"where": list(range(len(a[first]))), "rms": a[first], "layer": a[second]}
+    if step_id in ("rescale", "shift", "recenter"):
+        return {"where": list(range(D)), "rms": _apart(a["rms_after"], a["rms_before"]),
+                "layer": _apart(a["layer_after"], a["layer_before"])}  # fmt: skip
+    if step_id == "scales":
+        grids = {n: np.stack([_apart(a[f"{c}_{n}_after"], a[f"{c}_{n}_before"])
+                              for c in SCALE_ROWS]) for n in ("rms", "layer")}  # fmt: skip
+        return {"where": list(range(D)), "rows": SCALE_ROWS, **grids}
+    if step_id == "sweep":
+        return {"where": list(a["offsets"]), "rms": a["rms_cosine"], "layer": a["layer_cosine"]}
+    if step_id == "plane":
+        return {"x": a["point"], "rms": a["rms"], "layer": a["layer"]}
+    if step_id == "eps":
+        return {"where": list(a["input_rms"]), "rows": ("curve",), **{p: a[p] for p in PLACEMENTS}}
+    if step_id == "precision":
+        return {"where": list(a["ulps"]), "counts": a["counts"]}
+    if step_id == "gradient":
+        keep = a["eps"] > 0
+        return {"where": list(a["eps"][keep]), "rms": a["rms"][keep], "layer": a["layer"][keep]}
+    panels = (("ones", "input_cos_ones"), ("tokens", "token_cosine"))
+    readings = {f"{panel}_{n}": a[f"{n}_readings"][q] for n in ("rms", "layer")
+                for panel, q in panels}  # fmt: skip
+    return {"where": list(a["layers"]), **readings}
+
+
+def _agree(mine: dict, shown: dict, step_id: str) -> None:
+    """The drawn figure is the recipe's, to float64 rounding (the trunk's: TRUNK_RTOL). Its
+    values are made from operands of order 1 or more (unit-RMS outputs, cosines), so rounding is
+    measured in ulps of the largest of them, not of a small difference such as a move of 1e-7."""
+    assert set(mine) == set(shown), (step_id, sorted(mine), sorted(shown))
+    rtol = TRUNK_RTOL if step_id == "residual" else 1e-9
+    numeric = {k: np.asarray(v, dtype=float) for k, v in mine.items() if k != "rows"}
+    atol = oracle.ulps(4096, max(1.0, *(float(np.max(np.abs(v))) for v in numeric.values())))
+    if "rows" in mine:
+        assert tuple(mine["rows"]) == tuple(shown["rows"])
+    for name, ours in numeric.items():
+        theirs = np.asarray(shown[name], dtype=float)
+        np.testing.assert_allclose(theirs, ours, rtol=rtol, atol=atol, err_msg=f"{step_id} {name}")
+
+
+def check_figure(state: dict, claim: Claim) -> None:
+    """A figure's summary, from what it draws; what it draws, from the step's recipe."""
+    step_id = STEP_IDS[state["step"] - 1]
+    shown = drawn(state["step"])
+    _agree(figure(state["step"]), shown, step_id)
+    chart = claim.fields.get("chart", claim.key)
+    if step_id == "plane":
+        (xa, xb), radius = shown["x"], claim.fields["radius"]
+        assert math.isclose(radius, math.sqrt(D), rel_tol=1e-12), radius  # the circle of sqrt(d)
+        check_point_words(claim, shown["rms"], shown["layer"], xa=xa, xb=xb, radius=radius)
+    elif step_id in ("scales", "eps"):
+        grids = {k: v for k, v in shown.items() if k not in ("where", "rows")}
+        check_lines_words(claim, shown["rows"], shown["where"], grids)
+    elif step_id == "precision":
+        check_series_words(claim, shown["where"], shown["counts"])
+    elif step_id == "residual":
+        panel = "ones" if chart.startswith("residual.") else "tokens"
+        check_pair_words(claim, shown["where"], shown[f"{panel}_rms"], shown[f"{panel}_layer"])
+    else:
+        check_pair_words(claim, shown["where"], shown["rms"], shown["layer"])
+
+
+# Every key a figure's summary can have: the lesson's own, and those of the pages whose
+# figures the lesson draws.
+FIGURE_KEYS = (
+    *(f"lesson.{s}_words{e}" for s in (*PAIRED, "gradient", "residual", "precision")
+      for e in ("", "_equal")),
+    "lesson.scales_words", "lesson.eps_words",
+    "invariance.before_after_words", "invariance.before_after_words_equal",
+    "invariance.sweep_words", "invariance.sweep_words_equal",
+    "explorer.plane_words", "explorer.plane_words_not_finite",
+    "residual.figure_input_cos_ones", "residual.figure_input_cos_ones_equal",
+    "charts.not_finite", "charts.no_finite", "charts.lines_no_finite", "charts.no_finite_values",
+)  # fmt: skip
+
+
 CHECKS = {
     "lesson.answer": check_answer,
     "lesson.answer_none": check_answer,
@@ -377,4 +581,5 @@ CHECKS = {
     **{f"lesson.{s}_explain": check_explain for s in STEP_IDS},
     "lesson.precision_reduction_exact": check_reduction,
     "lesson.precision_reduction_rounds": check_reduction,
+    **dict.fromkeys(FIGURE_KEYS, check_figure),
 }
