@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pytest
 
+from core.lab.lesson_options import OPTIONS, STEP_IDS
 from tests.apptest_util import open_app, open_page_alone, open_share
 from ui import fmt
 from ui.chart import columns_csv
@@ -43,6 +44,16 @@ CASES = [
     ("training", {"lang": "en"}, 5),
     ("training", {"lang": "id"}, 5),
 ]
+# The lesson draws a step's figure once an answer is chosen and revealed (see _reveal): a few
+# steps, one of each kind of table (coordinates, before and after, points, bars, layers).
+LESSON_CASES = [
+    ("lesson", {"lang": "en", "step": "1"}, 1),
+    ("lesson", {"lang": "id", "step": "3"}, 1),
+    ("lesson", {"lang": "en", "step": "7"}, 1),
+    ("lesson", {"lang": "en", "step": "11"}, 1),
+    ("lesson", {"lang": "id", "step": "13"}, 1),
+]
+CASES += LESSON_CASES
 # Pages that draw their charts only after a button (its key) is pressed.
 PRESS = {"speed": "measure"}
 
@@ -147,11 +158,19 @@ def _compared(spec: dict, frame, lang: str) -> int:
     return 1
 
 
+def _reveal(at, step_id: str) -> None:
+    """Choose an answer to the lesson's step and press Reveal: its figure is drawn then."""
+    at.radio(key=f"pick_{step_id}").set_value(OPTIONS[step_id][0]).run()
+    at.button(key=f"reveal_{step_id}").click().run()
+
+
 @pytest.mark.parametrize(("page", "query", "count"), CASES)
 def test_every_chart_has_its_words_and_its_data(page: str, query: dict, count: int) -> None:
     at = open_app(None if page == "explorer" else page, **query)
     if page in PRESS:  # the page draws its charts once the button is pressed
         at.button(key=PRESS[page]).click().run()
+    if page == "lesson":
+        _reveal(at, STEP_IDS[int(query["step"]) - 1])
     assert not at.exception, [e.value for e in at.exception]
     charts = at.get("plotly_chart")
     data_label = t("charts.data_heading", query["lang"])
