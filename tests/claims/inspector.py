@@ -83,12 +83,28 @@ def view(state: dict):
     return inspect_view(links, prompt_for(state), settings())
 
 
-def near(shown: float, value: float, d: int, magnitude: float | None = None) -> None:
-    """``shown`` equals ``value`` up to float64 rounding of statistics of d-wide rows: two ways
-    of computing one (a mean, a norm) round by a few ulps per term over d terms, amplified by at
-    most d where a mean cancels, so d² ulps of ``magnitude`` (the size of the two) bound it."""
-    size = max(abs(shown), abs(value)) if magnitude is None else magnitude
-    assert abs(shown - value) <= ulps(d * d, size), (shown, value)
+# This module's forward pass of a shipped checkpoint does the model's float32 arithmetic, but for
+# a one-token text a matrix product takes another path and rounds otherwise: the activations then
+# differ by a few float32 ulps (4 seen over the three blocks). 64 bound that, and lie below the
+# four significant digits the page writes.
+ACTIVATION_ULPS = 64
+
+
+def tolerance(size: float, d: int, share: bool = False) -> float:
+    """How far the page's reading may lie from this module's: float64 rounding of statistics of
+    d-wide rows (two ways of computing one, a mean or a norm, round by a few ulps per term over d
+    terms, amplified by at most d where a mean cancels: d² ulps of a share's 1, else of the
+    reading's ``size``), and the activations' float32 rounding (relative to the reading; a share
+    s, a square of a ratio, moves by at most 2√s times it)."""
+    if share:
+        return ulps(d * d, 1.0) + ulps(ACTIVATION_ULPS, 2 * math.sqrt(size), "float32")
+    return ulps(d * d, size) + ulps(ACTIVATION_ULPS, size, "float32")
+
+
+def near(shown: float, value: float, d: int, share: bool = False) -> None:
+    """``shown`` equals ``value`` within :func:`tolerance` (``share``: a fraction of RMS²)."""
+    size = max(abs(shown), abs(value))
+    assert abs(shown - value) <= tolerance(size, d, share), (shown, value)
 
 
 # --- A shipped checkpoint, read with safetensors ------------------------------------------------
@@ -490,7 +506,7 @@ def check_share(state: dict, claim: Claim) -> None:
     largest = max(norms, key=lambda n: n["share"])
     assert claim.fields["name"] == largest["name"]
     # A share is at most 1: its rounding is counted in ulps of 1, not of the share.
-    near(claim.fields["share_pct"], largest["share"], largest["d"], 1.0)
+    near(claim.fields["share_pct"], largest["share"], largest["d"], share=True)
     assert (claim.key == "inspector.share_small") == (largest["share"] <= 0.01)
 
 
@@ -512,7 +528,7 @@ def check_outlier(state: dict, claim: Claim) -> None:
     assert (claim.fields["name"], claim.fields["token"], claim.fields["dim"]) == (
         top["name"], token, dim)  # fmt: skip
     near(claim.fields["ratio"], ratio, top["d"])
-    near(claim.fields["share_pct"], share, top["d"], 1.0)
+    near(claim.fields["share_pct"], share, top["d"], share=True)
     assert claim.fields["width"] == top["d"]
     assert (claim.key == "inspector.outlier_dominates") == (share >= 0.5)
 
