@@ -214,10 +214,14 @@ class ModuleGroup:
 
 @dataclass(frozen=True)
 class GainHistogram:
-    """Counts of the stored weights in shared bins, per place (places in PLACES order)."""
+    """Counts of the stored weights in shared bins, per place (places in PLACES order); ``low``
+    and ``high``: the smallest and largest stored weight (the edges run wider when they are
+    equal, or nearly)."""
 
     edges: np.ndarray
     counts: dict[str, np.ndarray]
+    low: float
+    high: float
 
 
 @dataclass(frozen=True)
@@ -301,7 +305,7 @@ def _histogram(modules: list[NormModule], stored: list[np.ndarray]) -> GainHisto
     if not pooled:
         return None
     everything = np.concatenate(pooled)
-    lo, hi = float(everything.min()), float(everything.max())
+    low, high = lo, hi = float(everything.min()), float(everything.max())
     if hi - lo < 1e-6:  # all weights equal (an untrained model): one visible bar around them
         lo, hi = lo - 0.5, hi + 0.5
     edges = np.linspace(lo, hi, HIST_BINS + 1)
@@ -310,7 +314,7 @@ def _histogram(modules: list[NormModule], stored: list[np.ndarray]) -> GainHisto
         values = [w for m, w in zip(modules, stored, strict=True) if m.place == place and w.size]
         if values:
             counts[place] = np.histogram(np.concatenate(values), bins=edges)[0]
-    return GainHistogram(edges, counts)
+    return GainHistogram(edges, counts, low, high)
 
 
 def _groups(modules: list[NormModule], stored: list[np.ndarray]) -> tuple[ModuleGroup, ...]:

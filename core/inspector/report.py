@@ -12,13 +12,17 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from core.inspector.layers import FORMULA_TOL, ModelContract, read_contract
+import numpy as np
+
+from core.inspector.layers import FORMULA_TOL, GainHistogram, ModelContract, read_contract
 from core.inspector.loading import LoadedModel, ModelFacts, Refusal, load
 from core.inspector.readings import MAX_TOKENS, NormReading, read_norm_inputs
 from core.inspector.sources import Catalog, ModelRef, Settings
+from core.lab.chart_words import pair_words, series_words
 from core.lab.claims import Claim, at_least, at_most, pick
 
 __all__ = [
+    "CHART_READINGS",
     "DOMINANT_SHARE",
     "IDENTITY_TOL",
     "SMALL_SHARE",
@@ -38,6 +42,10 @@ SMALL_SHARE = 0.01
 DOMINANT_SHARE = 0.5
 # Token ids of the traced pass that finds where each norm sits (any ids in the vocabulary).
 TRACE_TOKENS = 8
+# The page's charts of what the norms see: each one's text stem and the reading it draws per
+# module (a NormReading field). The share is drawn, and quoted, in percent.
+CHART_READINGS = (("share", "share"), ("rms", "rms"), ("top", "top_ratio"))
+PERCENT_CHARTS = ("share",)
 
 
 @dataclass(frozen=True)
@@ -237,6 +245,27 @@ def _treat_claim(top: NormReading, contract: ModelContract) -> Claim:
     )
 
 
+def _histogram_claim(hist: GainHistogram) -> Claim:
+    """The gain histogram's summary: how many stored weights, their range, and the most that
+    one bin holds (the first such bin, by its edges); one value when they are all equal."""
+    totals = np.sum(list(hist.counts.values()), axis=0)  # (places, bins) -> (bins,)
+    count = int(totals.sum())
+    if hist.low == hist.high:
+        return Claim("inspector.hist_words_same", {"count": count, "value": hist.low})
+    peak = int(np.argmax(totals))
+    return Claim(
+        "inspector.hist_words",
+        {
+            "count": count,
+            "lo": hist.low,
+            "hi": hist.high,
+            "peak": int(totals[peak]),
+            "peak_lo": float(hist.edges[peak]),
+            "peak_hi": float(hist.edges[peak + 1]),
+        },
+    )
+
+
 def _claims(link: str, contract, prompt, readings) -> dict[str, Claim]:
     """Every sentence about one model; each carries the model's link value as ``model``."""
     claims = {
@@ -244,9 +273,47 @@ def _claims(link: str, contract, prompt, readings) -> dict[str, Claim]:
         "gain": _gain_claim(contract),
         "prompt": _prompt_claim(prompt),
     }
+    if contract.histogram is not None:
+        claims["hist"] = _histogram_claim(contract.histogram)
     if readings:
         claims.update(_reading_claims(readings, contract))
     return {slot: Claim(c.key, {**c.fields, "model": link}, c.noise) for slot, c in claims.items()}
+
+
+def _in_percent(claim: Claim, chart: str) -> Claim:
+    """A share chart's numbers quoted in percent (``_pct`` fields); positions as they are."""
+    if chart not in PERCENT_CHARTS:
+        return claim
+    fields = {f"{k}_pct" if isinstance(v, float) else k: v for k, v in claim.fields.items()}
+    return Claim(claim.key, fields, claim.noise)
+
+
+def _chart_claims(sides: dict[str, SideView]) -> dict[str, Claim]:
+    """The summaries of the charts of what the norms see (``core.lab.chart_words``), by slot.
+
+    Two models with the same norm modules (the shipped pair: one model trained with RMSNorm
+    and with LayerNorm) make a pair: each one's extremes by module and where they part most
+    (``<chart>_words``, A as ``rms_*``, B as ``layer_*``). Otherwise each model's own extremes
+    (``<side>_<chart>_words``, with ``side``). Each carries the link values it speaks of."""
+    read = {side: v for side, v in sides.items() if v.readings}
+    names = {side: [r.name for r in v.readings] for side, v in read.items()}
+    paired = len(read) == 2 and names["a"] == names["b"]
+    claims: dict[str, Claim] = {}
+    for chart, field in CHART_READINGS:
+        values = {side: [getattr(r, field) for r in v.readings] for side, v in read.items()}
+        found: dict[str, tuple[Claim, dict]] = {}
+        if paired:
+            words = pair_words(f"inspector.{chart}_pair", names["a"], values["a"], values["b"])
+            links = {"model": read["a"].summary.link, "compare": read["b"].summary.link}
+            found |= {f"{chart}_{slot}": (c, links) for slot, c in words.items()}
+        else:
+            for side, view in read.items():
+                words = series_words(f"inspector.{chart}_side", names[side], values[side])
+                links = {"side": side.upper(), "model": view.summary.link}
+                found |= {f"{side}_{chart}_{slot}": (c, links) for slot, c in words.items()}
+        for slot, (c, links) in found.items():
+            claims[slot] = _in_percent(Claim(c.key, {**c.fields, **links}, c.noise), chart)
+    return claims
 
 
 # --- The page's one call ------------------------------------------------------------------------
@@ -275,4 +342,4 @@ def inspect_view(links: dict[str, str], text: str, settings: Settings) -> Inspec
     claims = {
         f"{side}_{slot}": c for side, view in sides.items() for slot, c in view.claims.items()
     }
-    return InspectorView(sides, claims)
+    return InspectorView(sides, claims | _chart_claims(sides))

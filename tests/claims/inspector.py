@@ -36,7 +36,7 @@ from core.inspector import Settings, inspect_view
 from core.inspector.sources import SHIPPED_DIR
 from core.lab.claims import Claim
 from core.training.store import CONFIG_KEY
-from tests.claims.oracle import ulps
+from tests.claims.oracle import check_pair_words, ulps
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
 
@@ -558,7 +558,131 @@ def check_treat(state: dict, claim: Claim) -> None:
     assert abs(claim.fields["median"] - _median(np.abs(gain))) <= ulps(1, claim.fields["median"])
 
 
+# --- The charts' words --------------------------------------------------------------------------
+
+# The gain histogram: this many bins of one width, from the smallest stored weight to the largest.
+BINS = 40
+
+
+def check_hist(state: dict, claim: Claim) -> None:
+    """The histogram's summary: the count and range of the stored weights; the most any bin
+    holds, and a bin (quoted by its edges) that holds that many, every bin holding lower <= w
+    < upper (the last also its upper edge)."""
+    weights, _ = _stored_weights(claim.fields["model"])
+    w = np.array(weights)
+    f = claim.fields
+    assert f["count"] == w.size > 0
+    if claim.key == "inspector.hist_words_same":
+        assert np.all(w == f["value"])
+        return
+    lo, hi = min(weights), max(weights)
+    assert (f["lo"], f["hi"]) == (lo, hi) and lo < hi
+
+    def count(a: float, b: float, last: bool) -> int:
+        return sum(1 for v in weights if a <= v < b or (last and v == b))
+
+    width = f["peak_hi"] - f["peak_lo"]
+    tol = ulps(8, max(abs(lo), abs(hi), width))
+    regular = abs(width - (hi - lo) / BINS) <= tol
+    assert f["peak"] == count(f["peak_lo"], f["peak_hi"], regular and f["peak_hi"] >= hi), f
+    if not regular:
+        # Weights this close together are drawn in bars wider than their whole range: the
+        # quoted bar and its two neighbours hold them all.
+        assert hi - lo < width, (lo, hi, width)
+        bars = [f["peak_lo"] + k * width for k in (-1, 0, 1, 2)]
+        counts = [count(a, b, False) for a, b in zip(bars[:-1], bars[1:], strict=True)]
+        assert sum(counts) == w.size and f["peak"] == max(counts)
+        return
+    edges = [lo + (hi - lo) * k / BINS for k in range(BINS)] + [hi]
+    counts = [
+        count(a, b, k == BINS - 1)
+        for k, (a, b) in enumerate(zip(edges[:-1], edges[1:], strict=True))
+    ]
+    assert f["peak"] == max(counts), (f["peak"], max(counts))
+    assert any(abs(e - f["peak_lo"]) <= tol for e in edges[:-1]), f["peak_lo"]
+
+
+def _read_names(state: dict, link: str | None) -> list[str]:
+    """The norm modules a model's readings name, in call order; none without tokens."""
+    if link is None:
+        return []
+    encode, _ = encoder(link)
+    if encode is None or not encode(prompt_for(state)):
+        return []
+    return [name for name, *_ in captured(link, prompt_for(state))]
+
+
+def _drawn(state: dict, link: str, chart: str) -> tuple[list[str], list[float], float]:
+    """(module names, what the chart draws per module, how far this reading of it may lie
+    from the page's: :func:`tolerance` at its largest value)."""
+    norms = _per_norm(state, Claim("inspector.share_side", {"model": link}))
+    if chart == "share":
+        values = [n["share"] for n in norms]
+    elif chart == "rms":
+        values = [float(np.mean(np.sqrt(n["sq"] / n["d"]))) for n in norms]
+    else:
+        assert chart == "top", chart
+        values = [float(n["ratio"].max()) for n in norms]
+    size = max([abs(v) for v in values if math.isfinite(v)], default=0.0)
+    d = max(n["d"] for n in norms)
+    return [n["name"] for n in norms], values, tolerance(size, d, share=chart == "share")
+
+
+def _check_series(claim: Claim, where: list[str], values: list[float], tol: float) -> None:
+    """One model's extremes, each quoted at a module that holds it (up to ``tol``), the
+    sentence for equal readings only where they are equal up to the rounding."""
+    f = claim.fields
+    finite = sorted(v for v in values if math.isfinite(v))
+    if claim.key == "charts.not_finite":
+        assert f["count"] == len(values) - len(finite) > 0 and f["total"] == len(values)
+        return
+    if claim.key == "charts.no_finite_values":
+        assert not finite and f["total"] == len(values)
+        return
+    for end, value in (("lo", finite[0]), ("hi", finite[-1])):
+        assert abs(f[end] - value) <= tol, (end, f[end], value)
+        assert abs(values[where.index(f[f"{end}_at"])] - value) <= tol, end
+    assert not claim.key.endswith("_equal") or finite[-1] - finite[0] <= 2 * tol
+
+
+def check_reading_words(state: dict, claim: Claim) -> None:
+    """A chart of readings: two models with the same norm modules as a pair (each one's extremes
+    and where they part most), else each model alone; percentages as the fractions they are."""
+    chart, _, mode = claim.fields.get("chart", claim.key).removeprefix("inspector.").partition("_")
+    mode = mode.removesuffix("_equal")
+    plain = Claim(claim.key, {k.removesuffix("_pct"): v for k, v in claim.fields.items()})
+    a, b = state["model"], state["compare"]
+    if mode == "pair":
+        assert (claim.fields["model"], claim.fields["compare"]) == (a, b)
+        (names, ra, ta), (names_b, rb, tb) = (_drawn(state, link, chart) for link in (a, b))
+        assert names == names_b
+        size = max([abs(v) for v in ra + rb if math.isfinite(v)], default=0.0)
+        check_pair_words(plain, names, ra, rb, rtol=max(ta, tb) / size if size else 0.0)
+        return
+    assert mode == "side", claim.key
+    link = claim.fields["model"]
+    other = b if claim.fields["side"] == "A" else a
+    assert link == (a if claim.fields["side"] == "A" else b)
+    # Alone, or beside a model whose readings name other modules (or none).
+    assert not (_read_names(state, link) == _read_names(state, other) != [])
+    names, values, tol = _drawn(state, link, chart)
+    _check_series(plain, names, values, tol)
+
+
+CHART_CHECKS = {"inspector.hist_words": check_hist, "inspector.hist_words_same": check_hist}
+for _chart in ("share", "rms", "top"):
+    for _mode in ("pair", "side"):
+        CHART_CHECKS |= dict.fromkeys(
+            (f"inspector.{_chart}_{_mode}", f"inspector.{_chart}_{_mode}_equal"),
+            check_reading_words,
+        )
+CHART_CHECKS |= dict.fromkeys(
+    ("charts.not_finite", "charts.no_finite", "charts.no_finite_values"), check_reading_words
+)
+
+
 CHECKS = {
+    **CHART_CHECKS,
     "inspector.contract_exact": check_contract_exact,
     "inspector.contract_close": check_contract_close,
     "inspector.contract_identity": check_contract_identity,
