@@ -34,6 +34,9 @@ CASES = [
     ("backward", {"lang": "id", "d": "64", "offset": "-3", "eps": "0", "grad": "ones"}, 4),
     ("residual", {"lang": "en"}, 1),
     ("residual", {"lang": "id", "mode": "trained", "trained_seed": "1", "prompt": "code"}, 2),
+    # The shipped pair (gains of both, three readings charts as a pair); then model A alone.
+    ("inspector", {"lang": "en"}, 5),
+    ("inspector", {"lang": "id", "compare": "none"}, 4),
     ("attention", {"lang": "en", "angle": "0"}, 9),
     # d = 2 with an offset: LayerNorm stacks the keys on two points (markers named "k1, k3").
     ("attention", {"lang": "id", "d": "2", "n": "12", "offset": "-3"}, 9),

@@ -521,6 +521,19 @@ ALIASES: dict[str, Aliases] = {
         fields={
             "share_large:share_pct": Cell("{name}", "μ²/RMS²"),
             "outlier_*:ratio": Cell("{name}", "|xᵢ|/RMS"),
+            # The readings charts' words: a model alone, and the shipped pair (A, then B).
+            "share_side*:lo_pct": Cell("{lo_at}", "μ²/RMS²"),
+            "share_side*:hi_pct": Cell("{hi_at}", "μ²/RMS²"),
+            "share_pair*:rms_lo_pct": Cell("{rms_lo_at}", "μ²/RMS²"),
+            "share_pair*:layer_hi_pct": Cell("{layer_hi_at}", "μ²/RMS²"),
+            "rms_side*:lo": Cell("{lo_at}", "RMS"),
+            "rms_side*:hi": Cell("{hi_at}", "RMS"),
+            "rms_pair*:rms_lo": Cell("{rms_lo_at}", "RMS"),
+            "rms_pair*:layer_hi": Cell("{layer_hi_at}", "RMS"),
+            "top_side*:lo": Cell("{lo_at}", "|xᵢ|/RMS"),
+            "top_side*:hi": Cell("{hi_at}", "|xᵢ|/RMS"),
+            "top_pair*:rms_lo": Cell("{rms_lo_at}", "|xᵢ|/RMS"),
+            "top_pair*:layer_hi": Cell("{layer_hi_at}", "|xᵢ|/RMS"),
         },
     ),
     "training": Aliases(
