@@ -121,6 +121,10 @@ def test_cli_prints_the_table(capsys):
     assert " 1.00x " in clone_line  # the copy is the unit of the ratio column
     assert "as long as F.layer_norm" in out and "max |y - torch's|" in out
     assert "the kernels alone" in out and "fused rms, buffer" in out
+    # Both kernel targets, each with its ratio and its verdict.
+    for target in ("<= 1.00x F.layer_norm: ", "<= 1.15x buffer.copy_(x): "):
+        line = next(line for line in out.splitlines() if target in line)
+        assert line.startswith("target: fused rms") and line.endswith(("(met)", "(not met)"))
     # The fused kernels that write into the one shared buffer are each checked on their own.
     agreement = out.split("max |y - torch's| / max |torch's|: ")[1]
     assert "fused rms, buffer" in agreement and "fused layer, buffer" in agreement
@@ -161,10 +165,16 @@ def test_markdown_has_a_row_per_case_and_the_verdicts_follow_the_ratios():
     assert len(rows) == len(ms)
     assert "| `fused rms` | 10.50 | 0.2 | 1.05 | 1.05–1.05 |" in rows
     assert "fused RMSNorm ≤ 1.1× `x.clone()`: 1.05× (met)" in text
-    assert "faster than `F.layer_norm`: 0.95× its time (met)" in text
+    assert "no slower than `F.layer_norm`: 0.95× its time (met)" in text
+    assert "into an existing buffer ≤ 1.15× `buffer.copy_(x)`: 1.25× (not met)" in text
     assert "written the same way: 0.88× its time" in text
     assert "RMSNorm 1.25×, LayerNorm 1.50×" in text
-    # Slower than both bounds: both verdicts turn.
-    ms.update({"fused rms": 11.5, "F.layer_norm": 11.0})
+    # Equal to F.layer_norm is no slower; 1.15× the copy is within its bound.
+    ms.update({"fused rms": 11.0, "fused rms, buffer": 4.6})
+    text = markdown(_cpu_result(ms))
+    assert "1.00× its time (met)" in text and "`buffer.copy_(x)`: 1.15× (met)" in text
+    # Slower than every bound: the verdicts turn.
+    ms.update({"fused rms": 11.5, "fused rms, buffer": 4.8})
     text = markdown(_cpu_result(ms))
     assert "1.15× (not met)" in text and "1.05× its time (not met)" in text
+    assert "`buffer.copy_(x)`: 1.20× (not met)" in text
