@@ -46,7 +46,7 @@ def test_partial_rms_of_a_tiny_ramp_is_far_from_rms_x(lang: str) -> None:
     assert head / whole > 1.6  # 1.651e-4 against 1.016e-4
     text = page(lang, **link)
     assert FAR[lang] in text and CLOSE[lang] not in text
-    assert fmt.num(head) in text and f"RMS(x) = {fmt.num(whole)}" in text
+    assert fmt.num(head, lang=lang) in text and f"RMS(x) = {fmt.num(whole, lang=lang)}" in text
     at = open_app(lang=lang, **link)
     assert math.isclose(metric(at, "RMS(x)"), whole, rel_tol=1e-3)
 
@@ -57,9 +57,12 @@ def test_partial_rms_with_a_large_eps_quotes_rms_and_names_the_denominators(lang
     text = page(lang, x="0.0001,0.01", eps="10", partial="0.5")
     assert FAR[lang] in text and CLOSE[lang] not in text
     against = {"en": "is {}, against RMS(x) = {}", "id": "adalah {}, dibanding RMS(x) = {}"}
-    assert against[lang].format(fmt.num(rms(x[:1])), fmt.num(rms(x))) in text
+    assert against[lang].format(fmt.num(rms(x[:1]), lang=lang), fmt.num(rms(x), lang=lang)) in text
     # sqrt(mean + eps) is quoted only as a denominator.
-    dens = fmt.num(math.sqrt(1e-8 + 10)), fmt.num(math.sqrt(float(np.mean(x**2)) + 10))
+    dens = (
+        fmt.num(math.sqrt(1e-8 + 10), lang=lang),
+        fmt.num(math.sqrt(float(np.mean(x**2)) + 10), lang=lang),
+    )
     named = {"en": "the denominators are {} and {}", "id": "penyebutnya {} dan {}"}
     assert named[lang].format(*dens) in text
 
@@ -111,14 +114,14 @@ def test_tiny_typed_vector_keeps_its_mean_and_its_difference(link: dict, lang: s
     eps = float(link.get("eps", 1e-5))
     text = page(lang, **link)
     ratio = float(np.mean(typed)) / rms(typed)  # 0.8944, no eps
-    assert f"μ/RMS(x) = {fmt.num(ratio)}" in text
+    assert f"μ/RMS(x) = {fmt.num(ratio, lang=lang)}" in text
     assert NO_OFFSET[lang] not in text and SAME[lang] not in text
     # RMSNorm(x) and LayerNorm(x) differ by about 6.3e-13, on outputs of at most 9.5e-13.
     full = typed / math.sqrt(float(np.mean(typed**2)) + eps)
     layer = (typed - typed.mean()) / math.sqrt(float(np.var(typed)) + eps)
     diff = float(np.max(np.abs(full - layer)))
     assert diff > 0.5 * float(np.max(np.abs(full)))
-    assert fmt.num(diff) in text
+    assert fmt.num(diff, lang=lang) in text
 
 
 # --- The notes say where eps came from -----------------------------------------------------
@@ -130,7 +133,7 @@ def test_eps_note_does_not_say_the_link_gave_it(lang: str) -> None:
     assert "given explicitly" not in text and "diberikan secara eksplisit" not in text
     default = {"en": "ε = 1e-5, this page's default", "id": "ε = 1e-5, nilai bawaan halaman ini"}
     assert default[lang] in text
-    chosen = {"en": "ε = 0.01, chosen on this page", "id": "ε = 0.01, dipilih di halaman ini"}
+    chosen = {"en": "ε = 0.01, chosen on this page", "id": "ε = 0,01, dipilih di halaman ini"}
     assert chosen[lang] in page(lang, d="8", eps="0.01")
 
 
