@@ -243,7 +243,9 @@ def test_trained_view_reads_the_shipped_models_of_one_seed():
         assert v.loss[norm] == run.shift.loss
         assert v.val_loss[norm] == run.config["training"]["final_val_loss"]
     slots = {"model", "text", "small", "offset", "share", "chance", "shift", "outliers", "dims"}
-    assert set(v.claims) == slots | {"table"}
+    # Besides them, the charts' summaries (``*_words``).
+    assert {k for k in v.claims if not k.endswith("_words")} == slots | {"table"}
+    assert {"trained_figure_words", "coordinates_words"} <= set(v.claims)
 
 
 def readings_of(**series) -> dict:
