@@ -137,10 +137,6 @@ def gradients(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
         "upstream_title": names["upstream"],
     }
     order = ("upstream", "rms", "layer")
-
-    def number(value: float) -> str:
-        return fmt.num(value, noise=view.noise)
-
     parts = {k: (lesson.parts[k].ones, lesson.parts[k].radial) for k in order}
     left, right = st.columns(2, gap="large")
     with left:
@@ -160,33 +156,45 @@ def gradients(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
             file_name="normlab-backward-gradients.csv",
         )
     with right:
-        st.markdown(f"**{tr('backward.components_heading')}**")
-        chart(
-            readable(components_figure(parts, names, number)),
-            key="components",
-            title=tr("backward.components_chart"),
-            words=tr.claim(view.claims["components_words"]),
-            table={
-                "direction": [names["along_ones"], names["along_x"]],
-                **{k: list(parts[k]) for k in order},
-            },
-            headers={"direction": names["component"], **{k: names[k] for k in order}},
-            lang=tr.lang,
-            file_name="normlab-backward-components.csv",
-        )
-        table = pd.DataFrame(
-            {
-                names["along_ones"]: [number(parts[k][0]) for k in order],
-                names["along_x"]: [number(parts[k][1]) for k in order],
-                tr("backward.table_length"): [number(lesson.parts[k].norm) for k in order],
-            },
-            index=[names[k] for k in order],
-        )
-        table.index.name = tr("backward.table_vector")
-        st.table(table)
+        components(view, tr, names, parts, order)
     st.markdown(tr.claim(view.claims["components_upstream"]))
     for slot in ("components_rms", "components_layer", "components_conclusion", "components_why"):
         st.markdown(tr.claim(view.claims[slot]))
+
+
+def components(
+    view: BackwardView, tr: Translator, names: dict[str, str], parts: dict, order: tuple
+) -> None:
+    """Each gradient split along 1 and along x: the bars with their words, and the table."""
+    lesson = view.lesson
+
+    def number(value: float) -> str:
+        return fmt.num(value, noise=view.noise)
+
+    st.markdown(f"**{tr('backward.components_heading')}**")
+    chart(
+        readable(components_figure(parts, names, number)),
+        key="components",
+        title=tr("backward.components_chart"),
+        words=tr.claim(view.claims["components_words"]),
+        table={
+            "direction": [names["along_ones"], names["along_x"]],
+            **{k: list(parts[k]) for k in order},
+        },
+        headers={"direction": names["component"], **{k: names[k] for k in order}},
+        lang=tr.lang,
+        file_name="normlab-backward-components.csv",
+    )
+    table = pd.DataFrame(
+        {
+            names["along_ones"]: [number(parts[k][0]) for k in order],
+            names["along_x"]: [number(parts[k][1]) for k in order],
+            tr("backward.table_length"): [number(lesson.parts[k].norm) for k in order],
+        },
+        index=[names[k] for k in order],
+    )
+    table.index.name = tr("backward.table_vector")
+    st.table(table)
 
 
 def main() -> None:
