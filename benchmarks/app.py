@@ -204,7 +204,7 @@ def _slider_presses(
     page.goto(url)
     page.wait_for_selector(READY, timeout=120_000)
     page.wait_for_function(CHARTS_DRAWN, timeout=120_000)
-    slider = page.get_by_role("slider").nth(0)
+    slider = page.locator(".st-key-offset").get_by_role("slider")  # the first move
     data, drawn = [], []
     for _ in range(presses):
         time.sleep(think_s)

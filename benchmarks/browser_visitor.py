@@ -68,7 +68,8 @@ class BrowserVisitor(Visitor):
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
         before = await self.chart()
-        slider = self.page.get_by_role("slider").nth(0)  # the sidebar's first: offset
+        # The mean offset c, the page's first move (above the chart, not in the sidebar).
+        slider = self.page.locator(".st-key-offset").get_by_role("slider")
         value = await slider.get_attribute("aria-valuenow")
         for _ in range(PRESS_TRIES):
             # A press that lands while the widget is still being drawn moves nothing; the
@@ -91,7 +92,7 @@ class BrowserVisitor(Visitor):
 
     async def width_change(self) -> None:
         before = await self.chart()
-        box = self.page.locator("[data-testid='stNumberInput'] input").nth(0)  # d
+        box = self.page.locator(".st-key-d input")
         await box.fill(str(self.next_width(before[0])))
         start = time.perf_counter()
         await box.press("Enter")

@@ -63,7 +63,7 @@ def test_a_visitor_keeps_the_view_when_its_worker_dies(browser) -> None:
         # The next interaction runs on the new worker with the whole view: one step of the
         # offset slider moves mean(x) by exactly 0.1 from the link's value (a worker that had
         # lost the link's d, seed or offset would show another mean altogether).
-        slider = page.get_by_role("slider").nth(0)
+        slider = page.locator(".st-key-offset").get_by_role("slider")
         slider.focus()
         slider.press("ArrowRight")
         page.wait_for_function(
