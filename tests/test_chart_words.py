@@ -17,7 +17,7 @@ import pytest
 from core.lab.lesson_options import OPTIONS, STEP_IDS
 from tests.apptest_util import open_app, open_page_alone, open_share
 from ui import fmt
-from ui.chart import columns_csv
+from ui.chart import DATA_KEY, columns_csv
 from ui.i18n import t
 
 CASES = [
@@ -161,6 +161,14 @@ def _compared(spec: dict, frame, lang: str) -> int:
     return 1
 
 
+def open_data(at) -> None:
+    """Open every chart's Data expander and run the page again."""
+    for key in list(at.session_state):
+        if str(key).startswith(DATA_KEY):
+            at.session_state[key] = True
+    at.run()
+
+
 def _reveal(at, step_id: str) -> None:
     """Choose an answer to the lesson's step and press Reveal: its figure is drawn then."""
     at.radio(key=f"pick_{step_id}").set_value(OPTIONS[step_id][0]).run()
@@ -175,8 +183,13 @@ def test_every_chart_has_its_words_and_its_data(page: str, query: dict, count: i
     if page == "lesson":
         _reveal(at, STEP_IDS[int(query["step"]) - 1])
     assert not at.exception, [e.value for e in at.exception]
-    charts = at.get("plotly_chart")
     data_label = t("charts.data_heading", query["lang"])
+    # A Data table is drawn once its expander is opened (as a visitor's click would).
+    closed = [e for e in at.expander if e.label == data_label]
+    assert closed and not any(e.dataframe for e in closed)
+    open_data(at)
+    assert not at.exception, [e.value for e in at.exception]
+    charts = at.get("plotly_chart")
     # Each chart's table is in its Data expander (a page may show other tables elsewhere).
     frames = [e.dataframe[0].value for e in at.expander if e.label == data_label]
     assert len(charts) == count == len(frames)

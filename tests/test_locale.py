@@ -183,3 +183,10 @@ def test_ladder_labels_follow_the_language_and_the_link_does_not() -> None:
         assert f"0{mark}0625" in ladder.options
         ladder.set_value(0.5).run()
         assert at.query_params["partial"] == "0.5"
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(finite, max_size=20), lang=st.sampled_from(LANGS))
+def test_a_table_column_is_written_as_each_number_is(values: list, lang: str) -> None:
+    assert fmt.column(values, lang) == [fmt.num(v, lang=lang) for v in values]
+    assert fmt.column(["k1", 3, True], lang) == ["k1", "3", True]

@@ -30,6 +30,8 @@ from ui.frame import CHART_FILES_KEY, ChartFile, presenting
 from ui.i18n import t
 
 Columns = Mapping[str, Sequence | np.ndarray]
+# The session key of a chart's Data expander: this prefix and the chart's key.
+DATA_KEY = "_data_"
 
 
 def columns_csv(columns: Columns) -> str:
@@ -42,17 +44,6 @@ def columns_csv(columns: Columns) -> str:
     for row in zip(*(columns[n] for n in names), strict=True):
         writer.writerow([_cell(v) for v in row])
     return out.getvalue()
-
-
-def _shown(values: Sequence | np.ndarray, lang: str) -> list:
-    """A column as the page writes it: numbers by ``ui.fmt.num`` in the page's language (a
-    decimal comma in Indonesian), anything else as it is."""
-    return [
-        fmt.num(v, lang=lang)
-        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-        else v
-        for v in values
-    ]
 
 
 def _cell(value: object) -> object:
@@ -91,13 +82,19 @@ def chart(
         fig.layout.separators = "".join(fmt.marks(lang))
     st.plotly_chart(fig, key=key, config=config, alt=f"{title}. {words}")
     st.caption(f"{words} {more}".strip())
-    with st.expander(t("charts.data_heading", lang)):
-        frame = pd.DataFrame(
-            {headers.get(name, name): _shown(values, lang) for name, values in table.items()}
-        )
-        st.dataframe(frame, hide_index=True)
-        if not presenting():
-            st.caption(t("charts.data_full", lang))
+    # Drawn only while open: writing a wide chart's table costs more than the rest of a rerun.
+    data = st.expander(t("charts.data_heading", lang), key=DATA_KEY + key, on_change="rerun")
+    if data.open:
+        with data:
+            frame = pd.DataFrame(
+                {
+                    headers.get(name, name): fmt.column(values, lang)
+                    for name, values in table.items()
+                }
+            )
+            st.dataframe(frame, hide_index=True)
+            if not presenting():
+                st.caption(t("charts.data_full", lang))
     if file_name is not None:
         source = full if full is not None else table
         write = source if callable(source) else (lambda: columns_csv(source))
