@@ -10,7 +10,14 @@ import pytest
 
 from core.inputs import make_input
 from core.lab.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
-from tests.apptest_util import assert_claims_shown, figures, open_app, page_params, shown_number, trace
+from tests.apptest_util import (
+    assert_claims_shown,
+    figures,
+    open_app,
+    page_params,
+    shown_number,
+    trace,
+)
 from ui import fmt
 
 pytest.importorskip("torch")

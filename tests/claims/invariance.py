@@ -189,7 +189,6 @@ def check_pair(state: dict, claim: Claim) -> None:
     assert kept == (claim.key == "invariance.pair_kept")
 
 
-
 # --- the charts' words: each from the arrays its chart draws -----------------------------------
 
 
@@ -217,6 +216,7 @@ def check_chart_words(state: dict, claim: Claim) -> None:
     key = claim.fields.get("chart", claim.key).removeprefix("invariance.")
     chart = key.removesuffix("_equal").removesuffix("_words")
     check_pair_words(claim, *_chart_data(state, chart))
+
 
 CHECKS = {
     "charts.not_finite": check_chart_words,

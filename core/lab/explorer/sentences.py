@@ -53,9 +53,7 @@ def _chart_words(ctx: dict[str, Any]) -> dict[str, Claim]:
     sphere: Sphere3D | None = ctx["sphere"]
     if sphere is not None:
         x = {f"x_{i}": float(v) for i, v in enumerate(sphere.point)}
-        claims["sphere_words"] = point_words(
-            "explorer.sphere_words", sphere.rms, sphere.layer, **x
-        )
+        claims["sphere_words"] = point_words("explorer.sphere_words", sphere.rms, sphere.layer, **x)
     return claims
 
 
