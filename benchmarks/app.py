@@ -204,7 +204,9 @@ def _slider_presses(
     page.goto(url)
     page.wait_for_selector(READY, timeout=120_000)
     page.wait_for_function(CHARTS_DRAWN, timeout=120_000)
-    slider = page.locator(".st-key-offset").get_by_role("slider")  # the first move
+    # The explorer's first move, the mean offset above the chart; the floor page's one slider.
+    offset = page.locator(".st-key-offset").get_by_role("slider")
+    slider = offset if offset.count() else page.get_by_role("slider").first
     data, drawn = [], []
     for _ in range(presses):
         time.sleep(think_s)

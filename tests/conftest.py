@@ -46,9 +46,38 @@ def browser() -> Iterator[object]:
             chromium.close()
 
 
+# The files that take longest, run first: ``--dist loadfile`` hands whole files to the two
+# processes in collection order, and a long file handed out last keeps one process busy while
+# the other has nothing left to do.
+LONGEST_FIRST = (
+    "test_browser_scenarios.py",
+    "test_claims.py",
+    "test_numbers_agree.py",
+    "test_load.py",
+    "test_serve_browser.py",
+    "test_a11y.py",
+    "test_glossary.py",
+    "test_browser_phone.py",
+    "test_browser_inspector.py",
+    "test_fuzz_pages.py",
+    "test_browser_explorer.py",
+    "test_browser_attention.py",
+    "test_chart_words.py",
+    "test_snippets.py",
+    "test_browser_training.py",
+    "test_browser_lessons.py",
+    "test_browser_classroom.py",
+    "test_browser_links.py",
+    "test_serve.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A browser test starts a server and Chromium, so it is ``slow`` too: ``-m "not slow"``
-    leaves every browser test out of the quick loop."""
+    """The longest files first (``LONGEST_FIRST``; the rest keep their order). A browser test
+    starts a server and Chromium, so it is ``slow`` too: ``-m "not slow"`` leaves every browser
+    test out of the quick loop."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
     for item in items:
         if item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
