@@ -51,6 +51,7 @@ def browser() -> Iterator[object]:
 # the other has nothing left to do.
 LONGEST_FIRST = (
     "test_browser_scenarios.py",
+    "test_browser_scenarios_more.py",
     "test_claims.py",
     "test_numbers_agree.py",
     "test_load.py",

@@ -9,7 +9,9 @@ the presenter's view (``controls=hidden&text=large``) of the last state draws wi
 failure. AppTest drives widgets by key and skips the browser's link binding; this is what it
 cannot see.
 
-One server (its log read after every step) and one browser for the whole file.
+One server per file (its log read after every step) and one browser. The pages from the
+explorer to precision are here, the rest in ``test_browser_scenarios_more.py``: the two files
+run side by side.
 """
 
 from __future__ import annotations
@@ -19,38 +21,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.apptest_util import page_params
-from tests.browser_util import WIDGETS, ServerLog, Tab, Visit, logged_app
-from ui.i18n import t
-from ui.params import TextParam
+from tests.browser_util import ServerLog
+from tests.scenario_util import en, serve, visit
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, browser) -> Iterator[tuple[str, ServerLog]]:
-    log = tmp_path_factory.mktemp("server") / "streamlit.log"
-    with logged_app(log) as url:
-        # The landing page first: a fresh server's very first request, if it is a deep link,
-        # runs that page once outside the router.
-        tab = Tab(browser, []).load(f"{url}/")
-        tab.settle()
-        tab.context.close()
-        yield url, ServerLog(log)
-
-
-def visit(server, browser, name: str, query: str = "", **kwargs) -> Visit:
-    """``name``'s page opened in English at ``query``; its steps' logs start here."""
-    url, log = server
-    log.new_problems()
-    params = tuple(p.key for p in page_params(name))
-    path = "" if name == "explorer" else name
-    link = f"{path}?lang=en" + (f"&{query}" if query else "")
-    return Visit(browser, url, log, params, **kwargs).open(link)
-
-
-def en(key: str) -> str:
-    return t(key, "en")
+    yield from serve(tmp_path_factory, browser)
 
 
 def test_explorer(server, browser) -> None:
@@ -112,70 +91,4 @@ def test_precision(server, browser) -> None:
     v.type_text("d", "32")
     v.select("placement", en("precision.placement_option_outside"))
     v.slide("eps")
-    v.finish()
-
-
-def test_contracts(server, browser) -> None:
-    v = visit(server, browser, "contracts")
-    v.select("a", en("lesson.preset_t5"))
-    v.segment("checkpoint", "b")
-    v.type_text("d", "32")
-    v.slide("scale", arrow="ArrowLeft")
-    v.press(en("contracts.mistake_eps"))
-    v.finish()
-
-
-def test_backward(server, browser) -> None:
-    v = visit(server, browser, "backward")
-    v.type_text("d", "5")
-    v.slide("offset")
-    v.select("grad", en("backward.grad_option_x"))
-    v.finish()
-
-
-def test_attention(server, browser) -> None:
-    v = visit(server, browser, "attention")
-    v.slide("n", arrow="ArrowLeft")
-    v.type_text("seed", "8")
-    v.press(en("attention.use_best"), key="use_layer")
-    v.segment("d", "2")
-    v.finish()
-
-
-def test_speed(server, browser) -> None:
-    # The smallest measurement: numpy, a small width and batch, one repeat.
-    v = visit(server, browser, "speed", "d=128&batch=2&impl=numpy&repeats=1")
-    v.select("sweep", en("speed.sweep_option_batch"))
-    v.slide("d", arrow="ArrowLeft")
-    v.type_text("repeats", "2")
-    # The measurement lives in this session; a link carries its settings.
-    v.press(en("speed.measure"), reproduce=WIDGETS)
-    v.finish()
-
-
-def test_training(server, browser) -> None:
-    # The smallest live run: the narrowest and shallowest model, the fewest steps.
-    v = visit(server, browser, "training", "layer=false&width=16&depth=1&steps=10")
-    v.tick("nonorm")
-    v.slide("lr", arrow="ArrowLeft")
-    v.type_text("seed", "3")
-    # The run lives in this session; a link carries its settings.
-    v.press(en("training.train"), reproduce=WIDGETS)
-    v.finish()
-
-
-def test_inspector(server, browser) -> None:
-    v = visit(server, browser, "inspector")
-    v.select("compare", en("inspector.option_none"))
-    v.select("model", "LayerNorm (seed 0)")
-    v.finish()
-
-
-def test_inspector_own_text(server, browser) -> None:
-    """The models read the visitor's own sentence (its box's key is the page's text parameter,
-    which must not be the app-wide ``text`` of the presenter's view)."""
-    key = next(p.key for p in page_params("inspector") if isinstance(p, TextParam))
-    v = visit(server, browser, "inspector", "compare=none")
-    v.type_text(key, "The cat sat on the mat.")
-    assert "The cat sat on the mat." in v.page.locator("[data-testid='stCode']").first.inner_text()
     v.finish()
