@@ -159,16 +159,21 @@ def trunk(layers: int, d: int, drift: float, seed: int, eps: float) -> dict:
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cosine of each row of ``a`` (..., d) with the vector ``b`` (d,)."""
-    return np.einsum("...d,d->...", a, b) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b))
+    """Cosine of each row of ``a`` (..., d) with the vector ``b`` (d,); 0 for a zero row, as the
+    pages document (a collapsed output shares no direction)."""
+    lengths = np.linalg.norm(a, axis=-1) * np.linalg.norm(b)
+    dots = np.einsum("...d,d->...", a, b)
+    return np.divide(dots, lengths, out=np.zeros_like(dots), where=lengths > 0)
 
 
 def token_cosine(p: np.ndarray) -> float:
-    """Mean cosine over the ordered pairs of distinct rows of p (n, d)."""
-    unit = p / np.linalg.norm(p, axis=-1, keepdims=True)
-    n = p.shape[0]
-    total = np.linalg.norm(unit.sum(axis=0)) ** 2  # every pair, and each row with itself (1)
-    return float((total - n) / (n * (n - 1)))
+    """Mean cosine over the ordered pairs of distinct rows of p (n, d); a pair with a zero row
+    counts 0."""
+    lengths = np.linalg.norm(p, axis=-1, keepdims=True)
+    unit = np.divide(p, lengths, out=np.zeros_like(p), where=lengths > 0)
+    n, whole = p.shape[0], int(np.count_nonzero(lengths))
+    total = np.linalg.norm(unit.sum(axis=0)) ** 2  # every pair, and each whole row with itself
+    return float((total - whole) / (n * (n - 1)))
 
 
 # --- words for a chart ----------------------------------------------------------------------------
