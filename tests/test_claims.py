@@ -30,7 +30,7 @@ CLAIM_KEYS = sorted(key for key in catalogue() if is_claim(key))
 EXPLAINING = re.compile(r"(caption|explain|why_|verdict|finding|summary|headline|conclusion)")
 TOPICS = sorted(path.stem for path in TEXT_DIR.glob("*.toml"))
 SWEEP = settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
