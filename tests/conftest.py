@@ -46,6 +46,15 @@ def browser() -> Iterator[object]:
             chromium.close()
 
 
+@pytest.fixture(scope="module")
+def scenario_server(tmp_path_factory, browser) -> Iterator[tuple[str, object]]:
+    """A logged app server for one browser-scenario file (``tests.scenario_util.serve``): each
+    file its own, so the two files run side by side."""
+    from tests.scenario_util import serve
+
+    yield from serve(tmp_path_factory, browser)
+
+
 # The files that take longest, run first: ``--dist loadfile`` hands whole files to the two
 # processes in collection order, and a long file handed out last keeps one process busy while
 # the other has nothing left to do.

@@ -11,7 +11,7 @@ from ui.i18n import t
 
 
 def serve(tmp_path_factory, browser) -> Iterator[tuple[str, ServerLog]]:
-    """A logged server for one scenario file (each file's ``server`` fixture yields from it)."""
+    """A logged server for one scenario file (the ``scenario_server`` fixture yields from it)."""
     log = tmp_path_factory.mktemp("server") / "streamlit.log"
     with logged_app(log) as url:
         # The landing page first: a fresh server's very first request, if it is a deep link,

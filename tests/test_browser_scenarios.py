@@ -17,23 +17,16 @@ run side by side.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
 
 import pytest
 
-from tests.browser_util import ServerLog
-from tests.scenario_util import en, serve, visit
+from tests.scenario_util import en, visit
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, browser) -> Iterator[tuple[str, ServerLog]]:
-    yield from serve(tmp_path_factory, browser)
-
-
-def test_explorer(server, browser) -> None:
-    v = visit(server, browser, "explorer")
+def test_explorer(scenario_server, browser) -> None:
+    v = visit(scenario_server, browser, "explorer")
     v.type_text("seed", "5")
     v.select("dist", "uniform")
     v.slide("offset")
@@ -51,10 +44,10 @@ def lesson_step(page) -> str:
     return page.evaluate(LESSON_STEP)
 
 
-def test_lesson(server, browser) -> None:
+def test_lesson(scenario_server, browser) -> None:
     # The answers and reveals (and a revealed step's figure) live in the session: a link
     # carries the step, and the step's title is what it must show again.
-    v = visit(server, browser, "lesson", reads=lesson_step, charts=False)
+    v = visit(scenario_server, browser, "lesson", reads=lesson_step, charts=False)
     v.slide("step")
     # The right answer: a wrong one is shown in an error box, as it should be.
     lesson = importlib.import_module("pages.lesson")
@@ -69,16 +62,16 @@ def test_lesson(server, browser) -> None:
     v.finish()
 
 
-def test_invariance(server, browser) -> None:
-    v = visit(server, browser, "invariance")
+def test_invariance(scenario_server, browser) -> None:
+    v = visit(scenario_server, browser, "invariance")
     v.select("transform", en("invariance.t_shift_ones"))
     v.slide("size", arrow="ArrowLeft")
     v.type_text("seed", "3")
     v.finish()
 
 
-def test_residual(server, browser) -> None:
-    v = visit(server, browser, "residual")
+def test_residual(scenario_server, browser) -> None:
+    v = visit(scenario_server, browser, "residual")
     v.slide("layers", arrow="ArrowLeft")
     v.type_text("d", "64")
     v.segment("mode", en("residual.mode_trained"))
@@ -86,8 +79,8 @@ def test_residual(server, browser) -> None:
     v.finish()
 
 
-def test_precision(server, browser) -> None:
-    v = visit(server, browser, "precision")
+def test_precision(scenario_server, browser) -> None:
+    v = visit(scenario_server, browser, "precision")
     v.type_text("d", "32")
     v.select("placement", en("precision.placement_option_outside"))
     v.slide("eps")

@@ -5,25 +5,18 @@ attention, speed, training and the inspector, with a server of their own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.apptest_util import page_params
-from tests.browser_util import WIDGETS, ServerLog
-from tests.scenario_util import en, serve, visit
+from tests.browser_util import WIDGETS
+from tests.scenario_util import en, visit
 from ui.params import TextParam
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, browser) -> Iterator[tuple[str, ServerLog]]:
-    yield from serve(tmp_path_factory, browser)
-
-
-def test_contracts(server, browser) -> None:
-    v = visit(server, browser, "contracts")
+def test_contracts(scenario_server, browser) -> None:
+    v = visit(scenario_server, browser, "contracts")
     v.select("a", en("lesson.preset_t5"))
     v.segment("checkpoint", "b")
     v.type_text("d", "32")
@@ -32,16 +25,16 @@ def test_contracts(server, browser) -> None:
     v.finish()
 
 
-def test_backward(server, browser) -> None:
-    v = visit(server, browser, "backward")
+def test_backward(scenario_server, browser) -> None:
+    v = visit(scenario_server, browser, "backward")
     v.type_text("d", "5")
     v.slide("offset")
     v.select("grad", en("backward.grad_option_x"))
     v.finish()
 
 
-def test_attention(server, browser) -> None:
-    v = visit(server, browser, "attention")
+def test_attention(scenario_server, browser) -> None:
+    v = visit(scenario_server, browser, "attention")
     v.slide("n", arrow="ArrowLeft")
     v.type_text("seed", "8")
     v.press(en("attention.use_best"), key="use_layer")
@@ -49,9 +42,9 @@ def test_attention(server, browser) -> None:
     v.finish()
 
 
-def test_speed(server, browser) -> None:
+def test_speed(scenario_server, browser) -> None:
     # The smallest measurement: numpy, a small width and batch, one repeat.
-    v = visit(server, browser, "speed", "d=128&batch=2&impl=numpy&repeats=1")
+    v = visit(scenario_server, browser, "speed", "d=128&batch=2&impl=numpy&repeats=1")
     v.select("sweep", en("speed.sweep_option_batch"))
     v.slide("d", arrow="ArrowLeft")
     v.type_text("repeats", "2")
@@ -60,9 +53,9 @@ def test_speed(server, browser) -> None:
     v.finish()
 
 
-def test_training(server, browser) -> None:
+def test_training(scenario_server, browser) -> None:
     # The smallest live run: the narrowest and shallowest model, the fewest steps.
-    v = visit(server, browser, "training", "layer=false&width=16&depth=1&steps=10")
+    v = visit(scenario_server, browser, "training", "layer=false&width=16&depth=1&steps=10")
     v.tick("nonorm")
     v.slide("lr", arrow="ArrowLeft")
     v.type_text("seed", "3")
@@ -71,18 +64,18 @@ def test_training(server, browser) -> None:
     v.finish()
 
 
-def test_inspector(server, browser) -> None:
-    v = visit(server, browser, "inspector")
+def test_inspector(scenario_server, browser) -> None:
+    v = visit(scenario_server, browser, "inspector")
     v.select("compare", en("inspector.option_none"))
     v.select("model", "LayerNorm (seed 0)")
     v.finish()
 
 
-def test_inspector_own_text(server, browser) -> None:
+def test_inspector_own_text(scenario_server, browser) -> None:
     """The models read the visitor's own sentence (its box's key is the page's text parameter,
     which must not be the app-wide ``text`` of the presenter's view)."""
     key = next(p.key for p in page_params("inspector") if isinstance(p, TextParam))
-    v = visit(server, browser, "inspector", "compare=none")
+    v = visit(scenario_server, browser, "inspector", "compare=none")
     v.type_text(key, "The cat sat on the mat.")
     assert "The cat sat on the mat." in v.page.locator("[data-testid='stCode']").first.inner_text()
     v.finish()

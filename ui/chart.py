@@ -16,42 +16,19 @@ fills: ``begin_page`` empties it, each :func:`chart` adds its file.
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from ui import fmt
+from ui.export import Columns, columns_csv
 from ui.frame import CHART_FILES_KEY, ChartFile, presenting
 from ui.i18n import t
 
-Columns = Mapping[str, Sequence | np.ndarray]
 # The session key of a chart's Data expander: this prefix and the chart's key.
 DATA_KEY = "_data_"
-
-
-def columns_csv(columns: Columns) -> str:
-    """One row per point, one column per named array (numbers as Python's ``repr``: a decimal
-    point, every digit, ``inf`` and ``nan`` as such); strings stay as they are."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    names = list(columns)
-    writer.writerow(names)
-    for row in zip(*(columns[n] for n in names), strict=True):
-        writer.writerow([_cell(v) for v in row])
-    return out.getvalue()
-
-
-def _cell(value: object) -> object:
-    if isinstance(value, (bool, np.bool_, str)):
-        return value
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    return repr(float(value))
 
 
 def chart(

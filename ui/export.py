@@ -22,15 +22,34 @@ VERSION = 1
 MAX_JSON_BYTES = 1_000_000
 
 
+# Named arrays of one length, each a column of a CSV.
+Columns = Mapping[str, Sequence | np.ndarray]
+
+
 def coordinates_csv(columns: Mapping[str, np.ndarray]) -> str:
     """One row per coordinate ``i`` with one column per named array."""
+    width = len(next(iter(columns.values())))
+    return columns_csv({"i": np.arange(width), **columns})
+
+
+def columns_csv(columns: Columns) -> str:
+    """One row per point, one column per named array (numbers as Python's ``repr``: a decimal
+    point, every digit, ``inf`` and ``nan`` as such); strings stay as they are."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     names = list(columns)
-    writer.writerow(["i", *names])
-    for i, row in enumerate(zip(*(columns[n] for n in names), strict=False)):
-        writer.writerow([i, *(repr(float(v)) for v in row)])
+    writer.writerow(names)
+    for row in zip(*(columns[n] for n in names), strict=True):
+        writer.writerow([_cell(v) for v in row])
     return out.getvalue()
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, (bool, np.bool_, str)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    return repr(float(value))
 
 
 def statistics_csv(stats: Mapping[str, Mapping[str, float]]) -> str:

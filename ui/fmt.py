@@ -158,37 +158,12 @@ def column(values: object, lang: str | None = None) -> list:
     """A table's column as the page writes it: every number by :func:`num` in ``lang``, anything
     else (a name, a label) as it is; one language lookup for the whole column."""
     lang = lang or current_language()
-    decimal = marks(lang)[0]
-    swap = str.maketrans(".", decimal)
-    out: list = []
-    for value in values:  # type: ignore[attr-defined]
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            out.append(value)
-            continue
-        text = str(int(value)) if isinstance(value, numbers.Integral) else _fast(float(value))
-        whole = text.lstrip("-").partition(".")[0].partition("e")[0]
-        if len(whole) > 3:
-            out.append(localise(text, lang))
-        else:
-            out.append(text.translate(swap) if decimal != "." else text)
-    return out
-
-
-def _fast(value: float) -> str:
-    """:func:`_plain` of a float at ``SIG`` digits without noise."""
-    if value != value or value in (math.inf, -math.inf):
-        return _special(value) or ""
-    if value == 0:
-        return "0"
-    mantissa, _, exponent = f"{value:.{SIG - 1}e}".partition("e")
-    power = int(exponent)
-    if -3 <= power <= 4:  # the rounded value lies in [1e-3, 1e5)
-        decimals = SIG - 1 - power
-        text = f"{round(value, decimals):.{max(decimals, 0)}f}"
-        return text.rstrip("0").rstrip(".") if "." in text else text
-    if "." in mantissa:
-        mantissa = mantissa.rstrip("0").rstrip(".")
-    return f"{mantissa}e{power}"
+    return [
+        num(value, lang=lang)
+        if isinstance(value, numbers.Real) and not isinstance(value, bool)
+        else value
+        for value in values  # type: ignore[attr-defined]
+    ]
 
 
 def link(value: float) -> str:

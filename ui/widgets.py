@@ -59,8 +59,7 @@ def ladder(param: LadderParam, label: str, **kwargs: Any) -> Any:
     :func:`labelled_choice`, it takes its first value from the link and writes it back.
     """
     lang = fmt.current_language()
-    if param.key not in st.session_state:
-        st.session_state[param.key] = read_link_value(param)[0]
+    _from_link(param)
     value = st.select_slider(
         label,
         options=param.options,
@@ -68,10 +67,7 @@ def ladder(param: LadderParam, label: str, **kwargs: Any) -> Any:
         key=param.key,
         **kwargs,
     )
-    if value == param.default:
-        st.query_params.pop(param.key, None)
-    else:
-        st.query_params[param.key] = param.serialise(value)
+    _to_link(param, value)
     return value
 
 
@@ -115,8 +111,7 @@ def labelled_choice(
     chosen value back with ``st.query_params`` (none while it is the default).
     """
     values = list(options if options is not None else getattr(param, "choices", ()))
-    if param.key not in st.session_state:
-        st.session_state[param.key] = read_link_value(param)[0]
+    _from_link(param)
     if st.session_state[param.key] not in values:  # an option that is no longer offered
         st.session_state[param.key] = param.default if param.default in values else values[0]
     if kind == "segmented":
@@ -125,11 +120,24 @@ def labelled_choice(
         )
     else:
         value = st.selectbox(label, values, format_func=names, key=param.key, **kwargs)
+    _to_link(param, value)
+    return value
+
+
+def _from_link(param: Param) -> None:
+    """An unbound widget's first value: the link's (``begin_page`` has already checked and
+    corrected it), kept in the session under the param's key from then on."""
+    if param.key not in st.session_state:
+        st.session_state[param.key] = read_link_value(param)[0]
+
+
+def _to_link(param: Param, value: object) -> None:
+    """Write an unbound widget's value back to the link, as the param spells it; none while
+    it is the default."""
     if value == param.default:
         st.query_params.pop(param.key, None)
     else:
-        st.query_params[param.key] = value
-    return value
+        st.query_params[param.key] = param.serialise(value)
 
 
 def text(param: TextParam, label: str, **kwargs: Any) -> str:
@@ -155,8 +163,7 @@ def typed_vector(param: TextParam, label: str, lang: str, **kwargs: Any) -> str:
     in the box and goes to the link as it is, so the page's message about it comes back too.
     """
     box, shown_for = f"{param.key}_typed", f"_{param.key}_typed_for"
-    if param.key not in st.session_state:
-        st.session_state[param.key] = read_link_value(param)[0]
+    _from_link(param)
     link = st.session_state[param.key]
     decimal = fmt.marks(lang)[0]
     if st.session_state.get(shown_for) != (lang, link):
@@ -176,10 +183,7 @@ def typed_vector(param: TextParam, label: str, lang: str, **kwargs: Any) -> str:
         _reading(values, other_reading(typed, decimal=decimal), box, lang)
     st.session_state[param.key] = link
     st.session_state[shown_for] = (lang, link)
-    if link == param.default:
-        st.query_params.pop(param.key, None)
-    else:
-        st.query_params[param.key] = link
+    _to_link(param, link)
     return typed
 
 

@@ -36,7 +36,7 @@ from core.inspector import Settings, inspect_view
 from core.inspector.sources import SHIPPED_DIR
 from core.lab.claims import Claim
 from core.training.store import CONFIG_KEY
-from tests.claims.oracle import check_pair_words, ulps
+from tests.claims.oracle import check_pair_words, check_series_words, ulps
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
 
@@ -628,23 +628,6 @@ def _drawn(state: dict, link: str, chart: str) -> tuple[list[str], list[float], 
     return [n["name"] for n in norms], values, tolerance(size, d, share=chart == "share")
 
 
-def _check_series(claim: Claim, where: list[str], values: list[float], tol: float) -> None:
-    """One model's extremes, each quoted at a module that holds it (up to ``tol``), the
-    sentence for equal readings only where they are equal up to the rounding."""
-    f = claim.fields
-    finite = sorted(v for v in values if math.isfinite(v))
-    if claim.key == "charts.not_finite":
-        assert f["count"] == len(values) - len(finite) > 0 and f["total"] == len(values)
-        return
-    if claim.key == "charts.no_finite_values":
-        assert not finite and f["total"] == len(values)
-        return
-    for end, value in (("lo", finite[0]), ("hi", finite[-1])):
-        assert abs(f[end] - value) <= tol, (end, f[end], value)
-        assert abs(values[where.index(f[f"{end}_at"])] - value) <= tol, end
-    assert not claim.key.endswith("_equal") or finite[-1] - finite[0] <= 2 * tol
-
-
 def check_reading_words(state: dict, claim: Claim) -> None:
     """A chart of readings: two models with the same norm modules as a pair (each one's extremes
     and where they part most), else each model alone; percentages as the fractions they are."""
@@ -666,7 +649,7 @@ def check_reading_words(state: dict, claim: Claim) -> None:
     # Alone, or beside a model whose readings name other modules (or none).
     assert not (_read_names(state, link) == _read_names(state, other) != [])
     names, values, tol = _drawn(state, link, chart)
-    _check_series(plain, names, values, tol)
+    check_series_words(plain, names, values, atol=tol)
 
 
 CHART_CHECKS = {"inspector.hist_words": check_hist, "inspector.hist_words_same": check_hist}

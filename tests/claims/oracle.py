@@ -293,11 +293,15 @@ def check_lines_words(claim, rows, where, grids: dict, rtol: float = 0.0) -> Non
             assert at == value or abs(at - value) <= tol, (name, end)
 
 
-def check_series_words(claim, where, values, rtol: float = 0.0) -> None:
+def check_series_words(claim, where, values, rtol: float = 0.0, atol: float = 0.0) -> None:
     """One series' summary: its smallest and largest finite value, each quoted at a position
     that holds it, the sentence for equal values exactly when they are (with ``rtol`` > 0: when
     they lie within ``rtol`` of the largest |value| of each other); a count of the values that
-    are not finite."""
+    are not finite.
+
+    ``atol`` > 0: values recomputed another way, up to ``atol`` of the page's rounding; the
+    extremes and the values at their positions within it, the sentence for equal values only
+    where the extremes lie within twice it of each other."""
     where = [w.item() if hasattr(w, "item") else w for w in where]
     values = [float(v) for v in values]
     assert len(values) == len(where)
@@ -308,6 +312,12 @@ def check_series_words(claim, where, values, rtol: float = 0.0) -> None:
         return
     if claim.key == "charts.no_finite_values":
         assert not finite and f["total"] == len(values)
+        return
+    if atol > 0:
+        for end, value in (("lo", finite[0]), ("hi", finite[-1])):
+            assert abs(f[end] - value) <= atol, (end, f[end], value)
+            assert abs(values[where.index(f[f"{end}_at"])] - value) <= atol, end
+        assert not claim.key.endswith("_equal") or finite[-1] - finite[0] <= 2 * atol
         return
     assert f["lo"] == finite[0] and f["hi"] == finite[-1], (f, finite[0], finite[-1])
     assert values[_first_at(where, f["lo_at"])] == finite[0]
