@@ -68,15 +68,17 @@ def compute(x: np.ndarray, **settings: object) -> ExplorerView:
     return explore(x, **settings)
 
 
-def controls(tr: Translator) -> dict:
-    """The sidebar controls, the page's experiment first; each bound to the URL under its key."""
+def controls(tr: Translator) -> tuple[dict, str]:
+    """The sidebar controls, each tied to the URL under its key; and the vector as typed, in the
+    page's language (the state holds the link's spelling of it)."""
     with st.sidebar:
         st.header(tr("common.controls"))
         st.subheader(tr("explorer.group_first"))
         widgets.ladder(P["eps"], tr("explorer.eps_label"))
         st.subheader(tr("explorer.group_input"))
         label, help_text = tr("explorer.x_label"), tr("explorer.x_help")
-        typed = bool(widgets.typed_vector(P["x"], label, tr.lang, help=help_text))
+        text = widgets.typed_vector(P["x"], label, tr.lang, help=help_text)
+        typed = bool(text)
         widgets.number(
             P["d"],
             tr("explorer.d_label"),
@@ -112,7 +114,7 @@ def controls(tr: Translator) -> dict:
     state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
     if not torch_available() or state["backend"] != "torch":
         state.update(backend="numpy", device="cpu", dtype="float64")
-    return state
+    return state, text
 
 
 def _names(tr: Translator, group: str) -> Callable[[str], str]:
@@ -146,10 +148,10 @@ def _compute_controls(tr: Translator) -> None:
         widgets.choice(P["dtype"], tr("explorer.dtype_label"))
 
 
-def input_vector(state: dict, tr: Translator) -> np.ndarray:
-    """x from the typed text if it reads (in the page's language: ``widgets.typed_vector``),
+def input_vector(state: dict, text: str, tr: Translator) -> np.ndarray:
+    """x from the typed ``text`` if it reads (in the page's language: ``widgets.typed_vector``),
     otherwise from the distribution; scale and offset."""
-    text = st.session_state.get(f"{P['x'].key}_typed", state["x"]).strip()
+    text = text.strip()
     if text:
         try:
             typed = parse_vector(text, decimal=fmt.marks(tr.lang)[0])
@@ -442,8 +444,8 @@ def main() -> None:
     lang = begin_page("explorer", PARAMS)
     tr = translator(lang)
     first_move(tr)
-    state = controls(tr)
-    x = input_vector(state, tr)
+    state, text = controls(tr)
+    x = input_vector(state, text, tr)
     view = compute(x, **{k: state[k] for k in SETTINGS})
     names = labels(tr)
     scale = style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0
