@@ -220,6 +220,17 @@ class Tab:
         settle(self.page, self.runs, before)
 
 
+def _on_screen(locator) -> bool:
+    """Whether the element is drawn, with width, and not pushed off the left edge (a closed
+    sidebar)."""
+    box = locator.bounding_box() if locator.is_visible() else None
+    return box is not None and box["x"] >= 0 and box["width"] > 0
+
+
+# The widest window that is a phone's (Streamlit collapses the sidebar below 640 px).
+PHONE_WIDTH = 640
+
+
 @dataclass
 class Visit:
     """One page, driven step by step; see the module docstring."""
@@ -237,13 +248,16 @@ class Visit:
     pending: list[tuple[Snapshot, Tab]] = field(default_factory=list)
     # What the last step's link must reproduce.
     mode: str = VIEW
+    # The window every tab of the visit opens (a phone: 390 x 844, its sidebar closed).
+    width: int = 1366
+    height: int = 900
 
     @property
     def page(self):
         return self.tab.page
 
     def open(self, path: str) -> Visit:
-        self.tab = Tab(self.browser, self.errors).load(f"{self.base}/{path}")
+        self.tab = self.new_tab(f"{self.base}/{path}")
         self.tab.settle()
         self.check("open")
         return self
@@ -259,8 +273,38 @@ class Visit:
         self.tab.settle(before)
         self.check(name, reproduce=reproduce)
 
+    def new_tab(self, url: str, width: int | None = None, height: int | None = None) -> Tab:
+        size = (width or self.width, height or self.height)
+        return Tab(self.browser, self.errors, *size).load(url)
+
+    def reach(self, locator):
+        """``locator``, as a person on a phone reaches it: the sidebar opened where it holds it
+        and is closed (Streamlit closes it after some changes), closed where it covers the page.
+        """
+        if self.width > PHONE_WIDTH:
+            return locator
+        target = locator.first
+        in_sidebar = target.evaluate("el => !!el.closest('[data-testid=\"stSidebar\"]')")
+        opener = self.page.locator("[data-testid='stExpandSidebarButton']")
+        closer = self.page.locator("[data-testid='stSidebarCollapseButton'] button")
+        if in_sidebar and not _on_screen(target) and opener.is_visible():
+            opener.click()
+        elif not in_sidebar and _on_screen(self.page.locator("[data-testid='stSidebar']")):
+            closer.click()
+        else:
+            return locator
+        # The sidebar slides: wait until it is open (or closed) as the target needs.
+        self.page.wait_for_function(
+            """open => (document.querySelector('[data-testid="stSidebar"]')
+                .getBoundingClientRect().left >= 0) === open""",
+            arg=in_sidebar,
+            timeout=TIMEOUT_MS,
+        )
+        self.page.wait_for_timeout(400)  # the slide's end
+        return locator
+
     def widget(self, key: str):
-        return self.page.locator(f".st-key-{key}")
+        return self.reach(self.page.locator(f".st-key-{key}"))
 
     def type_text(self, key: str, text: str) -> None:
         box = self.widget(key).locator("input, textarea").first
@@ -302,7 +346,7 @@ class Visit:
     def press(self, name: str, *, key: str | None = None, **kwargs: object) -> None:
         """Press the button labelled ``name`` (the one keyed ``key`` where several are)."""
         scope = self.page if key is None else self.widget(key)
-        button = scope.get_by_role("button", name=name, exact=True)
+        button = self.reach(scope.get_by_role("button", name=name, exact=True))
         self.step(f"press {name!r}", button.click, **kwargs)
 
     # --- Checks -----------------------------------------------------------------------------
@@ -326,12 +370,12 @@ class Visit:
             shot = self.snapshot(name)
             if reproduce != VIEW:
                 shot.text = shot.charts = None
-            self.pending.append((shot, Tab(self.browser, self.errors).load(shot.url)))
+            self.pending.append((shot, self.new_tab(shot.url)))
 
     def share_link(self) -> str:
         """The link the share dialog offers (the dialog opened with its button, then closed)."""
         before = self.tab.runs.finished
-        self.page.locator(".st-key-_share_open button").click()
+        self.reach(self.page.locator(".st-key-_share_open button")).click()
         dialog = self.page.get_by_role("dialog")
         dialog.wait_for(timeout=TIMEOUT_MS)
         self.tab.settle(before)
@@ -349,10 +393,11 @@ class Visit:
             final.text = final.charts = None
         final.url = self.share_link()
         final.step = "the share dialog's link"
-        self.pending.append((final, Tab(self.browser, self.errors).load(final.url)))
+        self.pending.append((final, self.new_tab(final.url)))
         url = self.page.url
-        presenter = Tab(self.browser, self.errors, 1920, 1080)
-        presenter.load(url + ("&" if "?" in url else "?") + PRESENTER)
+        # A projector, or the phone itself.
+        screen = (1920, 1080) if self.width > PHONE_WIDTH else (self.width, self.height)
+        presenter = self.new_tab(url + ("&" if "?" in url else "?") + PRESENTER, *screen)
 
         for shot, fresh in self.pending:
             fresh.settle()

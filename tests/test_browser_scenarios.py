@@ -20,7 +20,7 @@ import importlib
 
 import pytest
 
-from tests.scenario_util import en, visit
+from tests.scenario_util import TYPED_VECTOR, said, visit
 
 pytestmark = pytest.mark.browser
 
@@ -28,10 +28,10 @@ pytestmark = pytest.mark.browser
 def test_explorer(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "explorer")
     v.type_text("seed", "5")
-    v.select("dist", "uniform")
+    v.select("dist", said("explorer.dist_option_uniform"))
     v.slide("offset")
     v.segment("backend", "torch")
-    v.type_text("x_typed", "1, 2, 3, -4")
+    v.type_text("x_typed", TYPED_VECTOR)
     v.finish()
 
 
@@ -54,17 +54,17 @@ def test_lesson(scenario_server, browser) -> None:
     step = lesson.compute(lesson.STEP_IDS[1])
     right = step.options.index(step.correct)
     options = v.page.locator("[data-testid='stRadio'] label:has(input[type='radio'])")
-    option = options.nth(right)
+    option = v.reach(options.nth(right))
     v.step(f"predict option {right + 1}", option.click)
-    v.press(en("lesson.reveal"))
-    v.press(en("lesson.next"))
-    v.press(en("lesson.previous"))
+    v.press(said("lesson.reveal"))
+    v.press(said("lesson.next"))
+    v.press(said("lesson.previous"))
     v.finish()
 
 
 def test_invariance(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "invariance")
-    v.select("transform", en("invariance.t_shift_ones"))
+    v.select("transform", said("invariance.t_shift_ones"))
     v.slide("size", arrow="ArrowLeft")
     v.type_text("seed", "3")
     v.finish()
@@ -74,14 +74,14 @@ def test_residual(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "residual")
     v.slide("layers", arrow="ArrowLeft")
     v.type_text("d", "64")
-    v.segment("mode", en("residual.mode_trained"))
-    v.select("prompt", en("residual.prompt_code"))
+    v.segment("mode", said("residual.mode_trained"))
+    v.select("prompt", said("residual.prompt_code"))
     v.finish()
 
 
 def test_precision(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "precision")
     v.type_text("d", "32")
-    v.select("placement", en("precision.placement_option_outside"))
+    v.select("placement", said("precision.placement_option_outside"))
     v.slide("eps")
     v.finish()

@@ -9,7 +9,7 @@ import pytest
 
 from tests.apptest_util import page_params
 from tests.browser_util import WIDGETS
-from tests.scenario_util import en, visit
+from tests.scenario_util import said, visit
 from ui.params import TextParam
 
 pytestmark = pytest.mark.browser
@@ -17,11 +17,11 @@ pytestmark = pytest.mark.browser
 
 def test_contracts(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "contracts")
-    v.select("a", en("lesson.preset_t5"))
+    v.select("a", said("lesson.preset_t5"))
     v.segment("checkpoint", "b")
     v.type_text("d", "32")
     v.slide("scale", arrow="ArrowLeft")
-    v.press(en("contracts.mistake_eps"))
+    v.press(said("contracts.mistake_eps"))
     v.finish()
 
 
@@ -29,7 +29,7 @@ def test_backward(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "backward")
     v.type_text("d", "5")
     v.slide("offset")
-    v.select("grad", en("backward.grad_option_x"))
+    v.select("grad", said("backward.grad_option_x"))
     v.finish()
 
 
@@ -37,7 +37,7 @@ def test_attention(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "attention")
     v.slide("n", arrow="ArrowLeft")
     v.type_text("seed", "8")
-    v.press(en("attention.use_best"), key="use_layer")
+    v.press(said("attention.use_best"), key="use_layer")
     v.segment("d", "2")
     v.finish()
 
@@ -45,11 +45,11 @@ def test_attention(scenario_server, browser) -> None:
 def test_speed(scenario_server, browser) -> None:
     # The smallest measurement: numpy, a small width and batch, one repeat.
     v = visit(scenario_server, browser, "speed", "d=128&batch=2&impl=numpy&repeats=1")
-    v.select("sweep", en("speed.sweep_option_batch"))
+    v.select("sweep", said("speed.sweep_option_batch"))
     v.slide("d", arrow="ArrowLeft")
     v.type_text("repeats", "2")
     # The measurement lives in this session; a link carries its settings.
-    v.press(en("speed.measure"), reproduce=WIDGETS)
+    v.press(said("speed.measure"), reproduce=WIDGETS)
     v.finish()
 
 
@@ -60,13 +60,13 @@ def test_training(scenario_server, browser) -> None:
     v.slide("lr", arrow="ArrowLeft")
     v.type_text("seed", "3")
     # The run lives in this session; a link carries its settings.
-    v.press(en("training.train"), reproduce=WIDGETS)
+    v.press(said("training.train"), reproduce=WIDGETS)
     v.finish()
 
 
 def test_inspector(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "inspector")
-    v.select("compare", en("inspector.option_none"))
+    v.select("compare", said("inspector.option_none"))
     v.select("model", "LayerNorm (seed 0)")
     v.finish()
 
