@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.defaults import DEFAULT_LAYER_EPS
-from core.norms import layer_norm, rms_norm
+from core.training.kernels import KERNELS, norm_function
 
 __all__ = [
     "NORM_CLASSES",
@@ -72,10 +72,14 @@ class ModelConfig:
     block_size: int = 64
     vocab_size: int = BYTE_VOCAB
     eps: float = DEFAULT_LAYER_EPS
+    # How the norm layers compute (``core.training.kernels``); "lab" is what the shipped runs use.
+    kernel: str = "lab"
 
     def __post_init__(self) -> None:
         if self.norm not in NORM_KINDS:
             raise ValueError(f"norm must be one of {list(NORM_KINDS)} (got {self.norm!r})")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {list(KERNELS)} (got {self.kernel!r})")
         for name in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -93,10 +97,11 @@ class Norm(nn.Module):
     into the identity with the weights kept, to time a forward pass without the norm.
     """
 
-    def __init__(self, kind: str, d: int, eps: float, where: str) -> None:
+    def __init__(self, kind: str, d: int, eps: float, where: str, kernel: str = "lab") -> None:
         super().__init__()
-        self.kind, self.eps, self.where = kind, float(eps), where
+        self.kind, self.eps, self.where, self.kernel = kind, float(eps), where, kernel
         self.bypass = False
+        self.fn = norm_function(kind, kernel) if kind in ("layer", "rms") else None
         if kind in ("layer", "rms"):
             self.weight = nn.Parameter(torch.ones(d))
         if kind == "layer":
@@ -105,9 +110,7 @@ class Norm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.kind == "none" or self.bypass:
             return x
-        if self.kind == "rms":
-            return rms_norm(x, self.weight, eps=self.eps)
-        return layer_norm(x, self.weight, self.bias, eps=self.eps)
+        return self.fn(x, self.weight, getattr(self, "bias", None), self.eps)
 
     def extra_repr(self) -> str:
         return f"{NORM_CLASSES[self.kind]}, eps={self.eps}, where={self.where!r}"
@@ -142,9 +145,9 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.ln_1 = Norm(config.norm, config.n_embd, config.eps, "pre-attention")
+        self.ln_1 = Norm(config.norm, config.n_embd, config.eps, "pre-attention", config.kernel)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = Norm(config.norm, config.n_embd, config.eps, "pre-MLP")
+        self.ln_2 = Norm(config.norm, config.n_embd, config.eps, "pre-MLP", config.kernel)
         self.mlp = MLP(config)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -165,7 +168,7 @@ class GPT(nn.Module):
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)
         self.wpe = nn.Embedding(config.block_size, config.n_embd)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
-        self.ln_f = Norm(config.norm, config.n_embd, config.eps, "final")
+        self.ln_f = Norm(config.norm, config.n_embd, config.eps, "final", config.kernel)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         if seed is not None:
             init_weights(self, seed)
