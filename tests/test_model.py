@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 from core.training.model import (
     GPT,
+    MODEL_NORMS,
     NORM_CLASSES,
-    NORM_KINDS,
     ModelConfig,
     Norm,
     describe,
@@ -41,6 +41,8 @@ def reference_norm(kind: str, x, sd: dict, prefix: str, eps: float):
     """The textbook norms, one formula step per line."""
     if kind == "none":
         return x
+    if kind == "dyt":
+        return torch.tanh(sd[f"{prefix}.alpha"] * x) * sd[f"{prefix}.weight"] + sd[f"{prefix}.bias"]
     if kind == "rms":
         ms = (x * x).mean(-1, keepdim=True)  # (..., d) -> (..., 1)
         return x / torch.sqrt(ms + eps) * sd[f"{prefix}.weight"]
@@ -73,7 +75,7 @@ def reference_forward(config: ModelConfig, sd: dict, idx: torch.Tensor) -> torch
     return x @ sd["lm_head.weight"].T
 
 
-@pytest.mark.parametrize("norm", NORM_KINDS)
+@pytest.mark.parametrize("norm", MODEL_NORMS)
 def test_forward_matches_plain_implementation_float64(norm: str) -> None:
     config = small(norm)
     model = trained_like(GPT(config, seed=0)).double()
@@ -84,7 +86,7 @@ def test_forward_matches_plain_implementation_float64(norm: str) -> None:
     np.testing.assert_allclose(logits.detach().numpy(), expected.numpy(), rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("norm", NORM_KINDS)
+@pytest.mark.parametrize("norm", MODEL_NORMS)
 def test_forward_matches_plain_implementation_float32_with_loss(norm: str) -> None:
     config = small(norm)
     model = trained_like(GPT(config, seed=0))
@@ -116,7 +118,7 @@ def norm_outputs(model: GPT, idx: torch.Tensor) -> dict[str, tuple[torch.Tensor,
 
 def test_each_variant_norm_is_the_one_named() -> None:
     idx = torch.randint(256, (2, 16), generator=torch.Generator().manual_seed(3))
-    for norm in NORM_KINDS:
+    for norm in MODEL_NORMS:
         model = GPT(small(norm), seed=0).double()
         seen = norm_outputs(model, idx)
         assert len(seen) == 2 * SMALL["n_layer"] + 1
@@ -125,6 +127,9 @@ def test_each_variant_norm_is_the_one_named() -> None:
             row_rms = y.pow(2).mean(-1).sqrt()
             if norm == "layer":
                 assert row_mean < 1e-12, name  # LayerNorm centres every row
+            elif norm == "dyt":
+                # Fresh DyT: alpha 0.5, gain 1, bias 0.
+                np.testing.assert_allclose(y.numpy(), torch.tanh(0.5 * x).numpy(), rtol=1e-15)
             elif norm == "rms":
                 # The embeddings' rows have a mean of about 1/sqrt(d) once divided by their RMS.
                 assert row_mean > 0.05, name
@@ -164,7 +169,7 @@ def test_norm_layers_against_torch_functional() -> None:
 
 
 def test_same_initial_weights_wherever_shapes_agree() -> None:
-    states = {norm: GPT(small(norm), seed=7).state_dict() for norm in NORM_KINDS}
+    states = {norm: GPT(small(norm), seed=7).state_dict() for norm in MODEL_NORMS}
     shared = set(states["none"])
     assert shared < set(states["rms"]) < set(states["layer"])
     for name in shared:
@@ -173,6 +178,13 @@ def test_same_initial_weights_wherever_shapes_agree() -> None:
     for name in set(states["rms"]) - shared:
         assert torch.equal(states["rms"][name], states["layer"][name]), name
         assert torch.equal(states["rms"][name], torch.ones(SMALL["n_embd"]))
+    # DyT: LayerNorm's gains and biases, plus an alpha of 0.5 per layer; the rest the same.
+    assert set(states["layer"]) < set(states["dyt"])
+    for name in set(states["layer"]):
+        assert torch.equal(states["dyt"][name], states["layer"][name]), name
+    alphas = set(states["dyt"]) - set(states["layer"])
+    assert len(alphas) == 2 * SMALL["n_layer"] + 1
+    assert all(torch.equal(states["dyt"][name], torch.tensor([0.5])) for name in alphas)
     other = GPT(small("rms"), seed=8).state_dict()
     assert not torch.equal(other["wte.weight"], states["rms"]["wte.weight"])
 
@@ -218,7 +230,7 @@ def test_gradients_through_core_norms_match_autograd_of_plain_model(norm: str) -
 
 
 def test_describe_names_every_norm_and_its_place() -> None:
-    for norm in NORM_KINDS:
+    for norm in MODEL_NORMS:
         config = small(norm, eps=1e-6)
         info = describe(config)
         model = GPT(config)

@@ -1,0 +1,460 @@
+"""core.training.model's variants beyond the shipped pre-norm: DyT against its formula and
+gradcheck, QK norms per head, the three placements built and computed as named (against a
+forward pass written here from the state dict), the probe's readings, and the checkpoints and
+configs of the new fields."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from core.device import torch_threads
+from core.training.model import (
+    GPT,
+    MODEL_NORMS,
+    NORM_CLASSES,
+    PLACEMENTS,
+    QK_NORMS,
+    CausalSelfAttention,
+    ModelConfig,
+    Norm,
+    describe,
+    dyt,
+    dyt_alphas,
+    probe,
+)
+from core.training.store import load_checkpoint, read_config, save_checkpoint
+from core.training.train import TrainConfig
+
+SMALL = dict(n_layer=2, n_head=2, n_embd=8, block_size=8)
+COMBOS = list(itertools.product(MODEL_NORMS, PLACEMENTS, QK_NORMS))
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tensors this small gain nothing from a second thread, and on a busy machine every
+    operation would wait for it to be scheduled."""
+    with torch_threads(1):
+        yield
+
+
+def small(norm: str = "rms", **overrides) -> ModelConfig:
+    return ModelConfig(norm=norm, **{**SMALL, **overrides})
+
+
+def perturbed(model: GPT, seed: int = 5) -> GPT:
+    """Every parameter moved (gains, biases and alphas too), so no test passes because a gain
+    is 1, a bias 0 or an alpha 0.5."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.2 * torch.randn(p.shape, generator=generator, dtype=p.dtype))
+    return model
+
+
+# --- A forward pass written from the state dict alone -------------------------------------------
+
+
+def norm_of(kind: str, x, sd: dict, prefix: str, eps: float):
+    """The textbook norms, one formula step per line; DyT as its paper writes it."""
+    if kind == "none":
+        return x
+    if kind == "dyt":
+        return sd[f"{prefix}.weight"] * torch.tanh(sd[f"{prefix}.alpha"] * x) + sd[f"{prefix}.bias"]
+    if kind == "rms":
+        ms = (x * x).mean(-1, keepdim=True)  # (..., d) -> (..., 1)
+        return x / torch.sqrt(ms + eps) * sd[f"{prefix}.weight"]
+    mu = x.mean(-1, keepdim=True)  # (..., d) -> (..., 1)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)  # (..., d) -> (..., 1)
+    return (x - mu) / torch.sqrt(var + eps) * sd[f"{prefix}.weight"] + sd[f"{prefix}.bias"]
+
+
+def queries_keys(config: ModelConfig, sd: dict, p: str, h):
+    """(q, k, v), each (b, heads, t, d_head), q and k normalised per head when asked."""
+    b, t, d = h.shape
+    heads = config.n_head
+    q, k, v = (h @ sd[f"{p}.attn.c_attn.weight"].T).split(d, dim=-1)
+    q, k, v = (z.reshape(b, t, heads, d // heads).transpose(1, 2) for z in (q, k, v))
+    if config.qk_norm != "off":
+        q = norm_of(config.qk_norm, q, sd, f"{p}.attn.q_norm", config.eps)
+        k = norm_of(config.qk_norm, k, sd, f"{p}.attn.k_norm", config.eps)
+    return q, k, v
+
+
+def attention(config: ModelConfig, sd: dict, p: str, h):
+    b, t, d = h.shape
+    q, k, v = queries_keys(config, sd, p, h)
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(d // config.n_head)
+    mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
+    att = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    return (att @ v).transpose(1, 2).reshape(b, t, d) @ sd[f"{p}.attn.c_proj.weight"].T
+
+
+def mlp(sd: dict, p: str, h):
+    hidden = h @ sd[f"{p}.mlp.c_fc.weight"].T
+    hidden = 0.5 * hidden * (1.0 + torch.erf(hidden / math.sqrt(2.0)))  # exact GELU
+    return hidden @ sd[f"{p}.mlp.c_proj.weight"].T
+
+
+def reference_forward(config: ModelConfig, sd: dict, idx):
+    """Logits (b, t, vocab) and the L + 1 streams (after the embedding, after each block)."""
+    x = sd["wte.weight"][idx] + sd["wpe.weight"][: idx.shape[1]]
+    streams = [x]
+    for i in range(config.n_layer):
+        p = f"blocks.{i}"
+
+        def norm(name, h, p=p):
+            return norm_of(config.norm, h, sd, f"{p}.{name}", config.eps)
+
+        if config.placement == "pre":
+            x = x + attention(config, sd, p, norm("ln_1", x))
+            x = x + mlp(sd, p, norm("ln_2", x))
+        elif config.placement == "post":
+            x = norm("ln_1", x + attention(config, sd, p, x))
+            x = norm("ln_2", x + mlp(sd, p, x))
+        else:
+            x = x + norm("ln_1_out", attention(config, sd, p, norm("ln_1", x)))
+            x = x + norm("ln_2_out", mlp(sd, p, norm("ln_2", x)))
+        streams.append(x)
+    if config.placement != "post":
+        x = norm_of(config.norm, x, sd, "ln_f", config.eps)
+    return x @ sd["lm_head.weight"].T, streams
+
+
+# --- DyT ------------------------------------------------------------------------------------------
+
+
+def test_dyt_is_weight_tanh_alpha_x_plus_bias_float64() -> None:
+    layer = Norm("dyt", 5, 1e-5, "final").double()
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        layer.alpha.fill_(1.7)
+        layer.weight.copy_(torch.randn(5, generator=gen, dtype=torch.float64))
+        layer.bias.copy_(torch.randn(5, generator=gen, dtype=torch.float64))
+    x = 2.0 * torch.randn(3, 4, 5, generator=gen, dtype=torch.float64)
+    y = layer(x).detach().numpy()
+    w, b = layer.weight.tolist(), layer.bias.tolist()
+    expected = [
+        [[w[j] * math.tanh(1.7 * v) + b[j] for j, v in enumerate(row)] for row in rows]
+        for rows in x.tolist()
+    ]
+    np.testing.assert_allclose(y, expected, rtol=1e-14, atol=1e-15)
+    assert layer.eps == 1e-5 and "eps" not in layer.extra_repr()  # DyT reads no eps
+
+
+def test_dyt_gradcheck_float64() -> None:
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    alpha = torch.tensor([0.8], dtype=torch.float64, requires_grad=True)
+    weight, bias = (
+        torch.randn(4, generator=gen, dtype=torch.float64, requires_grad=True) for _ in range(2)
+    )
+    assert torch.autograd.gradcheck(dyt, (x, alpha, weight, bias))
+    # And the layer's own parameters get those gradients.
+    layer = Norm("dyt", 4, 1e-5, "final").double()
+    layer(x).sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in layer.parameters())
+
+
+def test_dyt_alpha_starts_at_the_configured_value_and_draws_nothing() -> None:
+    base = GPT(small("layer"), seed=3).state_dict()
+    for alpha in (0.5, 2.0):
+        model = GPT(small("dyt", dyt_alpha=alpha), seed=3)
+        sd = model.state_dict()
+        assert dyt_alphas(model) == [alpha] * (2 * SMALL["n_layer"] + 1)
+        for name, tensor in base.items():
+            assert torch.equal(sd[name], tensor), name
+    assert dyt_alphas(GPT(small("rms"))) is None
+    assert dyt_alphas(GPT(small("dyt", dyt_alpha=2.0))) == [2.0] * 5  # unseeded too
+
+
+# --- QK norm --------------------------------------------------------------------------------------
+
+
+def qk_rows(kind: str, seed: int = 2):
+    """(raw q, k; normalised q, k) of a fresh attention in float64, gains 1 and biases 0."""
+    config = small("rms", qk_norm=kind, n_embd=12, n_head=3, eps=1e-12)
+    attn = CausalSelfAttention(config).double()
+    x = 3.0 * torch.randn(2, 5, 12, generator=torch.Generator().manual_seed(seed)).double()
+    with torch.no_grad():
+        qkv = attn.c_attn(x)
+        q, k, v = attn.heads(qkv)
+        raw_q, raw_k, raw_v = (z.reshape(2, 5, 3, 4).transpose(1, 2) for z in qkv.split(12, -1))
+    assert torch.equal(v, raw_v)  # values are never normalised
+    return (raw_q, raw_k), (q, k), config.eps
+
+
+def test_qk_rms_norm_gives_every_head_row_unit_rms() -> None:
+    raw, normed, eps = qk_rows("rms")
+    for r, n in zip(raw, normed, strict=True):
+        ms = r.pow(2).mean(-1)  # (b, h, t, d_head) -> (b, h, t)
+        np.testing.assert_allclose(n.pow(2).mean(-1).sqrt(), (ms / (ms + eps)).sqrt(), rtol=1e-13)
+        np.testing.assert_allclose(n.pow(2).mean(-1).sqrt(), 1.0, rtol=1e-9)
+
+
+def test_qk_layer_norm_gives_every_head_row_zero_mean_unit_std() -> None:
+    raw, normed, eps = qk_rows("layer")
+    for r, n in zip(raw, normed, strict=True):
+        var = r.var(-1, unbiased=False)
+        np.testing.assert_allclose(n.mean(-1), 0.0, atol=1e-14)
+        np.testing.assert_allclose(
+            n.std(-1, unbiased=False), (var / (var + eps)).sqrt(), rtol=1e-12
+        )
+        assert not np.allclose(r.mean(-1), 0.0, atol=1e-3)  # the raw rows were not centred
+
+
+@pytest.mark.parametrize("kind", ["rms", "layer"])
+def test_attention_with_qk_norm_gradcheck_float64(kind: str) -> None:
+    config = small("rms", qk_norm=kind, n_embd=4, n_head=2)
+    attn = CausalSelfAttention(config).double()
+    names = [name for name, _ in attn.named_parameters()]
+    assert {"q_norm.weight", "k_norm.weight"} <= set(names)
+    assert attn.q_norm.weight.shape == (2,)  # one gain per head coordinate, shared by the heads
+    gen = torch.Generator().manual_seed(4)
+    params = [
+        (p.detach() + 0.3 * torch.randn(p.shape, generator=gen, dtype=p.dtype)).requires_grad_()
+        for _, p in attn.named_parameters()
+    ]
+    x = torch.randn(1, 3, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+
+    def forward(x, *values):
+        return torch.func.functional_call(attn, dict(zip(names, values, strict=True)), (x,))
+
+    assert torch.autograd.gradcheck(forward, (x, *params))
+
+
+# --- The placements ---------------------------------------------------------------------------
+
+
+LAYOUT = {
+    "pre": ["ln_1", "attn", "ln_2", "mlp"],
+    "post": ["attn", "ln_1", "mlp", "ln_2"],
+    "peri": ["ln_1", "attn", "ln_1_out", "ln_2", "mlp", "ln_2_out"],
+}
+WHERE = {
+    "pre": {"ln_1": "pre-attention", "ln_2": "pre-MLP"},
+    "post": {"ln_1": "post-attention", "ln_2": "post-MLP"},
+    "peri": {
+        "ln_1": "pre-attention",
+        "ln_1_out": "attention output",
+        "ln_2": "pre-MLP",
+        "ln_2_out": "MLP output",
+    },
+}
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_each_placement_builds_the_modules_it_names(placement: str) -> None:
+    model = GPT(small("layer", placement=placement, qk_norm="rms"))
+    for block in model.blocks:
+        assert [name for name, _ in block.named_children()] == LAYOUT[placement]
+        for name, where in WHERE[placement].items():
+            assert getattr(block, name).where == where
+    assert (model.ln_f is None) == (placement == "post")
+    qk = ["attn.q_norm", "attn.k_norm"]
+    order = [m for n in LAYOUT[placement] if n != "mlp" for m in (qk if n == "attn" else [n])]
+    expected = [f"blocks.{i}.{n}" for i in range(SMALL["n_layer"]) for n in order]
+    expected += [] if placement == "post" else ["ln_f"]
+    assert [name for name, _ in model.norms()] == expected  # forward order
+
+
+def record_io(model: GPT, idx) -> dict[str, tuple]:
+    """(input, output) of every module of block 0, the block itself, ln_f and lm_head."""
+    seen: dict[str, tuple] = {}
+    modules = {f"b.{n}": m for n, m in model.blocks[0].named_children()}
+    modules |= {"block": model.blocks[0], "last": model.blocks[-1], "head": model.lm_head}
+    if model.ln_f is not None:
+        modules["ln_f"] = model.ln_f
+    handles = [
+        m.register_forward_hook(lambda _m, a, out, n=n: seen.__setitem__(n, (a[0], out)))
+        for n, m in modules.items()
+    ]
+    with torch.no_grad():
+        model(idx)
+    for handle in handles:
+        handle.remove()
+    return seen
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_each_placement_wires_its_sublayers_as_named(placement: str) -> None:
+    """What each sublayer reads and what the block returns, exactly: post-norm's attention
+    reads the raw stream (no pre-norm), peri-norm normalises both input and output."""
+    model = perturbed(GPT(small("rms", placement=placement), seed=0)).double()
+    idx = torch.randint(256, (2, 8), generator=torch.Generator().manual_seed(5))
+    io = record_io(model, idx)
+    h = io["block"][0]
+
+    def equal(a, b):
+        assert torch.equal(a, b)
+
+    if placement == "pre":
+        equal(io["b.ln_1"][0], h)
+        equal(io["b.attn"][0], io["b.ln_1"][1])
+        equal(io["b.ln_2"][0], h + io["b.attn"][1])
+        equal(io["b.mlp"][0], io["b.ln_2"][1])
+        equal(io["block"][1], io["b.ln_2"][0] + io["b.mlp"][1])
+    elif placement == "post":
+        equal(io["b.attn"][0], h)
+        equal(io["b.ln_1"][0], h + io["b.attn"][1])
+        equal(io["b.mlp"][0], io["b.ln_1"][1])
+        equal(io["b.ln_2"][0], io["b.ln_1"][1] + io["b.mlp"][1])
+        equal(io["block"][1], io["b.ln_2"][1])
+    else:
+        equal(io["b.ln_1"][0], h)
+        equal(io["b.attn"][0], io["b.ln_1"][1])
+        equal(io["b.ln_1_out"][0], io["b.attn"][1])
+        equal(io["b.ln_2"][0], h + io["b.ln_1_out"][1])
+        equal(io["b.mlp"][0], io["b.ln_2"][1])
+        equal(io["b.ln_2_out"][0], io["b.mlp"][1])
+        equal(io["block"][1], io["b.ln_2"][0] + io["b.ln_2_out"][1])
+    if placement == "post":
+        equal(io["head"][0], io["last"][1])  # no final norm
+    else:
+        equal(io["ln_f"][0], io["last"][1])
+        equal(io["head"][0], io["ln_f"][1])
+
+
+@pytest.mark.parametrize(("norm", "placement", "qk_norm"), COMBOS)
+def test_forward_matches_the_state_dict_forward_float64(norm, placement, qk_norm) -> None:
+    config = small(norm, placement=placement, qk_norm=qk_norm)
+    model = perturbed(GPT(config, seed=0)).double()
+    idx = torch.randint(256, (2, 8), generator=torch.Generator().manual_seed(6))
+    sd = {k: v.detach() for k, v in model.state_dict().items()}
+    expected, streams = reference_forward(config, sd, idx)
+    with probe(model) as reading:
+        logits, _ = model(idx)
+    np.testing.assert_allclose(logits.detach(), expected, rtol=1e-10, atol=1e-10)
+    # The probe: the streams' RMS, and the largest |q.k| / sqrt(d_head) over causal pairs.
+    rms = [float(s.pow(2).mean().sqrt()) for s in streams]
+    np.testing.assert_allclose(reading.hidden_rms(), rms, rtol=1e-12)
+    top = 0.0
+    t = idx.shape[1]
+    for i in range(config.n_layer):
+        p, h = f"blocks.{i}", streams[i]
+        if placement != "post":
+            h = norm_of(norm, h, sd, f"{p}.ln_1", config.eps)
+        q, k, _ = queries_keys(config, sd, p, h)
+        logit = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        top = max(
+            top, float(logit[..., torch.tril(torch.ones(t, t, dtype=torch.bool))].abs().max())
+        )
+    np.testing.assert_allclose(reading.max_logit(), top, rtol=1e-12)
+
+
+def test_the_probe_ignores_future_pairs_and_adds_up_every_pass() -> None:
+    """Block 0 sees two tokens whose only non-zero query-key product is a future pair (query
+    at position 0, key at position 1): its largest causal logit is 0."""
+    model = GPT(small("rms"), seed=0)
+    with torch.no_grad():
+        model.wpe.weight.zero_()
+        model.wte.weight.zero_()
+        model.wte.weight[1, 0] = 1.0  # token 1: along coordinate 0
+        model.wte.weight[2, 1] = 1.0  # token 2: along coordinate 1
+        w = model.blocks[0].attn.c_attn.weight
+        w.zero_()
+        w[0, 0] = 1.0  # head 0's first query coordinate reads coordinate 0
+        w[SMALL["n_embd"], 1] = 1.0  # head 0's first key coordinate reads coordinate 1
+    idx = torch.tensor([[1, 2]])
+    sd = {k: v.detach() for k, v in model.state_dict().items()}
+    h = norm_of("rms", sd["wte.weight"][idx], sd, "blocks.0.ln_1", model.config.eps)
+    q, k, _ = queries_keys(model.config, sd, "blocks.0", h)
+    products = (q @ k.transpose(-1, -2))[0, 0]  # head 0: (t, t)
+    assert float(products[0, 1]) > 1.0 and float(products.tril().abs().max()) == 0.0
+    with probe(model) as reading:
+        model(idx)
+    assert reading.logits[0] == 0.0
+    with probe(model) as reading:
+        model(idx)
+        model(idx)
+    assert len(reading.logits) == 2 * SMALL["n_layer"]
+    assert reading.counts == [2 * idx.numel() * SMALL["n_embd"]] * (SMALL["n_layer"] + 1)
+
+
+def test_post_norm_streams_leave_each_block_normalised() -> None:
+    model = GPT(small("rms", placement="post", eps=1e-12), seed=0)
+    idx = torch.randint(256, (4, 8), generator=torch.Generator().manual_seed(7))
+    with probe(model) as reading:
+        model(idx)
+    rms = reading.hidden_rms()
+    assert rms[0] < 0.1  # the embedding: N(0, 0.02) rows
+    np.testing.assert_allclose(rms[1:], 1.0, rtol=1e-5)  # RMSNorm with gains 1 at the end
+
+
+# --- describe, checkpoints, configs -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("norm", "placement", "qk_norm"), COMBOS)
+def test_describe_lists_exactly_the_norms_that_exist(norm, placement, qk_norm) -> None:
+    config = small(norm, placement=placement, qk_norm=qk_norm)
+    info, model = describe(config), GPT(config)
+    layers = info["norm_layers"]
+    assert [n["name"] for n in layers] == [name for name, _ in model.norms()]
+    assert [n["where"] for n in layers] == [m.where for _, m in model.norms()]
+    assert [n["class"] for n in layers] == [NORM_CLASSES[m.kind] for _, m in model.norms()]
+    assert ("final" in [n["where"] for n in layers]) == (placement != "post")
+    state = model.state_dict()
+    for layer in layers:
+        params = {k.rsplit(".", 1)[1] for k in state if k.startswith(layer["name"] + ".")}
+        assert params == set(layer["params"])
+    assert (info["placement"], info["qk_norm"], info["dyt_alpha"]) == (placement, qk_norm, 0.5)
+    assert f"{placement}-norm" in info["architecture"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        small("dyt", placement="peri", qk_norm="layer", dyt_alpha=0.75),
+        small("rms", placement="post", qk_norm="rms"),
+    ],
+)
+def test_new_fields_round_trip_through_checkpoint_and_config(tmp_path, config) -> None:
+    model = perturbed(GPT(config, seed=1))
+    path = tmp_path / "m.safetensors"
+    save_checkpoint(model, path)
+    loaded, stored = load_checkpoint(path)
+    assert loaded.config == config
+    assert read_config(path)["model"]["placement"] == config.placement
+    idx = torch.randint(256, (2, 8), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(loaded(idx)[0], model.eval()(idx)[0])
+    train_config = TrainConfig(model=config, steps=3)
+    assert TrainConfig.from_dict(json.loads(json.dumps(train_config.as_dict()))) == train_config
+
+
+def test_an_old_config_without_the_new_fields_reads_as_todays_model() -> None:
+    old = TrainConfig().as_dict()
+    old["model"] = {
+        k: v for k, v in old["model"].items() if k not in ("placement", "qk_norm", "dyt_alpha")
+    }
+    config = TrainConfig.from_dict(old)
+    assert (config.model.placement, config.model.qk_norm, config.model.dyt_alpha) == (
+        "pre",
+        "off",
+        0.5,
+    )
+    assert config == TrainConfig()
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (dict(norm="batch"), r"norm must be one of \['layer', 'rms', 'none', 'dyt'\]"),
+        (dict(placement="middle"), r"placement must be one of \['pre', 'post', 'peri'\]"),
+        (dict(placement=None), r"placement must be one of"),
+        (dict(qk_norm="dyt"), r"qk_norm must be one of \['off', 'rms', 'layer'\]"),
+        (dict(qk_norm=True), r"qk_norm must be one of"),
+        (dict(dyt_alpha=0.0), r"dyt_alpha must be a finite number > 0"),
+        (dict(dyt_alpha=float("nan")), r"dyt_alpha must be a finite number > 0"),
+        (dict(dyt_alpha="0.5"), r"dyt_alpha must be a finite number > 0"),
+        (dict(dyt_alpha=True), r"dyt_alpha must be a finite number > 0"),
+    ],
+)
+def test_bad_values_name_the_field_and_what_is_allowed(bad: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        replace(small(), **bad)
