@@ -5,6 +5,7 @@ reproduce on this CPU)."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import replace
 
@@ -12,12 +13,14 @@ import numpy as np
 import pytest
 import torch
 
+from core.device import torch_threads
 from core.training.corpus import VAL_FRACTION, corpus_text, decode, encode, load_corpus
-from core.training.model import GPT, NORM_KINDS, ModelConfig
+from core.training.model import GPT, MODEL_NORMS, PLACEMENTS, QK_NORMS, ModelConfig
 from core.training.runs import (
     CURVES_FILE,
     REFERENCE,
     REFERENCE_DIR,
+    REFERENCE_NORMS,
     REFERENCE_SEEDS,
     SUMMARY_FILE,
     checkpoint_path,
@@ -30,6 +33,7 @@ from core.training.train import (
     Batches,
     TrainConfig,
     evaluate,
+    evaluate_probed,
     learning_rate,
     start,
     stream_seeds,
@@ -157,6 +161,7 @@ def test_work_cap_zero_runs_nothing_and_keeps_an_empty_result() -> None:
     result = train(tiny(max_work=0))
     assert result.stopped_by == "work"
     assert result.steps_done == 0 and result.val_loss == [] and result.work == 0
+    assert result.val_max_logit == [] and result.hidden_rms is None and result.max_logit is None
     assert result.model is not None
 
 
@@ -192,7 +197,7 @@ def test_callback_sees_the_growing_result_and_can_stop_it() -> None:
 
 
 def test_runs_trained_together_are_the_runs_trained_alone() -> None:
-    configs = [replace(TINY, model=replace(TINY.model, norm=n)) for n in NORM_KINDS]
+    configs = [replace(TINY, model=replace(TINY.model, norm=n)) for n in REFERENCE_NORMS]
     rounds: list[list[int]] = []
     together = train_together(
         configs, callback=lambda rs: rounds.append([r.steps_done for r in rs])
@@ -202,6 +207,8 @@ def test_runs_trained_together_are_the_runs_trained_alone() -> None:
         assert result.config == config and result.stopped_by == "steps"
         assert result.train_loss == alone.train_loss and result.val_loss == alone.val_loss
         assert result.val_steps == alone.val_steps and result.work == alone.work
+        assert result.val_max_logit == alone.val_max_logit
+        assert result.hidden_rms == alone.hidden_rms and result.max_logit == alone.max_logit
         assert result.forward_seconds is not None
     # Step by step in turn: after each round every run has done the same number of steps.
     assert all(len(set(done)) == 1 for done in rounds)
@@ -259,6 +266,70 @@ def test_checkpoint_round_trip(tmp_path) -> None:
         save_checkpoint(model, tmp_path / "m.pt")
 
 
+# The new variants: DyT, the placements, QK norms, and what a run reads at its end.
+
+# Two blocks of width 16, two steps, validations after 0 and 2 steps on 4 windows, no timing.
+SMOKE = TrainConfig(
+    model=ModelConfig(norm="rms", n_layer=2, n_head=2, n_embd=16, block_size=16),
+    steps=2,
+    batch_size=2,
+    warmup=1,
+    eval_every=2,
+    eval_windows=4,
+    timing_repeats=0,
+)
+
+
+def norm_count(config: ModelConfig) -> int:
+    per_block = {"pre": 2, "post": 2, "peri": 4}[config.placement]
+    final = config.placement != "post"
+    return config.n_layer * per_block + final
+
+
+def test_every_variant_trains_and_records_its_readings() -> None:
+    configs = [
+        replace(SMOKE, model=replace(SMOKE.model, norm=n, placement=p, qk_norm=q))
+        for n in MODEL_NORMS
+        for p in PLACEMENTS
+        for q in QK_NORMS
+    ]
+    with torch_threads(1):
+        results = train_together(configs)
+    for config, result in zip(configs, results, strict=True):
+        name = (config.model.norm, config.model.placement, config.model.qk_norm)
+        assert result.stopped_by == "steps" and result.steps_done == 2, name
+        assert np.all(np.isfinite(result.train_loss + result.val_loss)), name
+        assert result.val_steps == [0, 2] and len(result.val_max_logit) == 2, name
+        assert len(result.hidden_rms) == config.model.n_layer + 1, name
+        assert all(math.isfinite(v) and v > 0 for v in result.hidden_rms), name
+        assert math.isfinite(result.max_logit) and result.max_logit == result.val_max_logit[-1]
+        if config.model.norm == "dyt":
+            alphas = [float(m.alpha.detach()) for _, m in result.model.norms() if m.kind == "dyt"]
+            assert result.dyt_alpha == alphas and len(alphas) == norm_count(config.model), name
+            assert all(a != 0.5 for a in alphas), name  # learnt: two steps moved every alpha
+        else:
+            assert result.dyt_alpha is None, name
+        record = json.loads(json.dumps(result.curves()))
+        assert record["config"]["model"]["placement"] == config.model.placement
+        assert TrainConfig.from_dict(record["config"]) == config
+        for key in ("hidden_rms", "max_logit", "val_max_logit", "dyt_alpha"):
+            assert record[key] == getattr(result, key), (name, key)
+
+
+def test_the_readings_are_the_last_validations_and_leave_the_loss_unchanged() -> None:
+    config = replace(SMOKE, model=replace(SMOKE.model, norm="dyt", placement="peri"))
+    with torch_threads(1):
+        result = train(config)
+        windows = val_windows(load_corpus().val, config.model.block_size, config.eval_windows)
+        loss, read = evaluate_probed(result.model, windows)
+        assert loss == evaluate(result.model, windows) == result.val_loss[-1]  # bit for bit
+    assert read["hidden_rms"] == result.hidden_rms and read["max_logit"] == result.max_logit
+    # The shipped records predate the readings and stay readable: no key, default fields.
+    run = load_reference()["runs"][0]
+    assert "hidden_rms" not in run and "placement" not in run["config"]["model"]
+    assert TrainConfig.from_dict(run["config"]).model.placement == "pre"
+
+
 # The shipped reference runs.
 
 
@@ -270,7 +341,7 @@ def reference() -> dict:
 def test_shipped_files_are_complete_and_within_budget(reference) -> None:
     runs = reference["runs"]
     assert sorted((r["norm"], r["seed"]) for r in runs) == sorted(
-        (n, s) for n in NORM_KINDS for s in REFERENCE_SEEDS
+        (n, s) for n in REFERENCE_NORMS for s in REFERENCE_SEEDS
     )
     files = list(REFERENCE_DIR.iterdir())
     assert sum(f.stat().st_size for f in files) <= ASSET_BUDGET
@@ -306,7 +377,7 @@ def reference_threads(reference):
     torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("norm", NORM_KINDS)
+@pytest.mark.parametrize("norm", REFERENCE_NORMS)
 def test_one_reference_step_reproduces_the_saved_losses(reference, reference_threads, norm) -> None:
     run = next(r for r in reference["runs"] if r["norm"] == norm and r["seed"] == 0)
     config = TrainConfig.from_dict(run["config"])
@@ -319,7 +390,7 @@ def test_one_reference_step_reproduces_the_saved_losses(reference, reference_thr
     assert abs(loss1.item() - run["train_loss"][1]) <= 1e-6
 
 
-@pytest.mark.parametrize("norm", NORM_KINDS)
+@pytest.mark.parametrize("norm", REFERENCE_NORMS)
 def test_shipped_checkpoints_reproduce_their_final_validation_loss(reference, norm) -> None:
     for run in (r for r in reference["runs"] if r["norm"] == norm):
         model, config = load_checkpoint(checkpoint_path(norm, run["seed"]))
@@ -362,7 +433,7 @@ def test_reference_script_writes_every_file(tmp_path) -> None:
     summary = run_reference(tmp_path, threads=1, steps=2, seeds=[5], log=lambda _line: None)
     names = {p.name for p in tmp_path.iterdir()}
     assert names == {CURVES_FILE, SUMMARY_FILE} | {
-        f"{n}-seed5.{ext}" for n in NORM_KINDS for ext in ("safetensors", "json")
+        f"{n}-seed5.{ext}" for n in REFERENCE_NORMS for ext in ("safetensors", "json")
     }
     loaded = load_reference(tmp_path)
     assert loaded["summary"]["ranking"] == summary["ranking"]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from core.lab.claims import Claim
-from core.training.model import NORM_CLASSES, NORM_KINDS
+from core.training.model import MODEL_NORMS, NORM_CLASSES
 from core.training.train import STOP_REASONS
 
 __all__ = [
@@ -190,8 +190,8 @@ def _summary(norm: str, runs: Sequence[RunCurves], step: int, seconds: float) ->
 
 
 def _order(norm: str) -> int:
-    # RMSNorm first, then LayerNorm, on every page; the variant without a norm last.
-    return ("rms", "layer", "none").index(norm)
+    # RMSNorm first, then LayerNorm, then DyT, on every page; the variant without a norm last.
+    return ("rms", "layer", "dyt", "none").index(norm)
 
 
 def in_order(runs: Iterable[RunCurves]) -> tuple[RunCurves, ...]:
@@ -203,6 +203,6 @@ def summaries(runs: Sequence[RunCurves], step: int, seconds: float) -> dict[str,
     """Each norm trained in ``runs``, over its seeds, at ``step`` and at ``seconds``."""
     return {
         n: _summary(n, [r for r in runs if r.norm == n], step, seconds)
-        for n in sorted(NORM_KINDS, key=_order)
+        for n in sorted(MODEL_NORMS, key=_order)
         if any(r.norm == n for r in runs)
     }

@@ -1,4 +1,4 @@
-"""The reference runs that ship with the app: every norm, three seeds, one small model.
+"""The reference runs that ship with the app: three norms, three seeds, one small model.
 
 ``python -m core.training.runs`` trains ``reference_configs()`` one after another (seed by
 seed, the three norms in turn, so a change in the machine's load falls on every variant alike)
@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from core.training.corpus import load_corpus
-from core.training.model import NORM_KINDS, ModelConfig
+from core.training.model import MODEL_NORMS, ModelConfig
 from core.training.store import save_checkpoint
 from core.training.train import TrainConfig, TrainResult, stream_seeds, train
 
@@ -38,6 +38,7 @@ __all__ = [
     "CURVES_FILE",
     "REFERENCE",
     "REFERENCE_DIR",
+    "REFERENCE_NORMS",
     "REFERENCE_SEEDS",
     "REFERENCE_THREADS",
     "SUMMARY_FILE",
@@ -52,6 +53,8 @@ REFERENCE_DIR = Path(__file__).resolve().parents[2] / "assets" / "train"
 CURVES_FILE = "curves.json"
 SUMMARY_FILE = "summary.json"
 REFERENCE_SEEDS = (0, 1, 2)
+# The norms the shipped runs train (the model builds more: ``MODEL_NORMS``).
+REFERENCE_NORMS = ("layer", "rms", "none")
 # One thread: these matrices are too small to gain much from two, and while other processes
 # share the cores a second thread makes each step wait for it (measured here: 22 ms a step with
 # one thread, 130 ms with two, on a loaded two-core machine).
@@ -74,12 +77,13 @@ REFERENCE = _reference_config()
 def reference_configs(
     *, steps: int | None = None, seeds: Sequence[int] = REFERENCE_SEEDS
 ) -> list[TrainConfig]:
-    """``REFERENCE`` for every seed and norm, seed-major; ``steps`` overrides the length."""
+    """``REFERENCE`` for every seed and ``REFERENCE_NORMS``, seed-major; ``steps`` overrides the
+    length."""
     base = REFERENCE if steps is None else replace(REFERENCE, steps=steps)
     return [
         replace(base, model=replace(base.model, norm=norm), seed=seed)
         for seed in seeds
-        for norm in NORM_KINDS
+        for norm in REFERENCE_NORMS
     ]
 
 
@@ -206,7 +210,7 @@ def reference_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     same batches). ``rms_time_saving`` is 1 - (RMSNorm's median step time / LayerNorm's), the
     quantity for which the RMSNorm paper reports 7 % to 64 %.
     """
-    norms = [n for n in NORM_KINDS if any(run["norm"] == n for run in runs)]
+    norms = [n for n in MODEL_NORMS if any(run["norm"] == n for run in runs)]
     per_norm = {n: _norm_stats([run for run in runs if run["norm"] == n]) for n in norms}
     ranking = sorted(norms, key=lambda n: per_norm[n]["mean"])
     summary: dict[str, Any] = {"per_norm": per_norm, "ranking": ranking}

@@ -11,8 +11,12 @@ The optimiser is AdamW with nanoGPT's schedule: a linear warm-up, then a cosine 
 
 A run records, per step, the training loss (of the batch, before the update) and the seconds
 the step took; every ``eval_every`` steps the validation loss on fixed windows of the
-validation text; and, at the end, the time of a forward pass with and without its norms
-(``core.training.model.norms_bypassed``, same weights), whose difference is the norm's share.
+validation text, with the largest attention logit on them (``val_max_logit``); and, at the
+end, the time of a forward pass with and without its norms (``core.training.model.norms_bypassed``,
+same weights), whose difference is the norm's share. The last validation also leaves the residual
+stream's RMS after the embedding and after each block (``hidden_rms``) and its largest attention
+logit (``max_logit``), read by ``core.training.model.probe`` on the same windows; a DyT model
+records each layer's final alpha (``dyt_alpha``).
 
 Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock) and
 ``max_work``, counted in token-parameters,
@@ -43,7 +47,7 @@ import torch
 import torch.nn.functional as F
 
 from core.training.corpus import Corpus, load_corpus
-from core.training.model import GPT, ModelConfig, norms_bypassed
+from core.training.model import GPT, ModelConfig, dyt_alphas, norms_bypassed, probe
 
 __all__ = [
     "STOP_REASONS",
@@ -51,6 +55,7 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "evaluate",
+    "evaluate_probed",
     "learning_rate",
     "make_optimizer",
     "start",
@@ -164,6 +169,16 @@ def evaluate(model: GPT, windows: tuple[torch.Tensor, torch.Tensor]) -> float:
     return total / y.numel()
 
 
+def evaluate_probed(
+    model: GPT, windows: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[float, dict[str, Any]]:
+    """``evaluate`` (the same loss, bit for bit) and what ``probe`` read during it:
+    ``{"hidden_rms": [L + 1 floats], "max_logit": float}``."""
+    with probe(model) as reading:
+        loss = evaluate(model, windows)
+    return loss, {"hidden_rms": reading.hidden_rms(), "max_logit": reading.max_logit()}
+
+
 def learning_rate(step: int, config: TrainConfig) -> float:
     r"""Linear warm-up over ``warmup`` steps, then cosine from ``lr`` to ``min_lr`` at ``steps``.
 
@@ -234,8 +249,13 @@ class TrainResult:
 
     ``train_loss[i]`` and ``step_seconds[i]`` belong to step i; ``elapsed_seconds[i]`` is the
     training time up to the end of step i (steps only, no validation). ``val_loss[j]`` was
-    measured after ``val_steps[j]`` updates (0: the initial weights). ``stopped_by`` is one of
+    measured after ``val_steps[j]`` updates (0: the initial weights), and ``val_max_logit[j]``
+    is the largest |q.k| / sqrt(d_head) on those windows then. ``hidden_rms`` (the stream's RMS
+    after the embedding and each block) and ``max_logit`` come from the last validation (after
+    ``val_steps[-1]`` updates: the end, for a run that finished its steps); ``dyt_alpha`` is each
+    DyT layer's alpha at the end, in forward order (None without DyT). ``stopped_by`` is one of
     ``STOP_REASONS``, None while running. ``work`` counts token-parameters (module docstring).
+    Records written before these readings existed lack their keys.
     """
 
     config: TrainConfig
@@ -245,11 +265,15 @@ class TrainResult:
     elapsed_seconds: list[float] = field(default_factory=list)
     val_steps: list[int] = field(default_factory=list)
     val_loss: list[float] = field(default_factory=list)
+    val_max_logit: list[float] = field(default_factory=list)
     work: int = 0
     wall_seconds: float = 0.0
     stopped_by: str | None = None
     forward_seconds: float | None = None
     forward_identity_seconds: float | None = None
+    hidden_rms: list[float] | None = None
+    max_logit: float | None = None
+    dyt_alpha: list[float] | None = None
     model: Any = field(default=None, repr=False)
 
     @property
@@ -399,6 +423,7 @@ class _Run:
         if self.result.stopped_by == "steps":
             _measure_norm_share(self.model, self.batches, self.budget)
         self.result.wall_seconds = self.budget.elapsed()
+        self.result.dyt_alpha = dyt_alphas(self.model)
         return self.result
 
 
@@ -410,11 +435,13 @@ def _pieces(model, optimizer, batches, corpus, budget) -> Iterator[None]:
     eval_work = windows[1].numel() * result.parameters
     for step in range(config.steps + 1):
         if step % config.eval_every == 0 or step == config.steps:
-            reason, loss = budget.spend("eval", eval_work, lambda: evaluate(model, windows))
+            reason, read = budget.spend("eval", eval_work, lambda: evaluate_probed(model, windows))
             if reason is not None:
                 return reason
             result.val_steps.append(step)
-            result.val_loss.append(loss)
+            result.val_loss.append(read[0])
+            result.val_max_logit.append(read[1]["max_logit"])
+            result.hidden_rms, result.max_logit = read[1]["hidden_rms"], read[1]["max_logit"]
             yield
         if step == config.steps:
             return "steps"
