@@ -39,11 +39,13 @@ from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import BoolParam, IntParam, LadderParam
+from ui.training_scurve import SCURVE_PARAMS, VIEW, choose_view, scurve_section
 from viz.training import final_loss_figure, loss_figure, per_run_figure
 
 # The link names of the three variants (``none`` alone would read oddly in a link).
 VARIANT_KEYS = {"rms": "rms", "layer": "layer", "none": "nonorm"}
 PARAMS = (
+    VIEW,
     BoolParam("rms", True),
     BoolParam("layer", True),
     BoolParam("nonorm", False),
@@ -53,6 +55,7 @@ PARAMS = (
     LadderParam("lr", LIVE_DEFAULTS["lr"], LIVE_LRS),
     IntParam("steps", LIVE_DEFAULTS["steps"], *LIVE_STEPS),
     IntParam("seed", 0, 0, 2**31 - 1),
+    *SCURVE_PARAMS,
 )
 P = {p.key: p for p in PARAMS}
 LIVE_KEY = "_training_live"
@@ -359,6 +362,10 @@ def live_section(state: dict, tr: Translator, labels: dict) -> None:
 
 def main() -> None:
     tr = translator(begin_page("training", PARAMS))
+    if choose_view(tr) == "scurve":  # each norm layer's input against its output
+        scurve_section(tr)
+        share_box(PARAMS, tr.lang)
+        return
     state = controls(tr)
     labels = names(tr)
     shipped_section(tr, labels)

@@ -46,6 +46,9 @@ CASES = [
     # The shipped runs (nothing trained): loss against step and seconds, finals, step time, share.
     ("training", {"lang": "en"}, 5),
     ("training", {"lang": "id"}, 5),
+    # The S-curve view: R² by layer, then a scatter per norm layer of the chosen model.
+    ("training", {"lang": "en", "view": "scurve"}, 8),
+    ("training", {"lang": "id", "view": "scurve", "trained_seed": "1", "norm": "layer"}, 8),
 ]
 # The lesson draws a step's figure once an answer is chosen and revealed (see _reveal): a few
 # steps, one of each kind of table (coordinates, before and after, points, bars, layers).

@@ -360,6 +360,7 @@ def test_indonesian_share_dialog_shows_no_english(page: str) -> None:
 STATES: dict[str, tuple[str, dict[str, str]]] = {
     "explorer-torch": ("explorer", {"backend": "torch", "gain_pattern": "random"}),
     "residual-trained": ("residual", {"mode": "trained"}),
+    "training-scurve": ("training", {"view": "scurve"}),
     "contracts-paper": ("contracts", {"a": "paper", "b": "transformer-engine"}),
 }
 LESSON_TABLES = ("table", "gain")
