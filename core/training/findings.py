@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,7 +32,26 @@ from core.lab.speed import PAPER_SAVING
 from core.training.curves import NormSummary, RunCurves, TrainingView, seed_spread
 from core.training.model import NORM_CLASSES
 
-__all__ = ["MIN_PAIRS", "chart_claims", "run_claims", "share_noise", "shown_share"]
+__all__ = [
+    "MIN_PAIRS",
+    "chart_claims",
+    "machine_claim",
+    "paired_ratios",
+    "paper_claim",
+    "run_claims",
+    "share_noise",
+    "shown_share",
+    "step_order",
+]
+
+
+class Timed(Protocol):
+    """A run's step times as the paired comparisons read them."""
+
+    seed: int
+    steps_done: int
+    step_seconds: np.ndarray
+
 
 # Paired step-time comparisons needed before a sentence says which norm's step is faster: if the
 # norms cost the same, each comparison falls either side of 1 with even odds, and all k agree by
@@ -54,7 +73,7 @@ def run_claims(
     claims.update(_time_claims(view))
     claims.update(chart_claims(view))
     if machine is not None:
-        claims["machine"] = _machine_claim(machine)
+        claims["machine"] = machine_claim(machine)
     if live:
         claims["stopped"] = _stopped_claim(view.runs)
     return claims
@@ -148,7 +167,9 @@ def _spread_claim(
 
 def _none_claim(view: TrainingView) -> Claim | None:
     """The variant without a norm against the better of the norms trained beside it, once the
-    runs share a validation after step 0 (as the comparison at equal steps)."""
+    runs share a validation after step 0 (as the comparison at equal steps). The norms are
+    RMSNorm and LayerNorm: DyT computes no statistic of the row, and ``core.training.dyt_view``
+    compares it with the same norm."""
     none = view.norms.get("none")
     if view.equal_step <= 0:  # at step 0 the variants differ only by their initial weights
         return None
@@ -181,11 +202,13 @@ def _parts(n: int, parts: int) -> list[tuple[int, int]]:
     return list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
 
 
-def _paired_ratios(rms: Sequence[RunCurves], layer: Sequence[RunCurves]) -> list[float]:
-    """RMSNorm's median step time over LayerNorm's, per seed trained with both and per part of
-    the steps both runs of that seed did: each seed's steps are cut into enough consecutive parts
-    that all seeds together give ``MIN_PAIRS`` comparisons (at least two parts a seed, at most
-    one a step). The parts show a load that changed during a run."""
+def paired_ratios(rms: Sequence[Timed], layer: Sequence[Timed]) -> list[float]:
+    """RMSNorm's median step time over LayerNorm's (or any variant's over another's), per seed
+    trained with both and per part of the steps both runs of that seed did: each seed's steps
+    are cut into enough consecutive parts that all seeds together give ``MIN_PAIRS``
+    comparisons (at least two parts a seed, at most one a step). The parts show a load that
+    changed during a run. A run is anything with ``seed``, ``steps_done`` and
+    ``step_seconds`` (a ``RunCurves``, a ``core.training.fair_view.Series``)."""
     by_seed = {r.seed: r for r in layer}
     paired = [(a, by_seed[a.seed]) for a in rms if a.seed in by_seed]
     parts = max(2, math.ceil(MIN_PAIRS / max(1, len(paired))))
@@ -199,7 +222,7 @@ def _paired_ratios(rms: Sequence[RunCurves], layer: Sequence[RunCurves]) -> list
     return ratios
 
 
-def _step_order(ratios: Sequence[float]) -> str:
+def step_order(ratios: Sequence[float]) -> str:
     """``slower`` or ``faster`` when every paired ratio lies on that side of 1 and there are
     ``MIN_PAIRS`` of them; ``few`` when they agree but are fewer; ``mixed`` otherwise."""
     if all(r > 1 for r in ratios):
@@ -220,11 +243,11 @@ def _time_claims(view: TrainingView) -> dict[str, Claim]:
     claims = {"share": _share_claim(rms, layer, noise)}
     if noise is not None:
         claims["noise"] = Claim("training.noise", {"noise_pct": noise})
-    ratios = _paired_ratios(rms, layer)
+    ratios = paired_ratios(rms, layer)
     ratio = view.time_ratio
     if not (ratios and ratio is not None and math.isfinite(ratio) and ratio > 0):
         return claims
-    order = _step_order(ratios)
+    order = step_order(ratios)
     claims["step_time"] = Claim(
         f"training.step_time_{order}",
         {
@@ -237,7 +260,7 @@ def _time_claims(view: TrainingView) -> dict[str, Claim]:
             "chance_pct": 2.0 ** (1 - len(ratios)),
         },
     )
-    claims["paper"] = _paper_claim(ratio, order)
+    claims["paper"] = paper_claim(ratio, order)
     # A question about RMSNorm's cost only where a timing beyond its noise shows that cost: the
     # steps, or (when the steps do not settle it) the norms' share of a forward pass.
     share_larger = claims["share"].key == "training.share_rms_larger"
@@ -252,22 +275,23 @@ def _time_claims(view: TrainingView) -> dict[str, Claim]:
     return claims
 
 
-def _paper_claim(ratio: float, order: str) -> Claim:
-    """This machine's saving beside the paper's 7-64 %, when the timings settle its sign."""
+def paper_claim(ratio: float, order: str, *, prefix: str = "training.paper") -> Claim:
+    """This machine's saving beside the paper's 7-64 %, when the timings settle its sign: the
+    text ``{prefix}_{slower, below, within, above}``, or ``{prefix}_unresolved``."""
     saving = 1.0 - ratio
     lo, hi = PAPER_SAVING
     fields = {"ratio": ratio, "paper_lo_pct": lo, "paper_hi_pct": hi}
     if order not in ("slower", "faster") or (order == "slower") != (saving < 0):
-        return Claim("training.paper_unresolved", fields)
+        return Claim(f"{prefix}_unresolved", fields)
     if saving < 0:
-        key = "paper_slower"
+        key = "slower"
     elif saving < lo:
-        key = "paper_below"
+        key = "below"
     elif saving <= hi:
-        key = "paper_within"
+        key = "within"
     else:
-        key = "paper_above"
-    return Claim(f"training.{key}", {**fields, "saving_pct": abs(saving)})
+        key = "above"
+    return Claim(f"{prefix}_{key}", {**fields, "saving_pct": abs(saving)})
 
 
 def share_noise(runs: Sequence[RunCurves]) -> float | None:
@@ -326,7 +350,7 @@ def _share_claim(
     return Claim(f"training.share_{key}", fields)
 
 
-def _machine_claim(machine: Mapping[str, Any]) -> Claim:
+def machine_claim(machine: Mapping[str, Any]) -> Claim:
     """Where the shipped timings come from: the cores, the threads and the 1-minute load
     average at the start and the end. A load average above the core count means that on
     average more tasks were ready to run than there were cores, so some waited for one: the
