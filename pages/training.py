@@ -39,6 +39,7 @@ from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import BoolParam, IntParam, LadderParam
+from ui.training_kernels import kernels_section
 from ui.training_scurve import SCURVE_PARAMS, VIEW, choose_view, scurve_section
 from viz.training import final_loss_figure, loss_figure, per_run_figure
 
@@ -369,6 +370,7 @@ def main() -> None:
     state = controls(tr)
     labels = names(tr)
     shipped_section(tr, labels)
+    kernels_section(tr)
     live_section(state, tr, labels)
     code_section(tr, training_code())
     share_box(PARAMS, tr.lang)
