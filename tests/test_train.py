@@ -4,6 +4,7 @@ reproduce on this CPU)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import time
@@ -22,9 +23,11 @@ from core.training.runs import (
     REFERENCE_DIR,
     REFERENCE_NORMS,
     REFERENCE_SEEDS,
+    SETS,
     SUMMARY_FILE,
     checkpoint_path,
     load_reference,
+    make_set,
     reference_summary,
     run_reference,
 )
@@ -426,6 +429,16 @@ def test_reference_summary_compares_means_spread_and_pairs() -> None:
     np.testing.assert_allclose(summary["paired_gaps"], [0.01, 0.02, 0.03])
     assert summary["per_norm"]["rms"]["std"] == pytest.approx(0.01)
     assert summary["rms_time_saving"] == pytest.approx(0.0)
+
+
+def test_every_shipped_set_names_the_function_that_makes_it() -> None:
+    assert {"norms", "kernels"} <= set(SETS)
+    for name, target in SETS.items():
+        module, function = target.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), name
+    assert SETS["norms"] == "core.training.runs:run_reference"
+    with pytest.raises(ValueError, match="set must be one of"):
+        make_set("batch", "/nonexistent")
 
 
 @pytest.mark.slow

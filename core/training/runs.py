@@ -1,8 +1,8 @@
 """The reference runs that ship with the app: three norms, three seeds, one small model.
 
-``python -m core.training.runs`` trains ``reference_configs()`` one after another (seed by
-seed, the three norms in turn, so a change in the machine's load falls on every variant alike)
-and writes into ``assets/train/``:
+``python -m core.training.runs`` (``--set norms``, the default) trains ``reference_configs()``
+one after another (seed by seed, the norms in turn, so a change in the machine's load falls on
+every variant alike) and writes into ``assets/train/``:
 
 - ``curves.json``: per run, the settings, the training loss and seconds of every step, the
   validation losses and the forward-pass timings (``TrainResult.curves``), plus the machine;
@@ -12,11 +12,15 @@ and writes into ``assets/train/``:
 
 Losses are stored rounded to ``LOSS_DECIMALS`` decimals and seconds to microseconds, which keeps
 the files small and every loss within 1e-8 of the float32 value the run computed.
+
+Other shipped measurements are sets of their own, named in ``SETS`` and made with
+``python -m core.training.runs --set NAME`` (``kernels``: ``core.training.fair``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -41,9 +45,11 @@ __all__ = [
     "REFERENCE_NORMS",
     "REFERENCE_SEEDS",
     "REFERENCE_THREADS",
+    "SETS",
     "SUMMARY_FILE",
     "checkpoint_path",
     "load_reference",
+    "make_set",
     "reference_configs",
     "reference_summary",
     "run_reference",
@@ -53,7 +59,8 @@ REFERENCE_DIR = Path(__file__).resolve().parents[2] / "assets" / "train"
 CURVES_FILE = "curves.json"
 SUMMARY_FILE = "summary.json"
 REFERENCE_SEEDS = (0, 1, 2)
-# The norms the shipped runs train (the model builds more: ``MODEL_NORMS``).
+# The norms the shipped runs train, in this order within each seed (the model builds more:
+# ``MODEL_NORMS``; DyT joins when the shipped files are made again).
 REFERENCE_NORMS = ("layer", "rms", "none")
 # One thread: these matrices are too small to gain much from two, and while other processes
 # share the cores a second thread makes each step wait for it (measured here: 22 ms a step with
@@ -244,9 +251,28 @@ def load_reference(directory: str | Path = REFERENCE_DIR) -> dict[str, Any]:
     return {**data, "summary": reference_summary(data["runs"])}
 
 
+# The shipped sets: a name for ``--set`` -> "module:function". The function takes the output
+# folder and the keywords ``threads`` and ``log`` (and ``steps``, ``seeds`` where the command line
+# gives them), writes its files there and returns what it measured. A set's module is imported
+# only when that set is made, so it may import this one (as ``core.training.fair`` does).
+SETS = {
+    "norms": "core.training.runs:run_reference",
+    "kernels": "core.training.fair:measure",
+}
+
+
+def make_set(name: str, directory: str | Path = REFERENCE_DIR, **options: Any) -> dict[str, Any]:
+    """Make the set ``name`` (a key of ``SETS``) into ``directory``."""
+    if name not in SETS:
+        raise ValueError(f"set must be one of {sorted(SETS)} (got {name!r})")
+    module, function = SETS[name].split(":")
+    return getattr(importlib.import_module(module), function)(directory, **options)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``python -m core.training.runs``: train the shipped runs and write them."""
+    """``python -m core.training.runs``: train a shipped set (the norms by default), write it."""
     parser = argparse.ArgumentParser(prog="python -m core.training.runs", description=main.__doc__)
+    parser.add_argument("--set", default="norms", choices=sorted(SETS), help="which set to make")
     parser.add_argument("--out", default=str(REFERENCE_DIR), help="output folder")
     parser.add_argument(
         "--threads",
@@ -255,10 +281,11 @@ def main(argv: list[str] | None = None) -> None:
         help="torch CPU threads (default 1: on shared cores, two threads wait on each other)",
     )
     parser.add_argument("--steps", type=int, default=None, help="override the step count")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(REFERENCE_SEEDS), help="seeds")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="override the seeds")
     args = parser.parse_args(argv)
-    summary = run_reference(args.out, threads=args.threads, steps=args.steps, seeds=args.seeds)
-    print(json.dumps({k: v for k, v in summary.items() if k not in ("data",)}, indent=1))
+    given = {k: v for k, v in (("steps", args.steps), ("seeds", args.seeds)) if v is not None}
+    result = make_set(args.set, args.out, threads=args.threads, **given)
+    print(json.dumps({k: v for k, v in result.items() if k not in ("data", "variants")}, indent=1))
 
 
 if __name__ == "__main__":
