@@ -14,7 +14,8 @@ Losses are stored rounded to ``LOSS_DECIMALS`` decimals and seconds to microseco
 the files small and every loss within 1e-8 of the float32 value the run computed.
 
 Other shipped measurements are sets of their own, named in ``SETS`` and made with
-``python -m core.training.runs --set NAME`` (``kernels``: ``core.training.fair``).
+``python -m core.training.runs --set NAME`` (``kernels``: ``core.training.fair``; ``placement``
+and ``qknorm``: ``core.training.sets``).
 """
 
 from __future__ import annotations
@@ -258,6 +259,8 @@ def load_reference(directory: str | Path = REFERENCE_DIR) -> dict[str, Any]:
 SETS = {
     "norms": "core.training.runs:run_reference",
     "kernels": "core.training.fair:measure",
+    "placement": "core.training.sets:make_placement",
+    "qknorm": "core.training.sets:make_qknorm",
 }
 
 
