@@ -41,21 +41,29 @@ from ui.i18n import Translator, translator
 from ui.params import BoolParam, IntParam, LadderParam
 from ui.training_kernels import kernels_section
 from ui.training_scurve import SCURVE_PARAMS, VIEW, choose_view, scurve_section
+from ui.training_variants import (
+    ARCHITECTURE_PARAMS,
+    alpha_section,
+    architecture_controls,
+    architecture_names,
+)
 from viz.training import final_loss_figure, loss_figure, per_run_figure
 
-# The link names of the three variants (``none`` alone would read oddly in a link).
-VARIANT_KEYS = {"rms": "rms", "layer": "layer", "none": "nonorm"}
+# The link names of the variants (``none`` alone would read oddly in a link).
+VARIANT_KEYS = {"rms": "rms", "layer": "layer", "none": "nonorm", "dyt": "dyt"}
 PARAMS = (
     VIEW,
     BoolParam("rms", True),
     BoolParam("layer", True),
     BoolParam("nonorm", False),
+    BoolParam("dyt", False),
     LadderParam("width", float(LIVE_DEFAULTS["width"]), tuple(float(w) for w in LIVE_WIDTHS)),
     IntParam("depth", LIVE_DEFAULTS["depth"], *LIVE_DEPTHS),
     LadderParam("eps", DEFAULT_LAYER_EPS, LIVE_EPS),
     LadderParam("lr", LIVE_DEFAULTS["lr"], LIVE_LRS),
     IntParam("steps", LIVE_DEFAULTS["steps"], *LIVE_STEPS),
     IntParam("seed", 0, 0, 2**31 - 1),
+    *ARCHITECTURE_PARAMS,
     *SCURVE_PARAMS,
 )
 P = {p.key: p for p in PARAMS}
@@ -76,6 +84,7 @@ def controls(tr: Translator) -> dict:
         st.markdown(f"**{tr('training.variants_label')}**")
         for norm, key in VARIANT_KEYS.items():
             widgets.flag(P[key], tr(f"training.variant_{norm}"))
+        architecture_controls(tr)
         widgets.ladder(P["width"], tr("training.width_label"))
         widgets.number(P["depth"], tr("training.depth_label"), step=1)
         widgets.ladder(P["eps"], tr("training.eps_label"), help=tr("training.eps_help"))
@@ -206,7 +215,7 @@ def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
         lang=tr.lang,
         file_name=f"normlab-training-{key}-finals.csv",
     )
-    show_claims(view, tr, ["spread", "none"])
+    show_claims(view, tr, ["spread", "none", "dyt"])
 
 
 def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
@@ -270,13 +279,16 @@ def shipped_section(tr: Translator, labels: dict) -> None:
     view = shipped()
     curves(view, tr, labels, "shipped")
     finals(view, tr, labels, "shipped")
+    alpha_section(view, tr, "shipped")
     timings(view, tr, labels, "shipped")
 
 
 def settings_text(state: dict, tr: Translator) -> str:
     variants = ", ".join(tr(f"training.variant_{n}") for n in state["norms"]) or "–"
     fields = {k: state[k] for k in ("width", "depth", "eps", "lr", "steps", "seed")}
-    return tr("training.live_settings", variants=variants, **fields)
+    return tr(
+        "training.live_settings", variants=variants, **architecture_names(state, tr), **fields
+    )
 
 
 def run_live(state: dict, tr: Translator, labels: dict) -> None:
@@ -285,6 +297,8 @@ def run_live(state: dict, tr: Translator, labels: dict) -> None:
     configs = live_configs(
         state["norms"],
         **{k: state[k] for k in ("width", "depth", "eps", "lr", "steps", "seed")},
+        placement=state["placement"],
+        qk_norm=state["qk_norm"],
         max_seconds=cap,
     )
     with exclusive(TRAIN_LOCK) as acquired:
@@ -358,6 +372,7 @@ def live_section(state: dict, tr: Translator, labels: dict) -> None:
     show_claims(view, tr, ["stopped"])
     curves(view, tr, labels, "live")
     finals(view, tr, labels, "live")
+    alpha_section(view, tr, "live")
     timings(view, tr, labels, "live")
 
 

@@ -27,7 +27,7 @@ from core.training.activations import (
 )
 from core.training.corpus import encode
 from core.training.model import GPT, NORM_KINDS, ModelConfig
-from core.training.runs import REFERENCE_DIR, REFERENCE_SEEDS, checkpoint_path
+from core.training.runs import REFERENCE_DIR, REFERENCE_NORMS, REFERENCE_SEEDS, checkpoint_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ModelConfig(norm="rms", n_layer=3, n_head=2, n_embd=16, block_size=32)
@@ -92,7 +92,7 @@ def test_hook_readings_match_a_manual_forward_pass(norm: str) -> None:
     check_against_manual(model, "x" * 40 + " naïve " + DEFAULT_TEXT[:20], k=3)
 
 
-@pytest.mark.parametrize("norm", NORM_KINDS)
+@pytest.mark.parametrize("norm", REFERENCE_NORMS)
 def test_readings_on_the_shipped_checkpoints(norm: str) -> None:
     path = checkpoint_path(norm, REFERENCE_SEEDS[0])
     readings = read_activations(path)
@@ -187,6 +187,36 @@ def test_shift_response_matches_a_manual_forward_pass(norm: str) -> None:
         assert np.min(change) > 1e-4
 
 
+def test_shift_response_without_a_final_norm_shifts_what_the_head_reads() -> None:
+    """Post-norm has no final norm: the last block's output goes to the output head, which is
+    then the reader of h_L."""
+    config = ModelConfig(**{**SMALL.__dict__, "norm": "dyt", "placement": "post"})
+    model = GPT(config, seed=3)
+    assert model.ln_f is None
+    text = "x" * 40 + DEFAULT_TEXT[:20]
+    ids = torch.from_numpy(encode(text).astype(np.int64))
+    shifts = np.array([0.5, -1.0, 2.0, 0.25])
+
+    def post_loss(at: int | None, c: float) -> float:
+        logits = []
+        with torch.no_grad():
+            for start in range(0, ids.numel(), config.block_size):
+                row = ids[start : start + config.block_size][None, :]
+                x = model.wte(row) + model.wpe(torch.arange(row.shape[1]))
+                for i, block in enumerate(model.blocks):
+                    x = x + c if i == at else x
+                    x = block.ln_1(x + block.attn(x))
+                    x = block.ln_2(x + block.mlp(x))
+                x = x + c if at == config.n_layer else x
+                logits.append(model.lm_head(x)[0])
+        return float(F.cross_entropy(torch.cat(logits)[:-1].double(), ids[1:]))
+
+    response = shift_response(model, text, shifts)
+    np.testing.assert_allclose(response.loss, post_loss(None, 0.0), rtol=1e-12)
+    want = [post_loss(at, c) for at, c in enumerate(shifts)]
+    np.testing.assert_allclose(response.shifted_loss, want, rtol=1e-6)
+
+
 def test_shift_response_refuses_bad_input() -> None:
     model = GPT(SMALL, seed=0)
     with pytest.raises(ValueError, match="shifts"):
@@ -200,7 +230,8 @@ def test_shift_response_refuses_bad_input() -> None:
 def test_shipped_checkpoints_are_the_reference_runs() -> None:
     assert SHIPPED_DIR == REFERENCE_DIR
     assert SHIPPED_SEEDS == tuple(REFERENCE_SEEDS)
-    assert set(SHIPPED_NORMS) == set(NORM_KINDS)
+    # The residual page reads the norms' and the no-norm checkpoints of the shipped set.
+    assert set(SHIPPED_NORMS) <= set(REFERENCE_NORMS)
     for norm in SHIPPED_NORMS:
         for seed in SHIPPED_SEEDS:
             assert shipped_path(norm, seed) == checkpoint_path(norm, seed)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from core.lab.lesson_options import OPTIONS, STEP_IDS
+from core.training.lab_view import SECONDS_ENV
 from tests.apptest_util import open_app, open_page_alone, open_share
 from ui import fmt
 from ui.chart import DATA_KEY, columns_csv
@@ -179,11 +180,34 @@ def _reveal(at, step_id: str) -> None:
     at.button(key=f"reveal_{step_id}").click().run()
 
 
+# A live training (one block of width 16, 10 steps): loss against step and seconds, finals,
+# DyT's alpha, step time and share (when a share exceeds the timing noise), then the sections
+# below it.
+TRAINED = {"steps": "10", "width": "16", "depth": "1", "dyt": "true", "placement": "peri"}
+
+
 @pytest.mark.parametrize(("page", "query", "count"), CASES)
 def test_every_chart_has_its_words_and_its_data(page: str, query: dict, count: int) -> None:
     at = open_app(None if page == "explorer" else page, **query)
     if page in PRESS:  # the page draws its charts once the button is pressed
         at.button(key=PRESS[page]).click().run()
+    check_charts(at, page, query, count)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_a_live_training_with_dyt_has_its_charts_words_and_data(monkeypatch, lang: str) -> None:
+    monkeypatch.setenv(SECONDS_ENV, "60")
+    at = open_page_alone("training", lang=lang, **TRAINED)
+    shipped = len(at.get("plotly_chart"))
+    at.button(key="train").click().run()
+    live = {c.key for c in at.get("plotly_chart") if str(c.key).startswith("live_")}
+    assert {"live_step", "live_seconds", "live_finals", "live_alpha", "live_step_time"} <= live
+    check_charts(at, "training", {"lang": lang}, shipped + len(live))
+
+
+def check_charts(at, page: str, query: dict, count: int) -> None:
+    """Every chart on the page has its words (its accessible name and the caption under it)
+    and a Data table that holds what it draws."""
     if page == "lesson":
         _reveal(at, STEP_IDS[int(query["step"]) - 1])
     assert not at.exception, [e.value for e in at.exception]

@@ -361,6 +361,7 @@ STATES: dict[str, tuple[str, dict[str, str]]] = {
     "explorer-torch": ("explorer", {"backend": "torch", "gain_pattern": "random"}),
     "residual-trained": ("residual", {"mode": "trained"}),
     "training-scurve": ("training", {"view": "scurve"}),
+    "training-variants": ("training", {"dyt": "true", "placement": "peri", "qk_norm": "rms"}),
     "contracts-paper": ("contracts", {"a": "paper", "b": "transformer-engine"}),
 }
 LESSON_TABLES = ("table", "gain")

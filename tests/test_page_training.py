@@ -131,6 +131,47 @@ def test_a_short_live_run_finishes_under_its_cap_and_draws_its_curves(monkeypatc
     TRAIN_LOCK.release()
 
 
+# DyT beside the two norms, peri-norm with RMSNorm on the queries and keys: one block of width 16.
+BEYOND = {"dyt": "true", "placement": "peri", "qk_norm": "rms", "steps": "10", "width": "16",
+          "depth": "1"}  # fmt: skip
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_dyt_peri_norm_and_qk_norm_train_live_and_show_alpha(monkeypatch, lang) -> None:
+    monkeypatch.setenv(SECONDS_ENV, "60")
+    at = train(open_page_alone(lang, **BEYOND))
+    tr = translator(lang)
+    live = at.session_state[LIVE_KEY]
+    view = live["view"]
+    assert (live["state"]["placement"], live["state"]["qk_norm"]) == ("peri", "rms")
+    assert [r.norm for r in view.runs] == ["rms", "layer", "dyt"]
+    assert all(r.steps_done == 10 and r.stopped_by == "steps" for r in view.runs)
+    # Peri-norm: a norm before and after each sublayer, and the final one; each a DyT layer.
+    assert view.alphas.layers == ("0.ln_1", "0.ln_1_out", "0.ln_2", "0.ln_2_out", "ln_f")
+    alpha = figures(at)["live_alpha"]["data"]
+    seeds = [t for t in alpha if t["mode"] == "markers"]
+    np.testing.assert_array_equal(decode(seeds[0]["y"]), view.alphas.values.T.ravel())
+    settings = "\n".join(c.value for c in at.caption)
+    for name in (tr("training.placement_option_peri"), tr("training.qk_norm_option_rms")):
+        assert name in settings
+    assert {"dyt", "alpha", "chart_alpha_dyt"} <= set(view.claims)
+    assert view.claims["dyt"].key == "training.dyt_one_seed"
+    assert view.claims["alpha"].key == "training.alpha_one_seed"
+    assert_claims_shown(at, view.claims, lang)
+
+
+def test_bad_variant_placement_and_qk_norm_values_are_named_with_what_is_allowed() -> None:
+    at = open_app("training", lang="en", dyt="perhaps", placement="sideways", qk_norm="l2")
+    assert not at.exception
+    text = "\n".join(w.value for w in at.warning)
+    for key, allowed in (("dyt", "true, false"), ("placement", "pre, post, peri"),
+                         ("qk_norm", "off, rms, layer")):  # fmt: skip
+        assert f"`{key}`" in text and allowed in text, (key, text)
+    state = at.session_state
+    assert (state["dyt"], state["placement"], state["qk_norm"]) == (False, "pre", "off")
+    assert LIVE_KEY not in state
+
+
 def test_the_cap_stops_a_long_run_and_shows_what_it_reached(monkeypatch) -> None:
     monkeypatch.setenv(SECONDS_ENV, "1")
     at = train(open_page_alone(**{**TINY, "steps": "3000", "nonorm": "true"}))

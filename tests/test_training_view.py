@@ -4,6 +4,7 @@ plain recomputations."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -34,7 +35,7 @@ from core.training.lab_view import (
     train_live,
     training_view,
 )
-from core.training.model import GPT, NORM_KINDS, ModelConfig
+from core.training.model import GPT, NORM_KINDS, PLACEMENTS, QK_NORMS, ModelConfig
 from core.training.runs import CURVES_FILE, REFERENCE, REFERENCE_DIR, SUMMARY_FILE
 from core.training.train import TrainConfig, TrainResult
 from ui.i18n import translator
@@ -65,8 +66,8 @@ def test_the_wall_clock_cap_comes_from_the_environment_within_limits(
 
 
 def test_live_configs_differ_only_in_the_norm_and_share_the_work_cap() -> None:
-    configs = live_configs(["none", "rms", "layer"], **SETTINGS, max_seconds=12.0)
-    assert [c.model.norm for c in configs] == list(NORM_KINDS)
+    configs = live_configs(["dyt", "none", "rms", "layer"], **SETTINGS, max_seconds=12.0)
+    assert [c.model.norm for c in configs] == list(NORM_KINDS) == ["layer", "rms", "none", "dyt"]
     first = configs[0]
     for config in configs:
         assert replace(config, model=replace(config.model, norm=first.model.norm)) == first
@@ -77,11 +78,33 @@ def test_live_configs_differ_only_in_the_norm_and_share_the_work_cap() -> None:
     assert first.min_lr == pytest.approx(3e-4) and first.max_seconds == 12.0
     assert sum(c.max_work for c in configs) == pytest.approx(LIVE_WORK)
     assert first.steps // first.eval_every <= 20
+    assert (first.model.placement, first.model.qk_norm) == ("pre", "off")  # as the shipped runs
+
+
+def test_live_configs_give_every_variant_the_placement_and_qk_norm() -> None:
+    configs = live_configs(
+        ["rms", "dyt"], **SETTINGS, max_seconds=12.0, placement="post", qk_norm="layer"
+    )
+    assert [(c.model.norm, c.model.placement, c.model.qk_norm) for c in configs] == [
+        ("rms", "post", "layer"), ("dyt", "post", "layer")
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="placement"):
+        live_configs(["rms"], **SETTINGS, max_seconds=12.0, placement="sandwich")
 
 
 def test_the_largest_model_bounds_memory() -> None:
-    config = ModelConfig(norm="layer", n_layer=LIVE_DEPTHS[1], n_embd=max(LIVE_WIDTHS))
-    assert GPT(config).num_params() == max_parameters()
+    """The largest model a visitor can ask for, over every norm, placement and QK norm, counted
+    on torch's meta device (which allocates nothing): peri-norm with DyT and LayerNorm QK norms."""
+    sizes = {}
+    with torch.device("meta"):
+        for norm, placement, qk_norm in itertools.product(NORM_KINDS, PLACEMENTS, QK_NORMS):
+            config = ModelConfig(
+                norm=norm, n_layer=LIVE_DEPTHS[1], n_embd=max(LIVE_WIDTHS), placement=placement,
+                qk_norm=qk_norm, n_head=REFERENCE.model.n_head,
+                block_size=REFERENCE.model.block_size,
+            )  # fmt: skip
+            sizes[norm, placement, qk_norm] = GPT(config).num_params()
+    assert max(sizes.values()) == max_parameters() == sizes["dyt", "peri", "layer"]
     # Weights, gradients and AdamW's two moments in float32: what training holds besides the
     # activations of one batch.
     assert 4 * 4 * max_parameters() <= 25 * 2**20
@@ -467,3 +490,35 @@ def test_chart_words_quote_each_runs_seed_and_position_and_count_what_is_not_dra
     count = view.claims["chart_loss_step_not_finite"]
     assert count.key == "training.val_not_finite"
     assert (count.fields["count"], count.fields["total"]) == (1, 8)
+
+
+def test_dyt_is_compared_with_the_better_norm_and_its_alpha_with_its_seed_spread() -> None:
+    """Two seeds: DyT 0.3 above RMSNorm (the better norm), seeds 0.02 apart; of DyT's three
+    layers (pre-norm, one block) the first moved 0.2 with seeds 0.01 apart, the second 0.005
+    with seeds 0.01 apart, the final one not at all."""
+    runs = []
+    for seed, jitter in ((0, 0.0), (1, 0.02)):
+        for norm, final in (("rms", 1.6), ("layer", 1.7), ("dyt", 1.9)):
+            runs.append(record(norm, seed, [5, 4], [1, 1], [0, 2], [5.0, final + jitter]))
+        runs[-1]["dyt_alpha"] = [0.7 + jitter / 2, 0.5 + seed * 0.01, 0.5]
+    view = training_view(runs)
+    assert view.alphas.layers == ("0.ln_1", "0.ln_2", "ln_f") and view.alphas.init == 0.5
+    dyt = view.claims["dyt"]
+    assert dyt.key == "training.dyt_higher" and dyt.fields["best"] == "RMSNorm"
+    assert dyt.fields["gap"] == pytest.approx(0.3) and dyt.fields["spread"] == pytest.approx(0.02)
+    assert (dyt.fields["wins"], dyt.fields["pairs"]) == (0, 2)
+    alpha = view.claims["alpha"]
+    assert alpha.key == "training.alpha_moved_some"
+    assert (alpha.fields["moved"], alpha.fields["still"]) == (1, 2)
+    assert (alpha.fields["far_layer"], alpha.fields["near_layer"]) == ("0.ln_1", "ln_f")
+    words = view.claims["chart_alpha_dyt"].fields
+    assert (words["hi"], words["hi_line"], words["hi_at"]) == (pytest.approx(0.71), 1, "0.ln_1")
+    # DyT is not a norm: below every variant, it is not the norm the no-norm variant is compared
+    # with; it is lower than RMSNorm by 0.2, beyond the seeds' 0.02.
+    lower = [dict(r, val_loss=[5.0, r["val_loss"][-1] - 0.5]) if r["norm"] == "dyt" else r
+             for r in runs]  # fmt: skip
+    lower += [record("none", seed, [5, 4], [1, 1], [0, 2], [5.0, 2.0]) for seed in (0, 1)]
+    view = training_view(lower)
+    assert view.claims["none"].fields["best"] == "RMSNorm"
+    assert view.claims["dyt"].key == "training.dyt_lower"
+    assert view.claims["dyt"].fields["gap"] == pytest.approx(0.2)

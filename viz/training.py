@@ -2,8 +2,9 @@
 
 Every function takes plain arrays and names. A run is a mapping with ``norm``, ``seed``,
 ``train_x``, ``train_y`` (training losses averaged over bins of steps), ``val_x`` and ``val_y``.
-RMSNorm is drawn first and in vermillion, LayerNorm in blue, the variant without a norm in grey,
-each also with its own dash and marker.
+RMSNorm is drawn first and in vermillion, LayerNorm in blue, DyT in reddish purple, the variant
+without a norm in grey, each also with its own dash and marker. ``alpha_figure`` draws DyT's
+learned alpha per layer over the seeds.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import plotly.graph_objects as go
 
 from viz import style
 
-COLORS = {"rms": style.RMS, "layer": style.LAYER, "none": style.INPUT}
-DASHES = {"rms": "solid", "layer": "dash", "none": "dot"}
-MARKERS = {"rms": "diamond", "layer": "square", "none": "circle"}
+COLORS = {"rms": style.RMS, "layer": style.LAYER, "none": style.INPUT, "dyt": style.EXTRA[2]}
+DASHES = {"rms": "solid", "layer": "dash", "none": "dot", "dyt": "dashdot"}
+MARKERS = {"rms": "diamond", "layer": "square", "none": "circle", "dyt": "triangle-up"}
 # Loss in nats per byte: ln 256 = 5.55 at the start, about 1.5 after training. A log axis
 # shows the early fall and the late differences at once; these ticks stay apart on a phone.
 LOSS_TICKS = (1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)
@@ -163,7 +164,7 @@ def _span(finals: Mapping[str, Mapping]) -> dict:
 
 def _pattern(norm: str) -> str:
     # Bars differ by hatching too, not by colour alone.
-    return {"rms": "", "layer": "/", "none": "."}[norm]
+    return {"rms": "", "layer": "/", "none": ".", "dyt": "x"}[norm]
 
 
 # The loss axis of the seeds figure spans at least this much (nats per byte), so that a gap of
@@ -247,3 +248,84 @@ def _seed_traces(
             )
         )
     return traces
+
+
+def alpha_figure(
+    layers: Sequence[str],
+    seeds: Sequence[int],
+    values: np.ndarray,
+    init: float,
+    labels: Mapping[str, str],
+    *,
+    height: int = 380,
+) -> go.Figure:
+    """DyT's alpha at the end of training, layer by layer (``values``: seeds x layers): per layer a
+    bar from the lowest seed to the highest, a marker per seed (side by side), a black line at the
+    mean over the seeds (with more than one seed) and a dashed line across at the initial ``init``.
+
+    ``labels`` names "dyt", "seed", "mean", "alpha" (the y axis), "init" and "layer" (the x axis).
+    """
+    values = np.asarray(values, dtype=float).reshape(len(seeds), len(layers))
+    color, n = COLORS["dyt"], len(seeds)
+    traces = []
+    for i in range(len(layers)):
+        shown = values[:, i][np.isfinite(values[:, i])]
+        if shown.size:
+            traces.append(
+                go.Scatter(
+                    x=[i, i],
+                    y=[shown.min(), shown.max()],
+                    mode="lines",
+                    line={"color": color, "width": 10},
+                    opacity=0.25,
+                    showlegend=False,
+                    hoverinfo="skip",
+                )
+            )
+    offsets = 0.12 * (np.arange(n) - (n - 1) / 2)
+    traces.append(
+        go.Scatter(
+            x=np.concatenate([i + offsets for i in range(len(layers))]),
+            y=values.T.ravel(),
+            mode="markers",
+            name=labels["dyt"],
+            marker={"color": color, "symbol": MARKERS["dyt"], "size": 12},
+            customdata=np.array([[layer, seed] for layer in layers for seed in seeds]),
+            hovertemplate=(
+                f"%{{customdata[0]}}, {labels['seed']} %{{customdata[1]}}: %{{y:.4g}}"
+                "<extra></extra>"
+            ),
+        )
+    )
+    if n > 1:
+        means = np.mean(values, axis=0)
+        traces.append(
+            go.Scatter(
+                x=[x for i in range(len(layers)) for x in (i - 0.3, i + 0.3, None)],
+                y=[y for m in means for y in (m, m, None)],
+                mode="lines",
+                name=labels["mean"],
+                line={"color": "black", "width": 3},
+                hovertemplate=f"{labels['mean']}: %{{y:.4g}}<extra></extra>",
+            )
+        )
+    traces.append(
+        go.Scatter(
+            x=[-0.5, len(layers) - 0.5],
+            y=[init, init],
+            mode="lines",
+            name=labels["init"],
+            line={"color": style.MUTED, "width": 2, "dash": "dash"},
+            hovertemplate=f"{labels['init']}: %{{y:.4g}}<extra></extra>",
+        )
+    )
+    layout = _layout(height)
+    layout["xaxis"] = _axis(
+        labels["layer"],
+        tickvals=list(range(len(layers))),
+        ticktext=list(layers),
+        range=[-0.6, len(layers) - 0.4],
+    )
+    layout["yaxis"] = _axis(labels["alpha"])
+    layout["showlegend"] = True
+    return go.Figure(data=traces, layout=layout)

@@ -228,7 +228,8 @@ class ShiftResponse:
     ``loss`` is the mean next-byte cross-entropy in nats over the text (each row of the text a
     context of its own; byte i + 1 is the target of position i, across row boundaries too).
     ``shifted_loss[l]`` is that loss with :math:`h_l \leftarrow h_l + c_l\mathbf 1` for every
-    token (l = 0 .. L, the reader of :math:`h_L` being the final norm) and ``shift[l]`` is
+    token (l = 0 .. L, the reader of :math:`h_L` being the final norm, or the output head in the
+    post-norm layout) and ``shift[l]`` is
     :math:`c_l`.
     """
 
@@ -238,8 +239,9 @@ class ShiftResponse:
 
 
 def _readers(model: Any) -> list[Any]:
-    """The module that reads :math:`h_l`, l = 0 .. L: each block, then the final norm."""
-    return [*model.blocks, model.ln_f]
+    """The module that reads :math:`h_l`, l = 0 .. L: each block, then the final norm, or the
+    output head where there is none (the post-norm layout)."""
+    return [*model.blocks, model.ln_f if model.ln_f is not None else model.lm_head]
 
 
 def _text_loss(model: Any, rows: list[Any], reader: Any = None, shift: float = 0.0) -> float:

@@ -1,6 +1,7 @@
 """The training runs as the page draws and compares them: each run's curves thinned for the
 browser (``RunCurves``), each norm's losses over its seeds at the common comparison points
-(``NormSummary``), and the page state that gathers them with its sentences (``TrainingView``).
+(``NormSummary``), DyT's learned alpha over its seeds (``AlphaSummary``), and the page state
+that gathers them with its sentences (``TrainingView``).
 
 The comparison points: the loss at equal steps is the validation loss at the last validation
 step every run reached; the loss at equal time is each run's last validation within the shortest
@@ -17,14 +18,17 @@ from typing import Any
 import numpy as np
 
 from core.lab.claims import Claim
-from core.training.model import MODEL_NORMS, NORM_CLASSES
+from core.training.model import DEFAULT_DYT_ALPHA, MODEL_NORMS, NORM_CLASSES, ModelConfig, describe
 from core.training.train import STOP_REASONS
 
 __all__ = [
     "MAX_POINTS",
+    "AlphaSummary",
     "NormSummary",
     "RunCurves",
     "TrainingView",
+    "alpha_summary",
+    "dyt_layers",
     "equal_seconds",
     "equal_step",
     "in_order",
@@ -60,6 +64,10 @@ class RunCurves:
     finite: bool  # every loss it recorded is a finite number
     max_seconds: float | None
     max_work: float | None
+    # DyT's alpha at the end, per DyT layer (``dyt_layers``, forward order); None: not recorded.
+    dyt_alpha: np.ndarray | None = None
+    dyt_layers: tuple[str, ...] = ()
+    dyt_init: float | None = None
 
     @property
     def label(self) -> str:
@@ -86,6 +94,38 @@ class NormSummary:
 
 
 @dataclass(frozen=True)
+class AlphaSummary:
+    """Every DyT run's final alpha, by seed (rows) and layer (columns, forward order)."""
+
+    layers: tuple[str, ...]
+    seeds: tuple[int, ...]
+    values: np.ndarray  # (seeds, layers)
+    init: float
+    mean: np.ndarray  # (layers,) over the seeds
+    spread: np.ndarray  # (layers,) max - min over the seeds; NaN where a value is not finite
+
+
+def alpha_summary(runs: Sequence[RunCurves]) -> AlphaSummary | None:
+    """The DyT runs that recorded their alpha (None if none did); every one must have the
+    layers of the first."""
+    dyt = [r for r in runs if r.norm == "dyt" and r.dyt_alpha is not None]
+    if not dyt:
+        return None
+    layers, init = dyt[0].dyt_layers, dyt[0].dyt_init
+    if any(r.dyt_layers != layers or r.dyt_init != init for r in dyt):
+        raise ValueError("the DyT runs do not share their layers and initial alpha")
+    values = np.array([r.dyt_alpha for r in dyt], dtype=float).reshape(len(dyt), len(layers))
+    return AlphaSummary(
+        layers=layers,
+        seeds=tuple(r.seed for r in dyt),
+        values=values,
+        init=init if init is not None else DEFAULT_DYT_ALPHA,
+        mean=values.mean(axis=0),
+        spread=np.array([seed_spread(values[:, i]) for i in range(len(layers))]),
+    )
+
+
+@dataclass(frozen=True)
 class TrainingView:
     """Everything the training page shows for one set of runs."""
 
@@ -97,6 +137,7 @@ class TrainingView:
     time_ratio: float | None  # RMSNorm's median step over LayerNorm's
     share_noise: float | None  # the no-norm variant's largest |share| (None: not timed)
     claims: dict[str, Claim]
+    alphas: AlphaSummary | None = None  # DyT's learned alpha (None: no DyT run recorded it)
 
 
 def _binned(values: np.ndarray, size: int) -> np.ndarray:
@@ -105,6 +146,31 @@ def _binned(values: np.ndarray, size: int) -> np.ndarray:
         return values
     edges = np.arange(0, values.size, size)
     return np.add.reduceat(values, edges) / np.diff(np.append(edges, values.size))
+
+
+def dyt_layers(model: Mapping[str, Any]) -> tuple[tuple[str, ...], float]:
+    """The DyT layers of a model (a run's ``config["model"]``) in forward order, each named by
+    its module without the ``blocks.`` prefix (``0.ln_1``, ``ln_f``), and their initial alpha."""
+    config = ModelConfig(
+        **{k: v for k, v in model.items() if k in ModelConfig.__dataclass_fields__}
+    )
+    names = [
+        layer["name"].removeprefix("blocks.")
+        for layer in describe(config)["norm_layers"]
+        if layer["class"] == NORM_CLASSES["dyt"]
+    ]
+    return tuple(names), float(config.dyt_alpha)
+
+
+def _alphas(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A DyT run's recorded alpha with its layers; nothing for another run, or one without it."""
+    alpha = record.get("dyt_alpha")
+    if record["norm"] != "dyt" or alpha is None:
+        return {}
+    layers, init = dyt_layers(record["config"]["model"])
+    if len(alpha) != len(layers):
+        raise ValueError(f"{len(alpha)} alphas recorded for the {len(layers)} DyT layers")
+    return {"dyt_alpha": np.asarray(alpha, dtype=float), "dyt_layers": layers, "dyt_init": init}
 
 
 def run_curves(record: Mapping[str, Any]) -> RunCurves:
@@ -135,6 +201,7 @@ def run_curves(record: Mapping[str, Any]) -> RunCurves:
         finite=bool(np.isfinite(loss).all() and np.isfinite(val_loss).all()),
         max_seconds=record["config"].get("max_seconds"),
         max_work=record["config"].get("max_work"),
+        **_alphas(record),
     )
 
 

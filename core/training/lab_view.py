@@ -29,14 +29,16 @@ from core.device import torch_threads
 from core.training.curves import (
     RunCurves,
     TrainingView,
+    alpha_summary,
     equal_seconds,
     equal_step,
     in_order,
     run_curves,
     summaries,
 )
+from core.training.dyt_view import alpha_claims, dyt_claim
 from core.training.findings import run_claims, share_noise
-from core.training.model import NORM_KINDS, ModelConfig
+from core.training.model import NORM_KINDS, QK_NORMS, ModelConfig
 from core.training.runs import REFERENCE, load_reference
 from core.training.train import TrainConfig, TrainResult, train_together
 
@@ -117,9 +119,12 @@ def live_configs(
     seed: int,
     max_seconds: float,
     max_work: float = LIVE_WORK,
+    placement: str = "pre",
+    qk_norm: str = "off",
 ) -> list[TrainConfig]:
-    """One config per norm, the reference's batches and heads, the visitor's architecture; the
-    work cap is shared equally, the wall-clock cap holds for each (they run side by side)."""
+    """One config per norm, the reference's batches and heads, the visitor's architecture (the
+    norms' ``placement`` and ``qk_norm`` alike for every variant); the work cap is shared
+    equally, the wall-clock cap holds for each (they run side by side)."""
     norms = [n for n in NORM_KINDS if n in norms]
     base = REFERENCE.model
     model = ModelConfig(
@@ -129,6 +134,8 @@ def live_configs(
         n_embd=int(width),
         block_size=base.block_size,
         eps=float(eps),
+        placement=placement,
+        qk_norm=qk_norm,
     )
     config = replace(
         REFERENCE,
@@ -146,12 +153,27 @@ def live_configs(
     return [replace(config, model=replace(model, norm=n)) for n in norms]
 
 
+# Norm layers of the stream's width in a block, by placement (the final norm counted apart).
+STREAM_NORMS = {"pre": 2, "post": 2, "peri": 4}
+
+
+def _norm_weights(kind: str, d: int) -> int:
+    """One norm layer's weights: LayerNorm's gain and bias, RMSNorm's gain, DyT's gain, bias and
+    alpha, none for the identity."""
+    return {"layer": 2 * d, "rms": d, "none": 0, "dyt": 2 * d + 1}[kind]
+
+
 def max_parameters() -> int:
-    """Weights of the largest model a visitor can ask for (widest, deepest, with norms)."""
+    """Weights of the largest model a visitor can ask for: the widest and deepest, with the
+    heaviest norm in the placement with the most norm layers (four a block and a final one) and
+    the heaviest norm on every head's queries and keys."""
     d, n_layer = max(LIVE_WIDTHS), LIVE_DEPTHS[1]
+    d_head = d // REFERENCE.model.n_head
     vocab, block = REFERENCE.model.vocab_size, REFERENCE.model.block_size
-    per_block = 12 * d * d + 4 * d  # attention 4 d^2, MLP 8 d^2, two LayerNorms 2 d each
-    return 2 * vocab * d + block * d + n_layer * per_block + 2 * d
+    stream = max(_norm_weights(n, d) for n in NORM_KINDS)
+    qk = 2 * max(_norm_weights(n, d_head) for n in QK_NORMS if n != "off")
+    blocks = n_layer * (12 * d * d + max(STREAM_NORMS.values()) * stream + qk)  # 4d² + 8d²
+    return 2 * vocab * d + block * d + blocks + stream
 
 
 def train_live(
@@ -235,9 +257,13 @@ def training_view(
     if "rms" in norms and "layer" in norms:
         ratio = norms["rms"].median_step_ms / norms["layer"].median_step_ms
     noise = share_noise(runs)
-    view = TrainingView(runs, norms, step, seconds, operations, ratio, noise, {})
+    alphas = alpha_summary(runs)
+    view = TrainingView(runs, norms, step, seconds, operations, ratio, noise, {}, alphas)
     claims = run_claims(view, reference_spread=reference_spread, machine=machine, live=live)
-    return replace(view, claims=claims)
+    dyt = dyt_claim(view)
+    if dyt is not None:
+        claims["dyt"] = dyt
+    return replace(view, claims=claims | alpha_claims(alphas))
 
 
 def reference_view() -> TrainingView:

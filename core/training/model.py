@@ -75,10 +75,8 @@ __all__ = [
 
 # Every norm the model builds and trains.
 MODEL_NORMS = ("layer", "rms", "none", "dyt")
-# The norms the training page, its claims and the shipped runs iterate: DyT joins them when the
-# page has its texts (labels and claims in both languages); until then a DyT run is trained and
-# recorded through MODEL_NORMS, and the page is unchanged.
-NORM_KINDS = ("layer", "rms", "none")
+# The norms the training page, its claims and the shipped runs iterate: all of them.
+NORM_KINDS = MODEL_NORMS
 NORM_CLASSES = {"layer": "LayerNorm", "rms": "RMSNorm", "none": "Identity", "dyt": "DyT"}
 # The learnable parameters of each norm class, as named in the state dict.
 NORM_PARAMS = {

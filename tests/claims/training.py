@@ -1,11 +1,14 @@
 """The training lab's sentences, recomputed from the runs' raw records with the standard library.
 
 States: the shipped runs (``assets/train/curves.json``, read here with json); a live training of
-the three variants at the link ``?steps=40&width=16&depth=1&nonorm=true&lr=0.01``, as the page
-recorded it (``training_live.json`` beside this file); and synthetic records drawn by hypothesis:
-one to three variants, one to three seeds, runs cut short at any step (none at all included),
-losses that diverge, equal losses and equal step times (ties), forward timings present, missing
-or slower without the norms (timing noise), every stop reason, machines under any load.
+three variants at the link ``?steps=40&width=16&depth=1&nonorm=true&lr=0.01``, and one of all four
+with peri-norm and RMSNorm on the queries and keys at ``...&dyt=true&placement=peri&qk_norm=rms``,
+as the page recorded them (``training_live.json`` and ``training_live_dyt.json`` beside this
+file); and synthetic records drawn by hypothesis: one to four variants, one to three seeds, runs
+cut short at any step (none at all included), losses that diverge, equal losses and equal step
+times (ties), forward timings present, missing or slower without the norms (timing noise), every
+stop reason, machines under any load, and DyT's final alpha per layer in every placement (equal
+to its initial value, equal across seeds, not finite, or not recorded).
 
 Each check reads the records it was given (``state["records"]``), never the view's arrays, and
 recomputes with ``statistics``, ``math.fsum`` and ``fractions``: medians, means, the paired
@@ -32,8 +35,11 @@ from core.training.model import NORM_KINDS, Norm
 from core.training.runs import CURVES_FILE, REFERENCE_DIR
 from tests.claims.oracle import check_runs_words
 
-NAMES = {"rms": "RMSNorm", "layer": "LayerNorm", "none": "Identity"}
+NAMES = {"rms": "RMSNorm", "layer": "LayerNorm", "none": "Identity", "dyt": "DyT"}
 LIVE_FILE = Path(__file__).with_name("training_live.json")
+LIVE_DYT_FILE = Path(__file__).with_name("training_live_dyt.json")
+# DyT's alpha at initialisation where a record does not name it (the paper's default).
+DYT_INIT = 0.5
 # A timing sentence that names the faster norm needs its comparisons to agree by chance less
 # often than the usual 5 % if the norms cost the same.
 SIGNIFICANCE = Fraction(1, 20)
@@ -52,8 +58,21 @@ def shipped() -> dict:
 
 
 @cache
-def recorded_live() -> dict:
-    return json.loads(LIVE_FILE.read_text())
+def recorded_live(path: Path = LIVE_FILE) -> dict:
+    return json.loads(path.read_text())
+
+
+def dyt_layer_names(model: dict) -> list[str]:
+    """The DyT layers of a model, in the order the forward pass meets them: per block the norm
+    before attention (and after it, in peri-norm), then before the MLP (and after it), written
+    ``i.ln_1`` ... as the modules are named; the final ``ln_f`` unless the layout is post-norm
+    (post-norm's ``ln_1`` and ``ln_2`` follow the sublayers, under the same names)."""
+    placement = model.get("placement", "pre")
+    per_block = ["ln_1", "ln_2"]
+    if placement == "peri":
+        per_block = ["ln_1", "ln_1_out", "ln_2", "ln_2_out"]
+    names = [f"{i}.{name}" for i in range(model.get("n_layer", 2)) for name in per_block]
+    return names if placement == "post" else [*names, "ln_f"]
 
 
 def make_record(norm: str, seed: int, shape: dict, run: dict) -> dict:
@@ -64,8 +83,9 @@ def make_record(norm: str, seed: int, shape: dict, run: dict) -> dict:
     return {
         "norm": norm,
         "seed": seed,
+        "dyt_alpha": run.get("alpha") if norm == "dyt" else None,
         "config": {
-            "model": {"norm": norm},
+            "model": {"norm": norm, **shape["model"]},
             "steps": steps,
             "eval_every": every,
             "seed": seed,
@@ -98,6 +118,9 @@ def seed_base(draw, steps: int, n_val: int) -> dict:
         "seconds": draw(_floats(1e-4, 0.2, steps, (0.01, 0.02))),
         "train": draw(_floats(0.5, 6.0, steps, (1.5, 2.0))),
         "val": draw(_floats(0.5, 6.0, n_val, (1.5, 2.0))),
+        # DyT's final alpha, per layer (as many as the largest model has): at its initial value,
+        # near it, or anywhere.
+        "alpha": draw(_floats(-1.0, 3.0, 13, (0.5, 0.25, 0.52, 0.48, 1.0))),
     }
 
 
@@ -109,8 +132,22 @@ SHARES = {
         "rms": (0.4, 0.3, 0.15, 0.05),
         "layer": (0.2, 0.1, 0.35, -0.663),
         "none": (0.0, 0.01, -0.01, -0.1),
+        "dyt": (0.1, 0.05, 0.3, -0.2),
     }.items()
 }
+
+
+@st.composite
+def dyt_alpha(draw, base: dict, shape: dict) -> list[float] | None:
+    """A DyT run's final alpha per layer: its seed's (the same for every seed, or a little off),
+    its own, with a value that is not finite, or not recorded (None)."""
+    n = len(dyt_layer_names(shape["model"]))
+    alpha = [a + draw(st.sampled_from([0.0, 0.0, 1e-3])) for a in base["alpha"][:n]]
+    if draw(st.sampled_from([False] * 6 + [True])):
+        alpha = draw(_floats(-1.0, 3.0, n, (0.5, 0.25)))
+    if draw(st.sampled_from([False] * 12 + [True])):
+        alpha[draw(st.integers(0, n - 1))] = draw(st.sampled_from([math.nan, math.inf]))
+    return None if draw(st.sampled_from([False] * 9 + [True])) else alpha
 
 
 @st.composite
@@ -131,6 +168,7 @@ def synthetic_run(draw, norm: str, base: dict, shape: dict) -> dict:
     timed = stopped == "steps" and (complete or draw(st.sampled_from([True] * 4 + [False])))
     forward = draw(st.floats(1e-4, 0.1))
     return {
+        "alpha": draw(dyt_alpha(base, shape)) if norm == "dyt" else None,
         "train": [offset + v for v in base["train"][:done]],
         "seconds": seconds,
         "val": val,
@@ -153,6 +191,14 @@ MACHINES = st.fixed_dictionaries(
 )
 
 
+# The architecture of the synthetic runs: 1 to 3 blocks in every placement (13 DyT layers at
+# most: 3 peri-norm blocks of four and the final one), the initial alpha stated or not.
+MODELS = st.fixed_dictionaries(
+    {"n_layer": st.integers(1, 3), "placement": st.sampled_from(["pre", "post", "peri"])},
+    optional={"dyt_alpha": st.sampled_from([0.5, 0.25, 1.0])},
+)
+
+
 @st.composite
 def synthetic(draw, complete: bool = False) -> dict:
     """Runs of any shape; ``complete``: every variant, two or three seeds, every run finished
@@ -160,7 +206,7 @@ def synthetic(draw, complete: bool = False) -> dict:
     if complete:
         norms, seeds = list(NORM_KINDS), draw(st.sampled_from([[0, 1], [0, 1, 2], [3, 1, 4]]))
     else:
-        norms = draw(st.lists(st.sampled_from(NORM_KINDS), min_size=1, max_size=3, unique=True))
+        norms = draw(st.lists(st.sampled_from(NORM_KINDS), min_size=1, max_size=4, unique=True))
         seeds = draw(st.lists(st.integers(0, 4), min_size=1, max_size=3, unique=True))
     steps, every = draw(st.integers(1, 30)), draw(st.integers(1, 12))
     shape = {
@@ -171,6 +217,7 @@ def synthetic(draw, complete: bool = False) -> dict:
         "cap": draw(st.one_of(st.none(), st.floats(1.0, 60.0))),
         "factor": {n: draw(FACTORS) for n in NORM_KINDS},
         "offset": {n: draw(OFFSETS) for n in NORM_KINDS},
+        "model": draw(MODELS),
     }
     n_val = len([s for s in range(steps + 1) if s % every == 0 or s == steps])
     bases = {seed: draw(seed_base(steps, n_val)) for seed in seeds}
@@ -197,12 +244,14 @@ def _named(name: str) -> dict:
     if name == "shipped":
         data = shipped()
         return {"records": data["runs"], "machine": data["machine"], "live": False}
-    live = recorded_live()
+    live = recorded_live(LIVE_DYT_FILE if name == "recorded_live_dyt" else LIVE_FILE)
     return {"records": live["runs"], "machine": None, "live": True, "ref_spread": live["spread"]}
 
 
 STATES = st.one_of(
-    st.sampled_from(["shipped", "recorded_live"]).map(_named), synthetic(), synthetic(complete=True)
+    st.sampled_from(["shipped", "recorded_live", "recorded_live_dyt"]).map(_named),
+    synthetic(),
+    synthetic(complete=True),
 )
 
 
@@ -676,6 +725,9 @@ def drawn_groups(state: dict, chart: str) -> dict:
             ]
             for n in norms
         }
+    if chart == "alpha":
+        return {"dyt": [(r["seed"], dyt_layer_names(r["config"]["model"]), r["dyt_alpha"])
+                        for r in alpha_runs(state)]}  # fmt: skip
     raise AssertionError(chart)
 
 
@@ -701,6 +753,104 @@ def check_share_words(state: dict, claim) -> None:
         assert f["lo"] <= 100 * s + 100 * RTOL and f["hi"] >= 100 * s - 100 * RTOL
 
 
+# --- Checks: DyT ------------------------------------------------------------------------------
+
+
+def alpha_runs(state: dict) -> list[dict]:
+    """The DyT runs that recorded their final alpha."""
+    return [r for r in runs_of(state, "dyt") if r.get("dyt_alpha") is not None]
+
+
+def check_alpha(state: dict, claim) -> None:
+    """Per layer, the mean alpha over the seeds (``fsum``) against its initial value, and the
+    seeds' spread (max - min) there: a layer moved when the mean left the initial value by more
+    than the spread. Within rounding of that line, either verdict may be shown."""
+    runs, f = alpha_runs(state), claim.fields
+    assert runs
+    model = runs[0]["config"]["model"]
+    names, init = dyt_layer_names(model), model.get("dyt_alpha", DYT_INIT)
+    table = [[r["dyt_alpha"][i] for r in runs] for i in range(len(names))]  # layers x seeds
+    assert all(math.isfinite(a) for row in table for a in row)
+    assert f["init"] == init and f["layers"] == len(names)
+    if claim.key == "training.alpha_one_seed":
+        assert len(runs) == 1
+        ends = {"lo": min(row[0] for row in table), "hi": max(row[0] for row in table)}
+        for end, value in ends.items():
+            assert f[end] == value and table[names.index(f[f"{end}_layer"])][0] == value
+        return
+    assert f["seeds"] == len(runs) >= 2
+    means = [mean(row) for row in table]
+    spreads = [span(row) for row in table]
+    moves = [abs(m - init) for m in means]
+    scales = [max(abs(m), abs(init), *map(abs, row)) for m, row in zip(means, table, strict=True)]
+    moved = [sides(m, sp, sc) for m, sp, sc in zip(moves, spreads, scales, strict=True)]
+    kind = claim.key.removeprefix("training.alpha_moved_")
+    if kind == "all":
+        assert all(True in m for m in moved)
+        for end, pick in (("lo", min), ("hi", max)):
+            near(f[end], pick(means))
+            near(means[names.index(f[f"{end}_layer"])], pick(means))
+        near(f["spread"], max(spreads))
+        return
+    far = names.index(f["far_layer"])
+    assert moves[far] >= max(moves) - RTOL * max(scales), (f, moves)
+    near(f["far_mean"], means[far])
+    near(f["far_spread"], spreads[far])
+    if kind == "none":
+        assert all(False in m for m in moved)
+        return
+    assert kind == "some"
+    surely, maybe = sum(m == {True} for m in moved), sum(True in m for m in moved)
+    assert surely <= f["moved"] <= maybe and f["moved"] + f["still"] == len(names)
+    assert 0 < f["moved"] < len(names)
+    near_ = names.index(f["near_layer"])
+    assert False in moved[near_]
+    still = [moves[i] for i, m in enumerate(moved) if False in m]
+    assert moves[near_] <= min(still) + RTOL * max(scales)
+    near(f["near_mean"], means[near_])
+    near(f["near_spread"], spreads[near_])
+
+
+def check_dyt(state: dict, claim) -> None:
+    """DyT's mean validation loss at the equal step against the lower of RMSNorm's and
+    LayerNorm's (either, where they agree within rounding), the gap against the seeds' spread."""
+    step, f = equal_step(state), claim.fields
+    assert step > 0 and f["step"] == step
+    dyt = runs_of(state, "dyt")
+    assert dyt and finite(dyt)
+    mine = mean_at(state, "dyt", "steps")
+    norms = {
+        n: mean_at(state, n, "steps")
+        for n in ("rms", "layer")
+        if runs_of(state, n) and finite(runs_of(state, n))
+    }
+    norms = {n: v for n, v in norms.items() if math.isfinite(v)}
+    lowest = min(norms.values())
+    best = {NAMES[n]: n for n, v in norms.items() if sides(v, lowest, abs(lowest)) != {True}}
+    assert f["best"] in best, (f["best"], norms)
+    best = best[f["best"]]
+    near(f["dyt_loss"], mine)
+    near(f["best_loss"], norms[best])
+    scale = max(abs(mine), abs(norms[best]))
+    near(f["gap"], abs(mine - norms[best]), scale=scale)
+    if claim.key == "training.dyt_one_seed":
+        assert min(len(dyt), len(runs_of(state, best))) == 1
+        return
+    assert min(len(dyt), len(runs_of(state, best))) >= 2
+    spread = max(span([at_step(r, step) for r in runs_of(state, n)]) for n in ("dyt", best))
+    near(f["spread"], spread)
+    by_seed = {r["seed"]: at_step(r, step) for r in runs_of(state, best)}
+    pairs = [(at_step(r, step), by_seed[r["seed"]]) for r in dyt if r["seed"] in by_seed]
+    assert f["pairs"] == len(pairs) and f["wins"] == sum(x < y for x, y in pairs)
+    beyond = sides(abs(mine - norms[best]), spread, scale)
+    if claim.key == "training.dyt_within_spread":
+        assert False in beyond
+        return
+    assert True in beyond
+    lower = sides(norms[best], mine, scale)  # whether DyT's mean is the lower
+    assert (claim.key == "training.dyt_lower") in lower, (claim.key, mine, norms[best])
+
+
 def check_chart_words(state: dict, claim) -> None:
     """Each variant's extremes as the chart draws them, recomputed from the records (the
     medians by ``statistics``), and the count of values not drawn."""
@@ -722,7 +872,11 @@ CHECKS = {
         for chart in ("loss_step", "loss_seconds", "finals", "ms")
         for n in NORM_KINDS
     },
-    **{f"training.share_words_{n}": check_chart_words for n in ("rms", "layer")},
+    **{f"training.share_words_{n}": check_chart_words for n in ("rms", "layer", "dyt")},
+    "training.alpha_words_dyt": check_chart_words,
+    **{f"training.alpha_{k}": check_alpha for k in ("one_seed", "moved_all", "moved_some")},
+    "training.alpha_moved_none": check_alpha,
+    **{f"training.dyt_{k}": check_dyt for k in ("within_spread", "lower", "higher", "one_seed")},
     **{f"training.{k}": check_gap for k in ("steps_gap", "steps_tie", "time_gap", "time_tie")},
     "training.time_gap_within_spread": check_gap,
     "training.time_gap_beyond_spread": check_gap,
