@@ -70,6 +70,26 @@ def test_shapes_follow_how_far_the_data_reach() -> None:
     assert abs(linear.r2 - linear.line_r2) < 1e-3
 
 
+@pytest.mark.parametrize("side", ["negative", "positive"])
+def test_data_that_reach_the_flat_part_on_one_side_only_are_half_an_s(side: str) -> None:
+    """The shipped seed 1 models: |α·x| reaches 2.1 to 4.8 below 0 but 1.0 to 1.8 above it in
+    most later layers, and the view called that an S flattening toward ±A."""
+    x, y, _ = noisy_tanh(1.0, 1.0, 0.02)
+    keep = x <= 1.2 if side == "negative" else x >= -1.2
+    fit = fit_tanh(x[keep], y[keep])
+    far, near = (
+        (fit.reach_negative, fit.reach_positive)
+        if side == "negative"
+        else (fit.reach_positive, fit.reach_negative)
+    )
+    assert fit.shape == "one_arm" and fit.flat_side == side
+    assert far >= FLAT_REACH > near and fit.reach == far
+    assert fit.flat_share == pytest.approx(np.mean(fit.alpha * np.abs(x[keep]) >= FLAT_REACH))
+    both = fit_tanh(x, y)
+    assert both.shape == "saturated" and both.flat_side == ""
+    assert min(both.reach_negative, both.reach_positive) >= FLAT_REACH
+
+
 def test_a_fit_that_does_not_converge_says_so() -> None:
     x, y, _ = noisy_tanh(0.7, 3.0, 0.1)
     stopped = fit_tanh(x, y, max_evaluations=2)

@@ -18,7 +18,9 @@ computed in float64 from the captured float32 input. Over all N·d points of a l
 (``scipy.optimize.curve_fit``, Levenberg-Marquardt) and, beside it, the straight line
 :math:`\hat y \approx k x`; each reports :math:`R^2 = 1 - \sum (\hat y - f(x))^2 / \sum (\hat y -
 \bar y)^2`. How far the data reach along the curve is :math:`u = |\alpha| \max |x|`: below 1 the
-tanh bends little over the data, from 2 on it has flattened to within 4 % of :math:`\pm A`.
+tanh bends little over the data, from 2 on it has flattened to within 4 % of :math:`\pm A`. The
+data may reach further on one side of 0 than on the other, so the reach is also kept per side:
+an S flattens on both, and where only one side reaches 2 only one arm of the S is in the data.
 
 Within one token the map is a straight line of slope 1 / denominator (the token's
 :math:`\sqrt{\sigma^2 + \epsilon}` or :math:`\sqrt{\overline{x^2} + \epsilon}`); the cloud of all
@@ -80,7 +82,9 @@ class TanhFit:
     r""":math:`A \tanh(\alpha x)` and :math:`k x` fitted to the points (x, y) by least squares.
 
     ``alpha`` >= 0 (the sign goes to ``amplitude``, A), ``r2`` and ``reach``
-    (:math:`|\alpha| \max|x|`) are NaN where the search did not converge (``converged`` False,
+    (:math:`|\alpha| \max|x|`, the larger of ``reach_negative``, :math:`-|\alpha| \min x`, and
+    ``reach_positive``, :math:`|\alpha| \max x`) are NaN where the search did not converge
+    (``converged`` False,
     ``reason`` "flat": the points do not vary; "search": no convergence within ``evaluations``).
     ``flat_share`` is the share of points with :math:`|\alpha x| \ge` ``FLAT_REACH``; ``slope``
     and ``line_r2`` are the line's.
@@ -90,6 +94,8 @@ class TanhFit:
     amplitude: float
     r2: float
     reach: float
+    reach_negative: float
+    reach_positive: float
     flat_share: float
     slope: float
     line_r2: float
@@ -100,12 +106,21 @@ class TanhFit:
 
     @property
     def shape(self) -> str:
-        """The curve over the data's range: "linear", "bending" or "saturated"; or "no_fit"."""
+        """The curve over the data's range: "linear", "bending", "one_arm" (flat on one side of
+        0 only: half an S) or "saturated" (flat on both sides: an S); or "no_fit"."""
         if not self.converged:
             return "no_fit"
         if self.reach <= LINEAR_REACH and abs(self.r2 - self.line_r2) <= LINE_TIE:
             return "linear"
-        return "saturated" if self.reach >= FLAT_REACH else "bending"
+        flat = [side >= FLAT_REACH for side in (self.reach_negative, self.reach_positive)]
+        return "saturated" if all(flat) else "one_arm" if any(flat) else "bending"
+
+    @property
+    def flat_side(self) -> str:
+        """The side of 0 where a one-armed curve flattens ("negative" or "positive"), or ""."""
+        if self.shape != "one_arm":
+            return ""
+        return "negative" if self.reach_negative >= FLAT_REACH else "positive"
 
 
 def _r2(y: np.ndarray, fitted: np.ndarray, total: float) -> float:
@@ -126,7 +141,9 @@ def fit_tanh(x, y, *, max_evaluations: int = MAX_EVALUATIONS) -> TanhFit:
 
     def failed(reason: str, evaluations: int = 0) -> TanhFit:
         nan = math.nan
-        return TanhFit(nan, nan, nan, nan, nan, slope, line_r2, False, reason, evaluations, x.size)
+        return TanhFit(
+            nan, nan, nan, nan, nan, nan, nan, slope, line_r2, False, reason, evaluations, x.size
+        )
 
     if not (total > 0 and xx > 0):
         return failed("flat")
@@ -165,9 +182,11 @@ def fit_tanh(x, y, *, max_evaluations: int = MAX_EVALUATIONS) -> TanhFit:
     if alpha < 0:  # A·tanh(α·x) = (-A)·tanh(-α·x): the same curve, α quoted positive
         alpha, amplitude = -alpha, -amplitude
     r2 = _r2(y, model(x, alpha, amplitude), total)
-    reach = alpha * top
+    reach, sides = alpha * top, (-alpha * float(np.min(x)), alpha * float(np.max(x)))
     flat = float(np.mean(alpha * np.abs(x) >= FLAT_REACH))
-    return TanhFit(alpha, amplitude, r2, reach, flat, slope, line_r2, True, "", evaluations, x.size)
+    return TanhFit(
+        alpha, amplitude, r2, reach, *sides, flat, slope, line_r2, True, "", evaluations, x.size
+    )
 
 
 def normalised(x: np.ndarray, norm: str, eps: float) -> tuple[np.ndarray, np.ndarray]:

@@ -8,8 +8,8 @@ The sentences, each chosen by a verdict on the fits (``core.lab.claims``):
   their :math:`R^2`; whether :math:`R^2 \ge` ``GOOD_FIT`` (the curve describes the cloud) or the
   points spread about it; the curve's shape over the data, from :math:`u = |\alpha|\max|x|`:
   nearly linear (:math:`u \le` ``LINEAR_REACH`` and :math:`R^2` within ``LINE_TIE`` of the
-  line's), flattening into an S (:math:`u \ge` ``FLAT_REACH``), or bending between; or why no fit
-  converged;
+  line's), flattening into an S (:math:`|\alpha x|` reaches ``FLAT_REACH`` on both sides of 0),
+  flattening on one side only (half an S), or bending; or why no fit converged;
 - per model: in how many layers :math:`R^2 \ge` ``GOOD_FIT``, the best and worst; the layers of
   each shape; how far the tokens' denominators spread, layer by layer;
 - for both: whether the denominators spread further after the first block than in it; the
@@ -31,6 +31,7 @@ from core.training.scurve import (
     GOOD_FIT,
     LINE_TIE,
     LINEAR_REACH,
+    SAMPLE,
     LayerCurve,
     layer_curves,
 )
@@ -39,7 +40,7 @@ __all__ = ["SCURVE_NORMS", "SHAPES", "ScurveView", "scurve_view"]
 
 SCURVE_NORMS = ("rms", "layer")  # RMSNorm first, as on every page
 NORM_NAMES = {"rms": "RMSNorm", "layer": "LayerNorm"}
-SHAPES = ("linear", "bending", "saturated", "no_fit")
+SHAPES = ("linear", "bending", "one_arm", "saturated", "no_fit")
 
 
 @dataclass(frozen=True)
@@ -145,15 +146,20 @@ def layer_claims(norm: str, curve: LayerCurve) -> dict[str, Claim]:
     # How far tanh(u) falls short of u at the data's edge: 1 - tanh(u) / u.
     bend = 1.0 - math.tanh(fit.reach) / fit.reach if fit.reach > 0 else 0.0
     shape: dict[str, object] = {**which, "reach": fit.reach, "bend_pct": bend}
+    key = f"scurve.shape_{fit.shape}"
     if fit.shape == "linear":
         shape["gap"] = abs(fit.r2 - fit.line_r2)
-    elif fit.shape == "saturated":
+    elif fit.shape in ("saturated", "one_arm"):
         shape |= {"flat_pct": fit.flat_share, "flat_reach": FLAT_REACH}
         shape["slope_pct"] = 1.0 - math.tanh(FLAT_REACH) ** 2
+    if fit.shape == "one_arm":  # how far the other side reaches (0 where it has no points)
+        near = fit.reach_positive if fit.flat_side == "negative" else fit.reach_negative
+        shape["other"] = max(near, 0.0)
+        key = f"{key}_{fit.flat_side}"
     return {
         "fit": Claim("scurve.fit_words", words),
         "quality": quality,
-        "shape": Claim(f"scurve.shape_{fit.shape}", shape),
+        "shape": Claim(key, shape),
         "cell": cell,
     }
 
@@ -184,7 +190,7 @@ def model_claims(norm: str, curves: tuple[LayerCurve, ...]) -> dict[str, Claim]:
         if which == "some":
             fields |= {"good_count": len(good), "good_layers": ", ".join(good)}
         claims["summary"] = Claim(f"scurve.summary_{which}", fields)
-    limits = {"linear": LINEAR_REACH, "saturated": FLAT_REACH}
+    limits = {"linear": LINEAR_REACH, "one_arm": FLAT_REACH, "saturated": FLAT_REACH}
     for shape in SHAPES:
         members = [c.name for c in curves if c.fit.shape == shape]
         if members:
@@ -230,9 +236,11 @@ def _claims(view: ScurveView) -> dict[str, Claim]:
                 "points": first.x.size,
             },
         ),
+        # Every chart draws the same random positions and each layer's extremes: how many in
+        # all differs by layer (an extreme may be among the positions), so that is not quoted.
         "sample": Claim(
             "scurve.sample_caption",
-            {"drawn": int(first.sample.size), "points": first.x.size},
+            {"sample": min(SAMPLE, first.x.size), "points": first.x.size},
         ),
         "depth": _depth_claim(view),
     }

@@ -152,6 +152,9 @@ def grid_fit(x: np.ndarray, y: np.ndarray) -> dict:
         "slope": slope,
         "line_r2": 1.0 - float(np.sum((y - slope * x) ** 2)) / total,
         "reach": alpha * top,
+        # How far each side of 0 reaches along the curve: an S needs both arms in the data.
+        "reach_neg": -alpha * float(np.min(x)),
+        "reach_pos": alpha * float(np.max(x)),
         "flat": float(np.mean(alpha * np.abs(x) >= FLAT_REACH)),
         "inside": inside,
         "x": x,
@@ -209,16 +212,26 @@ def sides(value: float, line: float, tol: float) -> set[bool]:
     return {True, False}
 
 
+def flat_sides(fit: dict) -> list[set[bool]]:
+    """Whether |α·x| reaches ``FLAT_REACH`` on the negative and on the positive side of 0."""
+    return [sides(fit[k], FLAT_REACH, FIT_RTOL * abs(fit[k])) for k in ("reach_neg", "reach_pos")]
+
+
 def shapes(fit: dict) -> set[str]:
-    """The shapes the fit may be called, both sides of a threshold within the tolerances."""
+    """The shapes the fit may be called, both sides of a threshold within the tolerances: flat
+    on both sides of 0 an S ("saturated"), on one side only "one_arm"."""
     out = set()
+    negative, positive = flat_sides(fit)
     for linear_reach in sides(LINEAR_REACH, fit["reach"], FIT_RTOL * fit["reach"]):
         for tied in sides(LINE_TIE, abs(fit["r2"] - fit["line_r2"]), 2 * R2_ATOL):
-            for flat in sides(fit["reach"], FLAT_REACH, FIT_RTOL * fit["reach"]):
-                if linear_reach and tied:
-                    out.add("linear")
-                else:
-                    out.add("saturated" if flat else "bending")
+            for flat_neg in negative:
+                for flat_pos in positive:
+                    if linear_reach and tied:
+                        out.add("linear")
+                    elif flat_neg and flat_pos:
+                        out.add("saturated")
+                    else:
+                        out.add("one_arm" if flat_neg or flat_pos else "bending")
     return out
 
 
@@ -251,6 +264,9 @@ def check_quality(state: dict, claim: Claim) -> None:
 def check_shape(state: dict, claim: Claim) -> None:
     fit, f = layer_of(state, claim), claim.fields
     shape = claim.key.removeprefix("scurve.shape_").removeprefix("scurve.cell_")
+    side = ""
+    if shape.startswith("one_arm_"):
+        shape, side = "one_arm", shape.removeprefix("one_arm_")
     assert shape in shapes(fit), (shape, shapes(fit))
     if claim.key.startswith("scurve.cell_"):
         return
@@ -260,7 +276,18 @@ def check_shape(state: dict, claim: Claim) -> None:
     if shape == "linear":
         assert abs(f["gap"] - abs(fit["r2"] - fit["line_r2"])) <= 2 * R2_ATOL
         assert f["reach"] <= LINEAR_REACH == 1.0 and f["gap"] <= LINE_TIE == 0.01
-    if shape == "saturated":
+    if shape == "one_arm":
+        assert side in ("negative", "positive")
+        flat, other = ("reach_neg", "reach_pos")[:: 1 if side == "negative" else -1]
+        reaches = sides(fit[flat], FLAT_REACH, FIT_RTOL * abs(fit[flat]))
+        assert True in reaches, (side, fit["reach_neg"], fit["reach_pos"])
+        near(f["reach"], fit[flat])  # the far side is the data's edge
+        if fit[other] > 0:
+            near(f["other"], fit[other])
+        else:  # no point on that side: the page says 0
+            assert f["other"] == 0.0
+        assert True in sides(FLAT_REACH, f["other"], FIT_RTOL * FLAT_REACH)
+    if shape in ("saturated", "one_arm"):
         assert f["flat_reach"] == FLAT_REACH == 2.0 and f["reach"] >= 2.0
         # tanh'(u) / tanh'(0) = 1 - tanh(u)² = 1 / cosh(u)²
         assert abs(f["slope_pct"] - 1.0 / math.cosh(2.0) ** 2) <= 1e-15
@@ -329,7 +356,7 @@ def check_group(state: dict, claim: Claim) -> None:
         else:
             assert possible != {shape}, (name, shape)
     assert f["tie"] == LINE_TIE
-    if shape in ("linear", "saturated"):
+    if shape in ("linear", "one_arm", "saturated"):
         assert f["reach"] == (LINEAR_REACH if shape == "linear" else FLAT_REACH)
 
 
@@ -371,13 +398,18 @@ def check_model(state: dict, claim: Claim) -> None:
 
 
 def check_sample(state: dict, claim: Claim) -> None:
-    """The count drawn: the fixed subset and the extremes of x and ŷ, each point once; the
-    drawn points of every layer reach the layer's extremes."""
+    """What every chart draws: the same ``sample`` positions in every layer (the charts of
+    both models share at least that many), and each layer's extremes of x and ŷ, each point
+    once; no count of the whole is quoted, since it differs by layer."""
     f, v = claim.fields, view(state)
     points = len(DEFAULT_TEXT.encode("utf-8")) * v.d
-    assert f["points"] == points and SAMPLE <= f["drawn"] <= SAMPLE + 4
+    assert f["points"] == points and f["sample"] == min(SAMPLE, points)
+    charts = [curve for curves in v.curves.values() for curve in curves]
+    shared = set.intersection(*(set(curve.sample.tolist()) for curve in charts))
+    assert len(shared) >= f["sample"]
     for norm, curves in v.curves.items():
         for curve in curves:
+            assert f["sample"] <= curve.sample.size <= f["sample"] + 4
             fit = readings(state["seed"])[norm]["layers"][curve.name]
             drawn_x, drawn_y = curve.x[curve.sample], curve.y[curve.sample]
             assert np.unique(curve.sample).size == curve.sample.size >= SAMPLE
@@ -385,7 +417,6 @@ def check_sample(state: dict, claim: Claim) -> None:
                 scale = np.max(np.abs(every))
                 assert abs(drawn.max() - every.max()) <= 1e-5 * scale
                 assert abs(drawn.min() - every.min()) <= 1e-5 * scale
-    assert f["drawn"] == v.curves["rms"][0].sample.size
 
 
 def check_r2_words(state: dict, claim: Claim) -> None:
@@ -406,12 +437,16 @@ CHECKS = {
     "scurve.fit_close": check_quality,
     "scurve.fit_loose": check_quality,
     **{f"scurve.shape_{s}": check_shape for s in ("linear", "bending", "saturated")},
-    **{f"scurve.cell_{s}": check_shape for s in ("linear", "bending", "saturated")},
+    **{f"scurve.shape_one_arm_{side}": check_shape for side in ("negative", "positive")},
+    **{f"scurve.cell_{s}": check_shape for s in ("linear", "bending", "one_arm", "saturated")},
     "scurve.cell_no_fit": check_no_fit,
     "scurve.no_fit_search": check_no_fit,
     "scurve.no_fit_flat": check_no_fit,
     **{f"scurve.summary_{k}": check_summary for k in ("all", "some", "none", "no_fit")},
-    **{f"scurve.group_{s}": check_group for s in ("linear", "bending", "saturated", "no_fit")},
+    **{
+        f"scurve.group_{s}": check_group
+        for s in ("linear", "bending", "one_arm", "saturated", "no_fit")
+    },
     "scurve.divisors": check_divisors,
     "scurve.depth_grows": check_depth,
     "scurve.depth_mixed": check_depth,
