@@ -157,3 +157,5 @@ def test_presenter_view_keeps_figures_and_explanations():
     at = open_page(lang="en", controls="hidden")
     assert {"before_after", "sweep", "collapse", "pair"} <= set(figures(at))
     assert not at.get("code")  # no share box
+    # and no code section (drawn only when opened, so its code block alone would not tell)
+    assert t("common.code_heading", "en") not in [e.label for e in at.expander]

@@ -101,6 +101,8 @@ def test_presenter_view_keeps_the_step_and_its_buttons() -> None:
     predict_and_reveal(at, "shift", "layer")
     assert len(at.get("plotly_chart")) == 1
     assert not at.get("code")  # no share box
+    # and no code section (drawn only when opened, so its code block alone would not tell)
+    assert t("common.code_heading", "en") not in [e.label for e in at.expander]
 
 
 def test_buttons_move_the_bound_step_and_answers_survive_navigation() -> None:

@@ -25,6 +25,7 @@ from core.lab.lesson_options import STEP_IDS
 from core.lab.snippets import lesson_code
 from tests.apptest_util import decode, figures, open_app, trace
 from ui import fmt
+from ui.code import CODE_KEY
 from ui.i18n import catalogue, translator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,9 +73,22 @@ sys.stdout.write(json.dumps(out))
 
 
 def snippet_of(at) -> str:
+    """The page's snippet, read from its code section; the section draws its code only while it
+    is open, so it is opened first (as a visitor's click does: the page runs again)."""
+    if not (CODE_KEY in at.session_state and at.session_state[CODE_KEY]):
+        at.session_state[CODE_KEY] = True
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
     codes = [c.value for c in at.get("code") if c.value.startswith(HEADING)]
     assert len(codes) == 1, "the page has no (or more than one) code section"
     return codes[0]
+
+
+def test_the_code_is_drawn_only_when_its_section_is_opened() -> None:
+    at = open_app(None, lang="en", d="8")
+    assert EN("common.code_heading") in [e.label for e in at.expander]
+    assert not [c for c in at.get("code") if c.value.startswith(HEADING)]
+    assert "make_input(8," in snippet_of(at)  # opens the section, as a click does
 
 
 def printed(output: str) -> dict[str, object]:

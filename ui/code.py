@@ -9,12 +9,23 @@ import streamlit as st
 from ui.frame import presenting
 from ui.i18n import Translator
 
+# The session key of the section's expander: open, the section draws its code.
+CODE_KEY = "_code_open"
+
 
 def code_section(tr: Translator, code: str) -> None:
     """The collapsed section, in the page's language; ``code`` is the page's snippet. None in
-    the presenter view, which shows figures and their explanations only."""
+    the presenter view, which shows figures and their explanations only.
+
+    The snippet is drawn only while the section is open (opening it reruns the page): a code
+    block, even in a closed expander, makes the browser fetch and run Streamlit's syntax
+    highlighter (1.5 MB of JavaScript, about a fifth of the explorer's first screen in Chromium
+    beyond the floor page's), which a visitor who never opens the section does not need.
+    """
     if presenting():
         return
-    with st.expander(tr("common.code_heading")):
-        st.caption(tr("common.code_caption"))
-        st.code(code, language="python")
+    section = st.expander(tr("common.code_heading"), key=CODE_KEY, on_change="rerun")
+    if section.open:
+        with section:
+            st.caption(tr("common.code_caption"))
+            st.code(code, language="python")
