@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core import LAYER_JACOBIAN_FORMULA, PRESETS
-from ui.fmt import stacked
+from ui.fmt import localise, stacked
 
 
 def test_each_top_level_clause_goes_on_a_line_of_its_own() -> None:
@@ -41,3 +41,12 @@ def test_the_shipped_formulas_keep_every_symbol(formula: str) -> None:
     assert body.replace(r"\\", r"\quad").translate(strip) == formula.replace(
         r"\qquad", r"\quad"
     ).translate(strip)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [("0.25", "0,25"), ("-12345.6", "-12.345,6"), ("1.5e-8", "1,5e-8"), ("0.ln_1", "0.ln_1"),
+     ("ln_f", "ln_f"), ("2.ln_2_out", "2.ln_2_out")],
+)  # fmt: skip
+def test_a_tick_is_written_the_indonesian_way_only_when_it_is_a_number(text, shown) -> None:
+    assert localise(text, "id") == shown

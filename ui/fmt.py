@@ -78,7 +78,7 @@ def localise(text: str, lang: str | None = None) -> str:
     mantissa, e, exponent = text.partition("e")
     sign = mantissa[:1] if mantissa[:1] in ("-", "−") else ""
     whole, point, frac = mantissa[len(sign) :].partition(".")
-    if not whole.isdigit():
+    if not whole.isdigit() or (frac and not frac.isdigit()):  # a name such as 0.ln_1 stays
         return text
     if len(whole) > 3:
         head = len(whole) % 3 or 3
