@@ -29,14 +29,14 @@ from core.lab.snippets import explorer_code
 from core.messages import Message
 from core.stats import IDENTITY_FORMULA, STAT_NAMES
 from ui import fmt, widgets
-from ui.chart import chart
+from ui.chart import chart, figure_for
 from ui.code import code_section
 from ui.export import coordinates_csv, statistics_csv, view_json
 from ui.frame import Saving, begin_page, metric_width, presenting, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam
 from viz import style
-from viz.explorer import coordinates_figure, plane_figure, sphere_figure
+from viz.explorer import coordinates_spec, figure, plane_spec, sphere_spec
 
 PARAMS = (
     TextParam("x", "", max_len=200_000),
@@ -220,14 +220,20 @@ def coordinates(tr: Translator, view: ExplorerView, names: dict, scale: float) -
     more = tr.claim(c["coords"]) + " " + tr.claim(c["divisors"])
     if "envelope" in c:
         more += " " + tr.claim(c["envelope"])
-    # The table holds what the chart draws: every coordinate, or past the envelope's width the
-    # coordinates some trace draws (each exact, in the chart's float32 where it uses that).
-    index = np.unique(np.concatenate([s.index for s in view.chart.values()]))
     full = {"x": view.x, "rms": view.y_rms, "layer": view.y_layer}
-    table = {"i": index}
-    table |= {k: full[k][index].astype(s.values.dtype) for k, s in view.chart.items()}
+
+    def table() -> dict:
+        # What the chart draws: every coordinate, or past the envelope's width the coordinates
+        # some trace draws (each exact, in the chart's float32 where it uses that).
+        index = np.unique(np.concatenate([s.index for s in view.chart.values()]))
+        return {"i": index} | {
+            k: full[k][index].astype(s.values.dtype) for k, s in view.chart.items()
+        }
+
+    build = lambda: _coords_spec(tr, view, names, scale)  # noqa: E731
+    fig = figure_for(view, ("coords", scale), build, lang=tr.lang)
     chart(
-        _coords_figure(tr, view, names, scale),
+        fig,
         key="coords",
         title=tr("explorer.coords_chart"),
         words=words,
@@ -239,14 +245,14 @@ def coordinates(tr: Translator, view: ExplorerView, names: dict, scale: float) -
     )
 
 
-def _coords_figure(tr: Translator, view: ExplorerView, names: dict, scale: float):
+def _coords_spec(tr: Translator, view: ExplorerView, names: dict, scale: float) -> dict:
     # The figure names the envelope in a line short enough for a phone (and its own export);
     # the caption under it says the rest.
     label = view.claims.get("envelope_label")
     note = tr.claim(label) if label is not None else ""
     series = {k: (s.index, s.values) for k, s in view.chart.items()}
     means = {k: s.mean for k, s in view.chart.items()}
-    return coordinates_figure(series, means, names, d=view.d, note=note, font_scale=scale)
+    return coordinates_spec(series, means, names, d=view.d, note=note, font_scale=scale)
 
 
 def statistics(tr: Translator, view: ExplorerView, names: dict) -> None:
@@ -295,10 +301,16 @@ def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale
     with left:
         st.markdown(f"**{tr('explorer.plane_title')}**")
         points = {"point": tr("charts.point"), "a": "a", "b": "b"}
-        chart(
-            plane_figure(
+        fig = figure_for(
+            view,
+            ("plane", scale),
+            lambda: plane_spec(
                 plane.point, plane.rms, plane.layer, plane.radius, names, font_scale=scale
             ),
+            lang=tr.lang,
+        )
+        chart(
+            fig,
             key="plane",
             title=tr("explorer.plane_chart"),
             words=tr.claim(claims["plane_words"]),
@@ -327,10 +339,16 @@ def sphere(tr: Translator, view: ExplorerView, names: dict, scale: float) -> Non
     """d = 3 gets the full width: the sphere needs it to be read."""
     s = view.sphere
     st.markdown(f"**{tr('explorer.sphere_title')}**")
-    chart(
-        sphere_figure(
+    fig = figure_for(
+        view,
+        ("sphere", scale),
+        lambda: sphere_spec(
             s.plane, s.circle, s.sphere, (s.point, s.rms, s.layer), names, font_scale=scale
         ),
+        lang=tr.lang,
+    )
+    chart(
+        fig,
         key="sphere",
         title=tr("explorer.sphere_chart"),
         words=tr.claim(view.claims["sphere_words"]),
@@ -430,7 +448,7 @@ def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> S
         ),
         (
             "common.save_figure",
-            lambda: _coords_figure(tr, view, names, 1.0).to_html(
+            lambda: figure(_coords_spec(tr, view, names, 1.0)).to_html(
                 include_plotlyjs=True, full_html=True
             ),
             "normlab-coordinates.html",

@@ -35,3 +35,76 @@ def test_a_replaced_link_value_reaches_its_bound_widget_and_the_url():
     assert not at.exception
     assert at.number_input(key="d").value == 8
     assert at.query_params["d"] == "8"
+
+
+def _explorer_specs() -> list[dict]:
+    """The explorer's figure specs: coordinates at d = 3 (every point, negative gain) and
+    d = 4096 (an envelope), the plane, and the sphere's 2-D surfaces."""
+    from core.inputs import make_input
+    from core.lab.explorer import explore
+    from viz.explorer import coordinates_spec, plane_spec, sphere_spec
+
+    names = {k: k for k in ("input", "outputs", "x", "rms", "layer", "coordinate", "value",
+                            "axis_a", "axis_b", "circle", "ray", "x_short", "sphere", "plane",
+                            "circle3d", "ones")}  # fmt: skip
+    specs = []
+    for d, gain in ((3, -1.5), (4096, 1.0)):
+        v = explore(make_input(d, offset=0.5), eps=1e-5, gain=gain)
+        series = {k: (s.index, s.values) for k, s in v.chart.items()}
+        specs.append(coordinates_spec(series, {k: s.mean for k, s in v.chart.items()}, names, d=d))
+        specs.append(plane_spec(v.plane.point, v.plane.rms, v.plane.layer, v.plane.radius, names))
+        if v.sphere is not None:
+            s = v.sphere
+            specs.append(sphere_spec(s.plane, s.circle, s.sphere, (s.point, s.rms, s.layer), names))
+    return specs
+
+
+def test_a_spec_reaches_plotly_chart_as_the_figure_built_from_it_would():
+    """What Streamlit sends for ``plotly_spec(spec)`` is what it sends for the go.Figure built
+    from the same dicts: the same data and layout, typed arrays, Plotly's default template."""
+    import json
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from plotly.basedatatypes import BaseFigure
+
+    from ui.st_private import plotly_spec
+
+    specs = _explorer_specs()
+    assert len(specs) == 5
+    for spec in specs:
+        fig = go.Figure(data=spec["data"], layout=spec["layout"], _validate=False)
+        want = json.loads(pio.to_json(fig.to_dict(), validate=False))
+        adapted = plotly_spec(spec)
+        assert isinstance(adapted, BaseFigure)  # Streamlit's check before to_dict()
+        got = json.loads(pio.to_json(adapted.to_dict(), validate=False))
+        assert got == want
+        assert "template" in got["layout"] and "template" not in spec["layout"]
+        assert adapted.to_dict()["layout"] is not spec["layout"]  # the spec is never changed
+
+
+def _two_charts() -> None:
+    import json
+
+    import plotly.graph_objects as go
+    import streamlit as st
+
+    from ui.st_private import plotly_spec
+
+    spec = json.loads(st.query_params["spec"])
+    fig = go.Figure(data=spec["data"], layout=spec["layout"], _validate=False)
+    st.plotly_chart(fig, key="figure")
+    st.plotly_chart(plotly_spec(spec), key="spec")
+
+
+def test_plotly_chart_takes_a_spec():
+    import json
+
+    at = AppTest.from_function(_two_charts)
+    at.query_params["spec"] = json.dumps(
+        {"data": [{"type": "scatter", "x": [0, 1], "y": [2, 3]}], "layout": {"height": 300}}
+    )
+    at.run()
+    assert not at.exception
+    figure, spec = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
+    assert spec == figure and spec["data"][0]["y"] == [2, 3]

@@ -12,11 +12,18 @@ Each chart gets, in this order:
 The full data, one row per point with a decimal point and every digit (``repr`` of the float),
 goes to the share dialog's downloads (``ui.frame.share_box``) through a list the page's run
 fills: ``begin_page`` empties it, each :func:`chart` adds its file.
+
+A page may pass a figure's spec (plain dicts) instead of a ``go.Figure``, and keep the figures
+it built for a computed view with :func:`figure_for`, so that a rerun which changes none of a
+figure's inputs does not build it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -26,18 +33,62 @@ from ui import fmt
 from ui.export import Columns, columns_csv
 from ui.frame import CHART_FILES_KEY, ChartFile, presenting
 from ui.i18n import t
+from ui.st_private import plotly_spec
 
+# A Plotly figure, or its spec: the same as plain dicts, ``{"data": [...], "layout": {...}}``.
+Figure = go.Figure | dict
 # The session key of a chart's Data expander: this prefix and the chart's key.
 DATA_KEY = "_data_"
+# How many built figures ``figure_for`` keeps, the most recently used.
+FIGURES_KEPT = 32
+_figures: OrderedDict[tuple, tuple[weakref.ref, Figure]] = OrderedDict()
+_figures_lock = threading.Lock()
+
+
+def figure_for(source: object, key: Hashable, build: Callable[[], Figure], *, lang: str) -> Figure:
+    """The figure ``build()`` returns with its numbers in ``lang`` (``localised``), built once per
+    ``source`` object, ``key`` and ``lang``.
+
+    ``source`` is what the figure is drawn from, as a page's cached computation returns it
+    (``st.cache_resource`` hands every run the same object for the same settings), and ``key``
+    names the figure and whatever else it depends on (its text size). A rerun that changes none
+    of them (a section opened, the share dialog) draws the figure it built before, in every
+    session. The figure is shared, so nothing changes it after ``build`` (``chart`` does not).
+    ``source`` is held weakly and compared by identity: a new object never gets an old object's
+    figure.
+    """
+    slot = (id(source), key, lang)
+    with _figures_lock:
+        kept = _figures.get(slot)
+        if kept is not None and kept[0]() is source:
+            _figures.move_to_end(slot)
+            return kept[1]
+    fig = localised(build(), lang)
+    with _figures_lock:
+        _figures[slot] = (weakref.ref(source), fig)
+        while len(_figures) > FIGURES_KEPT:
+            _figures.popitem(last=False)
+    return fig
+
+
+def localised(fig: Figure, lang: str) -> Figure:
+    """``fig`` with numbers in ``lang`` (Plotly's decimal mark and digit group separator), where
+    it does not set them already (``ui.frame.readable`` does)."""
+    if isinstance(fig, dict):
+        if fig["layout"].get("separators") is None:
+            fig["layout"]["separators"] = "".join(fmt.marks(lang))
+    elif fig.layout.separators is None:
+        fig.layout.separators = "".join(fmt.marks(lang))
+    return fig
 
 
 def chart(
-    fig: go.Figure,
+    fig: Figure,
     *,
     key: str,
     title: str,
     words: str,
-    table: Columns,
+    table: Columns | Callable[[], Columns],
     headers: Mapping[str, str],
     lang: str,
     more: str = "",
@@ -45,36 +96,42 @@ def chart(
     file_name: str | None = None,
     config: dict | None = None,
 ) -> None:
-    """Draw ``fig`` with its summary and its data.
+    """Draw ``fig`` with its summary and its data. ``fig`` is a Plotly figure, or a spec: the
+    figure as plain dicts, ``{"data": [...], "layout": {...}}`` (``viz.explorer``'s), which
+    Streamlit is handed without a figure built (``ui.st_private.plotly_spec``).
 
     ``title``: what the chart is, in a few words (the download's label and the start of its
     accessible name); ``words``: the summary sentence(s) the core chose, rendered; ``more``:
     sentences the caption adds after them. ``table``: the chart's data as drawn, columns by their
-    machine names (``i``, ``rmsnorm``, …), ``headers`` naming them for the reader. ``full``: every
-    value when the chart draws fewer (columns, or a callable that writes the CSV); without it the
-    table is the full data. ``file_name`` names the CSV in the share dialog (``None``: the page
-    offers the full data there itself).
+    machine names (``i``, ``rmsnorm``, …), or a callable that returns them when the table is
+    drawn; ``headers`` names them for the reader. ``full``: every value when the chart draws
+    fewer (columns, or a callable that writes the CSV); without it the table is the full data.
+    ``file_name`` names the CSV in the share dialog (``None``: the page offers the full data
+    there itself).
     """
-    if fig.layout.separators is None:  # figures not drawn through ui.frame.readable
-        fig.layout.separators = "".join(fmt.marks(lang))
-    st.plotly_chart(fig, key=key, config=config, alt=f"{title}. {words}")
+    fig = localised(fig, lang)
+    drawn = plotly_spec(fig) if isinstance(fig, dict) else fig
+    st.plotly_chart(drawn, key=key, config=config, alt=f"{title}. {words}")
     st.caption(f"{words} {more}".strip())
     # Drawn only while open: writing a wide chart's table costs more than the rest of a rerun.
     data = st.expander(t("charts.data_heading", lang), key=DATA_KEY + key, on_change="rerun")
     if data.open:
+        columns = table() if callable(table) else table
         with data:
             frame = pd.DataFrame(
                 {
                     headers.get(name, name): fmt.column(values, lang)
-                    for name, values in table.items()
+                    for name, values in columns.items()
                 }
             )
             st.dataframe(frame, hide_index=True)
             if not presenting():
                 st.caption(t("charts.data_full", lang))
     if file_name is not None:
-        source = full if full is not None else table
-        write = source if callable(source) else (lambda: columns_csv(source))
+        if full is not None:
+            write = full if callable(full) else (lambda: columns_csv(full))
+        else:
+            write = lambda: columns_csv(table() if callable(table) else table)  # noqa: E731
         files = st.session_state.setdefault(CHART_FILES_KEY, [])
         files[:] = [f for f in files if f.file_name != file_name]
         files.append(ChartFile(title, write, file_name))

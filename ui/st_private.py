@@ -1,5 +1,8 @@
 """The one place that touches Streamlit's private API (Streamlit is pinned in requirements.txt).
 
+Two needs bring the app here: refreshing the bound widgets' snapshot of the link (below), and
+handing ``st.plotly_chart`` a figure as plain dicts (``plotly_spec``, further below).
+
 A bound widget (``bind="query-params"``) seeds itself from a snapshot of the query string taken
 at page load. When a link value has to be corrected (``d=7.5`` becomes 8 with a notice), the
 corrected value has to replace the raw one in the URL, so that the address reproduces the view,
@@ -12,6 +15,12 @@ for a value it clamped (``set_corrected_value``) and after a page switch.
 
 from __future__ import annotations
 
+import copy
+import functools
+
+import plotly.io as pio
+from _plotly_utils.utils import convert_to_base64
+from plotly.basedatatypes import BaseFigure
 from streamlit.runtime.state import get_session_state
 from streamlit.runtime.state.query_params import EMBED_QUERY_PARAMS_KEYS
 
@@ -28,3 +37,44 @@ def reserved_link_keys() -> tuple[str, ...]:
     """The link parameters Streamlit keeps for itself (``embed``, ``embed_options``): no page may
     name a parameter of its own after them."""
     return tuple(sorted(EMBED_QUERY_PARAMS_KEYS))
+
+
+def plotly_spec(spec: dict) -> BaseFigure:
+    """A figure given as plain dicts (``{"data": [...], "layout": {...}}``), in the form
+    ``st.plotly_chart`` takes, without building a ``go.Figure``.
+
+    Streamlit reads a figure only through its ``to_dict()`` (in Plotly's
+    ``tools.return_figure_from_figure_or_data``; a plain dict it would validate property by
+    property instead). A ``go.Figure`` builds an object per trace and a copy of every dict,
+    reads Plotly's configuration file, then ``to_dict`` copies everything back: a quarter of an
+    explorer interaction at d = 4096. The object returned here answers ``to_dict()`` with what
+    ``go.Figure(data=..., layout=..., _validate=False).to_dict()`` answers (the same dicts,
+    Plotly's default template where the layout names none, numpy arrays as typed arrays), and
+    nothing else of a figure. ``tests/test_st_private.py`` holds the two to the same JSON.
+    """
+    return _Spec(spec)
+
+
+class _Spec(BaseFigure):
+    """``plotly_spec``'s object: a ``BaseFigure`` to Streamlit's type check, a spec inside."""
+
+    def __init__(self, spec: dict) -> None:  # nothing of BaseFigure is built
+        self.__dict__["_spec"] = spec
+
+    def to_dict(self) -> dict:
+        """The spec as ``BaseFigure.to_dict`` writes a figure; the template is shared, not
+        copied (Streamlit only serialises what this returns)."""
+        out = {"data": copy.deepcopy(self._spec["data"])}
+        out["layout"] = copy.deepcopy(self._spec["layout"])
+        convert_to_base64(out)
+        if out["layout"].get("template") is None and pio.templates.default is not None:
+            out["layout"]["template"] = _template(pio.templates.default)
+        return out
+
+
+@functools.cache
+def _template(name: str) -> dict:
+    """Plotly's template ``name`` as a figure's ``to_dict`` writes it."""
+    template = pio.templates[name].to_plotly_json()
+    convert_to_base64(template)
+    return template

@@ -1,4 +1,8 @@
-"""Figures for the explorer: coordinates side by side, the (1, x_perp) plane, the d = 3 view."""
+"""Figures for the explorer: coordinates side by side, the (1, x_perp) plane, the d = 3 view.
+
+Each is built as a spec, Plotly's plain dicts (``coordinates_spec``, ...), which the explorer
+draws as it is; ``figure`` and the ``*_figure`` functions make Plotly figures of them.
+"""
 
 from __future__ import annotations
 
@@ -44,14 +48,32 @@ def _merge(base: dict, extra: dict) -> dict:
     return out
 
 
-def _figure(data: list[dict], layout: dict) -> go.Figure:
-    """A figure from plain dicts, without Plotly's per-property validation.
+def figure(spec: dict) -> go.Figure:
+    """A Plotly figure from a spec of this module (``{"data": [...], "layout": {...}}``, plain
+    dicts), without Plotly's per-property validation.
 
     Validation costs 15-20 ms per figure on every rerun (most of the explorer's server time);
     the dicts built here are checked once by the tests instead (tests/test_page_explorer.py
-    rebuilds every figure with validation on).
+    rebuilds every figure with validation on). The explorer draws the specs themselves
+    (``ui.chart.chart`` takes one): building the figure and copying it back to dicts, as
+    Streamlit does with a figure, took about a quarter of an interaction at d = 4096.
     """
-    return go.Figure(data=data, layout=layout, _validate=False)
+    return go.Figure(data=spec["data"], layout=spec["layout"], _validate=False)
+
+
+def coordinates_figure(*args: object, **kwargs: object) -> go.Figure:
+    """:func:`coordinates_spec` as a figure."""
+    return figure(coordinates_spec(*args, **kwargs))
+
+
+def plane_figure(*args: object, **kwargs: object) -> go.Figure:
+    """:func:`plane_spec` as a figure."""
+    return figure(plane_spec(*args, **kwargs))
+
+
+def sphere_figure(*args: object, **kwargs: object) -> go.Figure:
+    """:func:`sphere_spec` as a figure."""
+    return figure(sphere_spec(*args, **kwargs))
 
 
 def _series(
@@ -64,8 +86,8 @@ def _series(
     dash = "solid" if enveloped else style.DASHES[kind]  # a band: a dash pattern would not show
     return {
         "type": "scattergl" if points > WEBGL_WIDTH and not enveloped else "scatter",
-        "x": index,
-        "y": values,
+        "x": style.typed(index),
+        "y": style.typed(values),
         "name": name,
         "mode": mode,
         "marker": marker,
@@ -75,7 +97,7 @@ def _series(
     }
 
 
-def coordinates_figure(
+def coordinates_spec(
     series: Mapping[str, tuple[np.ndarray, np.ndarray]],
     means: Mapping[str, float],
     labels: Mapping[str, str],
@@ -83,7 +105,7 @@ def coordinates_figure(
     d: int,
     note: str = "",
     font_scale: float = 1.0,
-) -> go.Figure:
+) -> dict:
     """x on top; RMSNorm(x) and LayerNorm(x) below on one shared y axis; shared coordinate axis.
 
     ``series`` maps "x", "rms" and "layer" to (coordinate indices, values): every coordinate, or
@@ -126,7 +148,7 @@ def coordinates_figure(
         "margin": {"l": 60, "r": 20, "t": 110, "b": 130 if note else 50},
         "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.09, "x": 0},
     }
-    return _figure(traces, _merge(layout, _text(size, "xaxis", "yaxis", "yaxis2")))
+    return {"data": traces, "layout": _merge(layout, _text(size, "xaxis", "yaxis", "yaxis2"))}
 
 
 def _panel_title(text: str, y: float, font: dict) -> dict:
@@ -158,7 +180,7 @@ def _hline(y: float, color: str, dash: str, width: float) -> dict:
     }
 
 
-def plane_figure(
+def plane_spec(
     x_ab: tuple[float, float],
     rms_ab: tuple[float, float],
     layer_ab: tuple[float, float],
@@ -166,7 +188,7 @@ def plane_figure(
     labels: Mapping[str, str],
     *,
     font_scale: float = 1.0,
-) -> go.Figure:
+) -> dict:
     """The plane spanned by u = 1/sqrt(d) (horizontal) and the part of x orthogonal to it.
 
     Every point is (a, b): a = <v, u>, b = <v, x_perp / |x_perp|>. RMSNorm slides x along its
@@ -182,9 +204,11 @@ def plane_figure(
         shown = ARROW_LIMIT * radius / length
     tip = (x_ab[0] * shown, x_ab[1] * shown)
     reach = max(radius, length * shown) * 1.15 or 1.0
-    theta = np.linspace(-np.pi if lower else 0.0, np.pi, 361 if lower else 181)
+    cos, sin = _UNIT_CIRCLE[lower]
     traces = [
-        _line(radius * np.cos(theta), radius * np.sin(theta), labels["circle"], style.MUTED, 2)
+        _line(
+            style.typed(radius * cos), style.typed(radius * sin), labels["circle"], style.MUTED, 2
+        )
     ]
     if length > 0:
         ray = reach / length
@@ -199,7 +223,17 @@ def plane_figure(
         _plane_layout(labels, tip, reach, lower),
         _text(style.FONT_SIZE * font_scale, "xaxis", "yaxis"),
     )
-    return _figure(traces, layout)
+    return {"data": traces, "layout": layout}
+
+
+# The output circle's points on the unit circle, by whether the lower half is drawn too.
+_UNIT_CIRCLE = {
+    lower: (np.cos(theta), np.sin(theta))
+    for lower, theta in (
+        (False, np.linspace(0.0, np.pi, 181)),
+        (True, np.linspace(-np.pi, np.pi, 361)),
+    )
+}
 
 
 def _line(x: object, y: object, name: str, color: str, width: float) -> dict:
@@ -248,7 +282,7 @@ def _plane_layout(labels: Mapping[str, str], tip: tuple, reach: float, lower: bo
     )
 
 
-def sphere_figure(
+def sphere_spec(
     plane: tuple[np.ndarray, np.ndarray, np.ndarray],
     circle: np.ndarray,
     sphere: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -256,7 +290,7 @@ def sphere_figure(
     labels: Mapping[str, str],
     *,
     font_scale: float = 1.0,
-) -> go.Figure:
+) -> dict:
     """d = 3: RMSNorm's output sphere, the plane perpendicular to 1, LayerNorm's circle on it.
 
     ``plane`` and ``sphere`` are (X, Y, Z) mesh grids, ``circle`` is (n, 3), ``points`` is
@@ -300,7 +334,8 @@ def sphere_figure(
         # Far enough that the cube's near corners and their tick labels stay inside the frame.
         "camera": {"eye": {k: v * CAMERA_DISTANCE for k, v in CAMERA_EYE.items()}},
     }
-    return _figure(traces, _merge(style.layout(height=640, scene=scene), _text(size)))
+    layout = _merge(style.layout(height=640, scene=scene), _text(size))
+    return {"data": traces, "layout": layout}
 
 
 # The 3D view's camera direction, and how far out it sits along it: at 1 the cube filled the
