@@ -9,6 +9,7 @@ norms do not use (every model here has RMSNorm), and differ by dash and marker t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -34,12 +35,42 @@ def _rgba(color: str, alpha: float) -> str:
     return f"rgba({red},{green},{blue},{alpha})"
 
 
-def _axis(title: str, log: bool, **extra: object) -> dict:
+# Ticks of a log axis, per decade, by how many decades it spans: Plotly's own minor labels
+# ("2", "5" between 0.1 and 1) read as numbers of their own.
+LADDERS = (
+    (4.0, (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0)),
+    (40.0, (1.0, 2.0, 5.0)),
+    (2000.0, (1.0, 3.0)),
+    (math.inf, (1.0,)),
+)
+# A log axis reaches this far (in decades) beyond its extreme values: markers stay whole.
+LOG_PAD = 0.08
+
+
+def log_ticks(values: np.ndarray) -> dict:
+    """A log axis over the positive finite ``values``: its range, padded, and ticks from the
+    ladder that fits its span (none given where fewer than two fall inside)."""
+    shown = values[np.isfinite(values) & (values > 0)]
+    if shown.size == 0:
+        return {"type": "log"}
+    lo, hi = float(shown.min()), float(shown.max())
+    ladder = next(steps for span, steps in LADDERS if hi / lo <= span)
+    ticks = [
+        float(f"{step * 10.0**decade:.12g}")
+        for decade in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+        for step in ladder
+        if lo / 10**LOG_PAD <= step * 10.0**decade <= hi * 10**LOG_PAD
+    ]
+    axis = {"type": "log", "range": [math.log10(lo) - LOG_PAD, math.log10(hi) + LOG_PAD]}
+    return axis | ({"tickvals": ticks} if len(ticks) >= 2 else {})
+
+
+def _axis(title: str, log: bool, values: np.ndarray, **extra: object) -> dict:
     font = {"size": style.FONT_SIZE}
     return {
         "title": {"text": title, "font": font},
         "tickfont": font,
-        **({"type": "log"} if log else {}),
+        **(log_ticks(values) if log else {}),
         **extra,
     }
 
@@ -84,10 +115,17 @@ def spread_figure(
     whole_x: bool = False,
     height: int = 400,
 ) -> go.Figure:
-    """Every series' band of seeds and mean line. ``whole_x``: a tick at every integer x (the
-    positions in the stream)."""
+    """Every series' band of seeds and mean line. A log x axis has a tick at every x drawn (the
+    learning rates); ``whole_x``: a tick at every integer x (the positions in the stream)."""
     layout = style.layout(height=height)
     layout["legend"] = {**layout["legend"], "font": {"size": style.FONT_SIZE}}
-    layout["xaxis"] = _axis(x_title, log_x, **({"dtick": 1} if whole_x else {}))
-    layout["yaxis"] = _axis(y_title, log_y)
+    xs = np.concatenate([np.asarray(s["x"], dtype=float) for s in series] or [np.ones(1)])
+    ys = np.concatenate(
+        [np.asarray(s[k], dtype=float) for s in series for k in ("lo", "hi")] or [np.ones(1)]
+    )
+    x_extra: dict = {"dtick": 1} if whole_x else {}
+    if log_x:
+        x_extra = {"tickvals": sorted(set(xs[np.isfinite(xs) & (xs > 0)].tolist()))}
+    layout["xaxis"] = _axis(x_title, log_x, xs, **x_extra)
+    layout["yaxis"] = _axis(y_title, log_y, ys)
     return go.Figure(data=[t for s in series for t in _traces(s)], layout=layout)
