@@ -41,6 +41,7 @@ from ui.i18n import Translator, translator
 from ui.params import BoolParam, IntParam, LadderParam
 from ui.training_kernels import kernels_section
 from ui.training_scurve import SCURVE_PARAMS, VIEW, choose_view, scurve_section
+from ui.training_sets import placement_section, qknorm_section
 from ui.training_variants import (
     ARCHITECTURE_PARAMS,
     alpha_section,
@@ -386,6 +387,8 @@ def main() -> None:
     labels = names(tr)
     shipped_section(tr, labels)
     kernels_section(tr)
+    placement_section(tr)
+    qknorm_section(tr)
     live_section(state, tr, labels)
     code_section(tr, training_code())
     share_box(PARAMS, tr.lang)
