@@ -29,9 +29,15 @@ def drawn(spec: dict, name: str) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([outline[x.size :][::-1], outline[: x.size]]), y
 
 
+@pytest.fixture(scope="module")
+def pages() -> dict:
+    """The training page in each language, opened once for this file's tests."""
+    return {lang: open_app("training", lang=lang) for lang in ("en", "id")}
+
+
 @pytest.mark.parametrize("lang", ["en", "id"])
-def test_both_sets_are_drawn_and_said_in_both_languages(lang: str) -> None:
-    at = open_app("training", lang=lang)
+def test_both_sets_are_drawn_and_said_in_both_languages(pages, lang: str) -> None:
+    at = pages[lang]
     assert not at.exception, [e.value for e in at.exception]
     tr = translator(lang)
     headers = [h.value for h in at.header]
@@ -45,9 +51,8 @@ def test_both_sets_are_drawn_and_said_in_both_languages(lang: str) -> None:
     assert "python -m core.training.runs --set qknorm" in page
 
 
-def test_the_charts_draw_the_shipped_seeds() -> None:
-    at = open_app("training", lang="en")
-    charts = figures(at)
+def test_the_charts_draw_the_shipped_seeds(pages) -> None:
+    charts = figures(pages["en"])
     runs = json.loads((REFERENCE_DIR / SET_FILES["placement"]).read_text())["runs"]
     for p, name in NAMES.items():
         mine = [r for r in runs if r["placement"] == p]
