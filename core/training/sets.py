@@ -63,7 +63,7 @@ __all__ = [
     "make_qknorm",
     "placement_configs",
     "qknorm_configs",
-    "run_record",
+    "set_record",
 ]
 
 SET_FILES = {"placement": "placement.json", "qknorm": "qknorm.json"}
@@ -153,7 +153,7 @@ class _Recorder:
             self.hidden_rms.append(list(result.hidden_rms or []))
 
 
-def run_record(result: TrainResult, hidden_rms: Sequence[Sequence[float]]) -> dict[str, Any]:
+def set_record(result: TrainResult, hidden_rms: Sequence[Sequence[float]]) -> dict[str, Any]:
     """A run as the set files keep it: the variant, the settings, how it stopped and the
     validation curves, rounded (module docstring)."""
     config = result.config
@@ -188,7 +188,7 @@ def _make(
         for config in configs:
             recorder = _Recorder()
             result = train(config, corpus=corpus, callback=recorder)
-            runs.append(run_record(result, recorder.hidden_rms))
+            runs.append(set_record(result, recorder.hidden_rms))
             model = config.model
             log(
                 f"{name} {model.placement}/qk {model.qk_norm} lr {config.lr:g} seed "
