@@ -27,7 +27,7 @@ from core.training.activations import (
 )
 from core.training.corpus import encode
 from core.training.model import GPT, NORM_KINDS, ModelConfig
-from core.training.runs import REFERENCE_DIR, REFERENCE_NORMS, REFERENCE_SEEDS, checkpoint_path
+from core.training.runs import CHECKPOINT_NORMS, REFERENCE_DIR, REFERENCE_SEEDS, checkpoint_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ModelConfig(norm="rms", n_layer=3, n_head=2, n_embd=16, block_size=32)
@@ -92,7 +92,7 @@ def test_hook_readings_match_a_manual_forward_pass(norm: str) -> None:
     check_against_manual(model, "x" * 40 + " naïve " + DEFAULT_TEXT[:20], k=3)
 
 
-@pytest.mark.parametrize("norm", REFERENCE_NORMS)
+@pytest.mark.parametrize("norm", CHECKPOINT_NORMS)
 def test_readings_on_the_shipped_checkpoints(norm: str) -> None:
     path = checkpoint_path(norm, REFERENCE_SEEDS[0])
     readings = read_activations(path)
@@ -231,7 +231,7 @@ def test_shipped_checkpoints_are_the_reference_runs() -> None:
     assert SHIPPED_DIR == REFERENCE_DIR
     assert SHIPPED_SEEDS == tuple(REFERENCE_SEEDS)
     # The residual page reads the norms' and the no-norm checkpoints of the shipped set.
-    assert set(SHIPPED_NORMS) <= set(REFERENCE_NORMS)
+    assert set(SHIPPED_NORMS) <= set(CHECKPOINT_NORMS)
     for norm in SHIPPED_NORMS:
         for seed in SHIPPED_SEEDS:
             assert shipped_path(norm, seed) == checkpoint_path(norm, seed)

@@ -18,6 +18,7 @@ from core.device import torch_threads
 from core.training.corpus import VAL_FRACTION, corpus_text, decode, encode, load_corpus
 from core.training.model import GPT, MODEL_NORMS, PLACEMENTS, QK_NORMS, ModelConfig
 from core.training.runs import (
+    CHECKPOINT_NORMS,
     CURVES_FILE,
     REFERENCE,
     REFERENCE_DIR,
@@ -57,7 +58,8 @@ TINY = TrainConfig(
     eval_windows=8,
     timing_repeats=2,
 )
-# Nine checkpoints of about 450 kB and the curves: the issue's budget for the shipped files.
+# Nine checkpoints of about 450 kB (CHECKPOINT_NORMS x REFERENCE_SEEDS) and the curves: the
+# issue's budget for the shipped files.
 ASSET_BUDGET = 5 * 1024 * 1024
 
 
@@ -327,10 +329,15 @@ def test_the_readings_are_the_last_validations_and_leave_the_loss_unchanged() ->
         loss, read = evaluate_probed(result.model, windows)
         assert loss == evaluate(result.model, windows) == result.val_loss[-1]  # bit for bit
     assert read["hidden_rms"] == result.hidden_rms and read["max_logit"] == result.max_logit
-    # The shipped records predate the readings and stay readable: no key, default fields.
+    # The shipped records carry the readings; a record made before them (no readings, none of
+    # the newer model fields) stays readable with the default fields.
     run = load_reference()["runs"][0]
-    assert "hidden_rms" not in run and "placement" not in run["config"]["model"]
-    assert TrainConfig.from_dict(run["config"]).model.placement == "pre"
+    assert len(run["hidden_rms"]) == run["config"]["model"]["n_layer"] + 1
+    assert run["max_logit"] == run["val_max_logit"][-1]
+    newer = ("kernel", "placement", "qk_norm", "dyt_alpha")  # the model fields added since
+    older = {k: v for k, v in run["config"]["model"].items() if k not in newer}
+    config = TrainConfig.from_dict({**run["config"], "model": older})
+    assert config == TrainConfig.from_dict(run["config"]) and config.model.placement == "pre"
 
 
 # The shipped reference runs.
@@ -357,8 +364,13 @@ def test_shipped_files_are_complete_and_within_budget(reference) -> None:
         assert run["stopped_by"] == "steps" and run["steps_done"] == config.steps
         assert len(run["train_loss"]) == len(run["step_seconds"]) == config.steps
         assert run["val_steps"][0] == 0 and run["val_steps"][-1] == config.steps
+        assert (run["dyt_alpha"] is not None) == (run["norm"] == "dyt")
         path = checkpoint_path(run["norm"], run["seed"])
-        assert path.name == run["checkpoint"] and path.with_suffix(".json").exists()
+        if run["norm"] in CHECKPOINT_NORMS:
+            assert path.name == run["checkpoint"] and path.with_suffix(".json").exists()
+        else:
+            assert run["checkpoint"] is None and not path.exists()
+            assert not path.with_suffix(".json").exists()
     summary = json.loads((REFERENCE_DIR / SUMMARY_FILE).read_text())
     for key in ("winner", "runner_up", "ranking", "gap", "spread", "gap_exceeds_spread"):
         assert summary[key] == reference["summary"][key], key
@@ -393,7 +405,7 @@ def test_one_reference_step_reproduces_the_saved_losses(reference, reference_thr
     assert abs(loss1.item() - run["train_loss"][1]) <= 1e-6
 
 
-@pytest.mark.parametrize("norm", REFERENCE_NORMS)
+@pytest.mark.parametrize("norm", CHECKPOINT_NORMS)
 def test_shipped_checkpoints_reproduce_their_final_validation_loss(reference, norm) -> None:
     for run in (r for r in reference["runs"] if r["norm"] == norm):
         model, config = load_checkpoint(checkpoint_path(norm, run["seed"]))
@@ -446,11 +458,21 @@ def test_reference_script_writes_every_file(tmp_path) -> None:
     summary = run_reference(tmp_path, threads=1, steps=2, seeds=[5], log=lambda _line: None)
     names = {p.name for p in tmp_path.iterdir()}
     assert names == {CURVES_FILE, SUMMARY_FILE} | {
-        f"{n}-seed5.{ext}" for n in REFERENCE_NORMS for ext in ("safetensors", "json")
+        f"{n}-seed5.{ext}" for n in CHECKPOINT_NORMS for ext in ("safetensors", "json")
     }
     loaded = load_reference(tmp_path)
     assert loaded["summary"]["ranking"] == summary["ranking"]
-    assert [r["steps_done"] for r in loaded["runs"]] == [2, 2, 2]
+    assert [r["norm"] for r in loaded["runs"]] == list(REFERENCE_NORMS)
+    assert [r["steps_done"] for r in loaded["runs"]] == [2] * len(REFERENCE_NORMS)
+    assert [r["checkpoint"] for r in loaded["runs"]] == [
+        f"{n}-seed5.safetensors" if n in CHECKPOINT_NORMS else None for n in REFERENCE_NORMS
+    ]
+    # Every record has the shipped records' keys: the shipped set is what this code writes.
+    shipped = load_reference()["runs"]
+    assert {frozenset(r) for r in loaded["runs"]} == {frozenset(r) for r in shipped}
+    assert {frozenset(r["config"]["model"]) for r in shipped} == {
+        frozenset(r["config"]["model"]) for r in loaded["runs"]
+    }
     config = read_config(tmp_path / "rms-seed5.safetensors")
     assert config["training"]["steps"] == 2 and config["training"]["seed"] == 5
     assert config["data"]["split"] == "first 90% train, last 10% val"

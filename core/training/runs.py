@@ -1,4 +1,5 @@
-"""The reference runs that ship with the app: three norms, three seeds, one small model.
+"""The reference runs that ship with the app: four norms (DyT among them), three seeds, one
+small model.
 
 ``python -m core.training.runs`` (``--set norms``, the default) trains ``reference_configs()``
 one after another (seed by seed, the norms in turn, so a change in the machine's load falls on
@@ -7,8 +8,9 @@ every variant alike) and writes into ``assets/train/``:
 - ``curves.json``: per run, the settings, the training loss and seconds of every step, the
   validation losses and the forward-pass timings (``TrainResult.curves``), plus the machine;
 - ``summary.json``: ``reference_summary`` of those runs, readable;
-- ``{norm}-seed{seed}.safetensors`` and ``.json``: the final weights and their config
-  (``core.training.store``), which records the seeds, the steps and the data split.
+- ``{norm}-seed{seed}.safetensors`` and ``.json`` for the norms in ``CHECKPOINT_NORMS``: the
+  final weights and their config (``core.training.store``), which records the seeds, the steps
+  and the data split; the other runs' ``checkpoint`` is ``None``.
 
 Losses are stored rounded to ``LOSS_DECIMALS`` decimals and seconds to microseconds, which keeps
 the files small and every loss within 1e-8 of the float32 value the run computed.
@@ -40,6 +42,7 @@ from core.training.store import save_checkpoint
 from core.training.train import TrainConfig, TrainResult, stream_seeds, train
 
 __all__ = [
+    "CHECKPOINT_NORMS",
     "CURVES_FILE",
     "REFERENCE",
     "REFERENCE_DIR",
@@ -60,9 +63,11 @@ REFERENCE_DIR = Path(__file__).resolve().parents[2] / "assets" / "train"
 CURVES_FILE = "curves.json"
 SUMMARY_FILE = "summary.json"
 REFERENCE_SEEDS = (0, 1, 2)
-# The norms the shipped runs train, in this order within each seed (the model builds more:
-# ``MODEL_NORMS``; DyT joins when the shipped files are made again).
-REFERENCE_NORMS = ("layer", "rms", "none")
+# The norms the shipped runs train, in this order within each seed.
+REFERENCE_NORMS = ("layer", "rms", "none", "dyt")
+# The norms whose final weights are saved: the pages read these checkpoints (the residual page,
+# the S-curve view) and no page reads DyT's, which would take assets/train past its 5 MiB.
+CHECKPOINT_NORMS = ("layer", "rms", "none")
 # One thread: these matrices are too small to gain much from two, and while other processes
 # share the cores a second thread makes each step wait for it (measured here: 22 ms a step with
 # one thread, 130 ms with two, on a loaded two-core machine).
@@ -110,8 +115,9 @@ def _machine(threads: int) -> dict[str, Any]:
     }
 
 
-def _compact_run(result: TrainResult, checkpoint: str) -> dict[str, Any]:
-    """``result.curves()`` with rounded floats and the checkpoint's file name."""
+def _compact_run(result: TrainResult, checkpoint: str | None) -> dict[str, Any]:
+    """``result.curves()`` with rounded floats and the checkpoint's file name (``None``: no
+    checkpoint saved)."""
     data = result.curves()
     for key in ("train_loss", "val_loss"):
         data[key] = [round(v, LOSS_DECIMALS) for v in data[key]]
@@ -163,9 +169,12 @@ def run_reference(
     runs = []
     for config in reference_configs(steps=steps, seeds=seeds):
         result = train(config, corpus=corpus)
-        path = checkpoint_path(config.model.norm, config.seed, directory)
-        save_checkpoint(result.model, path, extra=_checkpoint_extra(result, corpus, threads))
-        runs.append(_compact_run(result, path.name))
+        checkpoint = None
+        if config.model.norm in CHECKPOINT_NORMS:
+            path = checkpoint_path(config.model.norm, config.seed, directory)
+            save_checkpoint(result.model, path, extra=_checkpoint_extra(result, corpus, threads))
+            checkpoint = path.name
+        runs.append(_compact_run(result, checkpoint))
         log(
             f"{config.model.norm:>5} seed {config.seed}: val {result.val_loss[-1]:.4f} after "
             f"{result.steps_done} steps, {1e3 * np.median(result.step_seconds):.2f} ms/step, "
