@@ -67,11 +67,11 @@ def test_the_shipped_runs_are_shown_at_once_without_training(lang: str) -> None:
 def test_the_shipped_curves_reload_into_the_figures() -> None:
     at = open_app("training", lang="en")
     runs = json.loads((REFERENCE_DIR / CURVES_FILE).read_text())["runs"]
-    order = {"rms": 0, "layer": 1, "none": 2}
+    order = {"rms": 0, "layer": 1, "dyt": 2, "none": 3}  # the norms first, then DyT, then none
     runs = sorted(runs, key=lambda r: (order[r["norm"]], r["seed"]))
     for key, x in (("shipped_step", "val_steps"), ("shipped_seconds", None)):
         validation = [t for t in figures(at)[key]["data"] if t["mode"] == "lines+markers"]
-        assert len(validation) == len(runs) == 9
+        assert len(validation) == len(runs) == 12
         for trace, run in zip(validation, runs, strict=True):
             np.testing.assert_array_equal(decode(trace["y"]), run["val_loss"])
             elapsed = [run["elapsed_seconds"][s - 1] if s else 0.0 for s in run["val_steps"]]

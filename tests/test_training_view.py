@@ -257,32 +257,36 @@ def test_shipped_view_matches_the_reference_summary() -> None:
         )
     assert view.time_ratio == pytest.approx(1 - summary["rms_time_saving"], rel=1e-12)
     # What the shipped runs found: RMSNorm lower by 0.005 after 1,500 steps, inside the seed
-    # spread of 0.044; RMSNorm's step 1.18-1.23x LayerNorm's in all six paired parts, so at equal
-    # time LayerNorm is ahead by more than the spread; the norm layers' share is larger with
-    # RMSNorm in every seed, beyond the timing noise of the no-norm runs (4.7 %); the load
-    # average stayed under the two cores (0.64 at the start, 0.99 at the end).
+    # spread of 0.043; at equal time (43.8 s) LayerNorm lower by 0.0065, inside that time's
+    # spread (0.32); RMSNorm's median step 1.46x LayerNorm's, but its paired parts 0.55x to 1.90x:
+    # mixed, so the paper is neither confirmed nor contradicted; the no-norm runs' two timed
+    # passes differ by up to 36 % (the noise), so no share is read, and only RMSNorm's seeds 1
+    # and 2 (43 %) are drawn in the share chart; the load average was above the two cores (3.49
+    # at the start, 7.62 at the end); DyT's mean loss 1.63 above RMSNorm's, beyond either's
+    # seed spread, and every layer's mean alpha moved from 0.5 by more than its seeds lie apart.
     keys = {slot: claim.key.split(".")[1] for slot, claim in view.claims.items()}
-    # Each chart's words: one sentence per variant (the share chart has no variant without a
-    # norm), every value drawn finite.
+    # Each chart's words: one sentence per variant, every value drawn finite (the share chart
+    # draws only shares beyond the noise).
     charts = {slot: key for slot, key in keys.items() if slot.startswith("chart_")}
     assert charts == {
         f"chart_{chart}_{n}": f"{chart}_words_{n}"
         for chart in ("loss_step", "loss_seconds", "finals", "ms", "share")
-        for n in ("rms", "layer", "none")
-        if not (chart == "share" and n == "none")
-    }
+        for n in ("rms", "layer", "none", "dyt")
+        if chart != "share" or n == "rms"
+    } | {"chart_alpha_dyt": "alpha_words_dyt"}
     keys = {slot: key for slot, key in keys.items() if slot not in charts}
     assert keys == {
         "steps": "steps_gap",
-        "time": "time_gap_beyond_spread",
+        "time": "time_gap_within_spread",
         "spread": "spread_exceeds_gap",
         "none": "none_higher",
-        "share": "share_rms_larger",
+        "share": "share_noisy",
         "noise": "noise",
-        "step_time": "step_time_slower",
-        "paper": "paper_slower",
-        "why": "why_slower",
-        "machine": "machine_uncontended",
+        "step_time": "step_time_mixed",
+        "paper": "paper_unresolved",
+        "machine": "machine_contended",
+        "dyt": "dyt_higher",
+        "alpha": "alpha_moved_all",
     }
     assert view.claims["steps"].fields["winner"] == summary["winner"].replace("rms", "RMSNorm")
 
@@ -456,13 +460,17 @@ def test_the_machine_sentence_follows_the_recorded_load(before, after, key) -> N
 
 
 def test_no_shipped_sentence_says_more_than_the_recorded_machine_data() -> None:
-    """The shipped runs' load average (1 minute) was 0.64 at the start and 0.99 at the end on two
-    cores: nothing recorded shows other jobs sharing the machine."""
-    for lang in ("en", "id"):
+    """Other work competing for the processor is said only where the recorded 1-minute load
+    average exceeds the cores at the start or the end of the shipped runs."""
+    machine = json.loads((REFERENCE_DIR / CURVES_FILE).read_text())["machine"]
+    loads = (machine["load_average_before"][0], machine["load_average_after"][0])
+    contended = max(loads) > machine["cpu_count"]
+    for lang, words in (("en", "other work competed"), ("id", "pekerjaan lain bersaing")):
         tr = translator(lang)
         text = "\n".join(tr.claim(c) for c in reference_view().claims.values())
-        assert "other jobs" not in text and "pekerjaan lain" not in text
-    assert reference_view().claims["machine"].key == "training.machine_uncontended"
+        assert (words in text) == contended, lang
+    key = "machine_contended" if contended else "machine_uncontended"
+    assert reference_view().claims["machine"].key == f"training.{key}"
 
 
 def test_the_shipped_view_is_the_view_of_the_shipped_records() -> None:
