@@ -187,13 +187,14 @@ def final_loss_figure(
         for trace in _seed_traces(i, norm, data, labels, mean=several)
     ]
     layout = _layout(height)
-    # Two-word names on two lines: three categories fit a phone without turning their labels.
+    # Two-word names on two lines: three categories fit a phone without turning their labels; with
+    # four (DyT too) RMSNorm and LayerNorm meet on a phone, and there plotly turns them (its
+    # tickangle left to plotly, which turns labels only where they would overlap).
     names = [labels[norm].replace(" ", "<br>") for norm in finals]
     layout["xaxis"] = _axis(
         "",
         tickvals=list(range(len(names))),
         ticktext=names,
-        tickangle=0,
         range=[-0.6, len(names) - 0.4],
     )
     layout["yaxis"] = _axis(labels["loss"], **_span(finals))
