@@ -262,7 +262,7 @@ def test_shipped_view_matches_the_reference_summary() -> None:
     # mixed, so the paper is neither confirmed nor contradicted; the no-norm runs' two timed
     # passes differ by up to 36 % (the noise), so no share is read, and only RMSNorm's seeds 1
     # and 2 (43 %) are drawn in the share chart; the load average was above the two cores (3.49
-    # at the start, 7.62 at the end); DyT's mean loss 1.63 above RMSNorm's, beyond either's
+    # at the start, 7.62 at the end); DyT's mean loss 1.62 above RMSNorm's, beyond either's
     # seed spread, and every layer's mean alpha moved from 0.5 by more than its seeds lie apart.
     keys = {slot: claim.key.split(".")[1] for slot, claim in view.claims.items()}
     # Each chart's words: one sentence per variant, every value drawn finite (the share chart
