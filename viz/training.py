@@ -251,6 +251,39 @@ def _seed_traces(
     return traces
 
 
+def _alpha_ranges(values: np.ndarray, color: str) -> list[go.Scatter]:
+    """Per layer (a column of ``values``), a pale bar: the lowest seed's alpha to the highest."""
+    traces = []
+    for i in range(values.shape[1]):
+        shown = values[:, i][np.isfinite(values[:, i])]
+        if shown.size:
+            traces.append(
+                go.Scatter(
+                    x=[i, i],
+                    y=[shown.min(), shown.max()],
+                    mode="lines",
+                    line={"color": color, "width": 10},
+                    opacity=0.25,
+                    showlegend=False,
+                    hoverinfo="skip",
+                )
+            )
+    return traces
+
+
+def _alpha_means(values: np.ndarray, label: str) -> go.Scatter:
+    """A short black line at each layer's mean over the seeds."""
+    means = np.mean(values, axis=0)
+    return go.Scatter(
+        x=[x for i in range(values.shape[1]) for x in (i - 0.3, i + 0.3, None)],
+        y=[y for m in means for y in (m, m, None)],
+        mode="lines",
+        name=label,
+        line={"color": "black", "width": 3},
+        hovertemplate=f"{label}: %{{y:.4g}}<extra></extra>",
+    )
+
+
 def alpha_figure(
     layers: Sequence[str],
     seeds: Sequence[int],
@@ -268,21 +301,7 @@ def alpha_figure(
     """
     values = np.asarray(values, dtype=float).reshape(len(seeds), len(layers))
     color, n = COLORS["dyt"], len(seeds)
-    traces = []
-    for i in range(len(layers)):
-        shown = values[:, i][np.isfinite(values[:, i])]
-        if shown.size:
-            traces.append(
-                go.Scatter(
-                    x=[i, i],
-                    y=[shown.min(), shown.max()],
-                    mode="lines",
-                    line={"color": color, "width": 10},
-                    opacity=0.25,
-                    showlegend=False,
-                    hoverinfo="skip",
-                )
-            )
+    traces = _alpha_ranges(values, color)
     offsets = 0.12 * (np.arange(n) - (n - 1) / 2)
     traces.append(
         go.Scatter(
@@ -299,17 +318,7 @@ def alpha_figure(
         )
     )
     if n > 1:
-        means = np.mean(values, axis=0)
-        traces.append(
-            go.Scatter(
-                x=[x for i in range(len(layers)) for x in (i - 0.3, i + 0.3, None)],
-                y=[y for m in means for y in (m, m, None)],
-                mode="lines",
-                name=labels["mean"],
-                line={"color": "black", "width": 3},
-                hovertemplate=f"{labels['mean']}: %{{y:.4g}}<extra></extra>",
-            )
-        )
+        traces.append(_alpha_means(values, labels["mean"]))
     traces.append(
         go.Scatter(
             x=[-0.5, len(layers) - 0.5],
