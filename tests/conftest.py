@@ -16,6 +16,12 @@ import pytest
 if worker := os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["TMPDIR"] = tempfile.mkdtemp(prefix=f"normlab-tests-{worker}-")
     tempfile.tempdir = None
+    # The test processes are the parallelism: one compute thread each for torch (OpenMP) and
+    # numpy (OpenBLAS), inherited by the servers they start. With a thread pool per process on
+    # top, the two processes and their servers asked for several times the cores, and the pools'
+    # threads spun waiting for one another.
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
 
 from benchmarks.live import (
     CHROMIUM,
