@@ -38,6 +38,7 @@ from core.training.lab_view import (
 from core.training.model import GPT, NORM_KINDS, PLACEMENTS, QK_NORMS, ModelConfig
 from core.training.runs import CURVES_FILE, REFERENCE, REFERENCE_DIR, SUMMARY_FILE
 from core.training.train import TrainConfig, TrainResult
+from tests.claims.training import check_alpha
 from ui.i18n import translator
 
 SETTINGS = {"width": 16, "depth": 1, "eps": 1e-5, "lr": 3e-3, "steps": 30, "seed": 2}
@@ -530,3 +531,20 @@ def test_dyt_is_compared_with_the_better_norm_and_its_alpha_with_its_seed_spread
     assert view.claims["none"].fields["best"] == "RMSNorm"
     assert view.claims["dyt"].key == "training.dyt_lower"
     assert view.claims["dyt"].fields["gap"] == pytest.approx(0.2)
+
+
+def test_the_farthest_alpha_named_beside_the_moved_layers_is_one_that_moved() -> None:
+    """0.ln_1's mean went 0.2 from 0.5 but its seeds lie 0.4 apart (not moved); 0.ln_2's went
+    0.055 with seeds 0.01 apart (moved); ln_f stayed. The sentence names the farthest among the
+    layers that moved, 0.ln_2, and the least moved of the others, ln_f: the 0.ln_1 it once named
+    there had not moved, and was named again among those that had not."""
+    runs = []
+    for seed, alpha in ((0, [0.5, 0.55, 0.5]), (1, [0.9, 0.56, 0.5])):
+        runs.append(record("dyt", seed, [5, 4], [1, 1], [0, 2], [5.0, 3.0]))
+        runs[-1]["dyt_alpha"] = alpha
+    alpha = training_view(runs).claims["alpha"]
+    assert alpha.key == "training.alpha_moved_some"
+    assert (alpha.fields["moved"], alpha.fields["still"]) == (1, 2)
+    assert (alpha.fields["far_layer"], alpha.fields["near_layer"]) == ("0.ln_2", "ln_f")
+    assert alpha.fields["far_spread"] == pytest.approx(0.01)
+    check_alpha({"records": runs}, alpha)

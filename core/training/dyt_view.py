@@ -72,7 +72,10 @@ def _moved_claim(s: AlphaSummary) -> Claim:
         fields |= {"lo": float(s.mean[lo]), "lo_layer": names[lo]}
         fields |= {"hi": float(s.mean[hi]), "hi_layer": names[hi], "spread": float(s.spread.max())}
         return Claim("training.alpha_moved_all", fields)
-    far = int(np.argmax(move))
+    # The farthest layer is named beside the layers that moved, so it is one of them (a layer
+    # whose mean went farther but whose seeds lie farther apart still did not move); where none
+    # moved, it is the farthest of all.
+    far = max((i for i, m in enumerate(moved) if m or not any(moved)), key=lambda i: move[i])
     fields |= {
         "far_layer": names[far],
         "far_mean": float(s.mean[far]),

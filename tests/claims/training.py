@@ -793,13 +793,18 @@ def check_alpha(state: dict, claim) -> None:
         near(f["spread"], max(spreads))
         return
     far = names.index(f["far_layer"])
-    assert moves[far] >= max(moves) - RTOL * max(scales), (f, moves)
     near(f["far_mean"], means[far])
     near(f["far_spread"], spreads[far])
     if kind == "none":
         assert all(False in m for m in moved)
+        assert moves[far] >= max(moves) - RTOL * max(scales), (f, moves)
         return
     assert kind == "some"
+    # The farthest is named among the layers that moved: it moved, and no layer that surely
+    # moved went farther.
+    assert True in moved[far], (f, moves, spreads)
+    surely_moved = [moves[i] for i, m in enumerate(moved) if m == {True}]
+    assert moves[far] >= max(surely_moved, default=0.0) - RTOL * max(scales), (f, moves)
     surely, maybe = sum(m == {True} for m in moved), sum(True in m for m in moved)
     assert surely <= f["moved"] <= maybe and f["moved"] + f["still"] == len(names)
     assert 0 < f["moved"] < len(names)
