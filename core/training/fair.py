@@ -50,13 +50,14 @@ import torch
 
 from core.device import torch_threads
 from core.training.corpus import load_corpus
+from core.training.lab_view import recorded_operations
 from core.training.model import ModelConfig, Norm
 from core.training.runs import (
     REFERENCE,
     REFERENCE_DIR,
     REFERENCE_THREADS,
     SECONDS_DECIMALS,
-    _machine,
+    machine_record,
 )
 from core.training.train import TrainConfig, learning_rate, start, train_step
 
@@ -68,7 +69,6 @@ __all__ = [
     "LAYER_REPEATS",
     "MEASURED_STEPS",
     "WARMUP_STEPS",
-    "autograd_nodes",
     "fair_configs",
     "fair_variants",
     "load_kernels",
@@ -115,21 +115,6 @@ def fair_configs(
     schedule's length) and ``seed``."""
     base = replace(REFERENCE, steps=steps, seed=seed)
     return [replace(base, model=replace(base.model, norm=n, kernel=k)) for n, k in variants]
-
-
-def autograd_nodes(norm: str, kernel: str) -> int:
-    """Operations autograd records for one norm layer of the model with ``kernel``: the nodes
-    of its backward graph, the leaves' gradient sinks not counted."""
-    layer = Norm(norm, 8, REFERENCE.model.eps, "final", kernel)
-    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0), requires_grad=True)
-    seen, stack = set(), [layer(x).grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        stack += [parent for parent, _ in node.next_functions]
-    return sum(type(node).__name__ != "AccumulateGrad" for node in seen)
 
 
 def interleaved(
@@ -202,14 +187,9 @@ def measure(
         work, losses = _steps(configs)
         step_seconds = interleaved(work, warmup + steps, rng)
         layer_seconds = interleaved(_layers(variants, seed), warmup + repeats, rng)
-        nodes = [autograd_nodes(norm, kernel) for norm, kernel in variants]
+        nodes = [recorded_operations(norm, kernel=kernel) for norm, kernel in variants]
         norm_layers = len(start(configs[0])[0].norms())
-    machine = {
-        **_machine(threads),
-        "total_seconds": round(time.perf_counter() - started, 1),
-        "load_average_before": [round(v, 2) for v in load_before],
-        "load_average_after": [round(v, 2) for v in os.getloadavg()],
-    }
+    machine = machine_record(threads, started, load_before)
     model = {k: v for k, v in asdict(REFERENCE.model).items() if k not in ("norm", "kernel")}
     record = {
         "machine": machine,

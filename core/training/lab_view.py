@@ -213,15 +213,16 @@ def progress(results: Sequence[TrainResult], seconds: float) -> Progress:
     return Progress(min(1.0, max(parts)), done, config.steps, seconds, config.max_seconds)
 
 
-def recorded_operations(kind: str, d: int = 8) -> int:
-    """How many operations autograd records for one norm layer of ``core.training.model`` (its
-    backward graph's nodes, the leaves' gradient sinks not counted): the fused LayerNorm is one, the
-    composite RMSNorm one per step of its formula, the identity none."""
+def recorded_operations(kind: str, d: int = 8, kernel: str = "lab") -> int:
+    """How many operations autograd records for one norm layer of ``core.training.model`` computed
+    with ``kernel`` (its backward graph's nodes, the leaves' gradient sinks not counted): with the
+    lab's kernel the fused LayerNorm is one, the composite RMSNorm one per step of its formula,
+    the identity none."""
     import torch
 
     from core.training.model import Norm
 
-    layer = Norm(kind, d, DEFAULT_LAYER_EPS, "final")
+    layer = Norm(kind, d, DEFAULT_LAYER_EPS, "final", kernel)
     x = torch.randn(2, 3, d, generator=torch.Generator().manual_seed(0), requires_grad=True)
     y = layer(x)
     seen, stack = set(), [y.grad_fn]

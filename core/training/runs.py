@@ -53,6 +53,7 @@ __all__ = [
     "SUMMARY_FILE",
     "checkpoint_path",
     "load_reference",
+    "machine_record",
     "make_set",
     "reference_configs",
     "reference_summary",
@@ -104,7 +105,10 @@ def checkpoint_path(norm: str, seed: int, directory: str | Path = REFERENCE_DIR)
     return Path(directory) / f"{norm}-seed{seed}.safetensors"
 
 
-def _machine(threads: int) -> dict[str, Any]:
+def machine_record(threads: int, started: float, load_before: Sequence[float]) -> dict[str, Any]:
+    """The machine a set was made on: its threads, cores, torch, Python and platform, the set's
+    seconds since ``started`` (``time.perf_counter``), and the load averages before (as read at
+    the start) and now."""
     return {
         "threads": threads,
         "cpu_count": os.cpu_count(),
@@ -112,6 +116,9 @@ def _machine(threads: int) -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "processor": platform.machine(),
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "load_average_before": [round(v, 2) for v in load_before],
+        "load_average_after": [round(v, 2) for v in os.getloadavg()],
     }
 
 
@@ -180,12 +187,7 @@ def run_reference(
             f"{result.steps_done} steps, {1e3 * np.median(result.step_seconds):.2f} ms/step, "
             f"norm share {result.norm_share:.3f}, {result.wall_seconds:.1f} s"
         )
-    machine = {
-        **_machine(threads),
-        "total_seconds": round(time.perf_counter() - started, 1),
-        "load_average_before": [round(v, 2) for v in load_before],
-        "load_average_after": [round(v, 2) for v in os.getloadavg()],
-    }
+    machine = machine_record(threads, started, load_before)
     summary = {"machine": machine, "data": corpus.describe(), **reference_summary(runs)}
     (directory / CURVES_FILE).write_text(
         json.dumps(

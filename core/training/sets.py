@@ -44,7 +44,7 @@ from core.training.runs import (
     REFERENCE,
     REFERENCE_DIR,
     REFERENCE_THREADS,
-    _machine,
+    machine_record,
 )
 from core.training.train import TrainConfig, TrainResult, train
 
@@ -195,12 +195,7 @@ def _make(
                 f"{config.seed}: val {result.val_loss[-1]:.4f}, largest logit "
                 f"{max(result.val_max_logit):.4g}, {result.wall_seconds:.1f} s"
             )
-    machine = {
-        **_machine(threads),
-        "total_seconds": round(time.perf_counter() - started, 1),
-        "load_average_before": [round(v, 2) for v in load_before],
-        "load_average_after": [round(v, 2) for v in os.getloadavg()],
-    }
+    machine = machine_record(threads, started, load_before)
     data = {"set": name, "machine": machine, "data": corpus.describe(), "runs": runs}
     path = Path(directory) / SET_FILES[name]
     path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
