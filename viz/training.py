@@ -202,26 +202,30 @@ def final_loss_figure(
     return go.Figure(data=traces, layout=layout)
 
 
+def _range_bar(i: int, values: np.ndarray, color: str) -> list[go.Scatter]:
+    """A pale bar at x = i from the lowest finite value to the highest (none without one)."""
+    shown = values[np.isfinite(values)]
+    if not shown.size:
+        return []
+    bar = go.Scatter(
+        x=[i, i],
+        y=[shown.min(), shown.max()],
+        mode="lines",
+        line={"color": color, "width": 10},
+        opacity=0.25,
+        showlegend=False,
+        hoverinfo="skip",
+    )
+    return [bar]
+
+
 def _seed_traces(
     i: int, norm: str, data: Mapping, labels: Mapping[str, str], *, mean: bool
 ) -> list[go.Scatter]:
     """The range bar, the seeds' markers and the mean line of one norm, at x = i."""
     losses = np.asarray(data["losses"], dtype=float)
     color, n = COLORS[norm], losses.size
-    shown = losses[np.isfinite(losses)]
-    traces = []
-    if shown.size:
-        traces.append(
-            go.Scatter(
-                x=[i, i],
-                y=[shown.min(), shown.max()],
-                mode="lines",
-                line={"color": color, "width": 10},
-                opacity=0.25,
-                showlegend=False,
-                hoverinfo="skip",
-            )
-        )
+    traces = _range_bar(i, losses, color)
     traces.append(
         go.Scatter(
             x=i + 0.12 * (np.arange(n) - (n - 1) / 2),
@@ -248,26 +252,6 @@ def _seed_traces(
                 hovertemplate=f"{labels[norm]}, {labels['mean']}: %{{y:.4g}}<extra></extra>",
             )
         )
-    return traces
-
-
-def _alpha_ranges(values: np.ndarray, color: str) -> list[go.Scatter]:
-    """Per layer (a column of ``values``), a pale bar: the lowest seed's alpha to the highest."""
-    traces = []
-    for i in range(values.shape[1]):
-        shown = values[:, i][np.isfinite(values[:, i])]
-        if shown.size:
-            traces.append(
-                go.Scatter(
-                    x=[i, i],
-                    y=[shown.min(), shown.max()],
-                    mode="lines",
-                    line={"color": color, "width": 10},
-                    opacity=0.25,
-                    showlegend=False,
-                    hoverinfo="skip",
-                )
-            )
     return traces
 
 
@@ -301,7 +285,7 @@ def alpha_figure(
     """
     values = np.asarray(values, dtype=float).reshape(len(seeds), len(layers))
     color, n = COLORS["dyt"], len(seeds)
-    traces = _alpha_ranges(values, color)
+    traces = [bar for i in range(len(layers)) for bar in _range_bar(i, values[:, i], color)]
     offsets = 0.12 * (np.arange(n) - (n - 1) / 2)
     traces.append(
         go.Scatter(
