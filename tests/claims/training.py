@@ -595,10 +595,11 @@ def check_noise(state: dict, claim) -> None:
     assert claim.fields["noise_pct"] >= 0
 
 
-def autograd_nodes(kind: str) -> list[str]:
-    """The backward graph of one norm layer, walked recursively (names, gradient sinks out)."""
+def autograd_nodes(kind: str, kernel: str = "lab") -> list[str]:
+    """The backward graph of one norm layer computed with ``kernel``, walked recursively (names,
+    gradient sinks out)."""
     x = torch.arange(1.0, 9.0).reshape(1, 2, 4).requires_grad_()
-    layer = Norm(kind, 4, 1e-5, "final")
+    layer = Norm(kind, 4, 1e-5, "final", kernel)
     names, seen = [], set()
 
     def walk(node) -> None:

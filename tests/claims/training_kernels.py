@@ -17,7 +17,6 @@ import statistics
 from fractions import Fraction
 from functools import cache
 
-import torch
 from hypothesis import strategies as st
 
 from core.lab.speed import PAPER_SAVING
@@ -26,6 +25,7 @@ from core.training.fair_view import kernel_view
 from core.training.findings import MIN_PAIRS
 from core.training.model import GPT, ModelConfig, Norm
 from core.training.runs import REFERENCE_DIR
+from tests.claims.training import autograd_nodes
 
 KERNELS = ("ops", "fused")
 NORMS = ("rms", "layer")
@@ -188,20 +188,7 @@ def check_words(state: dict, claim) -> None:
 def graph_nodes(norm: str, kernel: str) -> int:
     """The backward graph of one norm layer with this kernel, walked recursively: its nodes
     but the gradient sinks of the leaves."""
-    layer = Norm(norm, 5, 1e-5, "final", kernel)
-    x = torch.linspace(-2.0, 3.0, 20).reshape(4, 5).requires_grad_()
-    names, seen = [], set()
-
-    def walk(node) -> None:
-        if node is None or node in seen:
-            return
-        seen.add(node)
-        names.append(type(node).__name__)
-        for parent, _ in node.next_functions:
-            walk(parent)
-
-    walk(layer(x).grad_fn)
-    return len([n for n in names if n != "AccumulateGrad"])
+    return len(autograd_nodes(norm, kernel))
 
 
 def check_graph(state: dict, claim) -> None:
