@@ -398,7 +398,8 @@ def markdown(result: AppResult) -> str:
     return "\n".join(lines)
 
 
-def _load() -> str:
+def load_line() -> str:
+    """The machine's load averages and cores, printed at a benchmark's start and end."""
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} cores"
 
@@ -412,11 +413,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-browser", action="store_true")
     args = parser.parse_args(argv)
 
-    print(f"Start: {_load()}")
+    print(f"Start: {load_line()}")
     browser = not args.no_browser and Path(CHROMIUM).exists()
     result = measure(args.d, args.interactions, args.repeats, args.presses, browser=browser)
     print(report(result))
-    print(f"End: {_load()}")
+    print(f"End: {load_line()}")
     return 0
 
 

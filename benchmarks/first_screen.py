@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -47,7 +46,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.app import FLOOR_PAGE, SHUTDOWN_GRACE_S, TARGET_FIRST_RENDER, _serve
+from benchmarks.app import (
+    FLOOR_PAGE,
+    SHUTDOWN_GRACE_S,
+    TARGET_FIRST_RENDER,
+    _serve,
+    load_line,
+)
 from benchmarks.live import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -374,11 +379,6 @@ def markdown(visits: dict[str, list[Visit]]) -> str:
     return "\n".join(lines)
 
 
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} cores"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
@@ -393,13 +393,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="also the run as Markdown")
     args = parser.parse_args(argv)
     others = {name: Path(root) for name, _, root in (o.partition("=") for o in args.other)}
-    print(f"Start: {_load()}", flush=True)
+    print(f"Start: {load_line()}", flush=True)
     imported = None if args.no_imports else imports(max(1, args.repeats // 3), others)
     visits = browser_visits(args.repeats, others)
     print(report(visits, imported))
     if args.markdown:
         print(markdown(visits))
-    print(f"End: {_load()}")
+    print(f"End: {load_line()}")
     return 0
 
 

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.app import DEFAULT_D, SLIDER_FLOOR, TARGET_INTERACTION_S
+from benchmarks.app import DEFAULT_D, SLIDER_FLOOR, TARGET_INTERACTION_S, load_line
 from benchmarks.live import ROOT
 
 DEFAULT_INTERACTIONS = 40
@@ -205,11 +205,6 @@ def markdown(d: int, times: dict[str, dict[str, list]]) -> str:
     return "\n".join(lines)
 
 
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f} on {os.cpu_count()} cores"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--d", type=int, default=DEFAULT_D)
@@ -217,12 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=Path, help="another checkout, timed in the same rounds")
     parser.add_argument("--markdown", action="store_true", help="also the run as Markdown")
     args = parser.parse_args(argv)
-    print(f"Start: {_load()}", flush=True)
+    print(f"Start: {load_line()}", flush=True)
     times = measure(args.d, args.interactions, args.baseline)
     print(report(args.d, times))
     if args.markdown:
         print(markdown(args.d, times))
-    print(f"End: {_load()}")
+    print(f"End: {load_line()}")
     return 0
 
 
