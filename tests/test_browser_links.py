@@ -82,3 +82,35 @@ def test_an_indonesian_vector_is_read_with_a_decimal_comma_and_linked_with_a_poi
     assert outside == []
     page.close()
     again.close()
+
+
+def test_switching_a_pages_view_keeps_the_other_views_settings_in_the_address(
+    app_url: str, browser
+) -> None:
+    """The training lab draws its runs' controls or its S-curve controls, never both. Streamlit
+    drops from the address every bound parameter whose widget a run did not draw; the page keeps
+    them, so the address copied in either view reproduces both, and a view drawn again shows
+    what the visitor set there."""
+    runs = {"seed": ["3"], "dyt": ["true"], "placement": ["peri"]}
+    scurve = {"trained_seed": ["2"], "norm": ["layer"]}
+    link = "&".join(f"{k}={v[0]}" for k, v in {**runs, **scurve}.items())
+    page, outside = open_page(browser, f"{app_url}/training?lang=en&{link}", height=1000)
+    page.wait_for_selector(READY, timeout=90_000)
+    switch = page.locator(".st-key-view")
+
+    def shown(name: str, view: str) -> None:
+        switch.get_by_role("radio", name=name).click()
+        page.wait_for_function(f"() => location.search.includes('view=scurve') === {view}")
+        page.wait_for_selector(READY, timeout=90_000)
+        got = query(page.url)
+        assert {k: got.get(k) for k in {**runs, **scurve}} == {**runs, **scurve}, got
+
+    shown(t("scurve.view_scurve", "en"), "true")
+    assert page.locator(".st-key-trained_seed input").input_value() == "2"
+    shown(t("scurve.view_runs", "en"), "false")
+    assert page.locator(".st-key-seed input").input_value() == "3"
+    assert page.locator(".st-key-dyt input").is_checked()
+    shown(t("scurve.view_scurve", "en"), "true")
+    assert page.locator(".st-key-trained_seed input").input_value() == "2"
+    assert outside == []
+    page.close()

@@ -15,6 +15,8 @@ def test_query_params_can_refresh_the_initial_snapshot():
     assert callable(get_session_state)
     assert callable(getattr(QueryParams, "set_initial_query_params_from_current", None))
     assert callable(getattr(QueryParams, "set_corrected_value", None))
+    assert callable(getattr(QueryParams, "get_binding_for_param", None))
+    assert callable(getattr(QueryParams, "unbind_widget", None))
 
 
 def _page() -> None:
@@ -35,6 +37,32 @@ def test_a_replaced_link_value_reaches_its_bound_widget_and_the_url():
     assert not at.exception
     assert at.number_input(key="d").value == 8
     assert at.query_params["d"] == "8"
+
+
+def _two_views() -> None:
+    import streamlit as st
+
+    from ui.st_private import keep_in_link
+
+    keep_in_link(["a", "b"])
+    if st.segmented_control("view", ["one", "two"], default="one", key="view") == "one":
+        st.number_input("a", value=0, key="a", bind="query-params")
+    else:
+        st.number_input("b", value=0, key="b", bind="query-params")
+
+
+def test_a_widget_not_drawn_keeps_its_link_value_and_takes_it_back_when_drawn_again():
+    """Without ``keep_in_link`` Streamlit drops ``a`` from the URL while view two shows."""
+    at = AppTest.from_function(_two_views)
+    at.query_params.update({"a": "3", "b": "5"})
+    at.run()
+    assert at.number_input(key="a").value == 3
+    at.button_group(key="view").set_value("two").run()
+    assert at.number_input(key="b").value == 5
+    assert (at.query_params["a"], at.query_params["b"]) == ("3", "5")
+    at.button_group(key="view").set_value("one").run()
+    assert at.number_input(key="a").value == 3
+    assert (at.query_params["a"], at.query_params["b"]) == ("3", "5")
 
 
 def _explorer_specs() -> list[dict]:

@@ -21,6 +21,7 @@ from ui.params import (
     read_link_value,
     share_query,
 )
+from ui.st_private import keep_in_link
 from viz import style
 
 # Link options that change how the app is shown, not what it computes. They are not widgets, so
@@ -230,6 +231,7 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
     ensure_router()
     st.session_state[CHART_FILES_KEY] = []
     lang = current_lang()
+    keep_in_link(p.key for p in params)  # a view's settings stay in the link while another shows
     notices = apply_link_params(params)
     if notices:
         # Kept for the session on this page: the visitor may need to reread which value changed.

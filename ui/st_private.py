@@ -1,6 +1,7 @@
 """The one place that touches Streamlit's private API (Streamlit is pinned in requirements.txt).
 
-Two needs bring the app here: refreshing the bound widgets' snapshot of the link (below), and
+Three needs bring the app here: refreshing the bound widgets' snapshot of the link (below),
+keeping a page's parameters in the link while their widgets are not drawn (``keep_in_link``), and
 handing ``st.plotly_chart`` a figure as plain dicts (``plotly_spec``, further below).
 
 A bound widget (``bind="query-params"``) seeds itself from a snapshot of the query string taken
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Iterable
 
 import plotly.io as pio
 from _plotly_utils.utils import convert_to_base64
@@ -30,6 +32,25 @@ def set_query_param(key: str, value: str) -> None:
     widgets are seeded from."""
     with get_session_state().query_params() as qp:
         qp.set_corrected_value(key, value, "string_value")
+        qp.set_initial_query_params_from_current()
+
+
+def keep_in_link(keys: Iterable[str]) -> None:
+    """Keep ``keys`` in the URL through a run that does not draw their widgets.
+
+    At the end of a run Streamlit drops from the URL every bound parameter whose widget the run
+    did not draw (the settings of a page's other view: the training lab's runs while its S-curve
+    view is shown), so the address no longer reproduces what the visitor set, and a widget drawn
+    again later seeds itself from the snapshot taken at page load. Releasing the bindings at the
+    start of a run leaves the parameters alone (a widget drawn in this run binds itself again
+    when it registers), and refreshing the snapshot seeds a widget drawn again from the URL as
+    it stands.
+    """
+    with get_session_state().query_params() as qp:
+        for key in keys:
+            binding = qp.get_binding_for_param(key)
+            if binding is not None:
+                qp.unbind_widget(binding.widget_id)
         qp.set_initial_query_params_from_current()
 
 
