@@ -9,7 +9,13 @@ Three servers on loopback, started here from the repository root (so all read
   (``benchmarks.app.FLOOR_PAGE``), the issue's floor;
 - the *element floor*: the floor page followed by trivial paragraphs (``st.markdown``), as many
   as make its element count the explorer's (``?n=`` sets how many): Streamlit's own cost for
-  that many elements, whatever they hold.
+  that many elements, whatever they hold;
+- the *replayed explorer*: the messages the explorer sent on an untimed first visit (its
+  elements, blocks, page links and page settings, at d = 16 and at d = 4096), sent again as they
+  were by a script that does nothing else (``benchmarks.st_private.REPLAY_PAGE``): the same page,
+  pixel for pixel, without the explorer's Python. Its time is Streamlit's and the browser's own
+  floor for what the explorer's first screen shows, so the explorer's ratio to it is the part of
+  the first render that the app's own work can still change.
 
 ``--other NAME=DIR`` serves the explorer of another checkout too, visited in the same rounds:
 the commit before a change (``git archive`` of it, unpacked) for a before/after comparison
@@ -62,7 +68,7 @@ from benchmarks.live import (
     streamlit_command,
     wait_for_health,
 )
-from benchmarks.st_private import protos
+from benchmarks.st_private import REPLAY_PAGE, protos, replayable
 
 DEFAULT_REPEATS = 7
 VIEWPORT = {"width": 1366, "height": 900}
@@ -125,6 +131,7 @@ class Visit:
     figure_bytes: int = 0
     http_files: int = 0
     http_bytes: int = 0
+    frames: list[bytes] = field(default_factory=list, repr=False)  # what the websocket carried
 
 
 def _frames(page) -> list[bytes]:
@@ -181,7 +188,7 @@ def visit(browser, url: str) -> Visit:
             pass
     result = Visit(
         done, drawn, counts, len(frames), sum(map(len, frames)), kinds, figure_bytes,
-        len(fetched), http_bytes,
+        len(fetched), http_bytes, frames,
     )  # fmt: skip
     context.close()
     return result
@@ -207,10 +214,12 @@ def browser_visits(repeats: int, others: dict[str, Path]) -> dict[str, list[Visi
     folder = Path(tempfile.mkdtemp(prefix="normlab-floor-"))
     (folder / "floor_page.py").write_text(FLOOR_PAGE)
     (folder / "element_floor.py").write_text(ELEMENT_FLOOR)
+    (folder / "replay.py").write_text(REPLAY_PAGE)
     servers = {
         "app": _serve(None),
         "floor": _serve(folder / "floor_page.py"),
         "elements": _serve(folder / "element_floor.py"),
+        "replay": _serve(folder / "replay.py"),
     }
     for name, root in others.items():
         servers[name] = _serve_copy(root)
@@ -219,12 +228,16 @@ def browser_visits(repeats: int, others: dict[str, Path]) -> dict[str, list[Visi
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            explorer = visit(browser, f"{urls['app']}/?d=16")  # untimed: warms every server
+            # Untimed: each explorer's messages recorded for the replay, and every server warmed.
+            for d in (16, 4096):
+                explorer = visit(browser, f"{urls['app']}/?d={d}")
+                (folder / f"replay_{d}.txt").write_text(replayable(explorer.frames))
             floor = visit(browser, urls["floor"])
             n = max(0, explorer.counts["elements"] - floor.counts["elements"])
             pages = {"floor": urls["floor"]}
             for d in (16, 4096):
                 pages[f"explorer d={d}"] = f"{urls['app']}/?d={d}"
+                pages[f"replayed d={d}"] = f"{urls['replay']}/?d={d}"
                 for name in others:
                     pages[f"{name} d={d}"] = f"{urls[name]}/?d={d}"
             pages["element floor"] = f"{urls['elements']}/?n={n}"
@@ -286,7 +299,13 @@ def _verdict(ratio: float) -> str:
 
 def _targeted(name: str) -> bool:
     """An explorer's visit (this checkout's or another's), which the target applies to."""
-    return name.endswith((" d=16", " d=4096"))
+    return name.endswith((" d=16", " d=4096")) and not name.startswith("replayed ")
+
+
+def _replay_ratio(visits: dict[str, list[Visit]], name: str) -> float | None:
+    """An explorer's drawn page over its replay's (the same messages, none of the app's work)."""
+    replay = visits.get("replayed " + name.rpartition(" ")[2]) if _targeted(name) else None
+    return _median(visits[name], "drawn_s") / _median(replay, "drawn_s") if replay else None
 
 
 def ratios(visits: dict[str, list[Visit]]) -> dict[str, tuple[float, float]]:
@@ -314,6 +333,10 @@ def report(visits: dict[str, list[Visit]], imported: dict[str, list[dict]] | Non
         if _targeted(name):
             verdicts = f"done {_verdict(done)}, drawn {_verdict(drawn)}"
             row += f"  target <= {TARGET_FIRST_RENDER}x: {verdicts}"
+            replay = _replay_ratio(visits, name)
+            row += "" if replay is None else f"; drawn {replay:.2f}x its replay's"
+        elif name.startswith("replayed "):
+            row += "  (the explorer's own messages sent again: Streamlit's floor for its page)"
         elif name == "element floor":
             row += "  (Streamlit's own floor for the explorer's element count)"
         lines.append(row)
@@ -361,16 +384,18 @@ def markdown(visits: dict[str, list[Visit]]) -> str:
         "fresh-browser visits; ratios to the floor page's medians.",
         "",
         "| page | script done | ratio | drawn | ratio | target ≤ "
-        f"{TARGET_FIRST_RENDER}× | elements (above the fold) | DOM nodes | figures | "
+        f"{TARGET_FIRST_RENDER}× | × replayed | elements (above the fold) | DOM nodes | figures | "
         "websocket | files fetched |",
-        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, (done, drawn) in ratios(visits).items():
         last = visits[name][-1]
         verdict = f"{_verdict(drawn)} (done: {_verdict(done)})" if _targeted(name) else ""
+        replay = _replay_ratio(visits, name)
         lines.append(
             f"| {name} | {1e3 * _median(visits[name], 'done_s'):.0f} ms | {done:.2f} | "
             f"{1e3 * _median(visits[name], 'drawn_s'):.0f} ms | {drawn:.2f} | {verdict} | "
+            f"{'' if replay is None else f'{replay:.2f}'} | "
             f"{last.counts['elements']} ({last.counts['above_fold']}) | {last.counts['nodes']} | "
             f"{last.counts['figures']} | {last.messages} messages, "
             f"{last.message_bytes / 1e3:.0f} KB | {last.http_files}, "
