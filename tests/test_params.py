@@ -18,6 +18,7 @@ from ui.params import (
     FloatParam,
     IntParam,
     LadderParam,
+    Notice,
     Param,
     TextParam,
     echo,
@@ -191,3 +192,24 @@ def test_the_address_carries_the_value_the_explorer_uses(key: str, raw: str, sho
     param = {p.key: p for p in page_params("explorer")}[key]
     expected = param.default if shown is None else param.parse(shown)[0]
     assert at.session_state[key] == expected
+
+
+@pytest.mark.parametrize(
+    ("param", "raw", "words"),
+    [
+        (IntParam("trained_seed", 0, 0, 2), "abc", ("0", "2")),
+        (FloatParam("offset", 0.0, -20.0, 20.0), "1e999", ("-20", "20")),
+        (LadderParam("eps", 1e-5, (1e-8, 1e-5, 0.25)), "x", ("1e-8", "0.25", "0,25")),
+    ],
+)
+def test_a_value_that_is_no_number_is_told_what_is_allowed(param, raw: str, words) -> None:
+    """The notice names the parameter and the range it takes, in the page's language."""
+    value, problem = param.parse(raw)
+    assert value == param.default and problem is not None
+    english = Notice(param.key, raw, problem).text("en")
+    indonesian = Notice(param.key, raw, problem).text("id")
+    assert f"`{param.key}`" in english and "allowed" in english
+    assert "diizinkan" in indonesian
+    lo, hi = words[0], words[1]
+    assert f"{lo} to {hi}" in english
+    assert f"{lo} sampai {words[-1]}" in indonesian

@@ -102,10 +102,11 @@ class FloatParam(Param):
 
     def parse(self, raw: str) -> tuple[object, Problem | None]:
         value = _parse_finite(raw)
+        allowed = {"lo": fmt.link(self.lo), "hi": fmt.link(self.hi)}
         if value is None:
-            return self.default, Problem("not_number", {"value": fmt.link(self.default)})
+            return self.default, Problem("not_number", {"value": fmt.link(self.default), **allowed})
         if not math.isfinite(value):
-            return self.default, Problem("not_finite", {"value": fmt.link(self.default)})
+            return self.default, Problem("not_finite", {"value": fmt.link(self.default), **allowed})
         if value > self.hi:
             return self.hi, Problem("above", {"limit": fmt.link(self.hi)})
         if value < self.lo:
@@ -128,7 +129,8 @@ class IntParam(Param):
         except ValueError:
             number = _parse_finite(text)
             if number is None or not math.isfinite(number):
-                return self.default, Problem("not_number", {"value": str(self.default)})
+                allowed = {"lo": str(self.lo), "hi": str(self.hi)}
+                return self.default, Problem("not_number", {"value": str(self.default), **allowed})
             if number != int(number):
                 value = round(number)
                 clamped = min(max(value, self.lo), self.hi)
@@ -183,7 +185,8 @@ class LadderParam(Param):
         value = _parse_finite(raw)
         if value is None or not math.isfinite(value):
             code = "not_number" if value is None else "not_finite"
-            return self.default, Problem(code, {"value": fmt.link(self.default)})
+            allowed = {"lo": fmt.link(min(self.options)), "hi": fmt.link(max(self.options))}
+            return self.default, Problem(code, {"value": fmt.link(self.default), **allowed})
         for option in self.options:
             if math.isclose(value, option, rel_tol=1e-9, abs_tol=0.0):
                 return option, None
