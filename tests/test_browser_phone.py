@@ -153,6 +153,15 @@ def shoot(tab: Tab, name: str, *, whole: bool = False) -> None:
         page.set_viewport_size(size)
 
 
+# A title of more than four lines, which pushes the page's first move below the first screen.
+LONG_TITLE = """() => {
+  const h = document.querySelector('[data-testid="stMain"] h1');
+  const line = parseFloat(getComputedStyle(h).lineHeight);
+  const lines = Math.round(h.getBoundingClientRect().height / line);
+  return lines > 4 ? [`title: ${lines} lines`] : [];
+}"""
+
+
 def test_every_page_fits_a_phone_in_indonesian(app_url: str, phone) -> None:
     tab, errors = phone
     found = {}
@@ -160,7 +169,7 @@ def test_every_page_fits_a_phone_in_indonesian(app_url: str, phone) -> None:
         path = "" if spec.name == "explorer" else spec.name
         open_in(tab, f"{app_url}/{path}?lang=id")
         assert failures(tab.page) == [], spec.name
-        problems = [tab.page.evaluate(q) for q in (TOO_WIDE, BREAKING_CSS, SPLIT_WORDS)]
+        problems = [tab.page.evaluate(q) for q in (TOO_WIDE, BREAKING_CSS, SPLIT_WORDS, LONG_TITLE)]
         problems = [p for found_by in problems for p in found_by]
         if problems:
             found[spec.name] = problems

@@ -100,6 +100,8 @@ def read_view_mode() -> ViewMode:
 #   long link) still breaks, rather than stick out of the page (overflow-wrap: break-word).
 # - On a phone a code block's lines wrap, as its table's cells do, instead of scrolling sideways
 #   (a name longer than the line, such as a call with its first argument, breaks where it must).
+# - On a phone a page's title is set at 1.5 rem, not Streamlit's 2.75 (the training lab's took
+#   six lines, most of the first screen), and the headings below it smaller still.
 # - On a phone a table's cells wrap, so the table fits the page: st.table's scrolling box cannot
 #   take the keyboard's focus (axe-core: scrollable-region-focusable), and the contracts page's
 #   settings table was 788 px wide in Indonesian. Each column is as wide as its longest word
@@ -113,6 +115,9 @@ _BASE_CSS = """<style>
 [data-testid="stMetricDelta"] [data-testid="stMarkdownContainer"],
 [data-testid="stMetricDelta"] p { white-space: normal; }
 @media (max-width: 640px) {
+  [data-testid="stMain"] h1 { font-size: 1.5rem !important; }
+  [data-testid="stMain"] h2 { font-size: 1.25rem !important; }
+  [data-testid="stMain"] h3 { font-size: 1.0625rem !important; }
   .katex-display > .katex { font-size: 0.9em; }
   [data-testid="stTable"] table, [data-testid="stMarkdownContainer"] table {
     table-layout: auto; width: 100%; font-size: 0.8125rem; }
