@@ -58,9 +58,9 @@ def local(tiny: Path) -> Settings:
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    clear_cache()
+    clear_cache(collect=False)  # the models are tiny: no collection needed between tests
     yield
-    clear_cache()
+    clear_cache(collect=False)
 
 
 def ref(name: str, tiny: Path) -> ModelRef:
