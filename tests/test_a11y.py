@@ -1,6 +1,7 @@
 """Every page in real headless Chromium as a laptop, a phone, a projector and a keyboard meet it.
 
-- Laptop (1366x900), every page in both languages: axe-core finds no serious or critical
+- Laptop (1366x900), every page in one language (the one its phone visit does not use, so
+  that axe audits each page in both): axe-core finds no serious or critical
   violation of WCAG 2.1 A/AA, every chart has its alt text, figure text is at least 14 px
   (read from Plotly's resolved layout), no metric is cut off, nothing scrolls sideways, no
   exception is shown and the browser asks no other host for anything (the app works offline).
@@ -189,9 +190,9 @@ def shoot(page, name: str) -> None:
     page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
 
 
-@pytest.mark.parametrize("lang", ["en", "id"])
 @pytest.mark.parametrize("name", NAMES)
-def test_laptop_page_is_accessible_and_readable(app_url, browser, axe, name, lang) -> None:
+def test_laptop_page_is_accessible_and_readable(app_url, browser, axe, name) -> None:
+    lang = ("id", "en")[NAMES.index(name) % 2]  # the phone's other language
     page, outside = visit(browser, url(app_url, name, f"lang={lang}"), LAPTOP)
     assert severe_violations(axe, page) == []
     assert unnamed_charts(page) == 0
@@ -284,6 +285,8 @@ def test_slider_select_and_segmented_control_work_from_the_keyboard(app_url, bro
     # The offset sits in the page, after the sidebar: back up into the sidebar's controls.
     assert tab_to(page, "dist", back=True)["role"] == "combobox"
     page.keyboard.press("ArrowDown")  # opens the list on the option after "normal"
+    # On a busy machine the list opens late, and a key pressed before it moves nothing.
+    page.get_by_role("listbox").wait_for(timeout=60_000)
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
     wait_for_link(page, "dist=spike")
