@@ -3,10 +3,10 @@
 On each page the scenario types into every text box, moves a slider with the arrow keys,
 switches a select box and presses the page's buttons (a live training run with the fewest
 steps). After every step: no exception or error box on the page, no uncaught browser error,
-no traceback in the server's log, and the tab's link, opened in a fresh browser context, shows
-the same widget values and the same text. At the end the share dialog's link is the tab's, and
-the presenter's view (``controls=hidden&text=large``) of the last state draws without a
-failure. AppTest drives widgets by key and skips the browser's link binding; this is what it
+no traceback in the server's log. At the end the last step's link and the share dialog's,
+each opened in a fresh browser context, show the same widget values and the same text (the
+steps add up, so that link carries every widget the scenario moved), and the presenter's view
+(``controls=hidden&text=large``) of the last state draws without a failure. AppTest drives widgets by key and skips the browser's link binding; this is what it
 cannot see.
 
 One server per file (its log read after every step) and one browser. The pages from the
