@@ -65,6 +65,11 @@ FUSED_DTYPES = (torch.float32, torch.float64)
 # such inputs to torch, so that a small call never pays numba's start (about a second, once per
 # process) for memory traffic that does not matter.
 FUSED_MIN_ELEMENTS = 1 << 18
+# An existing output of at least this many bytes is written with non-temporal stores (core._fused):
+# an ordinary store reads each line of it from memory first, which a copy's stores skip. A fresh
+# output is not: each page the kernel touches first has just been zeroed by the operating system,
+# so its lines are in cache already (non-temporal stores there measured slower than the clone).
+STREAM_MIN_BYTES = 1 << 23
 # Chunks per thread: enough that a thread slowed by another process leaves its share to the
 # others, few enough that handing them out costs nothing next to a row's work.
 _CHUNKS_PER_THREAD = 8
@@ -127,14 +132,14 @@ def _vector(p: Param) -> np.ndarray | None:
     return None if p is None else p.detach().contiguous().numpy()
 
 
-def _launch(kind: str, *args: object) -> None:
+def _launch(kind: str, *args: object, stream: bool) -> None:
     """Run the fused kernel of ``kind`` on ``args``: in this thread for a small input, else on
-    this process's cores, one parallel launch at a time."""
+    this process's cores, one parallel launch at a time; ``stream``: non-temporal stores."""
     from core import _fused
 
     x = args[0]
     if x.size < FUSED_MIN_ELEMENTS or x.shape[0] == 1 or available_cores() == 1:
-        (_fused.rms_serial if kind == "rms" else _fused.layer_serial)(*args)
+        (_fused.rms_serial if kind == "rms" else _fused.layer_serial)(*args, stream)
         return
     import numba
 
@@ -147,7 +152,7 @@ def _launch(kind: str, *args: object) -> None:
         numba.set_num_threads(threads)
         blocks = min(x.shape[0], threads * _CHUNKS_PER_THREAD)
         with numba.parallel_chunksize(1):  # one block at a time, to whichever thread is free
-            (_fused.rms_parallel if kind == "rms" else _fused.layer_parallel)(*args, blocks)
+            (_fused.rms_parallel if kind == "rms" else _fused.layer_parallel)(*args, stream, blocks)
 
 
 def fused_norm(
@@ -158,7 +163,8 @@ def fused_norm(
     Returns ``y`` (x's shape and dtype: one fresh allocation, or ``out`` when given, a contiguous
     CPU tensor of x's shape and dtype) and, per row, ``(inv_rms,)`` for RMSNorm or
     ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that met inf or
-    nan without another pass over x.
+    nan without another pass over x. A given ``out`` of ``STREAM_MIN_BYTES`` or more is written
+    with non-temporal stores (the same bits; it is then no longer in cache).
     """
     if not fusable(x, weight, bias):
         raise ValueError(
@@ -176,9 +182,11 @@ def fused_norm(
     # torch's allocator, 4 KiB pages. Taken from numpy on transparent huge pages instead, the
     # output faults in 512 times less often (the median fell to 0.65x x.clone()), but 3-10 % of
     # calls then stalled for 60-120 ms while the kernel compacted memory into a huge page.
+    stream = out is not None and out.numel() * out.element_size() >= STREAM_MIN_BYTES
     out = torch.empty(x.shape, dtype=x.dtype) if out is None else out
     stats = tuple(np.empty(xs.shape[0], dtype=xs.dtype) for _ in range(1 if kind == "rms" else 2))
-    _launch(kind, xs, _vector(weight), _vector(bias), float(eps), _rows(out, d), *stats)
+    args = (xs, _vector(weight), _vector(bias), float(eps), _rows(out, d), *stats)
+    _launch(kind, *args, stream=stream)
     return out, stats
 
 

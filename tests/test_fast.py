@@ -85,7 +85,7 @@ def test_parallel_and_serial_kernels_are_bit_identical(norm):
     serial = torch.empty_like(x)
     stats = [np.empty(1024, np.float32) for _ in range(1 if norm == "rms" else 2)]
     kernel = _fused.rms_serial if norm == "rms" else _fused.layer_serial
-    kernel(x.numpy(), w.numpy(), None, 1e-5, serial.numpy(), *stats)
+    kernel(x.numpy(), w.numpy(), None, 1e-5, serial.numpy(), *stats, False)
     assert torch.equal(parallel, serial)
 
 
@@ -103,18 +103,19 @@ def test_pipelined_rows_and_blocks_change_no_bit(norm, rows):
     )
     stats = 1 if norm == "rms" else 2
 
-    def run(kernel, xs, *blocks):
+    def run(kernel, xs, stream, *blocks):
         out = np.empty_like(xs)
         row_stats = [np.empty(xs.shape[0]) for _ in range(stats)]
-        kernel(xs, w.numpy(), b.numpy(), 1e-5, out, *row_stats, *blocks)
+        kernel(xs, w.numpy(), b.numpy(), 1e-5, out, *row_stats, stream, *blocks)
         return out, row_stats
 
-    alone = [run(serial, x.numpy()[i : i + 1]) for i in range(rows)]
-    for kernel, blocks in [(serial, ()), (parallel, (1,)), (parallel, (min(rows, 5),))]:
-        out, row_stats = run(kernel, x.numpy(), *blocks)
-        for i, (row_out, row_stat) in enumerate(alone):
-            assert np.array_equal(out[i], row_out[0])
-            assert all(s[i] == r[0] for s, r in zip(row_stats, row_stat, strict=True))
+    alone = [run(serial, x.numpy()[i : i + 1], False) for i in range(rows)]
+    for stream in (False, True):
+        for kernel, blocks in [(serial, ()), (parallel, (1,)), (parallel, (min(rows, 5),))]:
+            out, row_stats = run(kernel, x.numpy(), stream, *blocks)
+            for i, (row_out, row_stat) in enumerate(alone):
+                assert np.array_equal(out[i], row_out[0])
+                assert all(s[i] == r[0] for s, r in zip(row_stats, row_stat, strict=True))
 
 
 def test_fused_norm_writes_into_a_given_output_or_refuses_it():
@@ -130,6 +131,78 @@ def test_fused_norm_writes_into_a_given_output_or_refuses_it():
     ):
         with pytest.raises(ValueError, match="out must be a contiguous CPU tensor"):
             fast.fused_norm("rms", x, None, None, 1e-6, out=bad)
+
+
+def _misaligned(shape, dtype, shift):
+    """An empty contiguous tensor whose data starts ``shift`` values past a 64-byte boundary."""
+    size = torch.tensor([], dtype=dtype).element_size()
+    raw = torch.empty(int(np.prod(shape)) + 64 // size + shift, dtype=dtype)
+    start = (-raw.data_ptr() % 64) // size + shift
+    view = raw[start : start + int(np.prod(shape))].view(shape)
+    assert view.data_ptr() % 64 == shift * size
+    return view
+
+
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("affine", ["none", "weight", "both"])
+@pytest.mark.parametrize("shape", [(1, 5), (3, 16), (7, 33), (4, 100), (5, 4096), (65, 257)])
+def test_streamed_stores_write_the_same_bits(norm, dtype, affine, shape):
+    # The staging row and its non-temporal copy must reproduce the ordinary stores bit for bit,
+    # wherever the output starts against a 64-byte line (head and tail stored one by one), for
+    # rows shorter than a line, and in the serial and the parallel kernels.
+    rows, d = shape
+    x = _random(shape, dtype, seed=14) * 3 + 2
+    w = _random((d,), dtype, seed=15) if affine != "none" else None
+    b = _random((d,), dtype, seed=16) if affine == "both" else None
+    expected, expected_stats = fast.fused_norm(norm, x, w, b, 1e-5)
+    serial, parallel = (
+        (_fused.rms_serial, _fused.rms_parallel)
+        if norm == "rms"
+        else (_fused.layer_serial, _fused.layer_parallel)
+    )
+    args = (x.numpy(), _vector(w), _vector(b), 1e-5)
+    for shift in (0, 1, 3):
+        for kernel, blocks in [(serial, ()), (parallel, (min(rows, 3),))]:
+            out = _misaligned(shape, dtype, shift).fill_(float("nan"))
+            stats = [np.empty(rows, x.numpy().dtype) for _ in expected_stats]
+            kernel(*args, out.numpy(), *stats, True, *blocks)
+            assert out.numpy().tobytes() == expected.numpy().tobytes(), (shift, blocks)
+            for got, want in zip(stats, expected_stats, strict=True):
+                assert got.tobytes() == want.tobytes()
+
+
+def _vector(p):
+    return None if p is None else p.numpy()
+
+
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+def test_a_large_given_output_is_streamed_with_the_same_bits(norm):
+    # fused_norm streams into an out of STREAM_MIN_BYTES or more: here one whose rows start 4
+    # bytes past a line (d = 1031, odd), on the parallel kernel.
+    rows, d = fast.STREAM_MIN_BYTES // (4 * 1031) + 1, 1031
+    x = _random((rows, d), torch.float32, seed=17)
+    w, b = _random((d,), torch.float32, seed=18), _random((d,), torch.float32, seed=19)
+    b = b if norm == "layer" else None
+    out = _misaligned((rows, d), torch.float32, 1).fill_(float("nan"))
+    assert out.numel() * 4 >= fast.STREAM_MIN_BYTES
+    y, stats = fast.fused_norm(norm, x, w, b, 1e-5, out=out)
+    fresh, fresh_stats = fast.fused_norm(norm, x, w, b, 1e-5)
+    assert y is out and out.numpy().tobytes() == fresh.numpy().tobytes()
+    assert all(s.tobytes() == f.tobytes() for s, f in zip(stats, fresh_stats, strict=True))
+    _assert_close(out, _torch(norm, x, w, b, 1e-5))
+
+
+def test_only_a_large_given_output_is_streamed(monkeypatch):
+    launched = []
+    monkeypatch.setattr(fast, "_launch", lambda kind, *args, stream: launched.append(stream))
+    rows = fast.STREAM_MIN_BYTES // (4 * 256)
+    x = torch.zeros(rows, 256)
+    fast.fused_norm("rms", x, None, None, 1e-5, out=torch.empty_like(x))  # exactly the bound
+    fast.fused_norm("layer", x, None, None, 1e-5, out=torch.empty_like(x))
+    fast.fused_norm("rms", x, None, None, 1e-5)  # fresh memory: ordinary stores
+    fast.fused_norm("rms", x[1:], None, None, 1e-5, out=torch.empty_like(x[1:]))  # a row less
+    assert launched == [True, True, False, False]
 
 
 def test_fused_kernels_are_safe_from_many_threads():
