@@ -19,7 +19,8 @@ to (``stream``, which :mod:`core.fast` sets for a large existing output), a kern
 ``buffer.copy_(x)``'s do, while it fetches row i+2 into cache a line at a time, so that the loop
 moves memory both ways as a copy does; then it sums row i+1, now in cache, with the loop that sums
 a block's first row. LLVM splits that loop's additions into the same SIMD lanes as the pipelined
-loop's, so both paths write the same bits (``tests/test_fast.py`` checks it). LLVM does not
+loop's, and the line computes :func:`_affine`'s operations in the same order, so both paths write
+the same bits (``tests/test_fast.py`` checks it). LLVM does not
 vectorise a loop of scalar non-temporal stores (a vector one must be aligned to its size), hence
 the explicit line store (``_norm_line``); the values before an output row's first whole line and
 after its last get ordinary stores. A store fence ends each block, so that its rows are in memory

@@ -65,11 +65,15 @@ FUSED_DTYPES = (torch.float32, torch.float64)
 # such inputs to torch, so that a small call never pays numba's start (about a second, once per
 # process) for memory traffic that does not matter.
 FUSED_MIN_ELEMENTS = 1 << 18
-# An existing output of at least this many bytes is written with non-temporal stores (core._fused):
-# an ordinary store reads each line of it from memory first, which a copy's stores skip. A fresh
-# output is not: each page the kernel touches first has just been zeroed by the operating system,
-# so its lines are in cache already (non-temporal stores there measured slower than the clone).
+# An existing output of at least STREAM_MIN_BYTES, in rows of at least STREAM_MIN_ROW_BYTES, is
+# written with non-temporal stores (core._fused): an ordinary store reads each line of it from
+# memory first, which a copy's stores skip. A smaller one is left to ordinary stores, which keep it
+# in cache for whatever reads it next; rows of 64 float32 values, written a line at a time, took
+# longer than the pipelined loop. A fresh output is not streamed: each page the kernel touches has
+# just been zeroed by the operating system, so its lines are in cache already (non-temporal stores
+# there measured slower than ordinary ones; docs/speed.md).
 STREAM_MIN_BYTES = 1 << 23
+STREAM_MIN_ROW_BYTES = 512
 # Chunks per thread: enough that a thread slowed by another process leaves its share to the
 # others, few enough that handing them out costs nothing next to a row's work.
 _CHUNKS_PER_THREAD = 8
@@ -163,8 +167,9 @@ def fused_norm(
     Returns ``y`` (x's shape and dtype: one fresh allocation, or ``out`` when given, a contiguous
     CPU tensor of x's shape and dtype) and, per row, ``(inv_rms,)`` for RMSNorm or
     ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that met inf or
-    nan without another pass over x. A given ``out`` of ``STREAM_MIN_BYTES`` or more is written
-    with non-temporal stores (the same bits; it is then no longer in cache).
+    nan without another pass over x. A given ``out`` of ``STREAM_MIN_BYTES`` or more, in rows of
+    ``STREAM_MIN_ROW_BYTES`` or more, is written with non-temporal stores (the same bits; it is
+    then no longer in cache).
     """
     if not fusable(x, weight, bias):
         raise ValueError(
@@ -182,7 +187,11 @@ def fused_norm(
     # torch's allocator, 4 KiB pages. Taken from numpy on transparent huge pages instead, the
     # output faults in 512 times less often (the median fell to 0.65x x.clone()), but 3-10 % of
     # calls then stalled for 60-120 ms while the kernel compacted memory into a huge page.
-    stream = out is not None and out.numel() * out.element_size() >= STREAM_MIN_BYTES
+    stream = (
+        out is not None
+        and xs.nbytes >= STREAM_MIN_BYTES
+        and xs.shape[1] * xs.itemsize >= STREAM_MIN_ROW_BYTES
+    )
     out = torch.empty(x.shape, dtype=x.dtype) if out is None else out
     stats = tuple(np.empty(xs.shape[0], dtype=xs.dtype) for _ in range(1 if kind == "rms" else 2))
     args = (xs, _vector(weight), _vector(bias), float(eps), _rows(out, d), *stats)

@@ -193,16 +193,18 @@ def test_a_large_given_output_is_streamed_with_the_same_bits(norm):
     _assert_close(out, _torch(norm, x, w, b, 1e-5))
 
 
-def test_only_a_large_given_output_is_streamed(monkeypatch):
+def test_only_a_large_given_output_in_long_rows_is_streamed(monkeypatch):
     launched = []
     monkeypatch.setattr(fast, "_launch", lambda kind, *args, stream: launched.append(stream))
-    rows = fast.STREAM_MIN_BYTES // (4 * 256)
-    x = torch.zeros(rows, 256)
-    fast.fused_norm("rms", x, None, None, 1e-5, out=torch.empty_like(x))  # exactly the bound
+    rows = fast.STREAM_MIN_BYTES // fast.STREAM_MIN_ROW_BYTES
+    x = torch.zeros(rows, fast.STREAM_MIN_ROW_BYTES // 4)  # exactly both bounds
+    fast.fused_norm("rms", x, None, None, 1e-5, out=torch.empty_like(x))
     fast.fused_norm("layer", x, None, None, 1e-5, out=torch.empty_like(x))
     fast.fused_norm("rms", x, None, None, 1e-5)  # fresh memory: ordinary stores
     fast.fused_norm("rms", x[1:], None, None, 1e-5, out=torch.empty_like(x[1:]))  # a row less
-    assert launched == [True, True, False, False]
+    short = x.view(2 * rows, -1)  # as many bytes, in rows of half the bound
+    fast.fused_norm("rms", short, None, None, 1e-5, out=torch.empty_like(short))
+    assert launched == [True, True, False, False, False]
 
 
 def test_fused_kernels_are_safe_from_many_threads():
