@@ -363,10 +363,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: CUDA is not available in this torch build")
+    from benchmarks.app import load_line
+
+    print(f"Start: {load_line()}", flush=True)
     result = run_benchmark(
         args.rows, args.cols, repeats=args.repeats, device=args.device, dtype=_DTYPES[args.dtype]
     )
     print(format_table(result))
+    print(f"End: {load_line()}")
     return 0
 
 
