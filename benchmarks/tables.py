@@ -1,7 +1,8 @@
 """Regenerate the speed tables of ``docs/speed.md`` from one run of each benchmark.
 
 Run ``python -m benchmarks.tables`` (the kernel benchmark, then the explorer's server and browser
-timings, one after the other; prefix it with ``time`` to see how long they take here). Each
+timings, one after the other; prefix it with ``time`` to see how long they take here), or
+``--only bench`` / ``--only app`` for one of them and its table alone. Each
 table sits in the document between a pair of markers, ``<!-- speed:NAME -->`` and
 ``<!-- /speed:NAME -->``, and only what lies between them is rewritten: the prose around the
 tables, which says what limits each figure, is written by hand and should be read again when the
@@ -54,23 +55,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m benchmarks.tables", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--doc", type=Path, default=DOC, help="the file to rewrite")
+    parser.add_argument("--only", choices=BLOCKS, help="one benchmark and its table alone")
     args = parser.parse_args(argv)
 
     from benchmarks import app, bench
 
+    names = (args.only,) if args.only else BLOCKS
     text = args.doc.read_text(encoding="utf-8")
-    for name in BLOCKS:  # fail before minutes of measuring, not after
+    for name in names:  # fail before minutes of measuring, not after
         replace_block(text, name, "")
-    kernels = bench.run_benchmark()
-    print(bench.format_table(kernels), flush=True)
-    text = replace_block(text, "bench", f"{bench.markdown(kernels)}\n\n{_stamp()}")
-    explorer = app.measure(
-        app.DEFAULT_D, app.DEFAULT_INTERACTIONS, app.DEFAULT_REPEATS, app.DEFAULT_PRESSES
-    )
-    print(app.report(explorer), flush=True)
-    text = replace_block(text, "app", f"{app.markdown(explorer)}\n\n{_stamp()}")
+    if "bench" in names:
+        kernels = bench.run_benchmark()
+        print(bench.format_table(kernels), flush=True)
+        text = replace_block(text, "bench", f"{bench.markdown(kernels)}\n\n{_stamp()}")
+    if "app" in names:
+        explorer = app.measure(
+            app.DEFAULT_D, app.DEFAULT_INTERACTIONS, app.DEFAULT_REPEATS, app.DEFAULT_PRESSES
+        )
+        print(app.report(explorer), flush=True)
+        text = replace_block(text, "app", f"{app.markdown(explorer)}\n\n{_stamp()}")
     args.doc.write_text(text, encoding="utf-8")
-    print(f"Rewrote the speed tables in {args.doc}")
+    print(f"Rewrote the speed tables in {args.doc}: {', '.join(names)}")
     return 0
 
 

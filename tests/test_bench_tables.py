@@ -60,6 +60,22 @@ def test_a_run_rewrites_both_tables_and_keeps_the_prose(tmp_path, monkeypatch, c
     assert "Rewrote the speed tables" in capsys.readouterr().out
 
 
+def test_only_bench_rewrites_the_kernel_table_alone(tmp_path, monkeypatch) -> None:
+    def measured(*args, **kwargs):
+        raise AssertionError("the explorer was measured")
+
+    small_bench = bench.run_benchmark
+    monkeypatch.setattr(bench, "run_benchmark", lambda: small_bench(64, 256, repeats=2))
+    monkeypatch.setattr(app, "measure", measured)
+    copy = tmp_path / "speed.md"
+    app_block = "<!-- speed:app -->\nold\n<!-- /speed:app -->\n"
+    copy.write_text(TEXT + app_block, encoding="utf-8")
+    assert tables.main(["--doc", str(copy), "--only", "bench"]) == 0
+    text = copy.read_text(encoding="utf-8")
+    assert "old table" not in text and "| `fused rms, buffer` |" in text
+    assert text.endswith("prose\n" + app_block)
+
+
 def test_a_doc_without_markers_is_refused_before_any_measuring(tmp_path, monkeypatch) -> None:
     def measured(*args, **kwargs):
         raise AssertionError("measured before the markers were checked")
