@@ -116,7 +116,8 @@ def test_cli_prints_the_table(capsys):
     out = capsys.readouterr().out
     assert "(64, 256) float32 on cpu" in out
     lines = out.splitlines()
-    assert lines[0].startswith("Start: load average ") and lines[-1].startswith("End: load average ")
+    assert lines[0].startswith("Start: load average ")
+    assert lines[-1].startswith("End: load average ")
     for label in ["x.clone()", "fused rms", "composite layer", "F.rms_norm", "core.layer_norm"]:
         assert label in out
     clone_line = next(line for line in out.splitlines() if "x.clone()" in line)
