@@ -19,6 +19,7 @@ the core's calls, and GB/s is also given as a share of a device-to-device copy's
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -146,11 +147,16 @@ def _timer(device: torch.device) -> Callable[[Callable[[], torch.Tensor]], float
 def interleaved_samples(
     listed: Sequence[Case], repeats: int, clock: Callable[[Callable[[], torch.Tensor]], float]
 ) -> dict[str, list[float]]:
-    """``repeats`` rounds; each runs every case once, starting one further along each time."""
+    """``repeats`` rounds; each runs every case once, in an order shuffled afresh each round
+    (seeded, so a run can be repeated). A fixed or rotated order would put each case after the
+    same neighbour every round, and what a case leaves behind shows in the next one's time:
+    torch's OpenMP threads keep spinning for a few milliseconds after a torch operation and take
+    a core from a numba kernel started then."""
     samples: dict[str, list[float]] = {label: [] for _, label, _ in listed}
+    order = list(listed)
     for round_index in range(repeats):
-        shift = round_index % len(listed)
-        for _, label, fn in [*listed[shift:], *listed[:shift]]:
+        random.Random(round_index).shuffle(order)
+        for _, label, fn in order:
             samples[label].append(clock(fn))
     return samples
 

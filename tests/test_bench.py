@@ -91,12 +91,21 @@ def test_cuda_cases_run_and_summarise_on_cpu_tensors():
     assert f_rms_norm.endswith(" 50%")  # 4 ms against buffer.copy_'s 2 ms
 
 
-def test_interleaving_rotates_the_order_and_times_every_case_each_round():
-    listed = [("g", label, lambda label=label: order.append(label)) for label in "abc"]
+def test_interleaving_shuffles_the_order_and_times_every_case_each_round():
+    listed = [("g", label, lambda label=label: order.append(label)) for label in "abcdef"]
     order: list[str] = []
-    samples = interleaved_samples(listed, 3, _fake_clock([0.0] * 9))
-    assert order == list("abcbcacab")
-    assert all(len(times) == 3 for times in samples.values())
+    samples = interleaved_samples(listed, 12, _fake_clock([0.0] * 72))
+    rounds = ["".join(order[i : i + 6]) for i in range(0, 72, 6)]
+    assert all(sorted(r) == list("abcdef") for r in rounds)  # every case once a round
+    assert all(len(times) == 12 for times in samples.values())
+    # Not the same neighbour every round: "b" follows at least three different cases.
+    before_b = {r[r.index("b") - 1] for r in rounds if not r.startswith("b")}
+    assert len(before_b) >= 3
+    again: list[str] = []
+    interleaved_samples(
+        [("g", c, lambda c=c: again.append(c)) for c in "abcdef"], 12, _fake_clock([0.0] * 72)
+    )
+    assert again == order  # seeded: a run can be repeated
 
 
 def test_summary_ratios_and_spread():
