@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.live import READY
 from tests.browser_util import is_local, open_page
@@ -261,6 +262,14 @@ FOCUS = """() => {
 }"""
 
 
+# The option a focused select box's open list marks active (where Enter would choose).
+ACTIVE_OPTION = """() => {
+  const id = document.activeElement.getAttribute('aria-activedescendant');
+  const option = id && document.getElementById(id);
+  return option ? option.innerText.trim() : null;
+}"""
+
+
 def tab_to(page, key: str, *, back: bool = False, most: int = 60) -> dict:
     """Press Tab (Shift+Tab with ``back``) until the widget keyed ``key`` has the focus."""
     for _ in range(most):
@@ -272,7 +281,10 @@ def tab_to(page, key: str, *, back: bool = False, most: int = 60) -> dict:
 
 
 def wait_for_link(page, part: str) -> None:
-    page.wait_for_function(f"() => location.search.includes({part!r})", timeout=60_000)
+    try:
+        page.wait_for_function(f"() => location.search.includes({part!r})", timeout=60_000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{part} not in the address after 60 s: {page.url}") from None
     settle(page)
 
 
@@ -285,9 +297,14 @@ def test_slider_select_and_segmented_control_work_from_the_keyboard(app_url, bro
     # The offset sits in the page, after the sidebar: back up into the sidebar's controls.
     assert tab_to(page, "dist", back=True)["role"] == "combobox"
     page.keyboard.press("ArrowDown")  # opens the list on the option after "normal"
-    # On a busy machine the list opens late, and a key pressed before it moves nothing.
+    # On a busy machine the list opens late, and a key pressed before it moves nothing: move
+    # down until the option the list marks active is the one wanted.
     page.get_by_role("listbox").wait_for(timeout=60_000)
-    page.keyboard.press("ArrowDown")
+    for _ in range(8):
+        if page.evaluate(ACTIVE_OPTION) == "spike":
+            break
+        page.keyboard.press("ArrowDown")
+    assert page.evaluate(ACTIVE_OPTION) == "spike"
     page.keyboard.press("Enter")
     wait_for_link(page, "dist=spike")
     # The language: a segmented control, back up the sidebar above the controls.
