@@ -288,6 +288,39 @@ def wait_for_link(page, part: str) -> None:
     settle(page)
 
 
+def choose_with_keys(page, key: str, option: str) -> None:
+    """Shift+Tab back to the select box ``key``, open it with ArrowDown, move down to
+    ``option`` and press Enter; the link must then carry it. Once in a few full runs of this file
+    on a busy machine the choice never reached the link (the cause is not known); a person
+    whose choice did not take would open the list again, and so does this, once."""
+    for attempt in range(2):
+        focus = page.evaluate(FOCUS)  # after an Escape the box still has the focus
+        assert (focus if focus["key"] == key else tab_to(page, key, back=True))["role"] == (
+            "combobox"
+        )
+        page.keyboard.press("ArrowDown")  # opens the list
+        # On a busy machine the list opens late, and a key pressed before it moves nothing:
+        # move down until the option the list marks active is the one wanted.
+        page.get_by_role("listbox").wait_for(timeout=60_000)
+        for _ in range(8):
+            if page.evaluate(ACTIVE_OPTION) == option:
+                break
+            page.keyboard.press("ArrowDown")
+        assert page.evaluate(ACTIVE_OPTION) == option
+        page.keyboard.press("Enter")
+        try:
+            page.wait_for_function(
+                f"() => location.search.includes('{key}={option}')", timeout=30_000
+            )
+        except PlaywrightTimeout:
+            if attempt:
+                raise AssertionError(f"{key}={option} not in the address: {page.url}") from None
+            page.keyboard.press("Escape")
+            continue
+        settle(page)
+        return
+
+
 def test_slider_select_and_segmented_control_work_from_the_keyboard(app_url, browser) -> None:
     page, _ = visit(browser, url(app_url, "explorer", "lang=en"), LAPTOP)
     assert tab_to(page, "offset")["tag"] == "INPUT"
@@ -295,18 +328,7 @@ def test_slider_select_and_segmented_control_work_from_the_keyboard(app_url, bro
         page.keyboard.press("ArrowRight")  # steps of 0.1
     wait_for_link(page, "offset=0.3")
     # The offset sits in the page, after the sidebar: back up into the sidebar's controls.
-    assert tab_to(page, "dist", back=True)["role"] == "combobox"
-    page.keyboard.press("ArrowDown")  # opens the list on the option after "normal"
-    # On a busy machine the list opens late, and a key pressed before it moves nothing: move
-    # down until the option the list marks active is the one wanted.
-    page.get_by_role("listbox").wait_for(timeout=60_000)
-    for _ in range(8):
-        if page.evaluate(ACTIVE_OPTION) == "spike":
-            break
-        page.keyboard.press("ArrowDown")
-    assert page.evaluate(ACTIVE_OPTION) == "spike"
-    page.keyboard.press("Enter")
-    wait_for_link(page, "dist=spike")
+    choose_with_keys(page, "dist", "spike")
     # The language: a segmented control, back up the sidebar above the controls.
     assert tab_to(page, "lang", back=True)["role"] == "radio"
     page.keyboard.press("ArrowRight")  # to "id", from "en" or already there
