@@ -375,6 +375,7 @@ def test_share_dialog_opens_from_the_keyboard_and_is_accessible(app_url, browser
     page.wait_for_selector("[data-testid='stFileUploaderDropzoneInput']", state="attached")
     # The dialog points to the links' copy buttons: they show without a pointer over the box.
     copy = dialog.locator("[data-testid='stCode'] button")
+    copy.nth(1).wait_for(timeout=60_000)  # a code block's code loads after the dialog opens
     assert copy.count() == 2
     for i in range(copy.count()):
         assert copy.nth(i).is_visible()
