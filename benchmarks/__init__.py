@@ -1,7 +1,5 @@
 """Scripts that measure NormLab as it runs: ``python -m benchmarks.<name> --help``."""
 
-import os
-
-# As ``core`` sets it for the app (see there): torch's OpenMP threads sleep between operations
-# instead of spinning, set before a benchmark imports torch.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# ``core`` sets torch's OpenMP threads to sleep between operations (see there); imported here, it
+# does so before any benchmark imports torch, as it does for the app.
+import core  # noqa: F401

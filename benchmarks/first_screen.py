@@ -229,11 +229,11 @@ def browser_visits(repeats: int, others: dict[str, Path]) -> dict[str, list[Visi
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             # Untimed: each explorer's messages recorded for the replay, and every server warmed.
-            for d in (16, 4096):
-                explorer = visit(browser, f"{urls['app']}/?d={d}")
+            first = {d: visit(browser, f"{urls['app']}/?d={d}") for d in (16, 4096)}
+            for d, explorer in first.items():
                 (folder / f"replay_{d}.txt").write_text(replayable(explorer.frames))
             floor = visit(browser, urls["floor"])
-            n = max(0, explorer.counts["elements"] - floor.counts["elements"])
+            n = max(0, first[16].counts["elements"] - floor.counts["elements"])
             pages = {"floor": urls["floor"]}
             for d in (16, 4096):
                 pages[f"explorer d={d}"] = f"{urls['app']}/?d={d}"

@@ -12,6 +12,7 @@ upgrade that moves it breaks here and nowhere else:
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from collections.abc import Iterator
 from types import SimpleNamespace
@@ -67,8 +68,6 @@ for line in recorded.read_text().splitlines():
 def replayable(frames: list[bytes]) -> str:
     """The messages of a page's visit (raw websocket frames) that ``REPLAY_PAGE`` sends again, as
     its file's text."""
-    import base64
-
     ForwardMsg = protos().ForwardMsg
     kept = [f for f in frames if ForwardMsg.FromString(f).WhichOneof("type") in REPLAYED]
     return "".join(base64.b64encode(f).decode() + "\n" for f in kept)

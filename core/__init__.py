@@ -11,9 +11,8 @@ import os
 # started right after, and from other visitors' sessions on a shared server. Passive: they sleep
 # once their work is done. libgomp reads this when torch loads it, so it is set here, before
 # anything imports torch (this package imports torch lazily); a setting already in the
-# environment wins. ``benchmarks`` sets it the same way, as the app runs.
+# environment wins. ``benchmarks`` imports this package first, so it measures what the app runs.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 
 from core.device import available_devices, resolve_device, torch_available
 from core.geometry import (

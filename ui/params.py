@@ -95,6 +95,12 @@ def _parse_finite(raw: str) -> float | None:
     return value
 
 
+def _unreadable(code: str, default: float, lo: float, hi: float, spell=fmt.link) -> Problem:
+    """A value that is no (finite) number: the default used, and the range the parameter takes,
+    spelt as the link spells the parameter's numbers (``str`` for whole numbers)."""
+    return Problem(code, {"value": spell(default), "lo": spell(lo), "hi": spell(hi)})
+
+
 @dataclass(frozen=True)
 class FloatParam(Param):
     lo: float = -math.inf
@@ -102,11 +108,9 @@ class FloatParam(Param):
 
     def parse(self, raw: str) -> tuple[object, Problem | None]:
         value = _parse_finite(raw)
-        allowed = {"lo": fmt.link(self.lo), "hi": fmt.link(self.hi)}
-        if value is None:
-            return self.default, Problem("not_number", {"value": fmt.link(self.default), **allowed})
-        if not math.isfinite(value):
-            return self.default, Problem("not_finite", {"value": fmt.link(self.default), **allowed})
+        if value is None or not math.isfinite(value):
+            code = "not_number" if value is None else "not_finite"
+            return self.default, _unreadable(code, self.default, self.lo, self.hi)
         if value > self.hi:
             return self.hi, Problem("above", {"limit": fmt.link(self.hi)})
         if value < self.lo:
@@ -129,8 +133,7 @@ class IntParam(Param):
         except ValueError:
             number = _parse_finite(text)
             if number is None or not math.isfinite(number):
-                allowed = {"lo": str(self.lo), "hi": str(self.hi)}
-                return self.default, Problem("not_number", {"value": str(self.default), **allowed})
+                return self.default, _unreadable("not_number", self.default, self.lo, self.hi, str)
             if number != int(number):
                 value = round(number)
                 clamped = min(max(value, self.lo), self.hi)
@@ -185,8 +188,8 @@ class LadderParam(Param):
         value = _parse_finite(raw)
         if value is None or not math.isfinite(value):
             code = "not_number" if value is None else "not_finite"
-            allowed = {"lo": fmt.link(min(self.options)), "hi": fmt.link(max(self.options))}
-            return self.default, Problem(code, {"value": fmt.link(self.default), **allowed})
+            low, high = min(self.options), max(self.options)
+            return self.default, _unreadable(code, self.default, low, high)
         for option in self.options:
             if math.isclose(value, option, rel_tol=1e-9, abs_tol=0.0):
                 return option, None
