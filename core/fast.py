@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import math
+import mmap
 import os
 import threading
 from collections.abc import Callable
@@ -69,11 +70,21 @@ FUSED_MIN_ELEMENTS = 1 << 18
 # written with non-temporal stores (core._fused): an ordinary store reads each line of it from
 # memory first, which a copy's stores skip. A smaller one is left to ordinary stores, which keep it
 # in cache for whatever reads it next; rows of 64 float32 values, written a line at a time, took
-# longer than the pipelined loop. A fresh output is not streamed: each page the kernel touches has
-# just been zeroed by the operating system, so its lines are in cache already (non-temporal stores
-# there measured slower than ordinary ones; docs/speed.md).
+# longer than the pipelined loop. A fresh output on 4 KiB pages is not streamed: each page the
+# kernel touches has just been zeroed by the operating system, so its lines are in cache already
+# (non-temporal stores there measured slower than ordinary ones; docs/speed.md). A fresh output on
+# huge pages (below) is: streamed, it took 3-11 % less time than with ordinary stores (5 runs).
 STREAM_MIN_BYTES = 1 << 23
 STREAM_MIN_ROW_BYTES = 512
+# An output of at least HUGE_MIN_BYTES made by the fused kernels is a mapping of its own that the
+# operating system may back with transparent huge pages (:func:`fresh`). Each 4 KiB page of fresh
+# memory costs a page fault at its first write: for a 4096 x 4096 float32 output the faults took
+# about 8 of the 11-14 ms a call took (x.clone() pays the same), and a 2 MiB page takes one fault
+# where 4 KiB pages take 512; the call fell to 5-6 ms. A process's first huge-page faults, and
+# about one call in 300 after them, took 30-150 ms longer (Linux 6.18). torch allocates this way
+# too when THP_MEM_ALLOC_ENABLE=1 is set, which it is not by default (docs/speed.md).
+HUGE_PAGE = 1 << 21
+HUGE_MIN_BYTES = 1 << 23
 # Chunks per thread: enough that a thread slowed by another process leaves its share to the
 # others, few enough that handing them out costs nothing next to a row's work.
 _CHUNKS_PER_THREAD = 8
@@ -164,12 +175,12 @@ def fused_norm(
 ) -> tuple[Tensor, tuple[np.ndarray, ...]]:
     """The fused kernel of ``kind`` ("rms" or "layer") and its per-row statistics.
 
-    Returns ``y`` (x's shape and dtype: one fresh allocation, or ``out`` when given, a contiguous
-    CPU tensor of x's shape and dtype) and, per row, ``(inv_rms,)`` for RMSNorm or
+    Returns ``y`` (x's shape and dtype: a fresh allocation, :func:`fresh`, or ``out`` when given,
+    a contiguous CPU tensor of x's shape and dtype) and, per row, ``(inv_rms,)`` for RMSNorm or
     ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that met inf or
-    nan without another pass over x. A given ``out`` of ``STREAM_MIN_BYTES`` or more, in rows of
-    ``STREAM_MIN_ROW_BYTES`` or more, is written with non-temporal stores (the same bits; it is
-    then no longer in cache).
+    nan without another pass over x. A given ``out``, or a fresh one on huge pages, of
+    ``STREAM_MIN_BYTES`` or more, in rows of ``STREAM_MIN_ROW_BYTES`` or more, is written with
+    non-temporal stores (the same bits; it is then no longer in cache).
     """
     if not fusable(x, weight, bias):
         raise ValueError(
@@ -184,19 +195,43 @@ def fused_norm(
         )
     d = x.shape[-1]
     xs = _rows(x, d)
-    # torch's allocator, 4 KiB pages. Taken from numpy on transparent huge pages instead, the
-    # output faults in 512 times less often (the median fell to 0.65x x.clone()), but 3-10 % of
-    # calls then stalled for 60-120 ms while the kernel compacted memory into a huge page.
+    # Streamed into an existing output, or a fresh one on huge pages (a huge page's first write
+    # zeroes 2 MiB, more than a core's L2 keeps; 4 KiB pages are zeroed in cache just before use).
     stream = (
-        out is not None
+        (out is not None or _huge(xs.nbytes))
         and xs.nbytes >= STREAM_MIN_BYTES
         and xs.shape[1] * xs.itemsize >= STREAM_MIN_ROW_BYTES
     )
-    out = torch.empty(x.shape, dtype=x.dtype) if out is None else out
+    out = fresh(x.shape, x.dtype) if out is None else out
     stats = tuple(np.empty(xs.shape[0], dtype=xs.dtype) for _ in range(1 if kind == "rms" else 2))
     args = (xs, _vector(weight), _vector(bias), float(eps), _rows(out, d), *stats)
     _launch(kind, *args, stream=stream)
     return out, stats
+
+
+def fresh(shape: tuple[int, ...], dtype: torch.dtype) -> Tensor:
+    """An uninitialised CPU tensor: torch's own allocation, or for ``HUGE_MIN_BYTES`` or more on
+    Linux, memory of its own mapping that the operating system may back with 2 MiB pages."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if not _huge(nbytes):
+        return torch.empty(shape, dtype=dtype)
+    # A private anonymous mapping (a shared one is backed by shmem, whose huge pages are off by
+    # default), a huge page longer so that the data can start on a huge-page boundary.
+    mapping = mmap.mmap(-1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    start = -_address(mapping) % HUGE_PAGE
+    mapping.madvise(mmap.MADV_HUGEPAGE, start, nbytes - nbytes % HUGE_PAGE or HUGE_PAGE)
+    data = np.frombuffer(mapping, dtype=np.uint8, count=nbytes, offset=start)
+    # The tensor holds the array, the array the mapping: the last of them to go unmaps it.
+    return torch.from_numpy(data).view(dtype).view(shape)
+
+
+def _huge(nbytes: int) -> bool:
+    """Whether :func:`fresh` maps ``nbytes`` on its own, asking for huge pages."""
+    return nbytes >= HUGE_MIN_BYTES and hasattr(mmap, "MADV_HUGEPAGE")
+
+
+def _address(mapping: mmap.mmap) -> int:
+    return np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data
 
 
 def fused(kind: str, x: Tensor, weight: Param, bias: Param, eps: float) -> Tensor:

@@ -1,6 +1,8 @@
 """core.fast: the composite and fused kernels against torch.nn.functional, within stated
 tolerances, and the paths that must stay differentiable."""
 
+import gc
+import mmap
 import os
 import subprocess
 import sys
@@ -194,18 +196,57 @@ def test_a_large_given_output_is_streamed_with_the_same_bits(norm):
     _assert_close(out, _torch(norm, x, w, b, 1e-5))
 
 
-def test_only_a_large_given_output_in_long_rows_is_streamed(monkeypatch):
+def test_only_a_large_output_in_long_rows_not_on_small_pages_is_streamed(monkeypatch):
     launched = []
     monkeypatch.setattr(fast, "_launch", lambda kind, *args, stream: launched.append(stream))
     rows = fast.STREAM_MIN_BYTES // fast.STREAM_MIN_ROW_BYTES
     x = torch.zeros(rows, fast.STREAM_MIN_ROW_BYTES // 4)  # exactly both bounds
     fast.fused_norm("rms", x, None, None, 1e-5, out=torch.empty_like(x))
     fast.fused_norm("layer", x, None, None, 1e-5, out=torch.empty_like(x))
-    fast.fused_norm("rms", x, None, None, 1e-5)  # fresh memory: ordinary stores
     fast.fused_norm("rms", x[1:], None, None, 1e-5, out=torch.empty_like(x[1:]))  # a row less
     short = x.view(2 * rows, -1)  # as many bytes, in rows of half the bound
     fast.fused_norm("rms", short, None, None, 1e-5, out=torch.empty_like(short))
-    assert launched == [True, True, False, False, False]
+    assert launched == [True, True, False, False]
+    fast.fused_norm("rms", x, None, None, 1e-5)  # fresh memory: huge pages where Linux has them
+    monkeypatch.setattr(fast, "HUGE_MIN_BYTES", 1 << 62)
+    fast.fused_norm("rms", x, None, None, 1e-5)  # fresh 4 KiB pages: ordinary stores
+    assert launched[4:] == [hasattr(mmap, "MADV_HUGEPAGE"), False]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_large_fresh_output_is_its_own_huge_page_aligned_mapping(dtype):
+    # (rows, d) with d odd: the size is no multiple of a huge page.
+    rows, d = fast.HUGE_MIN_BYTES // (4 * 1031) + 3, 1031
+    y = fast.fresh((rows, d), dtype)
+    assert (y.shape, y.dtype, y.is_contiguous()) == ((rows, d), dtype, True)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        assert y.data_ptr() % fast.HUGE_PAGE == 0
+    y.fill_(2.5)  # every byte of it can be written (a short mapping would fault here)
+    assert float(y[-1, -1]) == 2.5 and float(y.sum()) == 2.5 * rows * d
+    small = fast.fresh((4, d), dtype)  # torch's own allocation
+    assert small.shape == (4, d) and small.untyped_storage().resizable()
+
+
+def test_a_view_keeps_a_fresh_output_alive():
+    y = fast.fresh((fast.HUGE_MIN_BYTES // 4096, 1024), torch.float32).fill_(1.5)
+    row = y[-1]
+    del y
+    gc.collect()
+    np.empty(fast.HUGE_MIN_BYTES // 4).fill(7.0)  # what a freed mapping would make room for
+    assert row.tolist() == [1.5] * 1024
+
+
+@pytest.mark.parametrize("norm", ["rms", "layer"])
+def test_a_huge_page_output_holds_the_bits_of_torch_own_allocation(norm, monkeypatch):
+    rows, d = fast.HUGE_MIN_BYTES // (4 * 1024) + 5, 1024
+    x = _random((rows, d), torch.float32, seed=23)
+    w, b = _random((d,), torch.float32, seed=24), _random((d,), torch.float32, seed=25)
+    b = b if norm == "layer" else None
+    y = fast.fused(norm, x, w, b, 1e-5)
+    monkeypatch.setattr(fast, "HUGE_MIN_BYTES", 1 << 62)
+    plain = fast.fused(norm, x, w, b, 1e-5)
+    assert y.numpy().tobytes() == plain.numpy().tobytes()
+    _assert_close(y, _torch(norm, x, w, b, 1e-5))
 
 
 def test_fused_kernels_are_safe_from_many_threads():
