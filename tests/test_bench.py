@@ -56,6 +56,7 @@ def test_cpu_cases_cover_both_techniques_torch_and_core():
     assert labels == [
         "x.clone()",
         "buffer.copy_(x)",
+        "copy into fresh",
         "composite rms",
         "fused rms",
         "fused rms, buffer",
@@ -132,6 +133,7 @@ def test_cli_prints_the_table(capsys):
     clone_line = next(line for line in out.splitlines() if "x.clone()" in line)
     assert " 1.00x " in clone_line  # the copy is the unit of the ratio column
     assert "as long as F.layer_norm" in out and "max |y - torch's|" in out
+    assert "as long as a copy into fresh memory allocated alike" in out
     assert "the kernels alone" in out and "fused rms, buffer" in out
     # Both kernel targets, each with its ratio and its verdict.
     for target in ("<= 1.00x F.layer_norm: ", "<= 1.15x buffer.copy_(x): "):
@@ -176,7 +178,8 @@ def test_markdown_has_a_row_per_case_and_the_verdicts_follow_the_ratios():
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) == len(ms)
     assert "| `fused rms` | 10.50 | 0.2 | 1.05 | 1.05–1.05 |" in rows
-    assert "fused RMSNorm ≤ 1.1× `x.clone()`: 1.05× (met)" in text
+    assert "fused RMSNorm ≤ 1.1× a copy into fresh memory" in text
+    assert "(`copy into fresh`): 1.05× (met); against `x.clone()`" in text
     assert "no slower than `F.layer_norm`: 0.95× its time (met)" in text
     assert "into an existing buffer ≤ 1.15× `buffer.copy_(x)`: 1.25× (not met)" in text
     assert "written the same way: 0.88× its time" in text
@@ -188,5 +191,6 @@ def test_markdown_has_a_row_per_case_and_the_verdicts_follow_the_ratios():
     # Slower than every bound: the verdicts turn.
     ms.update({"fused rms": 11.5, "fused rms, buffer": 4.8})
     text = markdown(_cpu_result(ms))
+    assert "(`copy into fresh`): 1.15× (not met); against `x.clone()`" in text
     assert "1.15× (not met)" in text and "1.05× its time (not met)" in text
     assert "`buffer.copy_(x)`: 1.20× (not met)" in text

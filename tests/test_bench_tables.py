@@ -53,7 +53,7 @@ def test_a_run_rewrites_both_tables_and_keeps_the_prose(tmp_path, monkeypatch, c
     text = copy.read_text(encoding="utf-8")
     assert "old" not in text
     assert text.startswith("# Speed\nintro\n<!-- speed:bench -->\n`python -m benchmarks.bench`")
-    assert "| `fused rms` |" in text and "fused RMSNorm ≤ 1.1× `x.clone()`" in text
+    assert "| `fused rms` |" in text and "fused RMSNorm ≤ 1.1× a copy into fresh memory" in text
     assert "| explorer script per interaction, d = 64 |" in text
     assert text.count("Measured ") == 2 and text.endswith("<!-- /speed:app -->\nend\n")
     assert "prose\nbetween\n" in text

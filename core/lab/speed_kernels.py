@@ -4,7 +4,7 @@ Each norm is written two ways. **composite** is the textbook formula as separate
 operations (square, mean, add, rsqrt, multiply, multiply), each a pass over memory with its own
 temporary; **fused** reads each row once, normalises it while it sits in cache and writes it
 once (``core.fast``'s numba kernels on the CPU, torch's own on CUDA). A plain copy of the same
-tensor is the floor. pRMSNorm takes its RMS from the first ceil(p d) coordinates.
+tensor is the floor: on torch's CPU a copy into memory allocated as the fused kernels' outputs are. pRMSNorm takes its RMS from the first ceil(p d) coordinates.
 """
 
 from __future__ import annotations
@@ -81,6 +81,14 @@ def _torch_norm(kind: str, technique: str, device: str) -> Builder:
     return lambda x, w, b: lambda: kernel(x, w, b, eps)
 
 
+def _fresh_copy(x: Any, w: Any, b: Any) -> Callable[[], Any]:
+    """A copy of x into memory allocated as the CPU's fused kernels allocate their outputs
+    (``core.fast.fresh``: huge pages for a large one), so that the floor pays what they pay."""
+    from core.fast import fresh
+
+    return lambda: fresh(x.shape, x.dtype).copy_(x)
+
+
 def kernel_table(implementation: str, device: str) -> dict[str, Kernel]:
     """The kernels a run times, by id (``KERNELS`` order): numpy has only composites."""
     if implementation == "numpy":
@@ -94,6 +102,8 @@ def kernel_table(implementation: str, device: str) -> dict[str, Kernel]:
             ),
         }
     table = {"copy": Kernel("copy", lambda x, w, b: x.clone)}
+    if device == "cpu":
+        table["copy"] = Kernel("copy_fresh", _fresh_copy)
     for name in KERNELS[1:]:
         kind, technique = name.split("_")
         # A GPU's fused kernels are torch's: their own label says so.
