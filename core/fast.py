@@ -80,9 +80,10 @@ STREAM_MIN_ROW_BYTES = 512
 # operating system may back with transparent huge pages (:func:`fresh`). Each 4 KiB page of fresh
 # memory costs a page fault at its first write: for a 4096 x 4096 float32 output the faults took
 # about 8 of the 11-14 ms a call took (x.clone() pays the same), and a 2 MiB page takes one fault
-# where 4 KiB pages take 512; the call fell to 5-6 ms. A process's first huge-page faults, and
-# about one call in 300 after them, took 30-150 ms longer (Linux 6.18). torch allocates this way
-# too when THP_MEM_ALLOC_ENABLE=1 is set, which it is not by default (docs/speed.md).
+# where 4 KiB pages take 512; the call fell to 5-7 ms. 2-6 % of such calls took 50-170 ms on this
+# virtual machine (4 KiB pages: 0-1 in 300), yet 300 calls took a third to a half less time in
+# all; docs/speed.md has the table. torch allocates this way too when THP_MEM_ALLOC_ENABLE=1 is
+# set, which it is not by default.
 HUGE_PAGE = 1 << 21
 HUGE_MIN_BYTES = 1 << 23
 # Chunks per thread: enough that a thread slowed by another process leaves its share to the
