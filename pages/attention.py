@@ -31,8 +31,8 @@ PARAMS = (
     ChoiceParam("d", "3", ("2", "3")),
     IntParam("n", 7, MIN_KEYS, MAX_KEYS),
     IntParam("seed", 7, 0, 2**31 - 1),
-    FloatParam("spread", 1.0, *SPREAD_RANGE),
-    FloatParam("offset", 0.0, *OFFSET_RANGE),
+    FloatParam("spread", 1.0, *SPREAD_RANGE, step=0.1),
+    FloatParam("offset", 0.0, *OFFSET_RANGE, step=0.5),
     IntParam("angle", 60, -180, 180),
     IntParam("turn", 30, -180, 180),
     LadderParam("length", 3.0, LENGTH_LADDER),
@@ -58,8 +58,8 @@ def controls(tr: Translator) -> dict:
         d = widgets.choice(P["d"], tr("attention.d_label"), kind="segmented")
         widgets.number(P["n"], tr("attention.n_label"), step=1)
         widgets.number(P["seed"], tr("attention.seed_label"), kind="input", step=1)
-        widgets.number(P["spread"], tr("attention.spread_label"), step=0.1)
-        widgets.number(P["offset"], tr("attention.offset_label"), step=0.5)
+        widgets.number(P["spread"], tr("attention.spread_label"))
+        widgets.number(P["offset"], tr("attention.offset_label"))
         st.caption(tr("attention.keys_help"))
         widgets.number(P["angle"], tr("attention.angle_label"), step=1)
         widgets.number(

@@ -32,7 +32,7 @@ PAGE_EPS = ladder_upto(EPS_LADDER, 1.0)
 
 PARAMS = (
     IntParam("d", 8, MIN_WIDTH, MAX_JACOBIAN_WIDTH),
-    FloatParam("offset", 1.0, -OFFSET_LIMIT, OFFSET_LIMIT),
+    FloatParam("offset", 1.0, -OFFSET_LIMIT, OFFSET_LIMIT, step=0.1),
     LadderParam("eps", DEFAULT_LAYER_EPS, PAGE_EPS),
     IntParam("seed", 0, 0, 2**31 - 1),
     ChoiceParam("grad", "random", GRADIENTS),
@@ -51,7 +51,7 @@ def controls(tr: Translator) -> dict:
         st.header(tr("common.controls"))
         widgets.number(P["d"], tr("backward.d_label"), kind="input", step=1)
         st.caption(tr("backward.d_help"))
-        widgets.number(P["offset"], tr("backward.offset_label"), step=0.1)
+        widgets.number(P["offset"], tr("backward.offset_label"))
         widgets.ladder(P["eps"], tr("backward.eps_label"))
         widgets.number(P["seed"], tr("backward.seed_label"), kind="input", step=1)
         options = {g: tr(f"backward.grad_option_{g}") for g in GRADIENTS}

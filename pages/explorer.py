@@ -43,13 +43,13 @@ PARAMS = (
     IntParam("d", 16, MIN_WIDTH, MAX_WIDTH),
     ChoiceParam("dist", "normal", DISTRIBUTIONS),
     IntParam("seed", 0, 0, 2**31 - 1),
-    FloatParam("offset", 0.0, -OFFSET_LIMIT, OFFSET_LIMIT),
+    FloatParam("offset", 0.0, -OFFSET_LIMIT, OFFSET_LIMIT, step=0.1),
     LadderParam("scale", 1.0, SCALE_LADDER),
     LadderParam("eps", DEFAULT_LAYER_EPS, EPS_LADDER),
-    FloatParam("gain", 1.0, -GAIN_LIMIT, GAIN_LIMIT),
+    FloatParam("gain", 1.0, -GAIN_LIMIT, GAIN_LIMIT, step=0.05),
     ChoiceParam("gain_pattern", "constant", GAIN_PATTERNS),
-    FloatParam("bias", 0.0, -GAIN_LIMIT, GAIN_LIMIT),
-    FloatParam("rms_bias", 0.0, -GAIN_LIMIT, GAIN_LIMIT),
+    FloatParam("bias", 0.0, -GAIN_LIMIT, GAIN_LIMIT, step=0.05),
+    FloatParam("rms_bias", 0.0, -GAIN_LIMIT, GAIN_LIMIT, step=0.05),
     LadderParam("partial", 1.0, PARTIAL_LADDER),
     ChoiceParam("backend", "numpy", ("numpy", "torch")),
     # Only the devices this server has; a link asking for another gets a notice.
@@ -97,16 +97,15 @@ def controls(tr: Translator) -> tuple[dict, str]:
         )
         widgets.ladder(P["scale"], tr("explorer.scale_label"))
         st.subheader(tr("explorer.group_norm"))
-        widgets.number(P["gain"], tr("explorer.gain_label"), step=0.05)
+        widgets.number(P["gain"], tr("explorer.gain_label"))
         pattern = widgets.labelled_choice(
             P["gain_pattern"], tr("explorer.gain_pattern_label"), _names(tr, "gain")
         )
         st.caption(tr(f"explorer.gain_{pattern}"))
-        widgets.number(P["bias"], tr("explorer.bias_label"), step=0.05)
+        widgets.number(P["bias"], tr("explorer.bias_label"))
         widgets.number(
             P["rms_bias"],
             tr("explorer.rms_bias_label"),
-            step=0.05,
             help=tr("explorer.rms_bias_help"),
         )
         widgets.ladder(P["partial"], tr("explorer.partial_label"), help=tr("explorer.partial_help"))
@@ -132,10 +131,10 @@ def first_move(tr: Translator) -> None:
     presenter view keeps it with the other, hidden, controls: one widget either way."""
     if presenting():
         with st.sidebar:
-            widgets.number(P["offset"], tr("explorer.offset_label"), step=0.1)
+            widgets.number(P["offset"], tr("explorer.offset_label"))
         return
     st.markdown(tr("explorer.first_move"))
-    widgets.number(P["offset"], tr("explorer.offset_label"), step=0.1, width=FIRST_MOVE_WIDTH)
+    widgets.number(P["offset"], tr("explorer.offset_label"), width=FIRST_MOVE_WIDTH)
 
 
 def _compute_controls(tr: Translator) -> None:

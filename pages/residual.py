@@ -63,7 +63,7 @@ PARAMS = (
     ChoiceParam("mode", "synthetic", MODES),
     IntParam("layers", 24, 1, MAX_LAYERS),
     IntParam("d", 256, MIN_WIDTH, STREAM_MAX_WIDTH),
-    FloatParam("drift", 0.5, -DRIFT_LIMIT, DRIFT_LIMIT),
+    FloatParam("drift", 0.5, -DRIFT_LIMIT, DRIFT_LIMIT, step=0.05),
     IntParam("seed", 0),
     LadderParam("eps", DEFAULT_LAYER_EPS, ladder_upto(EPS_LADDER, 1.0)),
     # ``text`` is taken by the frame (``text=large``); the models' text is the ``prompt``.
@@ -102,9 +102,7 @@ def controls(tr: Translator, mode: str) -> dict:
         if mode == "synthetic":
             widgets.number(P["layers"], tr("residual.layers_label"))
             widgets.number(P["d"], tr("residual.d_label"), kind="input", step=1)
-            widgets.number(
-                P["drift"], tr("residual.drift_label"), step=0.05, help=tr("residual.drift_help")
-            )
+            widgets.number(P["drift"], tr("residual.drift_label"), help=tr("residual.drift_help"))
             widgets.number(P["seed"], tr("residual.seed_label"), kind="input", step=1)
             widgets.ladder(P["eps"], tr("residual.eps_label"))
         else:

@@ -13,7 +13,7 @@ def test_a_session_keeps_its_pages_per_language() -> None:
     kept = at.session_state[PAGES_KEY]
     english = kept["en", True]
     assert [p.title for p in english[: len(PAGES)]] == [t(s.title_key, "en") for s in PAGES]
-    at.slider(key="offset").set_value(0.5).run()
+    at.select_slider(key="offset").set_value(0.5).run()
     assert not at.exception
     assert at.session_state[PAGES_KEY]["en", True] is english  # not built again
     at.button_group(key="lang").set_value("id").run()

@@ -99,7 +99,7 @@ def test_bars_are_softmax_of_scaled_scores_of_the_drawn_keys() -> None:
 def test_offset_moves_rms_norm_keys_and_leaves_layer_norm_keys() -> None:
     at = open_page(lang="en")
     before = {case: key_positions(at, case) for case in ("raw", "rms", "layer")}
-    at.slider(key="offset").set_value(5.0).run()
+    at.select_slider(key="offset").set_value(5.0).run()
     assert not at.exception
     after = {case: key_positions(at, case) for case in ("raw", "rms", "layer")}
     np.testing.assert_allclose(after["layer"], before["layer"], atol=1e-12)

@@ -50,7 +50,7 @@ def test_runs_through_the_router_in_both_languages(lang):
 def test_link_restores_every_control():
     at = open_page(LINK)
     assert at.number_input(key="d").value == 6
-    assert at.slider(key="offset").value == -1.5
+    assert at.select_slider(key="offset").value == -1.5
     assert at.select_slider(key="eps").value == 0.01
     assert at.number_input(key="seed").value == 7
     assert at.selectbox(key="grad").value == "ones"
@@ -60,7 +60,7 @@ def test_link_restores_every_control():
 def test_controls_open_at_their_link_defaults():
     at = open_page({})
     assert at.number_input(key="d").value == 8
-    assert at.slider(key="offset").value == 1.0
+    assert at.select_slider(key="offset").value == 1.0
     assert at.select_slider(key="eps").value == 1e-5
     assert at.number_input(key="seed").value == 0
     assert at.selectbox(key="grad").value == "random"

@@ -59,7 +59,7 @@ def test_shows_what_the_core_computes() -> None:
 def test_raising_offset_moves_rmsnorm_and_leaves_layernorm() -> None:
     at = open_app(d="64", eps="0")
     _, rms_before, layer_before = outputs(at)
-    at.slider(key="offset").set_value(5.0).run()
+    at.select_slider(key="offset").set_value(5.0).run()
     assert not at.exception
     _, rms_after, layer_after = outputs(at)
     # LayerNorm subtracts the mean first, so a common offset cancels (to rounding).
@@ -117,12 +117,12 @@ def test_a_link_with_every_parameter_restores_every_control() -> None:
     assert at.number_input(key="d").value == 300
     assert at.selectbox(key="dist").value == "uniform"
     assert at.number_input(key="seed").value == 42
-    assert at.slider(key="offset").value == -2.5
+    assert at.select_slider(key="offset").value == -2.5
     assert at.select_slider(key="scale").value == 3.0
     assert at.select_slider(key="eps").value == 1e-3
-    assert at.slider(key="gain").value == 0.5
+    assert at.select_slider(key="gain").value == 0.5
     assert at.selectbox(key="gain_pattern").value == "alternating"
-    assert at.slider(key="bias").value == -1.25
+    assert at.select_slider(key="bias").value == -1.25
     assert at.session_state["backend"] == "torch"
     assert at.selectbox(key="device").value == "cpu"
     assert at.selectbox(key="dtype").value == "float32"
@@ -177,9 +177,9 @@ def test_a_bad_typed_vector_names_the_problem_and_keeps_the_text(typed: str, fra
         ("d", "abc", "number_input", 16),
         ("d", "7.5", "number_input", 8),
         ("d", "1" * 60, "number_input", 8192),
-        ("offset", "nan", "slider", 0.0),
-        ("offset", "-1e308", "slider", -20.0),
-        ("offset", "inf", "slider", 0.0),
+        ("offset", "nan", "select_slider", 0.0),
+        ("offset", "-1e308", "select_slider", -20.0),
+        ("offset", "inf", "select_slider", 0.0),
         ("eps", "0.00002", "select_slider", 1e-5),
         ("eps", "-1", "select_slider", 0.0),
         ("scale", "", "select_slider", 1.0),
@@ -407,7 +407,7 @@ def test_partial_rmsnorm_and_rms_bias_follow_the_link() -> None:
     at = open_app(d="64", partial="0.0625", rms_bias="0.5", seed="2")
     assert not at.exception
     assert at.select_slider(key="partial").value == 0.0625
-    assert at.slider(key="rms_bias").value == 0.5
+    assert at.select_slider(key="rms_bias").value == 0.5
     x = make_input(64, seed=2)
     expected = rms_norm(x, np.ones(64), np.full(64, 0.5), eps=1e-5, partial=0.0625)
     np.testing.assert_array_equal(outputs(at)[1], expected.astype(np.float32))

@@ -98,7 +98,7 @@ def test_link_with_every_parameter_restores_every_control():
     at = open_page(lang="id", layers="7", d="33", drift="-0.35", seed="9", eps="0.001")
     assert at.slider(key="layers").value == 7
     assert at.number_input(key="d").value == 33
-    assert at.slider(key="drift").value == pytest.approx(-0.35)
+    assert at.select_slider(key="drift").value == pytest.approx(-0.35)
     assert at.number_input(key="seed").value == 9
     assert at.select_slider(key="eps").value == 1e-3
 

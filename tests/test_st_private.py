@@ -136,3 +136,24 @@ def test_plotly_chart_takes_a_spec():
     assert not at.exception
     figure, spec = (json.loads(c.proto.spec) for c in at.get("plotly_chart"))
     assert spec == figure and spec["data"][0]["y"] == [2, 3]
+
+
+def _pending_page() -> None:
+    import streamlit as st
+
+    from ui.st_private import widget_value_pending
+
+    before = widget_value_pending("size")
+    st.select_slider("size", options=(1, 2, 3), key="size")
+    st.text(f"pending before the widget: {before}; after: {widget_value_pending('size')}")
+
+
+def test_a_widget_drawn_or_unknown_has_no_pending_value():
+    # A value sent before its widget is drawn (a reconnect to another server process) is
+    # tested end to end in tests/test_serve_browser.py; here the internals it reads exist.
+    at = AppTest.from_function(_pending_page).run()
+    assert at.text[0].value == "pending before the widget: False; after: False"
+    at.select_slider(key="size").set_value(3).run()
+    assert at.text[0].value == "pending before the widget: False; after: False"
+    widgets = at.session_state._state._state._new_widget_state
+    assert isinstance(widgets.states, dict) and isinstance(widgets.widget_metadata, dict)

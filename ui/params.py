@@ -13,6 +13,7 @@ its default out of the URL; the view is the same without it.)
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
@@ -103,8 +104,11 @@ def _unreadable(code: str, default: float, lo: float, hi: float, spell=fmt.link)
 
 @dataclass(frozen=True)
 class FloatParam(Param):
+    """A number in [lo, hi]; with a ``step``, one of lo, lo + step, ... hi (the slider's stops)."""
+
     lo: float = -math.inf
     hi: float = math.inf
+    step: float | None = None
 
     def parse(self, raw: str) -> tuple[object, Problem | None]:
         value = _parse_finite(raw)
@@ -115,10 +119,36 @@ class FloatParam(Param):
             return self.hi, Problem("above", {"limit": fmt.link(self.hi)})
         if value < self.lo:
             return self.lo, Problem("below", {"limit": fmt.link(self.lo)})
-        return value, None
+        stop = self.nearest(value)
+        if not math.isclose(value, stop, rel_tol=0.0, abs_tol=1e-9):
+            return stop, Problem("snapped", {"value": fmt.link(stop)})
+        return stop, None
+
+    @property
+    def decimals(self) -> int:
+        """Decimals of the step (0.05 has 2): what a stop is written with."""
+        return 0 if self.step is None else max(0, -math.floor(math.log10(self.step) + 1e-9))
+
+    def stops(self) -> tuple[float, ...]:
+        """lo, lo + step, ... hi, rounded to the step's decimals (``0.3``, never
+        ``0.30000000000000004``); () without a step."""
+        return _stops(self.lo, self.hi, self.step, self.decimals) if self.step else ()
+
+    def nearest(self, value: float) -> float:
+        """``value`` itself without a step, else the stop nearest it."""
+        if not self.step:
+            return value
+        i = min(max(round((value - self.lo) / self.step), 0), len(self.stops()) - 1)
+        return self.stops()[i]
 
     def serialise(self, value: object) -> str:
         return fmt.link(float(value))
+
+
+@functools.cache
+def _stops(lo: float, hi: float, step: float, decimals: int) -> tuple[float, ...]:
+    count = round((hi - lo) / step)
+    return tuple(round(lo + i * step, decimals) + 0.0 for i in range(count + 1))  # + 0.0: no -0
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The one place that touches Streamlit's private API (Streamlit is pinned in requirements.txt).
 
-Three needs bring the app here: refreshing the bound widgets' snapshot of the link (below),
-keeping a page's parameters in the link while their widgets are not drawn (``keep_in_link``), and
-handing ``st.plotly_chart`` a figure as plain dicts (``plotly_spec``, further below).
+Four needs bring the app here: refreshing the bound widgets' snapshot of the link (below),
+keeping a page's parameters in the link while their widgets are not drawn (``keep_in_link``),
+telling whether the browser sent a widget's value before a run drew it (``widget_value_pending``)
+and handing ``st.plotly_chart`` a figure as plain dicts (``plotly_spec``, further below).
 
 A bound widget (``bind="query-params"``) seeds itself from a snapshot of the query string taken
 at page load. When a link value has to be corrected (``d=7.5`` becomes 8 with a notice), the
@@ -52,6 +53,18 @@ def keep_in_link(keys: Iterable[str]) -> None:
             if binding is not None:
                 qp.unbind_widget(binding.widget_id)
         qp.set_initial_query_params_from_current()
+
+
+def widget_value_pending(key: str) -> bool:
+    """Whether the browser has sent a value for the widget keyed ``key`` that this session has
+    not seen drawn: a session that began in the middle of a visit (the page reconnected to
+    another server process) receives the widgets' values before any run has registered them,
+    and ``st.session_state`` does not show them until the widget is drawn."""
+    widgets = get_session_state()._state._new_widget_state
+    suffix = f"-{key}"
+    return any(
+        wid.endswith(suffix) and wid not in widgets.widget_metadata for wid in widgets.states
+    )
 
 
 def reserved_link_keys() -> tuple[str, ...]:

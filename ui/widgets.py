@@ -7,6 +7,7 @@ Every widget here uses ``bind="query-params"`` with the parameter's key as the U
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from ui.params import (
     TextParam,
     read_link_value,
 )
+from ui.st_private import widget_value_pending
 
 BIND = "query-params"
 
@@ -37,7 +39,11 @@ def number(
     step: float | None = None,
     **kwargs: Any,
 ) -> Any:
-    """A slider (or a number box, for wide integer ranges such as seeds) over the param's range."""
+    """A slider (or a number box, for wide integer ranges such as seeds) over the param's range;
+    a ``FloatParam`` with a step gets :func:`stepped`, which writes its numbers in the page's
+    language."""
+    if isinstance(param, FloatParam) and param.step and kind == "slider":
+        return stepped(param, label, **kwargs)
     widget = st.slider if kind == "slider" else st.number_input
     return widget(
         label,
@@ -49,6 +55,29 @@ def number(
         bind=BIND,
         **kwargs,
     )
+
+
+def stepped(param: FloatParam, label: str, **kwargs: Any) -> float:
+    """A slider over the param's stops whose numbers are written in the page's language
+    (``-0,3`` in Indonesian; st.slider writes ``-0.30`` in every language), with the step's
+    decimals; the URL carries ``fmt.link`` of the value (``-0.3``). Unbound, as :func:`ladder`."""
+    lang = fmt.current_language()
+    _from_link(param)
+    # A value set elsewhere (a saved view, a button) may lie between two stops: the nearest.
+    current = st.session_state.get(param.key)
+    if current is not None and param.nearest(float(current)) != current:
+        st.session_state[param.key] = param.nearest(float(current))
+    names = _stop_names(param, lang)
+    value = st.select_slider(
+        label, options=param.stops(), format_func=names.__getitem__, key=param.key, **kwargs
+    )
+    _to_link(param, value)
+    return value
+
+
+@functools.cache
+def _stop_names(param: FloatParam, lang: str) -> dict[float, str]:
+    return {v: fmt.localise(f"{v:.{param.decimals}f}", lang) for v in param.stops()}
 
 
 def ladder(param: LadderParam, label: str, **kwargs: Any) -> Any:
@@ -112,7 +141,7 @@ def labelled_choice(
     """
     values = list(options if options is not None else getattr(param, "choices", ()))
     _from_link(param)
-    if st.session_state[param.key] not in values:  # an option that is no longer offered
+    if st.session_state.get(param.key, values[0]) not in values:  # no longer offered
         st.session_state[param.key] = param.default if param.default in values else values[0]
     if kind == "segmented":
         value = st.segmented_control(
@@ -126,8 +155,10 @@ def labelled_choice(
 
 def _from_link(param: Param) -> None:
     """An unbound widget's first value: the link's (``begin_page`` has already checked and
-    corrected it), kept in the session under the param's key from then on."""
-    if param.key not in st.session_state:
+    corrected it), kept in the session under the param's key from then on; none where the browser
+    has sent the widget's value to a session that has not drawn it yet (after a reconnect to
+    another server process: the person's latest move wins over the link)."""
+    if param.key not in st.session_state and not widget_value_pending(param.key):
         st.session_state[param.key] = read_link_value(param)[0]
 
 
