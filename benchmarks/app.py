@@ -156,7 +156,7 @@ def _interactions(d: int, interactions: int, floor: Path) -> dict[str, list[floa
         # Distinct offsets, so each run computes afresh instead of hitting the cache.
         offset = round(0.1 * (i + 1), 1)
         for name, at in apps.items():
-            slider = at.slider(key="offset") if name == "explorer" else at.slider[0]
+            slider = at.select_slider(key="offset") if name == "explorer" else at.slider[0]
             slider.set_value(offset)
             timed.SCRIPT_TIMES.clear()
             at.run()

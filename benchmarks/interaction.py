@@ -62,7 +62,9 @@ with shared_script_cache():
     at = AppTest.from_string({timed!r}, default_timeout=300)
     at.query_params["d"] = {d!r}
     at.run()
-    slider = (lambda: at.slider(key="offset")) if {explorer!r} else (lambda: at.slider[0])
+    # The explorer's offset: a select slider (a st.slider at commits before its stops).
+    kind = "select_slider" if any(e.key == "offset" for e in at.select_slider) else "slider"
+    slider = (lambda: getattr(at, kind)(key="offset")) if {explorer!r} else (lambda: at.slider[0])
     print("ready", flush=True)
     for line in sys.stdin:
         if line.strip() != "same":

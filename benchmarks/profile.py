@@ -43,8 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         at.query_params["d"] = str(D)
         at.run()
-        for offset in (0.05, 0.15, 0.25):  # warm: the fused kernels, caches, imports
-            at.slider(key="offset").set_value(offset)
+        for offset in (0.1, 0.2, 0.3):  # warm: the fused kernels, caches, imports
+            at.select_slider(key="offset").set_value(offset)
             at.run()
         bench.SCRIPT_TIMES.clear()
         spy = subprocess.Popen(
@@ -56,9 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         start, moves = time.perf_counter(), 0
         while time.perf_counter() - start < args.seconds - 2:
             moves += 1
-            # Distinct offsets in turn (0.1 ... 4.0, then 0.15 ... 4.05): each run misses the cache.
-            offset = round(0.1 * (moves % 40 + 1) + (0.05 if (moves // 40) % 2 else 0), 2)
-            at.slider(key="offset").set_value(offset)
+            # Distinct offsets in turn (0.1 ... 4.0, then -0.1 ... -4.0): each run misses the cache.
+            offset = round(0.1 * (moves % 40 + 1) * (-1 if (moves // 40) % 2 else 1), 1)
+            at.select_slider(key="offset").set_value(offset)
             at.run()
             if at.exception:
                 raise RuntimeError(at.exception[0].value)

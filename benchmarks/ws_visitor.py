@@ -28,7 +28,8 @@ from benchmarks.st_private import protos
 from benchmarks.visitors import NoEffect, Visitor, WorkerLost
 from serve.config import BUSY_MARKER, RETRY_S
 
-# The slider's step on the explorer; each move is one step, so every run misses the cache.
+# The explorer's offset slider: its stops, one step apart; each move is one step, so every run
+# misses the cache. A select slider: the browser sends the name of the stop it holds.
 OFFSET_STEP = 0.1
 # A reconnecting visitor tries again this often, as Streamlit's frontend does at first.
 RECONNECT_S = 0.2
@@ -335,9 +336,14 @@ class WsVisitor(Visitor):
 
         ids = self.shown.ids
         return [
-            WidgetState(id=ids[OFFSET_KEY], double_array_value={"data": [self.params[OFFSET_KEY]]}),
+            WidgetState(id=ids[OFFSET_KEY], string_array_value={"data": [self.offset_stop()]}),
             WidgetState(id=ids[WIDTH_KEY], double_value=float(self.params[WIDTH_KEY])),
         ]
+
+    def offset_stop(self) -> str:
+        """The offset's stop as the browser's select slider sends it: its name on the page, in
+        the visitor's language (English: ``-0.3``)."""
+        return f"{self.params[OFFSET_KEY]:.1f}"
 
     async def slider(self) -> None:
         before = self.shown.chart

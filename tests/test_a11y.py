@@ -353,6 +353,10 @@ def test_slider_select_and_segmented_control_work_from_the_keyboard(app_url, bro
     wait_for_link(page, "lang=id")
     assert page.locator("h1").inner_text() == t("explorer.title", "id")
     assert "offset=0.3" in page.url and "dist=spike" in page.url
+    # The slider's stop now reads in Indonesian, to a screen reader too.
+    offset = page.locator(".st-key-offset")
+    assert offset.locator("input[type='range']").get_attribute("aria-valuetext") == "0,3"
+    assert offset.get_by_test_id("stSliderThumbValue").inner_text().strip() == "0,3"
     page.close()
 
 

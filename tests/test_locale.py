@@ -185,6 +185,25 @@ def test_ladder_labels_follow_the_language_and_the_link_does_not() -> None:
         assert at.query_params["partial"] == "0.5"
 
 
+def test_slider_stops_follow_the_language_and_the_link_does_not() -> None:
+    for lang, mark in (("en", "."), ("id", ",")):
+        at = open_app("explorer", lang=lang, offset="-0.3", gain="1.25")
+        offset, gain = at.select_slider(key="offset"), at.select_slider(key="gain")
+        assert (offset.value, gain.value) == (-0.3, 1.25)
+        assert f"-0{mark}3" in offset.options and f"1{mark}25" in gain.options
+        stops = [round(-20 + i * 0.1, 1) for i in range(401)]  # the offset's, -20 to 20
+        assert [babel_read(o, lang) for o in offset.options] == stops
+        offset.set_value(1.7).run()
+        assert at.query_params["offset"] == "1.7" and not at.exception
+
+
+def test_a_link_between_two_stops_takes_the_nearest_with_a_notice() -> None:
+    at = open_app("explorer", lang="id", offset="0.33")
+    assert at.select_slider(key="offset").value == 0.3 and at.query_params["offset"] == "0.3"
+    notice = " ".join(w.value for w in at.warning)
+    assert "`offset`" in notice and "0,3" in notice
+
+
 @settings(max_examples=200, deadline=None)
 @given(values=st.lists(finite, max_size=20), lang=st.sampled_from(LANGS))
 def test_a_table_column_is_written_as_each_number_is(values: list, lang: str) -> None:

@@ -27,6 +27,8 @@ from ui.st_private import reserved_link_keys
 
 D = IntParam("d", 16, 2, 8192)
 OFFSET = FloatParam("offset", 0.0, -20.0, 20.0)
+STEPPED = FloatParam("offset", 0.0, -20.0, 20.0, step=0.1)
+GAIN = FloatParam("gain", 1.0, -4.0, 4.0, step=0.05)
 EPS = LadderParam("eps", 1e-5, (0.0, 1e-8, 1e-6, 1e-5, 1e-3, 1.0))
 DIST = ChoiceParam("dist", "normal", ("normal", "spike"))
 
@@ -50,6 +52,14 @@ DIST = ChoiceParam("dist", "normal", ("normal", "spike"))
         (OFFSET, "inf", 0.0, "not_finite"),
         (OFFSET, "NaN", 0.0, "not_finite"),
         (OFFSET, "0x10", 0.0, "not_number"),
+        (STEPPED, "0.3", 0.3, None),
+        (STEPPED, "-0.3000000001", -0.3, None),
+        (STEPPED, "0.33", 0.3, "snapped"),
+        (STEPPED, "-0.36", -0.4, "snapped"),
+        (STEPPED, "25", 20.0, "above"),
+        (GAIN, "1.7", 1.7, None),
+        (GAIN, "0.35", 0.35, None),
+        (GAIN, "0.36", 0.35, "snapped"),
         (EPS, "1e-5", 1e-5, None),
         (EPS, "0.00001", 1e-5, None),
         (EPS, "0", 0.0, None),
@@ -66,6 +76,17 @@ def test_parse(param, raw: str, value, code: str | None) -> None:
     got, problem = param.parse(raw)
     assert got == value
     assert (problem.code if problem else None) == code
+
+
+def test_a_step_gives_round_stops_from_lo_to_hi() -> None:
+    stops = STEPPED.stops()
+    assert len(stops) == 401 and (stops[0], stops[-1]) == (-20.0, 20.0)
+    # Each stop is the decimal it names, as the link writes it (not 0.30000000000000004).
+    assert all(v == float(f"{v:.1f}") for v in stops)
+    assert stops[203] == 0.3 and link(stops[203]) == "0.3"
+    assert math.copysign(1.0, stops[200]) == 1.0  # 0, never -0
+    assert (STEPPED.decimals, GAIN.decimals, OFFSET.decimals) == (1, 2, 0)
+    assert GAIN.stops()[47] == -1.65 and OFFSET.stops() == () and OFFSET.nearest(0.33) == 0.33
 
 
 def test_text_is_kept_but_cut_at_its_limit() -> None:

@@ -67,12 +67,24 @@ def stepped(param: FloatParam, label: str, **kwargs: Any) -> float:
     current = st.session_state.get(param.key)
     if current is not None and param.nearest(float(current)) != current:
         st.session_state[param.key] = param.nearest(float(current))
+    _renamed_options(param.key, lang)
     names = _stop_names(param, lang)
     value = st.select_slider(
         label, options=param.stops(), format_func=names.__getitem__, key=param.key, **kwargs
     )
     _to_link(param, value)
     return value
+
+
+def _renamed_options(key: str, lang: str) -> None:
+    """A select slider names its options in the page's language, and the browser sends back
+    the name of the one it holds: after a language switch that name (``0.3``) is none of the new
+    ones (``0,3``), and the browser would show the first option while the page used the value.
+    Setting the value again makes the server send it in its new name."""
+    drawn_in = f"_{key}_lang"
+    if st.session_state.get(drawn_in, lang) != lang and key in st.session_state:
+        st.session_state[key] = st.session_state[key]
+    st.session_state[drawn_in] = lang
 
 
 @functools.cache
@@ -89,6 +101,7 @@ def ladder(param: LadderParam, label: str, **kwargs: Any) -> Any:
     """
     lang = fmt.current_language()
     _from_link(param)
+    _renamed_options(param.key, lang)
     value = st.select_slider(
         label,
         options=param.options,
