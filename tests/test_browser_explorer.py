@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.live import CHARTS_DRAWN, READY, SMALLEST_FIGURE_FONT
 from tests.browser_util import open_page
@@ -46,12 +47,21 @@ def test_explorer_responds_to_a_control(app_url: str, browser) -> None:
     slider.focus()
     for _ in range(20):
         slider.press("ArrowRight")  # 20 steps of 0.1: offset 2.0
+    # Each press starts a run and cuts short the one before: what counts is the last. The link
+    # follows the run that used it, so the page has caught up with the thumb when both say 2.
+    try:
+        page.wait_for_function("location.search.includes('offset=2')", timeout=90_000)
+    except PlaywrightTimeout:
+        pytest.fail(
+            f"the thumb reads {slider.get_attribute('aria-valuetext')} but the link is "
+            f"{page.url} 90 s after the last key press"
+        )
+    page.wait_for_selector(READY, timeout=90_000)
     page.wait_for_function(
         f"(() => {{ const o = ({READ_OUTPUTS})(); "
         f"return o && o.rms[0] !== {before['rms'][0]}; }})()",
         timeout=90_000,
     )
-    page.wait_for_selector(READY, timeout=90_000)
     after = page.evaluate(READ_OUTPUTS)
 
     # RMSNorm moved with the offset; LayerNorm cancelled it (float32 on the chart).
