@@ -1,42 +1,20 @@
 """What the explorer's first screen costs against Streamlit's floors: ratios measured in one run.
 
 Run ``python -m benchmarks.first_screen [--repeats N] [--no-imports] [--other NAME=DIR ...]``.
-Three servers on loopback, started here from the repository root (so all read
-``.streamlit/config.toml``):
+Servers on loopback, started from the repository root: the explorer (``app.py``) at d = 16 and
+d = 4096; the *floor page* (``benchmarks.app.FLOOR_PAGE``); the *element floor*, the floor page
+padded with paragraphs to the explorer's element count (``?n=``); and the *replayed explorer*,
+the messages the explorer sent on an untimed first visit sent again by a script that does
+nothing else (``benchmarks.st_private.REPLAY_PAGE``): the page without the explorer's Python.
+``--other NAME=DIR`` serves another checkout's explorer in the same rounds (docs/speed.md).
 
-- the explorer (``app.py``), visited at d = 16 and at d = 4096;
-- the *floor page*: ``st.title``, one ``st.latex`` and one small Plotly chart
-  (``benchmarks.app.FLOOR_PAGE``), the issue's floor;
-- the *element floor*: the floor page followed by trivial paragraphs (``st.markdown``), as many
-  as make its element count the explorer's (``?n=`` sets how many): Streamlit's own cost for
-  that many elements, whatever they hold;
-- the *replayed explorer*: the messages the explorer sent on an untimed first visit (its
-  elements, blocks, page links and page settings, at d = 16 and at d = 4096), sent again as they
-  were by a script that does nothing else (``benchmarks.st_private.REPLAY_PAGE``): the same page,
-  pixel for pixel, without the explorer's Python. Its time is Streamlit's and the browser's own
-  floor for what the explorer's first screen shows, so the explorer's ratio to it is the part of
-  the first render that the app's own work can still change.
-
-``--other NAME=DIR`` serves the explorer of another checkout too, visited in the same rounds:
-the commit before a change (``git archive`` of it, unpacked) for a before/after comparison
-measured in one run, or a variant made to test an idea.
-
-Each visit is a fresh browser context (nothing cached) at 1366 x 900, and the visits alternate
-(floor, explorer d = 16, explorer d = 4096, element floor, floor, ...), so a busy neighbour
-slows them alike. Each visit records the time to the script's end as the page shows it
-(``[data-testid='stApp'][data-test-script-state='notRunning']``) and to the drawn page (that, and
-every element's code loaded and every Plotly chart drawn: ``tests/browser_util.CHARTS_DRAWN``'s
-condition); then what the page holds: Streamlit's elements (``stElementContainer``), every node
-with a ``data-testid``, DOM nodes, the elements whose top lies above the fold, the Plotly figures
-and the points their traces hold; the websocket's messages and bytes (each message decoded: the
-elements sent, and the bytes of the figures); and the files the browser fetched over HTTP.
-
-Unless ``--no-imports``, the modules a script run imports are counted too: each app's first run
-in a fresh Python process (as a server's first visitor meets it), through AppTest, against the
-modules Streamlit and AppTest had already imported. Times there are of one process each, so the
-floor's run is printed beside the explorer's.
-
-Every time is a median over ``--repeats`` visits, and each verdict a ratio of medians.
+Each visit is a fresh browser context at 1366 x 900, visits alternating so that a busy
+neighbour slows them alike. Each records the time to the script's end and to the drawn page
+(``tests/browser_util.CHARTS_DRAWN``'s condition), then what the page holds: elements, DOM
+nodes, elements above the fold, figures and their points, websocket messages and bytes, files
+fetched. Unless ``--no-imports``, the modules each app's first run imports in a fresh process
+are counted too. Every time is a median over ``--repeats`` visits, each verdict a ratio of
+medians.
 """
 
 from __future__ import annotations

@@ -1,44 +1,24 @@
 """A class opening the demo at once: N visitors, each making M interactions, against one server.
 
-Run ``python -m benchmarks.load --visitors 20 --interactions 20 --timeout 300``. What it drives:
+Run ``python -m benchmarks.load --visitors 20 --interactions 20 --timeout 300``. By default it
+runs ``streamlit run app.py`` on a free loopback port; ``--workers N`` runs the launcher
+(``python -m serve``, N workers behind HAProxy, ``--seats`` visitors each); ``--url URL`` drives
+a server already running (nothing started, no memory measured).
 
-(default)
-    ``streamlit run app.py`` on a free loopback port: one process.
-``--workers N``
-    The launcher, ``python -m serve --workers N``: N Streamlit workers behind HAProxy on a free
-    loopback port, ``--seats`` visitors each.
-``--url URL``
-    A server already running anywhere; nothing is started and no memory is measured.
+The visitors (``benchmarks/visitors.py``) each open the explorer from their own link and repeat
+one cycle of interactions, pausing ``--think`` seconds (scaled by a seeded factor in [0.5, 1.5];
+``0`` is a stress test). ``--client ws`` speaks Streamlit's websocket protocol with the proxy's
+cookie, ``--client browser`` drives headless Chromium. An interaction's latency runs from the
+message sent until the run has finished with the result in place; errors are exceptions shown,
+failed runs, JavaScript errors, lost connections, timeouts (``--step-timeout``,
+``--load-timeout``) and a source edit during the run.
 
-The visitors (``benchmarks/visitors.py``; ``ws_visitor.py`` and ``browser_visitor.py`` for each
-client) each open the explorer from their own link and repeat the same cycle of interactions,
-pausing ``--think`` seconds (default 1.0, scaled by a seeded factor in [0.5, 1.5]) before each
-one; ``--think 0`` sends every interaction the moment the last one finished, a stress test
-rather than a class. ``--client ws`` (the default) speaks Streamlit's
-websocket protocol and keeps the proxy's cookie as a browser does; ``--client browser`` uses
-headless Chromium pages instead. An interaction's latency runs from the message sent (or key
-pressed) until the run has finished with the result in place. Errors are exceptions shown on a
-page, runs that did not finish successfully, JavaScript errors, lost connections, interactions
-that did not finish within ``--step-timeout``, and visitors who found no seat within
-``--load-timeout``. A source edit during the run reloads modules under the running sessions, so
-such a run is reported and does not pass.
-
-Failover: ``--kill-after S`` (with ``--workers`` of 2 or more) sends SIGKILL, S seconds after
-every visitor has loaded the page, to the worker whose cookie most visitors hold. Its visitors
-reconnect, send the link of the view they had (no widget values) and check that the same page
-and chart come back. The report counts the interactions in flight when the worker died, the
-views restored, the longest time from the kill to a restored view, and when the launcher had
-the worker answering again.
-
-Overload: with more visitors than seats, the proxy answers new visitors with its busy page; a
-visitor waits what its ``Retry-After`` says and tries again, as the page does itself. The report
-counts the busy answers, the slowest of them (a clear answer, not a hung page) and the longest
-wait for a seat.
-
-Capacity: ``--sweep 10,20,30`` runs once per visitor count and prints the largest count that
-kept 0 errors and p95 <= 1 s. Memory is the resident set of the process started and all its
-children (launcher, HAProxy, workers), sampled every 0.2 s from ``/proc``. A global deadline
-bounds every run; at the deadline every visitor stops and the server is killed.
+``--kill-after S`` (failover, 2+ workers) kills the worker most visitors hold S seconds after
+all have loaded; they reconnect with their link and check the same page and chart come back.
+With more visitors than seats, a visitor waits what the busy page's ``Retry-After`` says. The
+report counts each of these (docs/serving.md). ``--sweep 10,20,30`` prints the largest count that
+kept 0 errors and p95 <= 1 s. Memory is the resident set of the server and its children, sampled
+every 0.2 s; a global deadline bounds every run.
 """
 
 from __future__ import annotations

@@ -1,42 +1,19 @@
 r"""Fused row kernels for the CPU (numba): each row of x is read once from memory, normalised while
-it sits in cache, and written once.
+it sits in cache (a row of 4096 float32 values is 16 KiB), and written once, like ``x.clone()``.
 
-A row of 4096 float32 values is 16 KiB, well inside a core's L1/L2 cache, so the second and third
-passes over it (the centred squares, the output) cost no memory traffic: the whole norm moves one
-read and one write per element, like ``x.clone()``.
+Pipelined rows: the loop that writes row i's output also sums row i+1 as it streams in, so reads
+and writes overlap as in a copy. Streamed stores (``stream``, which :mod:`core.fast` sets for a
+large output): row i goes out a 64-byte line at a time with non-temporal vector stores
+(``_norm_line``; LLVM does not vectorise scalar ones) while row i+2 is fetched into cache, then
+row i+1 is summed; a store fence ends each block. Both paths make the same additions in the same
+order, so they write the same bits (``tests/test_fast.py`` checks it); docs/speed.md explains
+why each is there.
 
-Pipelined rows. A row's output cannot start before its statistic is summed, so a kernel that
-finishes one row before it starts the next alternates a pass that only reads memory (the sum) with
-one that only writes it (the output), and neither uses the memory system fully. Here the loop that
-writes row i's output also sums row i+1 as it streams in from memory: reads and writes overlap as
-in a copy. Each row's sums are the same additions in the same order either way, so pipelining
-changes no bit of the result (``tests/test_fast.py`` checks this).
-
-Streamed stores. An ordinary store first reads the destination's cache line from memory (to own
-it), so a kernel writing into memory that is not in cache moves x once and the output twice. Asked
-to (``stream``, which :mod:`core.fast` sets for a large existing output), a kernel writes row i a
-64-byte line at a time with non-temporal vector stores, which skip that read as
-``buffer.copy_(x)``'s do, while it fetches row i+2 into cache a line at a time, so that the loop
-moves memory both ways as a copy does; then it sums row i+1, now in cache, with the loop that sums
-a block's first row. LLVM splits that loop's additions into the same SIMD lanes as the pipelined
-loop's, and the line computes :func:`_affine`'s operations in the same order, so both paths write
-the same bits (``tests/test_fast.py`` checks it). LLVM does not
-vectorise a loop of scalar non-temporal stores (a vector one must be aligned to its size), hence
-the explicit line store (``_norm_line``); the values before an output row's first whole line and
-after its last get ordinary stores. A store fence ends each block, so that its rows are in memory
-before the threads join.
-
-Sums run in x's own dtype, as the core's reduction does for a plain call (so an overflow shows up
-as it would there), split into SIMD lanes. The math of one row is written once (``_rms_rows``,
-``_layer_rows`` run a block of rows); ``*_parallel`` spreads the blocks over numba's threads,
-``*_serial`` runs all the rows as one block in the calling thread (small inputs, where waking
-threads costs more than the work).
-
-Importing this module compiles nothing: numba compiles each kernel on its first call for the
-dtypes it meets (and for a weight or bias that is present or None: numba prunes the untaken
-branch) and caches the machine code on disk next to this file, so a later process loads it in
-milliseconds. :mod:`core.fast` is the only caller: it allocates the output, picks the kernel, the
-threads and the stores, and checks the per-row statistics written here.
+Sums run in x's own dtype, as the core's reduction does (an overflow shows as it would there),
+split into SIMD lanes. ``_rms_rows`` and ``_layer_rows`` run a block of rows; ``*_parallel``
+spreads the blocks over numba's threads, ``*_serial`` runs one block in the calling thread.
+Importing this module compiles nothing: numba compiles each kernel on its first call and caches
+it on disk. :mod:`core.fast` is the only caller.
 """
 
 from __future__ import annotations

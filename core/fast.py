@@ -1,48 +1,27 @@
 r"""Fast RMSNorm and LayerNorm on the CPU, and the table of kernels the speed lab times.
 
-Normalising is memory bound: a kernel must read every element and write every element, so
-``x.clone()`` is the floor. Two techniques, for both norms, with one signature
-``fn(x, weight, bias, eps) -> y`` on torch CPU tensors (``weight``/``bias`` of shape (d,) or
-None), listed in ``KERNELS[(norm, technique)]``:
+Normalising is memory bound, so ``x.clone()`` is the floor. Two techniques, for both norms, with
+one signature ``fn(x, weight, bias, eps) -> y`` on torch CPU tensors (``weight``/``bias`` of
+shape (d,) or None), listed in ``KERNELS[(norm, technique)]``:
 
-- ``("rms" | "layer", "composite")``: torch's eager operations, one full-size temporary per step
-  (``x.pow(2)``, the mean, ``x * rsqrt(...)``, ``* w``, ``+ b``). ``F.rms_norm`` is exactly this on
-  the CPU, and pays for the extra reads and writes (``python -m benchmarks.bench`` measures it).
-- ``("rms" | "layer", "fused")``: one numba kernel (:mod:`core._fused`). Each row is read once from
-  memory, its statistic summed (in x's dtype, in SIMD lanes), then the row is normalised while it
-  sits in cache and written once into a single fresh output. float32 and float64 only, outside
-  autograd: a ``ValueError`` says so for anything else.
+- ``"composite"``: torch's eager operations, one full-size temporary per step; ``F.rms_norm`` is
+  exactly this on the CPU.
+- ``"fused"``: one numba kernel (:mod:`core._fused`) that reads each row once and writes it once.
+  float32 and float64 only, outside autograd: a ``ValueError`` says so for anything else.
 
-The same row-fused technique for both norms is the fair comparison: RMSNorm skips the mean and
-the centring pass, LayerNorm does not (``python -m benchmarks.bench`` prints both, with
-``F.rms_norm``, ``F.layer_norm`` and copies, as multiples of ``x.clone()``).
+Why numba: torch.compile and C++ extensions need a C compiler, which the Docker image lacks;
+numba ships its own LLVM. It compiles on the first call, never at ``import core``, and caches
+the machine code on disk. docs/speed.md has the measurements behind the choices below.
 
-Why numba. torch.compile (Inductor) generates C++ and needs a C compiler when it first runs; the
-Docker image (python:3.11.7-slim) has none, and a C++ extension needs one too, at build or load
-time. numba ships its own LLVM in its wheel, so the kernel compiles wherever the app runs. It
-compiles on the first call (once per dtype and weight/bias combination), never at
-``import core``, and caches the machine code on disk for later processes.
+``core.rms_norm`` / ``core.layer_norm`` take the fused kernels on plain torch calls
+(:func:`plain_norm`) of at least ``FUSED_MIN_ELEMENTS``; smaller inputs, and inputs autograd must
+record, go to torch or to the general path of :mod:`core.steps`. The ``KERNELS`` always run the
+technique they name. Larger inputs run on numba's "workqueue" threads (which sleep between
+launches instead of spinning against torch's OpenMP threads), one launch at a time per process:
+numba's pool must not be entered from two threads at once, and the server calls from many.
 
-Which inputs. ``core.rms_norm`` / ``core.layer_norm`` are the one public fast API: on plain
-torch calls (:func:`plain_norm`) they take the fused kernels for inputs of at least
-``FUSED_MIN_ELEMENTS``; smaller ones, and inputs autograd must record, go to torch (for LayerNorm
-its own fused kernel, one autograd node) or to the general path of :mod:`core.steps`. The
-``KERNELS`` always run the technique they name (the speed lab and the benchmarks time them).
-
-Threads. Inputs under ``FUSED_MIN_ELEMENTS`` run in the calling thread. Larger ones use the
-cores this process may run on (its CPU affinity, capped by a cgroup CPU quota as ``docker --cpus``
-sets it), on numba's "workqueue" threads, which sleep between launches instead of spinning against
-torch's own OpenMP threads. Rows are handed out in small chunks, so when another process takes a
-core the other threads take over its rows rather than wait for it. One parallel launch runs at a
-time per process (a lock): numba's thread pool must not be entered from two threads at once, and
-the Streamlit server calls from many.
-
-Agreement. Neither technique is bit-identical to PyTorch's kernels: the sums run in another order
-(and the fused LayerNorm takes two passes where torch takes Welford moments). ``tests/test_fast.py``
-holds ``max |y - F.rms_norm(x)| / max |F.rms_norm(x)|`` (and the same against ``F.layer_norm``)
-to 2e-6 in float32 and 1e-12 in float64. ``core.rms_norm(x, w)``
-on a plain float32/float64 CPU tensor that needs no gradient runs the fused kernel; the "torch"
-preset reproduces ``F.rms_norm`` bit for bit.
+Neither technique is bit-identical to PyTorch's kernels (the sums run in another order);
+``tests/test_fast.py`` holds them to 2e-6 (float32) and 1e-12 (float64) of the largest output.
 """
 
 from __future__ import annotations
@@ -61,29 +40,20 @@ import torch
 FUSED_DTYPES = (torch.float32, torch.float64)
 
 # Below this many elements (1 MiB of float32) the work takes well under a millisecond: a fused
-# kernel then runs in the calling thread (waking threads would cost a sizeable part of it and,
-# when other processes hold the cores, a whole time slice), and the entry points below leave
-# such inputs to torch, so that a small call never pays numba's start (about a second, once per
-# process) for memory traffic that does not matter.
+# kernel runs in the calling thread, and the entry points leave such inputs to torch, so that a
+# small call never pays numba's start (about a second, once per process).
 FUSED_MIN_ELEMENTS = 1 << 18
 # An existing output of at least STREAM_MIN_BYTES, in rows of at least STREAM_MIN_ROW_BYTES, is
-# written with non-temporal stores (core._fused): an ordinary store reads each line of it from
-# memory first, which a copy's stores skip. A smaller one is left to ordinary stores, which keep it
-# in cache for whatever reads it next; rows of 64 float32 values, written a line at a time, took
-# longer than the pipelined loop. A fresh output on 4 KiB pages is not streamed: each page the
-# kernel touches has just been zeroed by the operating system, so its lines are in cache already
-# (non-temporal stores there measured slower than ordinary ones; docs/speed.md). A fresh output on
-# huge pages (below) is: streamed, it took 3-11 % less time than with ordinary stores (5 runs).
+# written with non-temporal stores, which skip the read an ordinary store makes first; smaller
+# ones stay in cache for whatever reads them next (rows of 64 float32 values took longer
+# streamed). A fresh output on 4 KiB pages is not streamed (the OS has just zeroed its lines in
+# cache), one on huge pages is (3-11 % faster). docs/speed.md has the measurements.
 STREAM_MIN_BYTES = 1 << 23
 STREAM_MIN_ROW_BYTES = 512
 # An output of at least HUGE_MIN_BYTES made by the fused kernels is a mapping of its own that the
-# operating system may back with transparent huge pages (:func:`fresh`). Each 4 KiB page of fresh
-# memory costs a page fault at its first write: for a 4096 x 4096 float32 output the faults took
-# about 8 of the 11-14 ms a call took (x.clone() pays the same), and a 2 MiB page takes one fault
-# where 4 KiB pages take 512; the call fell to 5-7 ms. 2-6 % of such calls took 50-170 ms on this
-# virtual machine (4 KiB pages: 0-1 in 300), yet 300 calls took a third to a half less time in
-# all; docs/speed.md has the table. torch allocates this way too when THP_MEM_ALLOC_ENABLE=1 is
-# set, which it is not by default.
+# OS may back with transparent huge pages (:func:`fresh`): one fault per 2 MiB instead of 512.
+# For a 4096 x 4096 float32 output the faults took about 8 of the 11-14 ms a call took; on huge
+# pages the call took 5-7 ms (docs/speed.md: the table, and the tail of slow calls).
 HUGE_PAGE = 1 << 21
 HUGE_MIN_BYTES = 1 << 23
 # Chunks per thread: enough that a thread slowed by another process leaves its share to the

@@ -1,37 +1,20 @@
 r"""The speed question asked fairly: RMSNorm against LayerNorm, both computed the same way.
 
-The shipped runs' RMSNorm is separate autograd operations and their LayerNorm is PyTorch's one
-fused kernel, so their step-time ratio measures implementations as much as norms. Here the
-reference model (``core.training.runs.REFERENCE``) trains with each norm through each kernel
-of :mod:`core.training.kernels` that computes both norms alike:
+The shipped runs' RMSNorm is separate autograd operations and their LayerNorm PyTorch's fused
+kernel, so their step-time ratio measures implementations as much as norms. Here the reference
+model trains with each norm through each kernel of :mod:`core.training.kernels` that computes
+both alike (``"ops"``: separate torch operations; ``"fused"``: one autograd node, numba row
+kernels both ways), with DyT beside them. Same seed, one torch thread, and every variant does
+one piece of work per round in an order shuffled anew each round (seeded), so that load and
+cache leftovers fall on all alike. Two timings: a training step (``WARMUP_STEPS`` not compared,
+then ``MEASURED_STEPS``) and the norm layer's forward and backward alone on a fixed activation
+(``LAYER_REPEATS`` times).
 
-- ``"ops"``: both as separate torch operations (RMSNorm 6 autograd operations, LayerNorm 9);
-- ``"fused"``: both as one autograd node, forward and backward in numba row kernels;
-
-and, where the model has it, DyT (``norm="dyt"``, its own separate torch operations), whose time
-stands beside them. Everything else is equal: the same seed (so the same initial weights where
-shapes agree, and the same batches in the same order) and one torch thread. Two timings, each
-interleaved: round by round every variant does one piece of work, in an order shuffled anew
-each round (seeded), so that a change in the machine's load falls on every variant alike and
-no variant always runs after the same other one (which warms or cools the caches and the
-allocator for it):
-
-- a training step (``core.training.train.train_step`` on the variant's next batch),
-  ``WARMUP_STEPS`` not compared (numba's compilation, the allocator's first requests), then
-  ``MEASURED_STEPS``;
-- the norm layer alone: one layer's forward and backward pass (``torch.autograd.grad`` to its
-  input and parameters) on a fixed activation of the model's shape (batch, block, width),
-  ``WARMUP_STEPS`` then ``LAYER_REPEATS`` times.
-
-For each kernel the ratio is RMSNorm's median time over LayerNorm's, with the paired
-comparisons of the training findings (``core.training.findings.paired_ratios``: the times cut
-into ``MIN_PAIRS`` consecutive parts, the medians compared part by part, and the sign test of
-``step_order``); the saving :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}` of a step stands
-beside the RMSNorm paper's 7-64 % only where the parts agree.
-
-``python -m core.training.fair`` measures and writes ``assets/train/kernels.json`` (about three
-minutes on a loaded two-core machine); :func:`core.training.fair_view.kernel_view` reads it for
-the page.
+Each ratio is RMSNorm's median over LayerNorm's, with the training findings' paired comparisons
+(``core.training.findings.paired_ratios``, ``step_order``); the saving
+:math:`1 - \tilde t_{RMS} / \tilde t_{Layer}` stands beside the paper's 7-64 % only where the
+parts agree. ``python -m core.training.fair`` writes ``assets/train/kernels.json`` (about three
+minutes on two loaded cores); docs/training.md has the method and the shipped results.
 """
 
 from __future__ import annotations

@@ -2,31 +2,17 @@ r"""What the two shipped sets say, in sentences: the claims (``core.lab.claims``
 and QK-norm sections, each chosen by a verdict computed from a view's numbers
 (``core.training.sets_view``). Text keys are ``training_sets.*``.
 
-Placement, from the residual stream's RMS :math:`r_0, \dots, r_L` (after the embedding, then
-after each block) at the last validation:
+Placement, from the residual stream's RMS :math:`r_0, \dots, r_L` at the last validation: per
+placement the growth :math:`r_L / r_1` and the band :math:`\max_{l \ge 1} r_l / \min_{l \ge 1}
+r_l` of each seed ("grows" or "shrinks" only when every seed agrees; "within a band" when every
+band is at most ``BAND``); Pre-LN's growth against Peri-LN's (only where every seed's exceeds
+every seed's of the other); the final losses pair by pair, one called lower only where the gap
+between means exceeds the seed spread.
 
-- per placement, how the stream changes with depth after the first block: the growth
-  :math:`r_L / r_1` and the band :math:`\max_{l \ge 1} r_l / \min_{l \ge 1} r_l` of each seed.
-  It "grows" (or "shrinks") when :math:`r_L > r_1` (or :math:`<`) in every seed, and has no
-  common direction otherwise; and it stays "within a band" when every seed's band is at most
-  ``BAND``;
-- Pre-LN's growth against Peri-LN's: one grows more only where every seed's growth of the one
-  exceeds every seed's of the other;
-- the final validation losses, pair by pair: a placement is called lower only where the gap
-  between the means exceeds the seed spread (the larger max − min of the two); where the spread
-  covers the gap, the sentence says so; with one seed each, that the spread is unmeasured.
-
-QK norm, from each run's largest attention logit over its validations (its peak):
-
-- the plain model's peak, mean over the seeds, against the learning rate: in order (rising with
-  every step up) or not;
-- the blow-up: at each learning rate, every plain run's peak over every QK-norm run's peak,
-  :math:`\min_s P^{off}_s / \max_s P^{rms}_s`; the sentence quotes the largest such factor and
-  the smallest learning rate where it exceeds 1 (every plain run above every QK-norm run);
-- per learning rate, the final validation losses as for the placements;
-- each mode's learning rate with the lowest mean final loss;
-- each chart's words (``core.lab.chart_words.runs_words``): per variant, its extremes with the
-  seed and the step, the position in the stream or the learning rate that hold them.
+QK norm, from each run's peak attention logit: the plain model's peak against the learning rate;
+the blow-up :math:`\min_s P^{off}_s / \max_s P^{rms}_s` per learning rate (the largest factor,
+and the smallest learning rate where it exceeds 1); the final losses as for the placements; each
+mode's best learning rate; each chart's words (``core.lab.chart_words.runs_words``).
 
 The functions read a ``core.training.sets_view.PlacementView`` or ``QKNormView`` (which import
 this module, so it names them only here).

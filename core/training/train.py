@@ -1,22 +1,15 @@
-r"""Training the three variants of ``core.training.model`` on ``core.training.corpus``.
+r"""Training the variants of ``core.training.model`` on ``core.training.corpus``.
 
 A run is deterministic on a given machine and thread count: ``TrainConfig.seed`` is split by
-``numpy.random.SeedSequence`` into one seed for the initial weights and one for the order of
-the training batches, each driving its own ``torch.Generator``. Variants with the same seed
-therefore start from the same weights (``core.training.model.init_weights``) and see the same
-batches in the same order; only the norm differs.
+``numpy.random.SeedSequence`` into a seed for the initial weights and one for the batch order,
+so variants with the same seed start from the same weights and see the same batches; only the
+norm differs. AdamW with nanoGPT's schedule (linear warm-up, cosine decay from ``lr`` to
+``min_lr``); weight decay on matrices only.
 
-The optimiser is AdamW with nanoGPT's schedule: a linear warm-up, then a cosine decay from
-``lr`` to ``min_lr`` at ``steps``. Weight decay applies to matrices only.
-
-A run records, per step, the training loss (of the batch, before the update) and the seconds
-the step took; every ``eval_every`` steps the validation loss on fixed windows of the
-validation text, with the largest attention logit on them (``val_max_logit``); and, at the
-end, the time of a forward pass with and without its norms (``core.training.model.norms_bypassed``,
-same weights), whose difference is the norm's share. The last validation also leaves the residual
-stream's RMS after the embedding and after each block (``hidden_rms``) and its largest attention
-logit (``max_logit``), read by ``core.training.model.probe`` on the same windows; a DyT model
-records each layer's final alpha (``dyt_alpha``).
+A run records per step the training loss and seconds; every ``eval_every`` steps the validation
+loss and largest attention logit; at the end the time of a forward pass with and without its
+norms (``core.training.model.norms_bypassed``), whose difference is the norm's share, and what
+``core.training.model.probe`` reads on the last validation (plus DyT's final alphas).
 
 Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock) and
 ``max_work``, counted in token-parameters,
@@ -24,12 +17,7 @@ Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock)
 .. math:: W = \sum_{\text{passes}} \text{tokens} \times \text{parameters},
 
 so a training step of b sequences of t bytes costs b t P whatever the machine's speed.
-
-``train_together`` advances several runs step by step in turn, so that a change in the machine's
-load falls on each alike.
-
-``python -m core.training.runs`` trains every variant with three seeds and writes the
-curves, checkpoints and a summary to ``assets/train/``.
+``train_together`` advances several runs step by step in turn, so that load falls on each alike.
 """
 
 from __future__ import annotations
