@@ -1,26 +1,20 @@
 """Explorer speed against the floor of a bare Streamlit page, as ratios measured in one run.
 
-Run ``python -m benchmarks.app``. Three measurements:
+Run ``python -m benchmarks.app``. Three measurements, each against its floor:
 
-1. Server time per interaction at d = 4096: the explorer script run through Streamlit's AppTest,
-   changing ``offset`` each time so every run misses the cache (as a visitor dragging a slider
-   does), beside the same AppTest run of the slider floor app (below) and ``core.lab.explorer``
-   alone. Target: 15 ms.
-2. First render in headless Chromium (warm server, fresh browser context): from opening the page
-   to the finished script with every Plotly chart drawn, at d = 16 and d = 4096, against the
-   *floor page*: a one-page app with ``st.title``, one ``st.latex`` and one small Plotly chart.
-   Target: at most 1.3x the floor. The explorer is also visited in the projector's view
-   (``?controls=hidden``: sidebar collapsed, no page links, controls still built), untargeted.
-3. Slider press to redrawn chart at d = 4096 against the *slider floor*: one slider and one
-   3-trace, 4096-point Scattergl chart that follows it. Target: at most 1.0x the floor. Each
-   press comes after a second of quiet; the clock stops at the frame that shows the new chart,
-   and the time to the new data in Plotly's model (before anything is drawn) is shown beside it.
+1. Server time per interaction at d = 4096 (AppTest, a new ``offset`` each run so that every
+   run misses the cache), beside the slider floor app and ``core.lab.explorer`` alone. Target:
+   15 ms.
+2. First render in headless Chromium (warm server, fresh browser context) at d = 16 and
+   d = 4096, against the *floor page* (``st.title``, one ``st.latex``, one small Plotly chart).
+   Target: at most 1.3x the floor. The projector's view (``?controls=hidden``) is untargeted.
+3. Slider press to redrawn chart at d = 4096 against the *slider floor* (one slider, one
+   3-trace 4096-point Scattergl chart). Target: at most 1.0x the floor.
 
-The benchmark writes both floor apps to a temporary folder and serves them itself, from the
-repository root so they read the same ``.streamlit/config.toml``. Visits to the explorer and
-to its floor alternate, so a busy neighbour on a shared machine slows both; each figure is a
-median over ``--repeats`` visits (or ``--presses`` key presses), printed with its spread.
-``markdown`` writes the same run as docs/speed.md's table (``python -m benchmarks.tables``).
+Both floor apps are served from a temporary folder with the repository root's
+``.streamlit/config.toml``. Visits alternate, so a busy neighbour slows both; each figure is a
+median over ``--repeats`` visits (or ``--presses``) with its spread. ``markdown`` writes the run
+as docs/speed.md's table.
 """
 
 from __future__ import annotations

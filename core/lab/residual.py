@@ -6,14 +6,11 @@ makes it measurable with a toy transformer trunk: n token vectors of width d, a 
 
 .. math:: h_{l+1} = h_l + c\,\mathbf{1} + W_l\,\mathrm{norm}(h_l)
 
-with :math:`(W_l)_{ij} \sim \mathcal{N}(0, 1/d)` (``RESIDUAL_FORMULA`` is the same string for
-the page). Each block writes a common offset :math:`c\,\mathbf{1}` (the drift) plus random features
-:math:`W_l\,\mathrm{norm}(h_l)`. The block's input projection :math:`W_l` is what "the next
-linear layer" means here: for every layer and each norm, ``simulate_residual`` reports what
-:math:`W_l` is handed (:math:`z_l = \mathrm{norm}(h_l)`) and what it returns
-(:math:`p_l = W_l z_l`). One extra projection :math:`W_L` reads the final stream, as an output
-head would. Both norms run on the same :math:`h_0` and the same weights, so the two traces
-differ only by the norm.
+with :math:`(W_l)_{ij} \sim \mathcal{N}(0, 1/d)` (``RESIDUAL_FORMULA``): a common offset
+:math:`c\,\mathbf{1}` (the drift) plus random features. :math:`W_l` is "the next linear layer":
+``simulate_residual`` reports what it is handed (:math:`z_l = \mathrm{norm}(h_l)`) and returns
+(:math:`p_l = W_l z_l`); an extra :math:`W_L` reads the final stream. Both norms run on the same
+:math:`h_0` and weights, so the two traces differ only by the norm.
 
 LayerNorm removes the component along :math:`\mathbf{1}` before :math:`W_l` sees it; RMSNorm
 divides it by the RMS and passes it on, so :math:`p_l` carries :math:`a_l W_l u` (u = 1/sqrt(d))

@@ -1,25 +1,14 @@
 """Speed lab, measuring: time RMSNorm, LayerNorm and a copy over widths and batches, within a cap.
 
-A norm reads every element of x and writes every element of y, the same traffic as a copy, so a
-copy of the same tensor is the floor and each norm's time is reported as a multiple of it. What
-decides the multiple is how the norm is written, not how many arithmetic operations it has, so
-each norm is timed two ways:
-
-- **composite**: the textbook formula as separate whole-tensor operations (square, mean, add,
-  rsqrt, multiply, multiply), each a pass over memory with its own temporary;
-- **fused**: a kernel that reads each row once, normalises it while it sits in cache and
-  writes it once (``core.fast``'s numba kernels on the CPU, torch's own on CUDA).
-
-The kernels live in one table, :func:`core.lab.speed_kernels.kernel_table`. The same sweep then
-times pRMSNorm (the RMS from the first ceil(p d) coordinates) against the full RMS at the largest
-shape.
-
-Medians come from interleaved rounds: each round runs every kernel once, in a rotating order, so
-a burst of load falls on all kernels alike, and ratios are taken round by round. The measurement
-runs inside a public demo, so it is bounded: widths up to ``MAX_WIDTH``, batches up to
-``MAX_BATCH``, at most ``MAX_TENSOR_BYTES`` per tensor, a total time cap checked on ``clock``
-before every call, and one measurement per process at a time (``core.lab.speed.exclusive``). The
-run counts the calls and elements it processed, so tests bound the work without timing anything.
+A norm moves the same traffic as a copy, so a copy is the floor and each norm's time is a
+multiple of it, decided by how the norm is written: **composite** (separate whole-tensor
+operations) or **fused** (each row read once and written once), from
+:func:`core.lab.speed_kernels.kernel_table`; then pRMSNorm against the full RMS at the largest
+shape. Medians come from interleaved rounds in a rotating order, ratios taken round by round.
+It runs inside a public demo, so it is bounded: widths up to ``MAX_WIDTH``, batches up to
+``MAX_BATCH``, at most ``MAX_TENSOR_BYTES`` per tensor, a time cap checked on ``clock`` before
+every call, one measurement per process at a time (``core.lab.speed.exclusive``). It counts the
+calls and elements it processed, so tests bound the work without timing anything.
 """
 
 from __future__ import annotations

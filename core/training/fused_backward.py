@@ -12,14 +12,9 @@ gradient :math:`g` of the loss with respect to y and :math:`h = g \odot w`:
 
     dw = \textstyle\sum_{\text{rows}} g \odot \hat x, \qquad db = \sum_{\text{rows}} g,
 
-the bars being means over the row. A row's first loop sums :math:`\overline{h \hat x}` (and
-:math:`\bar h`) and adds its terms to dw and db; the second writes dx from the row, still in
-cache. ``r`` (and :math:`\mu`) come from the forward kernel, which keeps them per row.
-
-Sums run in x's dtype, as the forward kernels' do, with the same "reassoc" flag (SIMD lanes).
-The rows run in the calling thread: the training lab times one torch thread.
-:mod:`core.training.kernels` is the only caller; numba compiles each kernel on its first call
-(per dtype, and with or without a bias) and caches the machine code on disk beside this file.
+the bars being means over the row; ``r`` (and :math:`\mu`) come from the forward kernel. Sums
+run in x's dtype with the forward kernels' "reassoc" flag, in the calling thread (the training
+lab times one torch thread).
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
 r"""How the training lab's norm layers compute: one function per (norm, kernel).
 
 ``norm_function(kind, kernel)`` returns ``fn(x, weight, bias, eps) -> y`` on torch tensors that
-autograd differentiates (``bias`` is None for RMSNorm, and may be None for LayerNorm; ``weight``
-is a tensor of shape (d,)). Every kernel computes the same function; they differ in how many
-operations (and passes over memory) autograd records. The kernels:
+autograd differentiates (``bias`` None for RMSNorm, and may be None for LayerNorm). Every kernel
+computes the same function; they differ in how many operations autograd records:
 
 - ``"lab"``: what the shipped checkpoints were trained with, :func:`core.norms.rms_norm` and
-  :func:`core.norms.layer_norm` on a tensor that needs gradients: RMSNorm as separate torch
-  operations, LayerNorm as PyTorch's one fused kernel. A step-time ratio between the two then
-  measures two implementations as much as two norms.
-- ``"ops"``: both norms as separate torch operations, the "composite" technique of
-  :mod:`core.fast`: RMSNorm ``x * rsqrt(mean(x^2) + eps) * w`` (autograd records 6
-  operations: pow, mean, add, rsqrt, mul, mul), LayerNorm the same on ``x - mean(x)``, plus the
-  bias (9: mean, sub, pow, mean, add, rsqrt, mul, mul, add).
-- ``"fused"``: both norms as one ``torch.autograd.Function`` each (one node in autograd's
-  graph). The forward pass is the core's fused numba kernel (:func:`core.fast.fused_norm`, on
-  detached tensors), which keeps 1/RMS, or the mean and 1/std, per row; the backward pass is
-  the closed form of :mod:`core.training.fused_backward`, a numba kernel of the same build
-  (each row read once, sums in x's dtype). float32 and float64 CPU tensors only; numba compiles
-  each kernel on its first call (seconds, once per dtype) and caches it on disk.
+  :func:`core.norms.layer_norm`: RMSNorm as separate torch operations, LayerNorm as PyTorch's
+  fused kernel (so a step-time ratio measures implementations as much as norms);
+- ``"ops"``: both as separate torch operations (:mod:`core.fast`'s "composite"; 6 and 9);
+- ``"fused"``: both as one ``torch.autograd.Function``: forward :func:`core.fast.fused_norm`,
+  backward the closed form of :mod:`core.training.fused_backward`; float32/float64 CPU only.
 
 The closed forms, with :math:`g` the gradient of the loss with respect to y and
 :math:`h = g \odot w`:

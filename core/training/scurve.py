@@ -1,33 +1,24 @@
 r"""The S-curve: every norm layer's input against its output, with a tanh fitted through them.
 
 Zhu, Chen, He, LeCun & Liu ("Transformers without Normalization", CVPR 2025, arXiv 2503.10622)
-plot, for the LayerNorms of trained transformers, each element :math:`x` of a layer's input
-against the same element of its output before the affine transform (gain and bias), and find
-S-shaped, tanh-like curves: that observation motivates their DyT,
-:math:`\gamma \odot \tanh(\alpha x) + \beta` in place of the norm. Here the same reading is taken
-from the shipped checkpoints (``assets/train``): for each norm layer (``blocks.i.ln_1``,
-``blocks.i.ln_2``, ``ln_f``) of the RMSNorm and the LayerNorm model of one seed, read with
-forward hooks on ``core.training.activations.DEFAULT_TEXT``, the input rows :math:`x` (one per
-token, width d) give the output before the gain,
+plot each element of a trained LayerNorm's input against its output before the affine transform
+and find tanh-like S curves, which motivates DyT, :math:`\gamma \odot \tanh(\alpha x) + \beta`.
+Here the same reading is taken from the shipped checkpoints: for each norm layer of one seed's
+RMSNorm and LayerNorm models, read with forward hooks on
+``core.training.activations.DEFAULT_TEXT``, the input rows give the output before the gain,
 
 .. math:: \hat y = \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} \;\text{(LayerNorm)}, \qquad
     \hat y = \frac{x}{\sqrt{\overline{x^2} + \epsilon}} \;\text{(RMSNorm)},
 
-computed in float64 from the captured float32 input. Over all N·d points of a layer,
-``fit_tanh`` fits :math:`\hat y \approx A \tanh(\alpha x)` by least squares
-(``scipy.optimize.curve_fit``, Levenberg-Marquardt) and, beside it, the straight line
-:math:`\hat y \approx k x`; each reports :math:`R^2 = 1 - \sum (\hat y - f(x))^2 / \sum (\hat y -
-\bar y)^2`. How far the data reach along the curve is :math:`u = |\alpha| \max |x|`: below 1 the
-tanh bends little over the data, from 2 on it has flattened to within 4 % of :math:`\pm A`. The
-data may reach further on one side of 0 than on the other, so the reach is also kept per side:
-an S flattens on both, and where only one side reaches 2 only one arm of the S is in the data.
+in float64. ``fit_tanh`` fits :math:`\hat y \approx A \tanh(\alpha x)` by least squares and,
+beside it, :math:`\hat y \approx k x`, each with its :math:`R^2`. The reach along the curve is
+:math:`u = |\alpha| \max |x|`, also per side of 0: below 1 the tanh bends little over the data,
+from 2 on it is within 4 % of :math:`\pm A`; where only one side reaches 2 only one arm of the
+S is in the data.
 
-Within one token the map is a straight line of slope 1 / denominator (the token's
-:math:`\sqrt{\sigma^2 + \epsilon}` or :math:`\sqrt{\overline{x^2} + \epsilon}`); the cloud of all
-tokens bends into an S only where tokens with large inputs have large denominators. So each layer
-also reports how far its tokens' denominators spread (largest over smallest).
-
-torch and scipy are imported inside the functions: importing this module needs only numpy.
+Within one token the map is a line of slope 1 / denominator; the cloud of all tokens bends into
+an S only where tokens with large inputs have large denominators, so each layer also reports how
+far its tokens' denominators spread. torch and scipy are imported inside the functions.
 """
 
 from __future__ import annotations

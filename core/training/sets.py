@@ -1,29 +1,20 @@
 r"""Two shipped sets beyond the two norms: where the norm sits, and QK-norm against the step size.
 
 Both train RMSNorm models of ``core.training.model`` on the reference corpus, one torch thread,
-one run after another (seed by seed, the variants in turn, so that a change in the machine's
-load falls on every variant alike), and record at every validation the loss, the residual
-stream's RMS after the embedding and after each block (``hidden_rms``) and the largest attention
-logit :math:`\max |q \cdot k| / \sqrt{d_{head}}` over causal pairs, heads and layers
-(``core.training.model.probe``):
+one run after another (seed by seed, the variants in turn), and record at every validation the
+loss, the residual stream's RMS after the embedding and each block (``hidden_rms``) and the
+largest attention logit (``core.training.model.probe``):
 
-- ``placement`` (``PLACEMENT``): the norms before each sublayer (``pre``, nanoGPT), after the
-  residual addition (``post``, the original Transformer) and both before and after each sublayer
-  (``peri``, Peri-LN), ``PLACEMENT_DEPTH`` blocks deep, ``PLACEMENT_SEEDS``;
-- ``qknorm`` (``QKNORM``): the reference model with its queries and keys as they are (``off``) and
-  RMS-normalised per head (``rms``), at every peak learning rate of ``QKNORM_LRS``,
-  ``QKNORM_SEEDS``.
+- ``placement`` (``PLACEMENT``): ``pre``, ``post`` and ``peri`` norms, ``PLACEMENT_DEPTH``
+  blocks deep, ``PLACEMENT_SEEDS``;
+- ``qknorm`` (``QKNORM``): queries and keys as they are (``off``) and RMS-normalised per head
+  (``rms``), at every peak learning rate of ``QKNORM_LRS``, ``QKNORM_SEEDS``.
 
-``python -m core.training.runs --set placement`` (or ``--set qknorm``) trains a set and writes
-``assets/train/placement.json`` (``qknorm.json``): the machine (cores, threads, load average
-before and after, total seconds), the corpus, and per run its variant (``placement``,
-``qk_norm``, ``lr``, ``seed``), its settings, how it stopped, and the validation curves
-(``val_steps``, ``val_loss``, ``val_max_logit``, ``val_hidden_rms``: one list of L + 1 values per
-validation). Losses are rounded to ``LOSS_DECIMALS`` decimals, RMS values and logits to
-``SIGNIFICANT`` significant digits (float32 holds about seven); no checkpoints.
-
-``load_set(name)`` reads a set back; ``core.training.sets_view`` turns it into what the page
-shows.
+``python -m core.training.runs --set placement`` (or ``--set qknorm``) writes
+``assets/train/placement.json`` (``qknorm.json``): the machine, the corpus, and per run its
+variant, settings, how it stopped and the validation curves. Losses are rounded to
+``LOSS_DECIMALS`` decimals, RMS values and logits to ``SIGNIFICANT`` significant digits (float32
+holds about seven); no checkpoints. ``load_set(name)`` reads a set back.
 """
 
 from __future__ import annotations

@@ -11,18 +11,12 @@ direction). Everything else derives from that pass and from float64 statistics o
     \qquad
     \mathrm{LayerNorm}(x) = g \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta,
 
-with :math:`k = \lceil p\,d \rceil` (k = d for the plain RMSNorm). RMS(x) is
-:math:`\sqrt{\frac{1}{d}\sum_j x_j^2}`, with no eps in it; the roots with eps are the
-denominators. The explanations speak of the reports' ``x_hat``: x over RMSNorm's denominator
-and :math:`(x - \mu)` over LayerNorm's, in float64, of the x that was normalised (after its cast
-to the chosen dtype); a sentence about "here" quotes the outputs as the dtype computed them.
-Three comparisons compute more, each against a reference: with p < 1, x over the full RMSNorm's
-denominator (the plain RMSNorm pRMSNorm is compared with); the centring sentence, RMSNorm's
-divisor of :math:`x - \mu` in plain float64 (a statistic, applied at one coordinate); and on
-torch, ``F.layer_norm`` and ``F.rms_norm`` in the compute dtype, because the precision sentences
-say whether the page agrees with torch's own kernels. Every sentence the page shows about these
-numbers is a :class:`core.lab.claims.Claim` chosen by a verdict computed here, at a tolerance
-relative to the quantities it compares.
+with :math:`k = \lceil p\,d \rceil` (k = d for the plain RMSNorm). RMS(x) has no eps in it;
+the roots with eps are the denominators. A sentence about "here" quotes the outputs as the dtype
+computed them. Three comparisons compute more, each against a reference: the full RMSNorm for
+p < 1, RMSNorm's divisor of :math:`x - \mu` for the centring sentence, and on torch
+``F.layer_norm`` and ``F.rms_norm`` for the precision sentences. Every sentence is a
+:class:`core.lab.claims.Claim` chosen by a verdict computed here, at a relative tolerance.
 """  # noqa: E501
 
 from core.lab.explorer.chart import CHART_BUCKETS, FLOAT32_SAFE, Series, envelope, envelope_width
