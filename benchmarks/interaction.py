@@ -2,21 +2,13 @@
 
 Run ``python -m benchmarks.interaction [--baseline DIR] [--interactions N] [--d 4096]``.
 
-Each app runs in a worker process of its own, in Streamlit's AppTest as ``benchmarks.app`` runs
-it (each script compiled once, the page scripts in one shared script cache): this checkout's
-explorer, the *slider floor* (``benchmarks.app.SLIDER_FLOOR``: one slider and one 3-trace,
-4096-point chart) and, with ``--baseline``, the explorer of another checkout (such as ``git
-archive`` of the commit before a change, unpacked). The driver asks the workers in turn for one
-interaction each, the same offset for all, a new offset every round (each run misses the cache,
-as a visitor dragging the slider does), so that every app meets the same load.
-
-Each round also times a rerun that changes nothing (as opening a section or the share dialog
-reruns the page): what the page does when no input of its figures changed.
-
-Two times per run: the script's wall time (the target's measure) and the CPU time of the
-thread that ran it (``time.thread_time``). On a machine whose cores are shared, the wall time
-also holds the time the thread waited for a core; its CPU time does not, and so varies less from
-run to run. Each is printed as a median with its ratio to the floor's, and to the baseline's.
+Each app runs in AppTest in a worker process of its own: this checkout's explorer, the *slider
+floor* (``benchmarks.app.SLIDER_FLOOR``) and, with ``--baseline``, another checkout's explorer.
+The workers take turns, one interaction each, a new offset every round (each run misses the
+cache), so that every app meets the same load; each round also times a rerun that changes
+nothing. Two times per run: the script's wall time (the target's measure) and its thread's CPU
+time, which leaves out waits for a shared core and so varies less. Each is printed as a median
+with its ratio to the floor's, and to the baseline's.
 """
 
 from __future__ import annotations

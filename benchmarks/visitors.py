@@ -1,23 +1,14 @@
 """The visitors of ``benchmarks.load``: one person each, working through the same interactions.
 
-Every visitor opens the explorer from its own link and repeats ``CYCLE``: the offset slider one
-step to the right, a new width ``d``, a switch to the guided lesson and back. Before each
-interaction it reads the page for ``think_s`` seconds, scaled by a seeded random factor in
-[0.5, 1.5] so the class does not click in lockstep. This module holds what every visitor shares:
-the cycle, the pauses, and the bookkeeping of a run (latencies, errors, views lost and restored,
-busy pages). Two kinds drive a page:
-
-``benchmarks.ws_visitor.WsVisitor``
-    A Streamlit session over the server's websocket (``/_stcore/stream``), as the browser's
-    frontend speaks it, with the cookies a browser keeps: it fetches the page first, waits while
-    a proxy answers with its busy page, and sends the cookies it was given with every request.
-    When its connection drops (its worker died), it reconnects as the frontend does, sends only
-    the link of the view it had, and checks that the same view comes back.
-``benchmarks.browser_visitor.BrowserVisitor``
-    Headless Chromium, one context per visitor, pressing keys and clicking links as a person.
-
-An interaction's latency runs from the message sent (or the key press or click) until the run
-has finished with the result in place; think time is not part of it.
+Every visitor opens the explorer from its own link and repeats ``CYCLE`` (the offset slider one
+step to the right, a new width ``d``, the guided lesson and back), reading the page ``think_s``
+seconds before each interaction, scaled by a seeded factor in [0.5, 1.5] so the class does not
+click in lockstep. This module holds what they share: the cycle, the pauses, and a run's
+bookkeeping (latencies, errors, views lost and restored, busy pages). Two kinds drive a page:
+``benchmarks.ws_visitor.WsVisitor`` (Streamlit's websocket protocol, with a browser's cookies and
+reconnection) and ``benchmarks.browser_visitor.BrowserVisitor`` (headless Chromium). Latency runs
+from the message sent until the run has finished with the result in place; think time is not
+part of it.
 """
 
 from __future__ import annotations

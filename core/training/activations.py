@@ -12,13 +12,10 @@ each averaged over the tokens of a fixed text; the share of RMS² that is μ² i
 denominator that RMSNorm divides by and LayerNorm removes (it equals cos², token by token).
 The outlier dimensions are the coordinates with the largest mean magnitude over the tokens.
 
-``shift_response`` asks what the model makes of that component: it adds a common offset
-:math:`c_l\mathbf 1` to the stream :math:`h_l` (one layer at a time, :math:`c_l` the stream's own
-RMS there) and measures the model's loss on the text. A model whose every read of the stream is a
-LayerNorm cannot see it; RMSNorm and the identity can. ``read_shipped`` does both for the
-checkpoints in ``assets/train`` (every norm and seed), once per text.
-
-torch is imported inside the functions: ``import core.training.activations`` needs only numpy.
+``shift_response`` adds a common offset :math:`c_l\mathbf 1` (the stream's own RMS) to one
+layer's stream at a time and measures the loss: LayerNorm cannot see it, RMSNorm and the
+identity can. ``read_shipped`` does both for the shipped checkpoints. torch is imported inside
+the functions.
 """
 
 from __future__ import annotations

@@ -2,22 +2,12 @@
 small model.
 
 ``python -m core.training.runs`` (``--set norms``, the default) trains ``reference_configs()``
-one after another (seed by seed, the norms in turn, so a change in the machine's load falls on
-every variant alike) and writes into ``assets/train/``:
-
-- ``curves.json``: per run, the settings, the training loss and seconds of every step, the
-  validation losses and the forward-pass timings (``TrainResult.curves``), plus the machine;
-- ``summary.json``: ``reference_summary`` of those runs, readable;
-- ``{norm}-seed{seed}.safetensors`` and ``.json`` for the norms in ``CHECKPOINT_NORMS``: the
-  final weights and their config (``core.training.store``), which records the seeds, the steps
-  and the data split; the other runs' ``checkpoint`` is ``None``.
-
-Losses are stored rounded to ``LOSS_DECIMALS`` decimals and seconds to microseconds, which keeps
-the files small and every loss within 1e-8 of the float32 value the run computed.
-
-Other shipped measurements are sets of their own, named in ``SETS`` and made with
-``python -m core.training.runs --set NAME`` (``kernels``: ``core.training.fair``; ``placement``
-and ``qknorm``: ``core.training.sets``).
+one after another (seed by seed, the norms in turn) and writes into ``assets/train/``
+``curves.json`` (every run's settings and curves, ``TrainResult.curves``, and the machine),
+``summary.json`` (``reference_summary``) and, for ``CHECKPOINT_NORMS``, each run's final weights
+and config (``core.training.store``). Losses are rounded to ``LOSS_DECIMALS`` decimals (within
+1e-8 of the float32 value) and seconds to microseconds. Other shipped measurements are the sets
+named in ``SETS`` (``--set NAME``).
 """
 
 from __future__ import annotations
