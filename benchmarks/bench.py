@@ -4,18 +4,11 @@ and plain copies, as multiples of ``x.clone()``.
 Run ``python -m benchmarks.bench [--rows R] [--cols C] [--repeats N] [--device cpu|cuda]
 [--dtype float32|float64]``.
 
-Normalising a tensor is memory bound: it reads every element and writes every element, so a copy
-of the same tensor is the floor (on the CPU also a copy into memory allocated as the fused
-kernels' outputs are, ``core.fast.fresh``: huge pages for a large one, where ``x.clone()`` takes
-torch's), and the number that matters is each kernel's time as a multiple of that copy. Machines
-are noisy (this one is shared), so every case is timed in one run with its repetitions
-interleaved (each round runs every case once, in a shuffled order), each case's median is
-reported, and the spread (fastest to slowest round, as multiples of the copy's median) stands
-beside it, so that one slow round cannot set a headline.
-
-On CUDA the cases are the composite kernels, torch's fused ``F.rms_norm`` / ``F.layer_norm`` and
-the core's calls, and GB/s is also given as a share of a device-to-device copy's
-(``buffer.copy_(x)``). The fused numba kernels are CPU-only.
+Normalising is memory bound, so a copy is the floor (on the CPU also a copy into memory allocated
+as the fused kernels' outputs are, ``core.fast.fresh``). Every case is timed in one run with its
+rounds interleaved in a shuffled order; each case's median is reported with its spread (fastest
+to slowest round), so that one slow round cannot set a headline. On CUDA (no numba kernels) GB/s
+is also given as a share of a device-to-device copy's.
 """
 
 from __future__ import annotations

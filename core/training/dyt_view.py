@@ -1,19 +1,11 @@
 r"""DyT in the training lab: its loss beside the norms' and the :math:`\alpha` each layer learned.
 
-DyT (``core.training.model.dyt``) computes :math:`g \odot \tanh(\alpha x) + b`, an elementwise
-function with no statistic of the row, so it is not counted as a norm here: the variant without
-a norm is compared with the best of RMSNorm and LayerNorm (``core.training.findings``), and DyT
-with the same best norm by ``dyt_claim``.
-
-- ``dyt_claim``: DyT's mean validation loss at the equal step against the lower of the norms'
-  trained beside it. The gap is called a difference only where it exceeds the seed spread (max -
-  min over the seeds, the larger of the two variants'); with one seed each the sentence says the
-  runs cannot tell.
-- ``alpha_claims``: from ``core.training.curves.alpha_summary`` (each DyT layer's final
-  :math:`\alpha` over the seeds, recorded by the runs as ``dyt_alpha``), the chart's words
-  (highest and lowest, with seed and layer) and whether the mean over the seeds moved from its
-  initial value by more than the seeds lie apart in that layer,
-  :math:`|\bar\alpha_l - \alpha_0| > \max_s \alpha_{l,s} - \min_s \alpha_{l,s}`, layer by layer.
+DyT (``core.training.model.dyt``) computes :math:`g \odot \tanh(\alpha x) + b`, with no statistic
+of the row, so it is not counted as a norm: ``dyt_claim`` compares its loss at the equal step with
+the better norm's, a difference only beyond the seed spread; ``alpha_claims`` reads each layer's
+final :math:`\alpha` (``core.training.curves.alpha_summary``): the chart's words, and whether the
+mean moved from its start by more than the seeds spread,
+:math:`|\bar\alpha_l - \alpha_0| > \max_s \alpha_{l,s} - \min_s \alpha_{l,s}`.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 r"""The fair kernels' measurement (``core.training.fair``) as the training page shows it, and its
-sentences (``core.lab.claims``), each chosen by a verdict computed from the record:
-
-- each variant's median step time and median time of its norm layer alone, over the compared
-  times (after the warm-up);
-- per fair kernel, RMSNorm's median over LayerNorm's, for a step and for the layer alone, and
-  how consistent it is: the times cut into consecutive parts and compared part by part
-  (``core.training.findings.paired_ratios``); which norm is faster is said only when at least
-  ``MIN_PAIRS`` parts all agree (the sign test of ``step_order``);
-- the saving :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`, of a step and of the layer alone,
-  beside the 7-64 % the RMSNorm paper reports for whole models
-  (``core.training.findings.paper_claim``), only where the parts agree on its sign;
-- the norm layers' share of a step: the model's norm layers times one layer's median alone,
-  over the median step, :math:`n \, \tilde t_{layer} / \tilde t_{step}`;
-- DyT's median step beside the two norms as separate operations, faster or slower only where
-  its paired comparisons with both agree;
-- how many operations autograd records per norm layer with each kernel, and the machine.
+sentences (``core.lab.claims``), each chosen by a verdict computed from the record: medians of a
+step and of the norm layer alone; per kernel RMSNorm's median over LayerNorm's, a side named only
+where ``MIN_PAIRS`` parts agree (``core.training.findings.paired_ratios``); the saving
+:math:`1 - \tilde t_{RMS} / \tilde t_{Layer}` beside the paper's 7-64 %; the norm layers' share
+of a step, :math:`n \, \tilde t_{layer} / \tilde t_{step}`; DyT beside the two norms; the
+operations autograd records per layer, and the machine.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 r"""What the training runs say, in sentences: the claims (``core.lab.claims``) of the training
-page, each chosen by a verdict computed from a ``TrainingView``'s numbers:
-
-- whether the seed-to-seed spread of the loss at equal steps or equal time (max - min over one
-  norm's seeds, the larger of the two norms) exceeds the gap between the norms' means;
-- time per step: the median over every step of a norm's runs, and how consistent the ratio
-  is: RMSNorm over LayerNorm, seed by seed and in consecutive parts of the steps; which norm is
-  faster is said only when at least ``MIN_PAIRS`` such comparisons all agree (a sign test);
-- the norms' share of a forward pass, :math:`(t_{norm} - t_{identity}) / t_{norm}`; the variant
-  without a norm times one computation twice, so its largest :math:`|share|` is the timing
-  noise, and a share is quoted, or two compared, only beyond it (a share is never shown negative);
-- the RMSNorm paper's 7-64 % (Zhang & Sennrich 2019) beside this machine's saving
-  :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`;
-- the machine the shipped timings come from, and how a live training stopped;
-- each chart's words (its caption and accessible name, ``core.lab.chart_words.runs_words``): per
-  variant, in a text of its own that names it, the highest and lowest validation loss with the
-  seed and step (or seconds) that hold it, the lowest and highest at the equal step, and the
-  extremes of the step times and shares as measured, with their seeds.
+page, each chosen by a verdict computed from a ``TrainingView``'s numbers: the seed spread of
+the loss against the gap between the norms; time per step, a side named only when at least
+``MIN_PAIRS`` paired comparisons agree (a sign test); the norms' share of a forward pass,
+:math:`(t_{norm} - t_{identity}) / t_{norm}`, quoted only beyond the timing noise the variant
+without a norm shows; the RMSNorm paper's 7-64 % (Zhang & Sennrich 2019) beside this machine's
+saving :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`; the machine; each chart's words.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 r"""The training lab's S-curve view: the shipped RMSNorm and LayerNorm models of one seed, every
 norm layer's input against its output with a tanh fitted through them (``core.training.scurve``),
-and the sentences those fits make true.
-
-The sentences, each chosen by a verdict on the fits (``core.lab.claims``):
-
-- per layer (its chart's caption): the fitted :math:`A\tanh(\alpha x)` and line :math:`kx` with
-  their :math:`R^2`; whether :math:`R^2 \ge` ``GOOD_FIT`` (the curve describes the cloud) or the
-  points spread about it; the curve's shape over the data, from :math:`u = |\alpha|\max|x|`:
-  nearly linear (:math:`u \le` ``LINEAR_REACH`` and :math:`R^2` within ``LINE_TIE`` of the
-  line's), flattening into an S (:math:`|\alpha x|` reaches ``FLAT_REACH`` on both sides of 0),
-  flattening on one side only (half an S), or bending; or why no fit converged;
-- per model: in how many layers :math:`R^2 \ge` ``GOOD_FIT``, the best and worst; the layers of
-  each shape; how far the tokens' denominators spread, layer by layer;
-- for both: whether the denominators spread further after the first block than in it; the
-  :math:`R^2` chart's extremes (``core.lab.chart_words.lines_words``).
+and the sentences those fits make true (``core.lab.claims``): per layer the fits and their
+:math:`R^2` against ``GOOD_FIT``, and the curve's shape over the data from
+:math:`u = |\alpha|\max|x|` (nearly linear up to ``LINEAR_REACH`` within ``LINE_TIE`` of the
+line, an S where :math:`|\alpha x|` reaches ``FLAT_REACH`` on both sides, half an S, bending);
+per model the counts, extremes and the denominators' spread; the :math:`R^2` chart's words.
 """
 
 from __future__ import annotations
