@@ -1,19 +1,12 @@
 """The guided lesson's numbers: one worked example per step, and the answer the numbers make true.
 
-Each step asks the reader to predict how RMSNorm and LayerNorm behave, then reveals the
-computation that settles it. ``lesson_step(step_id)`` runs that computation with the rest of
-``core`` and returns the step's options in the order they are shown (``options``; the letter of an
-option is its position), the numbers the page quotes, the arrays its figure draws, ``correct``
-(the option whose statement the measured numbers make true, None if none does) and the claims the
-page shows: the answer, the figure's caption and the explanation. The answer key is a measurement,
-so a change in the norms that broke a claim would change what the page says.
-
-Most steps use the same seeded vector ``lesson_vector()``: width 8, standard-normal draws plus
-a common offset, so that its mean is plainly not zero.
-
-The steps' ids and options are ``core.lab.lesson_options``'s, the worked example
-``core.lab.lesson_example``'s; the steps are computed in ``core.lab.lesson_geometry`` and
-``core.lab.lesson_numerics``.
+``lesson_step(step_id)`` runs a step's computation with the rest of ``core`` and returns its
+options in the order shown (an option's letter is its position), the numbers and arrays the page
+shows, ``correct`` (the option the measured numbers make true, None if none does) and the claims.
+The answer key is a measurement, so a change in the norms that broke a claim would change what
+the page says. Most steps use ``lesson_vector()``: width 8, standard-normal draws plus a common
+offset, so that its mean is plainly not zero. The steps are computed in
+``core.lab.lesson_geometry`` and ``core.lab.lesson_numerics``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """Words for the guided lesson's figures: each step's summary, its caption and accessible name.
 
-Every summary is read off the arrays the step's figure draws (``core.lab.chart_words``):
-
-- where the figure draws RMSNorm beside LayerNorm, each norm's extremes and where the two part
-  (their outputs; how far a change moves each output, ``|after - before|`` per coordinate; the
-  cosines of the shift sweep, of the gradient and of the residual trunks);
-- where it draws one thing before and after (the second-moment bars, a loaded gain), the two
-  side by side in the same way;
-- the extremes of its lines otherwise (each eps placement's curve; both changes of the scales
-  step), and of its one series of bars (the ulp counts);
-- for the plane, where each point sits.
-
-The steps that draw what another page draws say it in that page's words (the invariance lab's
-before and after and its sweep, the explorer's plane, the residual page's cos(zₗ, 1)).
+Every summary is read off the arrays the step's figure draws (``core.lab.chart_words``): each
+norm's extremes and where the two part, before and after side by side, a line's or bars'
+extremes, or where each point of the plane sits. The steps that draw what another page draws
+say it in that page's words.
 """
 
 from __future__ import annotations

@@ -2,17 +2,14 @@ r"""The training lab: the shipped runs and a visitor's live runs, as the page sh
 
 ``training_view(runs)`` takes runs as plain records (``run_record`` of a ``TrainResult``, or the
 shipped ``curves.json`` entries) and returns everything the page shows: the curves thinned for
-the browser, each norm's validation loss over the seeds at equal steps and at equal time
-(``core.training.curves``), the time per step, the norms' share of a forward pass, timed by
-``core.training.train.time_forward`` with the norms and with the identity in their place, and
-the claims that state what these numbers say (``core.training.findings``).
+the browser, the losses at equal steps and time (``core.training.curves``), the time per step,
+the norms' share of a forward pass, and the claims (``core.training.findings``).
 
-A live run trains one seed per chosen variant with ``train_live``: one run per server process
-at a time (``TRAIN_LOCK`` with ``core.lab.speed.exclusive``), one torch thread, a wall-clock cap
-(``live_seconds``, 30 s unless ``NORMLAB_TRAIN_SECONDS`` says otherwise) and a work cap
-``LIVE_WORK`` in token-parameters shared among the variants, which bounds the CPU a run takes
-whatever the machine's speed. Memory is bounded by the settings' limits: at most
-``max_parameters()`` weights, and the reference's batch of 16 windows of 64 bytes.
+A live run (``train_live``) trains one seed per chosen variant: one run per server process at a
+time (``TRAIN_LOCK``), one torch thread, a wall-clock cap (``live_seconds``, 30 s unless
+``NORMLAB_TRAIN_SECONDS`` says otherwise) and a work cap ``LIVE_WORK`` in token-parameters, which
+bounds the CPU a run takes whatever the machine's speed. Memory is bounded by the settings'
+limits: at most ``max_parameters()`` weights, and the reference's batch of 16 windows of 64 bytes.
 """
 
 from __future__ import annotations
