@@ -1,21 +1,9 @@
 """A chart with its words and its data: every page draws its Plotly figures through :func:`chart`.
 
-Each chart gets, in this order:
-
-- the figure, named for screen readers by its title and summary (Streamlit writes ``alt`` as the
-  chart's ``aria-label`` with ``role="figure"``);
-- a caption right under it: the same summary (a claim the core chose: its extremes and where
-  the two norms part), then any sentences the page adds;
-- a collapsed "Data" expander with the chart's data as a table (``st.dataframe``), downsampled
-  as the chart is, and a pointer to the full CSV in the share dialog.
-
-The full data, one row per point with a decimal point and every digit (``repr`` of the float),
-goes to the share dialog's downloads (``ui.frame.share_box``) through a list the page's run
-fills: ``begin_page`` empties it, each :func:`chart` adds its file.
-
-A page may pass a figure's spec (plain dicts) instead of a ``go.Figure``, and keep the figures
-it built for a computed view with :func:`figure_for`, so that a rerun which changes none of a
-figure's inputs does not build it again.
+Each chart gets the figure, named for screen readers by its title and summary (``alt``); a
+caption with the same summary and the page's sentences; a collapsed "Data" expander with its data
+as drawn; and its full data (``repr`` of every float) as a CSV in the share dialog, through the
+list ``begin_page`` empties. :func:`figure_for` keeps the figures built for a computed view.
 """
 
 from __future__ import annotations

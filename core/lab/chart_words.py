@@ -1,11 +1,9 @@
 """Words for a chart: the sentence that says what a chart of RMSNorm beside LayerNorm shows.
 
-A chart's one-sentence summary names its extremes (each norm's smallest and largest value and
-where) and where the two norms part (the largest ``|RMSNorm - LayerNorm|`` and where). The page
-shows it as the chart's caption and as its accessible name, so a reader who cannot see the chart
-reads the same facts. The numbers are those the chart draws, over its finite values (Plotly draws
-no point for inf or NaN); a chart with values that are not finite gets a second sentence that
-counts them.
+A chart's summary names each norm's extremes and where the two part (the largest
+``|RMSNorm - LayerNorm|``); it is the chart's caption and its accessible name, so a reader who
+cannot see the chart reads the same facts. It reads the finite values the chart draws; a second
+sentence counts the values that are not finite.
 
 ``where`` holds the chart's positions (coordinate indices, offsets, widths); an extreme shared by
 several positions is quoted at the first of them.

@@ -23,21 +23,13 @@ Where the norms sit (``ModelConfig.placement``), with :math:`N_1, N_2` the block
   :math:`h \leftarrow h + N_2'(\mathrm{MLP}(N_2(h)))`, and the final norm; the output norms
   :math:`N_1', N_2'` are the modules ``ln_1_out`` and ``ln_2_out``, which only this layout has.
 
-``ModelConfig.qk_norm`` (``"rms"`` or ``"layer"``; Dehghani et al. 2023, arXiv 2302.05442;
-Wortsman et al. 2023, arXiv 2309.14322) normalises every head's query and key rows over the
-head dimension before the dot product, with learnable gains (and, for LayerNorm, biases) of the
-head's size shared by the heads (modules ``attn.q_norm`` and ``attn.k_norm``). The norms are
-:func:`core.norms.layer_norm` and :func:`core.norms.rms_norm` through
-``core.training.kernels.norm_function``, which autograd differentiates.
-
-``init_weights`` draws every weight from one seeded generator in the order of the parameter
-names; norm parameters draw nothing (gains 1, biases 0, DyT's alpha ``ModelConfig.dyt_alpha``),
-so two variants with the same seed start from the same weights wherever their shapes agree.
-
-``probe(model)`` reads, during forward passes, the residual stream's RMS after the embedding and
-after each block, and the largest attention logit; the trainer uses it on its validation windows.
-
-This module imports torch at the top: only the training code imports it, never ``core``.
+``ModelConfig.qk_norm`` (``"rms"`` or ``"layer"``; Dehghani et al. 2023, arXiv 2302.05442)
+normalises every head's query and key rows before the dot product (``attn.q_norm``,
+``attn.k_norm``, gains shared by the heads). The norms are the core's, through
+``core.training.kernels.norm_function``. ``init_weights`` draws every weight from one seeded
+generator in the order of the parameter names and norm parameters draw nothing, so two variants
+with the same seed start from the same weights wherever their shapes agree. This module imports
+torch at the top: only the training code imports it, never ``core``.
 """
 
 from __future__ import annotations

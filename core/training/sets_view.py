@@ -1,16 +1,9 @@
 """The two shipped sets (``core.training.sets``) as the training page shows them: the arrays its
 figures draw and the sentences their numbers make true (``core.training.sets_findings``).
 
-``placement_view(data)`` reads the placement set: per placement, each seed's validation losses,
-its residual stream's RMS after the embedding and after each block at the last validation, its
-final validation loss and how much its stream grew from block 1 to the last block.
-``qknorm_view(data)`` reads the QK-norm set: per mode (``off``, ``rms``), a grid of seeds by peak
-learning rates of the largest attention logit over the run's validations, the one at its last
-validation, and the final validation loss.
-
-A set is the grid its file says: every run of a set validated at the same steps, and the QK-norm
-set has one run for every mode, learning rate and seed. A file that is not such a grid is refused
-with a ``ValueError`` that says what is missing.
+``placement_view(data)`` and ``qknorm_view(data)`` read a set; a file that is not the grid it
+says (the same validation steps, a run for every mode, learning rate and seed) is refused with a
+``ValueError`` that says what is missing.
 """
 
 from __future__ import annotations
