@@ -10,13 +10,9 @@
 - :func:`stacked`: a display formula whose clauses (``a = …,\\quad b = …``) go one per line.
 - :func:`parse`: a number typed in the page's language, back to a float.
 
-The decimal mark and the digit grouping come from Babel's locale data (CLDR): English writes
-``1,234.5``, Bahasa Indonesia ``1.234,5``. The language is the page's (``st.session_state["lang"]``,
-the sidebar's choice), or the one :func:`language` sets for a block of code; a caller may also
-pass ``lang``. Exports (CSV, JSON) and links never go through here: they keep a decimal point.
-
-The translator (``ui.i18n.Translator``) formats every float it substitutes with :func:`num`, so a
-page passes numbers, not strings.
+The marks come from Babel's locale data (English ``1,234.5``, Bahasa Indonesia ``1.234,5``), in
+the page's language (``st.session_state["lang"]``, :func:`language`, or ``lang``). Exports and
+links never go through here: they keep a decimal point.
 """
 
 from __future__ import annotations

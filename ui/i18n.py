@@ -7,15 +7,10 @@ language, so a sentence and its translation sit next to each other::
     en = "Explorer"
     id = "Penjelajah"
 
-A page binds a translator once, ``tr = translator(lang)``, and asks ``tr("explorer.title")``.
-Placeholders use ``str.format`` fields; numbers are passed as numbers and written by
-:func:`ui.fmt.num` in the text's language (so every page writes them one way: ``1.5`` in English,
-``1,5`` in Indonesian).
-
-A text that states a fact about the numbers carries ``claim = true`` beside its languages: it is
-shown only through a :class:`core.lab.claims.Claim` the core chose (``tr.claim``), never by key
-(see :mod:`core.lab.claims`). Core notes and warnings (:class:`core.messages.Message`) are texts of
-the topic ``core``, found by their code (``tr.message``).
+A page binds ``tr = translator(lang)`` and asks ``tr("explorer.title")``; numbers are passed
+as numbers and written by :func:`ui.fmt.num`. A ``claim = true`` text is shown only through
+``tr.claim`` (:mod:`core.lab.claims`); core messages are texts of the topic ``core``
+(``tr.message``).
 """
 
 from __future__ import annotations

@@ -7,9 +7,8 @@ large, a model that is not a causal language model, weights only in pickle files
 needs its own code) raises :class:`Refusal` with a code and fields, which the page translates;
 nothing a link carries is ever passed to the loader but a hub id that matched the strict pattern.
 
-Loads are serialised by one lock across the host's processes (a second visitor waits, or is told
-the server is busy), and each process keeps its last few models in a small LRU cache bounded by
-count and by bytes, emptied far enough before a load that the new model fits.
+Loads are serialised by one lock across the host's processes; each keeps its last few models
+in an LRU cache bounded by count and bytes.
 """
 
 from __future__ import annotations

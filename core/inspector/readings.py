@@ -8,18 +8,11 @@ For each norm module, the input it receives is a matrix of t token vectors x of 
     \sigma^2 = \tfrac1d \textstyle\sum_i (x_i - \mu)^2, \quad
     \mathrm{RMS}^2 = \sigma^2 + \mu^2
 
-The readings, each the mean over the tokens unless said otherwise: the share of RMS² that is μ²
-(what RMSNorm divides by and LayerNorm removes first), the cosine with the all-ones direction
-:math:`\mu/\mathrm{RMS}` (its square is the share), the RMS, and the largest gap in the identity
-:math:`|\mathrm{RMS}^2 - \sigma^2 - \mu^2| / \mathrm{RMS}^2` over the tokens (zero up to float64
-rounding: the seed's identity on real activations).
-
-The largest-magnitude coordinate (an outlier or "massive activation"): over every token and
-coordinate, the largest :math:`|x_i| / \mathrm{RMS}(x)` of its own token. Its square over d is the
-share of that token's RMS² this one coordinate carries (at most 1, when it holds everything), so
-the norm's denominator is set by it. How the norm treats it: the gain the module applies there,
-beside the median gain, and the same ratio read on the module's output,
-:math:`|y_i|/\mathrm{RMS}(y)`.
+The readings, means over the tokens: the share of RMS² that is μ², the cosine with 1
+(:math:`\mu/\mathrm{RMS}`), the RMS, and the largest gap in the identity over the tokens (zero up
+to rounding). The outlier ("massive activation"): the largest :math:`|x_i| / \mathrm{RMS}(x)` of
+its own token, with the module's gain there beside the median gain and the same ratio on the
+output, :math:`|y_i|/\mathrm{RMS}(y)`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 r"""Attention over normalised keys: the projection and the scaling of Brody, Alon & Yahav (2023).
 
 "On the Expressivity Role of LayerNorm in Transformers' Attention" (Findings of ACL 2023,
-arXiv:2305.02582) splits LayerNorm into two parts and shows what each does for the attention
-that reads its output. A handful of keys :math:`k_1, \dots, k_n` in d = 2 or 3 dimensions, one
-query q, and scaled dot-product attention
+arXiv:2305.02582). A handful of keys :math:`k_1, \dots, k_n` in d = 2 or 3, one query q, and
 
 .. math:: s_i = \frac{q \cdot k_i}{\sqrt{d}}, \qquad a = \operatorname{softmax}(s)
 
@@ -19,8 +17,7 @@ gain 1, no bias and eps = 0, so that the geometry is exact.
   Distinct points on a sphere are all vertices of their hull, so neither norm leaves a key
   un-selectable unless keys coincide (LayerNorm at d = 2 sends every key to (1, −1) or (−1, 1)).
 
-The keys, the query and what their geometry decides are drawn and computed in
-``core.lab.key_geometry``; this module turns them into the page's state and its sentences.
+The geometry is computed in ``core.lab.key_geometry``; this module makes the page's state.
 """
 
 from __future__ import annotations

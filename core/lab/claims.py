@@ -7,12 +7,9 @@ that is true in this state, with the numbers the text quotes. The page renders t
 (``Translator.claim``); it shows a different, true sentence where the condition fails, never
 none.
 
-The registry of factual texts is the text files themselves: a key in ``assets/text/*.toml`` that
-states a fact about the numbers carries ``claim = true``. The translator refuses to render such a
-key except through a :class:`Claim`, and the claims test (``tests/test_claims.py``) requires an
-independent check for every one of them (``tests/claims/``) and runs it on random link states,
-extremes included. Keys whose names mark them as captions or explanations must say
-``claim = true`` or ``claim = false`` explicitly, so a new caption cannot skip the decision.
+A key in ``assets/text/*.toml`` that states a fact carries ``claim = true``: the translator
+renders it only through a :class:`Claim`, and ``tests/test_claims.py`` requires an independent
+check of it (``tests/claims/``) on random link states (docs/claims.md).
 
 Each page's core function returns its claims in a mapping from slot (where the page shows it) to
 :class:`Claim`::

@@ -1,9 +1,8 @@
 """Table 1 of the RMSNorm paper, re-derived by computing it.
 
-Zhang & Sennrich (2019), "Root Mean Square Layer Normalization", list which changes to the data
-or to the preceding weights leave a norm's output unchanged (in their Table 1 the changes are the
-columns and the norms the rows). Here each change is applied to a seeded random linear layer and
-the outputs are compared, so every tick in the table is a number the reader can inspect. Setup: a
+Zhang & Sennrich (2019) list which changes to the data or to the preceding weights leave a
+norm's output unchanged. Here each change is applied to a seeded random linear layer and the
+outputs compared, so every tick is a number the reader can inspect. Setup: a
 batch ``x`` of n cases with m inputs, a linear map ``weight`` of shape (d, m) and an additive
 ``bias`` (d,), pre-activations ``A = x @ weight.T + bias`` of shape (n, d), and outputs
 ``norm(A)`` over the last axis. The bias starts at zero; only the extra ``shift_ones`` row moves
