@@ -1,10 +1,8 @@
 r"""The knobs real code disagrees on, and a norm's first step: settings resolved, call prepared.
 
-:func:`core.norms.rms_norm` and :func:`core.norms.layer_norm` (and their ``*_report`` twins) take
-the keywords of :class:`Settings`; :func:`resolve` settles each knob (explicit keyword > preset >
-module default) and :func:`prepare` validates the arrays and places them on numpy or torch (see
-:mod:`core._backend`; torch is imported only when a tensor, a device or a half-precision
-reduction asks for it). The arithmetic that follows is in :mod:`core.steps`. The knobs:
+:func:`resolve` settles each knob of :class:`Settings` (explicit keyword > preset > module
+default) and :func:`prepare` validates the arrays and places them on numpy or torch (torch only
+when a tensor, a device or a half-precision reduction asks for it). The knobs:
 
 - ``eps_placement``: "inside" :math:`\sqrt{\overline{x^2} + \epsilon}` (default), "outside"
   :math:`\lVert x \rVert_2 / \sqrt{d} + \epsilon` (``rmsnorm_torch.py`` in the RMSNorm paper's

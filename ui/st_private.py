@@ -1,17 +1,10 @@
 """The one place that touches Streamlit's private API (Streamlit is pinned in requirements.txt).
 
-Four needs bring the app here: refreshing the bound widgets' snapshot of the link (below),
-keeping a page's parameters in the link while their widgets are not drawn (``keep_in_link``),
-telling whether the browser sent a widget's value before a run drew it (``widget_value_pending``)
-and handing ``st.plotly_chart`` a figure as plain dicts (``plotly_spec``, further below).
-
 A bound widget (``bind="query-params"``) seeds itself from a snapshot of the query string taken
-at page load. When a link value has to be corrected (``d=7.5`` becomes 8 with a notice), the
-corrected value has to replace the raw one in the URL, so that the address reproduces the view,
-and in that snapshot, or the widget would still take the raw value Streamlit can read (7) over the
-corrected one in ``st.session_state``. ``st.query_params`` refuses to set a bound parameter, and
-Streamlit has no public way to refresh the snapshot; the calls below are the ones it uses itself,
-for a value it clamped (``set_corrected_value``) and after a page switch.
+at page load. A corrected link value (``d=7.5`` becomes 8 with a notice) has to replace the raw
+one in the URL and in that snapshot, or the widget would take the raw value (7) over the
+corrected one. ``st.query_params`` refuses to set a bound parameter and Streamlit has no public
+way to refresh the snapshot; the calls below are the ones it uses itself.
 ``tests/test_st_private.py`` fails loudly if an upgrade removes or changes them.
 """
 
