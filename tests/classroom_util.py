@@ -4,6 +4,7 @@ and a writer process that answers for many students and prints each acknowledged
 from __future__ import annotations
 
 import argparse
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,11 @@ def start_writer(where: str, code: str, prefix: str, students: int, steps: int) 
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True, bufsize=1)
 
 
+def seat(name: str) -> str:
+    """A seat token as a page makes one (32 hex digits), named for a test's student."""
+    return hashlib.md5(name.encode()).hexdigest()
+
+
 def final_option(options: tuple[str, ...], student: int, step: int) -> str:
     """The answer a writer's student leaves on a step (its first answer is another option)."""
     return options[(student + step) % len(options)]
@@ -103,12 +109,13 @@ def _writer(argv: list[str]) -> None:
 
     def student(number: int) -> None:
         name = f"{args.prefix}-{number}"
+        store.join(args.code, seat(name), "writer")
         for step in range(1, args.steps + 1):
             options = LESSON[step - 1]
             final = final_option(options, number, step)
             first = options[(options.index(final) + 1) % len(options)]
             for option in (first, final):
-                store.answer(args.code, name, step, option)
+                store.answer(args.code, seat(name), step, option)
                 with lock:
                     print("ack", name, step, option, flush=True)
 

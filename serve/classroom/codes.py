@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import re
 import secrets
 
@@ -30,8 +29,3 @@ def normal_code(raw: str) -> str | None:
     one."""
     code = raw.strip().upper()
     return code if CODE_PATTERN.fullmatch(code) else None
-
-
-def same_key(given: str, stored: str) -> bool:
-    """Whether ``given`` is the teacher's key, compared in constant time."""
-    return hmac.compare_digest(given.encode(), stored.encode())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -12,11 +13,15 @@ from pathlib import Path
 from serve.classroom.codes import new_code, new_key
 from serve.classroom.store import (
     CODE_TRIES,
+    CREATE_WINDOW_S,
+    GUESS_WINDOW_S,
+    ROUND_OF,
     SCHEMA_VERSION,
     ClassError,
     ClassState,
     ClassStore,
     Limits,
+    key_hash,
 )
 
 SQLITE_FILE = f"classes-v{SCHEMA_VERSION}.sqlite3"
@@ -26,48 +31,56 @@ BUSY_TIMEOUT_S = 10.0
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS classes (
     code TEXT PRIMARY KEY, key TEXT NOT NULL, created REAL NOT NULL, step INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS reveals (
-    code TEXT NOT NULL, step INTEGER NOT NULL, PRIMARY KEY (code, step));
-CREATE TABLE IF NOT EXISTS students (
-    code TEXT NOT NULL, student TEXT NOT NULL, PRIMARY KEY (code, student));
+CREATE TABLE IF NOT EXISTS phases (
+    code TEXT NOT NULL, step INTEGER NOT NULL, phase TEXT NOT NULL, PRIMARY KEY (code, step));
+CREATE TABLE IF NOT EXISTS seats (
+    code TEXT NOT NULL, seat TEXT NOT NULL, number INTEGER NOT NULL, PRIMARY KEY (code, seat));
 CREATE TABLE IF NOT EXISTS answers (
-    code TEXT NOT NULL, student TEXT NOT NULL, step INTEGER NOT NULL, option TEXT NOT NULL,
-    PRIMARY KEY (code, student, step));
+    code TEXT NOT NULL, seat TEXT NOT NULL, step INTEGER NOT NULL, round INTEGER NOT NULL,
+    option TEXT NOT NULL, PRIMARY KEY (code, seat, step, round));
+CREATE TABLE IF NOT EXISTS hits (
+    kind TEXT NOT NULL, client TEXT NOT NULL, window INTEGER NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (kind, client, window));
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-CLASS_TABLES = ("reveals", "students", "answers", "classes")
+CLASS_TABLES = ("phases", "seats", "answers", "classes")
 
 
 class SqliteStore(ClassStore):
     """One SQLite file in WAL mode: readers never wait for the writer, and each write is one
     ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``, so a committed answer survives the
-    process that wrote it. One connection per thread and process."""
+    process that wrote it. One connection per thread and process; a file that vanished (deleted
+    by hand, a cleaned folder) is made again with its schema on the next call."""
 
     def __init__(self, data_dir: Path | str, limits: Limits, **kwargs: object) -> None:
         super().__init__(limits, **kwargs)
         self.path = Path(data_dir) / SQLITE_FILE
         self._local = threading.local()
-        con = self._connection()
-        try:
-            version = con.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                con.executescript(SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
-        except sqlite3.Error as err:
-            raise ClassError("down", str(err)) from err
-        if version not in (0, SCHEMA_VERSION):
-            raise ClassError("down", f"schema version {version} in {self.path}")
+        self._connection()
 
     def _connection(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
-        if con is not None and self._local.pid == os.getpid():
-            return con
+        local = self._local
+        try:
+            if getattr(local, "con", None) is not None and local.pid == os.getpid():
+                if os.stat(self.path).st_ino == local.inode:
+                    return local.con
+                local.con.close()
+        except OSError:
+            local.con.close()  # the file is gone: open (and so make) a new one
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             con.execute("PRAGMA journal_mode = WAL")
             con.execute("PRAGMA synchronous = FULL")
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                con.executescript(SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
+            elif version != SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(f"schema version {version} in {self.path}")
+            inode = os.stat(self.path).st_ino
         except (OSError, sqlite3.Error) as err:
-            raise ClassError("down", str(err)) from err
-        self._local.con, self._local.pid = con, os.getpid()
+            raise self.down(err) from err
+        local.con, local.pid, local.inode = con, os.getpid(), inode
         return con
 
     @contextmanager
@@ -82,23 +95,38 @@ class SqliteStore(ClassStore):
                 raise
             con.execute("COMMIT")
         except sqlite3.Error as err:
-            raise ClassError("down", str(err)) from err
+            raise self.down(err) from err
+        self.up()
 
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         try:
-            return self._connection().execute(sql, args).fetchall()
+            rows = self._connection().execute(sql, args).fetchall()
         except sqlite3.Error as err:
-            raise ClassError("down", str(err)) from err
+            raise self.down(err) from err
+        self.up()
+        return rows
 
     def _live(self, con: sqlite3.Connection, code: str) -> tuple:
-        row = con.execute(
-            "SELECT key, created, step FROM classes WHERE code = ?", (code,)
-        ).fetchone()
-        if row is None or self.expired(row[1]):
+        row = con.execute("SELECT created, step FROM classes WHERE code = ?", (code,)).fetchone()
+        if row is None or self.expired(row[0]):
             raise ClassError("unknown")
         return row
 
-    def create(self) -> tuple[str, str]:
+    def _salt(self, con: sqlite3.Connection) -> str:
+        con.execute("INSERT OR IGNORE INTO meta VALUES ('salt', ?)", (secrets.token_hex(16),))
+        return con.execute("SELECT value FROM meta WHERE name = 'salt'").fetchone()[0]
+
+    def _hit(self, con, kind: str, client: str, window: int) -> int:
+        """Count one more ``kind`` for ``client`` in ``window``; the count so far."""
+        who = self.client_id(client, self._salt(con))
+        con.execute(
+            "INSERT INTO hits VALUES (?, ?, ?, 1) ON CONFLICT DO UPDATE SET n = n + 1",
+            (kind, who, window),
+        )
+        sql = "SELECT n FROM hits WHERE kind = ? AND client = ? AND window = ?"
+        return con.execute(sql, (kind, who, window)).fetchone()[0]
+
+    def create(self, client: str) -> tuple[str, str]:
         now = self.clock()
         with self._write() as con:
             old = now - self.limits.lifetime_s
@@ -108,30 +136,52 @@ class SqliteStore(ClassStore):
                     "(SELECT code FROM classes WHERE created <= ?)",
                     (old,),
                 )
+            con.execute("DELETE FROM hits WHERE kind NOT LIKE 'seat:%' AND window < ?",
+                        (self.window(CREATE_WINDOW_S),))  # fmt: skip
+            con.execute("DELETE FROM hits WHERE kind LIKE 'seat:%' AND kind NOT IN "
+                        "(SELECT 'seat:' || code FROM classes)")  # fmt: skip
             (live,) = con.execute("SELECT COUNT(*) FROM classes").fetchone()
             if live >= self.limits.classes:
                 raise ClassError("classes_full")
+            hits = self._hit(con, "create", client, self.window(CREATE_WINDOW_S))
+            if hits > self.limits.client_classes:
+                raise ClassError("client_classes")
             key = new_key()
             for _ in range(CODE_TRIES):
                 code = new_code()
                 inserted = con.execute(
-                    "INSERT OR IGNORE INTO classes VALUES (?, ?, ?, 1)", (code, key, now)
+                    "INSERT OR IGNORE INTO classes VALUES (?, ?, ?, 1)", (code, key_hash(key), now)
                 )
                 if inserted.rowcount:
                     return code, key
         raise ClassError("down", "no free code")
+
+    def guess(self, client: str) -> None:
+        with self._write() as con:
+            hits = self._hit(con, "guess", client, self.window(GUESS_WINDOW_S))
+        if hits > self.limits.client_guesses:
+            raise ClassError("client_guesses")
+
+    def guessed_too_often(self, client: str) -> bool:
+        with self._write() as con:
+            who = self.client_id(client, self._salt(con))
+            found = con.execute(
+                "SELECT n FROM hits WHERE kind = 'guess' AND client = ? AND window = ?",
+                (who, self.window(GUESS_WINDOW_S)),
+            ).fetchone()
+        return found is not None and found[0] >= self.limits.client_guesses
 
     def state(self, code: str) -> ClassState:
         code = self.check_code(code)
         rows = self._read("SELECT created, step FROM classes WHERE code = ?", (code,))
         if not rows or self.expired(rows[0][0]):
             raise ClassError("unknown")
-        revealed = self._read("SELECT step FROM reveals WHERE code = ?", (code,))
-        ((students,),) = self._read("SELECT COUNT(*) FROM students WHERE code = ?", (code,))
+        phases = dict(self._read("SELECT step, phase FROM phases WHERE code = ?", (code,)))
+        ((students,),) = self._read("SELECT COUNT(*) FROM seats WHERE code = ?", (code,))
         created, step = rows[0]
-        return ClassState(code, step, frozenset(s for (s,) in revealed), students, created)
+        return ClassState(code, step, phases, students, created)
 
-    def teacher_key(self, code: str) -> str:
+    def key_hash(self, code: str) -> str:
         rows = self._read("SELECT key, created FROM classes WHERE code = ?", (code,))
         if not rows or self.expired(rows[0][1]):
             raise ClassError("unknown")
@@ -143,52 +193,86 @@ class SqliteStore(ClassStore):
             self._live(con, code)
             con.execute("UPDATE classes SET step = ? WHERE code = ?", (step, code))
 
-    def reveal(self, code: str, key: str, step: int) -> None:
+    def set_phase(self, code: str, key: str, step: int, phase: str) -> None:
         code, step = self.teacher(code, key), self.check_step(step)
         with self._write() as con:
             self._live(con, code)
-            con.execute("INSERT OR IGNORE INTO reveals VALUES (?, ?)", (code, step))
+            found = con.execute(
+                "SELECT step, phase FROM phases WHERE code = ? AND step = ?", (code, step)
+            ).fetchall()
+            phase = self.next_phase(ClassState(code, step, dict(found)), step, phase)
+            con.execute("INSERT OR REPLACE INTO phases VALUES (?, ?, ?)", (code, step, phase))
+            if phase == "vote2":
+                con.execute(
+                    "INSERT OR IGNORE INTO answers SELECT code, seat, step, 2, option "
+                    "FROM answers WHERE code = ? AND step = ? AND round = 1",
+                    (code, step),
+                )
 
-    def _join(self, con: sqlite3.Connection, code: str, student: str) -> int:
-        (count,) = con.execute("SELECT COUNT(*) FROM students WHERE code = ?", (code,)).fetchone()
-        known = con.execute(
-            "SELECT 1 FROM students WHERE code = ? AND student = ?", (code, student)
-        ).fetchone()
-        if known:
-            return count
-        if count >= self.limits.students:
-            raise ClassError("students_full")
-        con.execute("INSERT INTO students VALUES (?, ?)", (code, student))
-        return count + 1
+    def end(self, code: str, key: str) -> None:
+        code = self.teacher(code, key)
+        with self._write() as con:
+            for table in CLASS_TABLES:
+                con.execute(f"DELETE FROM {table} WHERE code = ?", (code,))
+            con.execute("DELETE FROM hits WHERE kind = ?", (f"seat:{code}",))
 
-    def join(self, code: str, student: str) -> int:
-        code = self.check_code(code)
-        self.check_student(student)
+    def join(self, code: str, seat: str, client: str) -> int:
+        code, seat = self.check_code(code), self.check_seat(seat)
         with self._write() as con:
             self._live(con, code)
-            return self._join(con, code, student)
-
-    def answer(self, code: str, student: str, step: int, option: str) -> None:
-        code = self.check_code(code)
-        self.check_answer(student, step, option)
-        with self._write() as con:
-            self._live(con, code)
-            closed = con.execute(
-                "SELECT 1 FROM reveals WHERE code = ? AND step = ?", (code, step)
+            known = con.execute(
+                "SELECT number FROM seats WHERE code = ? AND seat = ?", (code, seat)
             ).fetchone()
-            if closed:
-                raise ClassError("closed")
-            self._join(con, code, student)
-            con.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)", (code, student, step, option)
-            )
+            if known:
+                return known[0]
+            (count,) = con.execute("SELECT COUNT(*) FROM seats WHERE code = ?", (code,)).fetchone()
+            if count >= self.limits.students:
+                raise ClassError("students_full")
+            if self._hit(con, f"seat:{code}", client, 0) > self.limits.client_seats:
+                raise ClassError("client_seats")
+            (number,) = con.execute(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM seats WHERE code = ?", (code,)
+            ).fetchone()
+            con.execute("INSERT INTO seats VALUES (?, ?, ?)", (code, seat, number))
+            return number
 
-    def counts(self, code: str, step: int) -> dict[str, int]:
+    def answer(self, code: str, seat: str, step: int, option: str) -> int:
+        code = self.check_code(code)
+        self.check_answer(seat, step, option)
+        with self._write() as con:
+            self._live(con, code)
+            if not con.execute(
+                "SELECT 1 FROM seats WHERE code = ? AND seat = ?", (code, seat)
+            ).fetchone():
+                raise ClassError("bad_student")
+            found = con.execute(
+                "SELECT phase FROM phases WHERE code = ? AND step = ?", (code, step)
+            ).fetchone()
+            round = ROUND_OF.get(found[0] if found else "vote")
+            if round is None:
+                raise ClassError("closed")
+            con.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?)",
+                (code, seat, step, round, option),
+            )
+            return round
+
+    def answers(self, code: str, seat: str) -> dict[tuple[int, int], str]:
+        code = self.check_code(code)
+        rows = self._read(
+            "SELECT step, round, option FROM answers WHERE code = ? AND seat = ?", (code, seat)
+        )
+        return {(step, round): option for step, round, option in rows}
+
+    def rounds(self, code: str, step: int) -> dict[int, tuple[str | None, str | None]]:
         code, step = self.check_code(code), self.check_step(step)
         self.state(code)
         rows = self._read(
-            "SELECT option, COUNT(*) FROM answers WHERE code = ? AND step = ? GROUP BY option",
+            "SELECT s.number, a.round, a.option FROM answers a JOIN seats s "
+            "ON s.code = a.code AND s.seat = a.seat WHERE a.code = ? AND a.step = ?",
             (code, step),
         )
-        found = dict(rows)
-        return {option: found.get(option, 0) for option in self.lesson[step - 1]}
+        found: dict[int, list[str | None]] = {}
+        for number, round, option in rows:
+            found.setdefault(number, [None, None])[round - 1] = option
+        return {number: (pair[0], pair[1]) for number, pair in sorted(found.items())}

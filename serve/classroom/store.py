@@ -1,55 +1,79 @@
 """The class store: one small interface, two backends.
 
-A class is a join code, the teacher's key, the step the teacher has open, the steps revealed to
-the class, the students who joined (random ids a browser session made up: no names, no addresses)
-and one answer per student per step. Every answer is checked against the lesson (the step exists,
-the option is one of that step's) and is committed before the call returns, so a student told
-"recorded" holds an answer that a killed worker cannot take back.
+A class is a join code, a hash of the teacher's key, the step the teacher has open, each step's
+phase, the students' seats and their answers. A seat is a random token the browser keeps (the
+``normlab_seat`` cookie) and a number in its class: no names, no addresses. Each step runs peer
+instruction (Crouch and Mazur 2001):
+
+``vote``
+    students answer (round 1); the teacher sees how many have answered, not the spread;
+``discuss``
+    the teacher shows the spread and the class discusses; answers are closed;
+``vote2``
+    students answer again (round 2), starting from their first answer;
+``revealed``
+    the answer is shown; answers are closed. The teacher may reveal from any earlier phase.
+
+Every answer is checked against the lesson and committed before the call returns, so a student
+told "recorded" holds an answer that a killed worker cannot take back.
 
 - ``sqlite_store.SqliteStore``, the default: one file in WAL mode under ``NORMLAB_DATA_DIR``
-  (default ``.normlab/`` in the working directory), shared by every worker on the host; each
-  write is one ``BEGIN IMMEDIATE`` transaction.
-- ``redis_store.RedisStore``, where ``NORMLAB_CLASS_STORE=redis://host:port/db``: several hosts
-  share one Redis; each write is one Lua script, which Redis runs atomically.
+  (default ``.normlab/``), shared by every worker on the host; each write one transaction.
+- ``redis_store.RedisStore``, where ``NORMLAB_CLASS_STORE=redis://[:password@]host:port/db``:
+  several hosts share one Redis; each write is one Lua script, which Redis runs atomically.
 
-Bounds (environment variables, read by :meth:`Limits.from_env`): a class lives
-``NORMLAB_CLASS_HOURS`` (24), takes ``NORMLAB_CLASS_STUDENTS`` (500) and a server holds
-``NORMLAB_CLASSES`` (200) live classes. Past one, the call raises :class:`ClassError` with a code
-the page turns into a notice; a store that cannot be reached raises the code ``down``.
+Bounds (environment variables, :meth:`Limits.from_env`): a class lives ``NORMLAB_CLASS_HOURS``
+(24) and takes ``NORMLAB_CLASS_STUDENTS`` (500); a store holds ``NORMLAB_CLASSES`` (200) live
+classes. Per client address (a keyed hash of it, kept for the window only):
+``NORMLAB_CLIENT_CLASSES`` new classes an hour (10), ``NORMLAB_CLIENT_SEATS`` new seats in one
+class (150) and ``NORMLAB_CLIENT_GUESSES`` unknown codes in ten minutes (20). Past one, a call
+raises :class:`ClassError` with a code the page turns into a notice; a store that cannot be
+reached raises ``down``, and the first failure of a kind is logged with its cause.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import logging
 import math
 import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.lab.lesson_options import OPTIONS, STEP_IDS
-from serve.classroom.codes import KEY_MAX_LEN, normal_code, same_key
+from serve.classroom.codes import KEY_MAX_LEN, normal_code
 
 STORE_ENV = "NORMLAB_CLASS_STORE"
 DATA_ENV = "NORMLAB_DATA_DIR"
 DEFAULT_DATA_DIR = ".normlab"
 # The layout of the tables and of the Redis keys; a change of layout is a new version, which
 # starts empty instead of misreading the old one.
-SCHEMA_VERSION = 1
-# The longest student id accepted (the page makes 16-character ones).
-STUDENT_MAX_LEN = 64
+SCHEMA_VERSION = 2
+# A seat token as the page makes it: 32 hexadecimal digits (128 random bits).
+SEAT_LEN = 32
 # Codes tried before giving up on finding a free one (a clash has odds of 200 in 8.9e8).
 CODE_TRIES = 8
+PHASES = ("vote", "discuss", "vote2", "revealed")
+# The round an answer goes to in each phase (None: closed).
+ROUND_OF = {"vote": 1, "vote2": 2}
+# The windows of the per-client limits, seconds.
+CREATE_WINDOW_S = 3600.0
+GUESS_WINDOW_S = 600.0
 
 # The lesson a class follows: for step k (from 1), the ids of its options.
 LESSON: tuple[tuple[str, ...], ...] = tuple(OPTIONS[s] for s in STEP_IDS)
+
+log = logging.getLogger("normlab.classroom")
 
 
 class ClassError(Exception):
     """What went wrong, as a code the page turns into a notice (``classroom.error_<code>``):
     ``unknown`` (no such class, or it ended), ``students_full``, ``classes_full``, ``bad_step``,
-    ``bad_option``, ``bad_student``, ``closed`` (the step is revealed), ``not_teacher``, ``down``.
-    """
+    ``bad_option``, ``bad_student``, ``bad_phase``, ``closed`` (answers to the step are closed),
+    ``not_teacher``, ``client_classes``, ``client_seats``, ``client_guesses``, ``down``."""
 
     def __init__(self, code: str, detail: str = "") -> None:
         super().__init__(f"{code}: {detail}" if detail else code)
@@ -61,6 +85,9 @@ class Limits:
     lifetime_s: float = 24 * 3600.0
     students: int = 500
     classes: int = 200
+    client_classes: int = 10
+    client_seats: int = 150
+    client_guesses: int = 20
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Limits:
@@ -76,8 +103,16 @@ class Limits:
 
         return cls(
             lifetime_s=read("NORMLAB_CLASS_HOURS", cls.lifetime_s / 3600.0) * 3600.0,
-            students=int(read("NORMLAB_CLASS_STUDENTS", cls.students)),
-            classes=int(read("NORMLAB_CLASSES", cls.classes)),
+            **{
+                name: int(read(var, getattr(cls, name)))
+                for name, var in (
+                    ("students", "NORMLAB_CLASS_STUDENTS"),
+                    ("classes", "NORMLAB_CLASSES"),
+                    ("client_classes", "NORMLAB_CLIENT_CLASSES"),
+                    ("client_seats", "NORMLAB_CLIENT_SEATS"),
+                    ("client_guesses", "NORMLAB_CLIENT_GUESSES"),
+                )
+            },
         )
 
 
@@ -87,13 +122,25 @@ class ClassState:
 
     code: str
     step: int
-    revealed: frozenset[int]
-    students: int
-    created: float
+    phases: Mapping[int, str] = field(default_factory=dict)  # steps past "vote"
+    students: int = 0
+    created: float = 0.0
+
+    def phase(self, step: int) -> str:
+        return self.phases.get(step, "vote")
+
+    @property
+    def revealed(self) -> frozenset[int]:
+        return frozenset(s for s, p in self.phases.items() if p == "revealed")
+
+
+def key_hash(key: str) -> str:
+    """What the store keeps of the teacher's key: its SHA-256, never the key."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 class ClassStore(ABC):
-    """Classes and their answers. Every method raises :class:`ClassError` on a bad argument, a
+    """Classes, seats and answers. Every method raises :class:`ClassError` on a bad argument, a
     bound reached, an unknown class or a store that is down."""
 
     def __init__(
@@ -105,6 +152,7 @@ class ClassStore(ABC):
         self.limits = limits
         self.lesson = tuple(tuple(options) for options in lesson)
         self.clock = clock
+        self._logged: str | None = None
 
     # -- what every backend checks the same way
 
@@ -113,16 +161,17 @@ class ClassStore(ABC):
             raise ClassError("bad_step", repr(step)[:40])
         return step
 
-    def check_answer(self, student: object, step: object, option: object) -> None:
-        self.check_student(student)
+    def check_answer(self, seat: object, step: object, option: object) -> None:
+        self.check_seat(seat)
         options = self.lesson[self.check_step(step) - 1]
         if not isinstance(option, str) or option not in options:
             raise ClassError("bad_option", repr(option)[:40])
 
     @staticmethod
-    def check_student(student: object) -> None:
-        if not isinstance(student, str) or not 0 < len(student) <= STUDENT_MAX_LEN:
+    def check_seat(seat: object) -> str:
+        if not isinstance(seat, str) or len(seat) != SEAT_LEN or not seat.isalnum():
             raise ClassError("bad_student")
+        return seat
 
     @staticmethod
     def check_code(code: object) -> str:
@@ -132,10 +181,13 @@ class ClassStore(ABC):
         return found
 
     def teacher(self, code: str, key: object) -> str:
-        """The class's code if ``key`` is its teacher's key (constant-time compare)."""
+        """The class's code if ``key`` is its teacher's key (hashes compared in constant
+        time)."""
         code = self.check_code(code)
-        stored = self.teacher_key(code)
-        if not isinstance(key, str) or len(key) > KEY_MAX_LEN or not same_key(key, stored):
+        stored = self.key_hash(code)
+        if not isinstance(key, str) or len(key) > KEY_MAX_LEN:
+            raise ClassError("not_teacher")
+        if not hmac.compare_digest(key_hash(key), stored):
             raise ClassError("not_teacher")
         return code
 
@@ -151,36 +203,100 @@ class ClassStore(ABC):
     def expired(self, created: float) -> bool:
         return self.clock() - created >= self.limits.lifetime_s
 
+    def next_phase(self, state: ClassState, step: int, phase: object) -> str:
+        """``phase`` if the step may move to it from where it is (forward only)."""
+        if phase not in PHASES or PHASES.index(phase) <= PHASES.index(state.phase(step)):
+            raise ClassError("bad_phase", repr(phase)[:40])
+        return phase
+
+    def client_id(self, client: str, salt: str) -> str:
+        """A client address as the limits keep it: keyed by the store's own random salt, so the
+        store holds no address."""
+        return hmac.new(salt.encode(), client.encode(), hashlib.sha256).hexdigest()[:24]
+
+    def window(self, length_s: float) -> int:
+        return int(self.clock() // length_s)
+
+    def down(self, err: BaseException) -> ClassError:
+        """``down`` for ``err``, logged the first time this cause is seen in a row."""
+        cause = f"{type(err).__name__}: {err}"
+        if cause != self._logged:
+            log.warning("class store %s failed: %s", type(self).__name__, cause)
+            self._logged = cause
+        return ClassError("down", str(err))
+
+    def up(self) -> None:
+        """A call went through: the next failure is logged again."""
+        if self._logged is not None:
+            log.warning("class store %s answers again", type(self).__name__)
+            self._logged = None
+
     # -- the backend's part
 
     @abstractmethod
-    def create(self) -> tuple[str, str]:
-        """A new class: (code, teacher's key)."""
+    def create(self, client: str) -> tuple[str, str]:
+        """A new class for ``client`` (an address): (code, teacher's key)."""
 
     @abstractmethod
     def state(self, code: str) -> ClassState:
-        """The class's step, reveals and head count."""
+        """The class's step, phases and head count."""
 
     @abstractmethod
-    def teacher_key(self, code: str) -> str:
-        """The stored key of a live class (for :meth:`teacher` only)."""
+    def guess(self, client: str) -> None:
+        """Count an unknown code ``client`` tried; ``client_guesses`` once past the limit."""
+
+    @abstractmethod
+    def guessed_too_often(self, client: str) -> bool:
+        """Whether ``client`` is past the limit of unknown codes (nothing counted)."""
+
+    @abstractmethod
+    def key_hash(self, code: str) -> str:
+        """The stored hash of a live class's key (for :meth:`teacher` only)."""
 
     @abstractmethod
     def set_step(self, code: str, key: str, step: int) -> None:
         """The teacher opens ``step`` for the class."""
 
     @abstractmethod
-    def reveal(self, code: str, key: str, step: int) -> None:
-        """The teacher reveals ``step``'s answer; answers to it are closed from then on."""
+    def set_phase(self, code: str, key: str, step: int, phase: str) -> None:
+        """The teacher moves ``step`` on to ``phase``; ``vote2`` starts from each seat's first
+        answer."""
 
     @abstractmethod
-    def join(self, code: str, student: str) -> int:
-        """Count ``student`` in (once); returns the head count."""
+    def end(self, code: str, key: str) -> None:
+        """The teacher ends the class: it and its answers are gone, its place free."""
 
     @abstractmethod
-    def answer(self, code: str, student: str, step: int, option: str) -> None:
-        """Record (or replace) ``student``'s answer to ``step``; committed on return."""
+    def join(self, code: str, seat: str, client: str) -> int:
+        """The seat's number in the class, given on its first join (``client_seats`` past the
+        client's limit, ``students_full`` past the class's)."""
 
     @abstractmethod
-    def counts(self, code: str, step: int) -> dict[str, int]:
-        """How many students chose each option of ``step``, every option listed."""
+    def answer(self, code: str, seat: str, step: int, option: str) -> int:
+        """Record (or replace) a joined seat's answer in the step's open round; committed on
+        return. Returns the round."""
+
+    @abstractmethod
+    def answers(self, code: str, seat: str) -> dict[tuple[int, int], str]:
+        """A seat's answers by (step, round)."""
+
+    @abstractmethod
+    def rounds(self, code: str, step: int) -> dict[str, tuple[str | None, str | None]]:
+        """Each seat's (round 1, round 2) answers to ``step``, by seat number."""
+
+    def counts(self, code: str, step: int, round: int = 1) -> dict[str, int]:
+        """How many students chose each option of ``step`` in ``round``, every option listed."""
+        step = self.check_step(step)
+        chosen = [pair[round - 1] for pair in self.rounds(code, step).values()]
+        return {option: chosen.count(option) for option in self.lesson[step - 1]}
+
+    def export(self, code: str, key: str) -> list[tuple[int, int, str, int]]:
+        """(step, round, option, count) for every step and round that has answers."""
+        code = self.teacher(code, key)
+        rows = []
+        for step in range(1, len(self.lesson) + 1):
+            for round in (1, 2):
+                counts = self.counts(code, step, round)
+                if any(counts.values()):
+                    rows += [(step, round, o, n) for o, n in counts.items()]
+        return rows
