@@ -76,13 +76,6 @@ def _go(step: int) -> None:
     st.session_state["step"] = step
 
 
-def _remember(step_id: str) -> None:
-    pick = st.session_state[f"pick_{step_id}"]
-    st.session_state[ANSWERS][step_id] = pick
-    if pick is not None:
-        classroom.record(step_id, pick)
-
-
 def _reveal(step_id: str) -> None:
     st.session_state[REVEALED][step_id] = True
 
@@ -91,8 +84,10 @@ def mark(step_id: str, tr: Translator) -> str:
     """Where the visitor stands on a step, in words a screen reader reads."""
     if step_id not in st.session_state[REVEALED]:
         return tr("lesson.mark_open")
-    right = st.session_state[ANSWERS].get(step_id) == compute(step_id).correct
-    return tr("lesson.mark_right" if right else "lesson.mark_wrong")
+    chosen = st.session_state[ANSWERS].get(step_id)
+    if chosen is None:
+        return tr("lesson.mark_seen")
+    return tr("lesson.mark_right" if chosen == compute(step_id).correct else "lesson.mark_wrong")
 
 
 def sidebar(tr: Translator) -> int:
@@ -362,22 +357,23 @@ def option_label(r: StepResult, option: str, tr: Translator) -> str:
     return f"**{r.letter(option)}** · {tr(f'lesson.{r.step_id}_{option}', **quoted(r, tr.lang))}"
 
 
-def prediction(step_id: str, r: StepResult, tr: Translator) -> str | None:
-    """The options as a radio (locked once revealed); returns the visitor's pick."""
+def prediction(step_id: str, r: StepResult, tr: Translator, *, locked: bool) -> str | None:
+    """The options as a radio (locked once revealed, or by the class); returns the visitor's
+    pick, which the session keeps."""
     options = r.options
     chosen = st.session_state[ANSWERS].get(step_id)
     # Not bound to the URL, so its labels may be translated; its values are the option ids, shown
     # in the step's fixed order under the letters A, B, ...
-    st.radio(
+    picked = st.radio(
         tr("lesson.prediction"),
         options,
         index=options.index(chosen) if chosen in options else None,
         format_func=lambda o: option_label(r, o, tr),
         key=f"pick_{step_id}",
-        on_change=_remember,
-        args=(step_id,),
-        disabled=step_id in st.session_state[REVEALED],
+        disabled=locked or step_id in st.session_state[REVEALED],
     )
+    if picked is not None and not locked:
+        st.session_state[ANSWERS][step_id] = chosen = picked
     return chosen
 
 
@@ -404,11 +400,13 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
     st.progress(step / N_STEPS, text=tr("lesson.progress", k=step, n=N_STEPS, title=title))
     st.subheader(f"{step}. {title}")
     st.markdown(tr(f"lesson.{step_id}_question", **quoted(r, tr.lang)))
-    chosen = prediction(step_id, r, tr)
-    classroom.answer_status(seat, step_id, tr)
+    chosen = prediction(step_id, r, tr, locked=classroom.locked(seat, step))
+    classroom.send(seat, st.session_state[ANSWERS])
+    classroom.answer_status(seat, step, tr)
     if step_id not in st.session_state[REVEALED]:
-        if classroom.owns_reveal(seat):
-            classroom.reveal_control(seat, step, st.session_state[REVEALED], tr)
+        if seat is not None:  # in a class only the teacher reveals
+            if not seat.teacher:
+                st.caption(tr("classroom.wait_reveal"))
             return
         st.button(
             tr("lesson.reveal"),
@@ -422,7 +420,7 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
             st.caption(tr("lesson.reveal_locked"))
         return
     verdict(r, chosen, tr)
-    classroom.class_result(seat, step, tr, correct=r.correct)
+    classroom.class_result(seat, step, tr, r.correct)
     figure_chart(r, tr)
     for slot in ("explain", "detail"):
         if slot in r.claims:
@@ -464,12 +462,14 @@ def main() -> None:
     st.session_state.setdefault(ANSWERS, {})
     st.session_state.setdefault(REVEALED, {})
     seat = classroom.open_class(tr)
-    classroom.sync(seat, st.session_state[REVEALED])
+    classroom.sync(seat, st.session_state[REVEALED], st.session_state[ANSWERS])
     step = sidebar(tr)
     classroom.lead(seat, step)
-    if seat is not None:
-        panel = classroom.teacher_panel if seat.teacher else classroom.student_panel
-        panel(seat, step, tr)
+    if seat is not None and seat.student:
+        classroom.student_panel(seat, step, tr)
+    elif seat is not None:
+        panel = classroom.teacher_panel if seat.teacher else classroom.board_panel
+        panel(seat, step, compute(STEP_IDS[step - 1]).correct, tr)
     step_view(step, tr, seat)
     st.divider()
     navigation(step, tr)

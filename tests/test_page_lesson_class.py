@@ -3,6 +3,9 @@ sessions sharing the store) through SQLite and through Redis; bad codes, keys an
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +22,7 @@ from tests.classroom_util import redis_server, store_env
 from ui import classroom
 from ui.i18n import t
 from ui.params import echo
+from viz import style
 
 STORE_VARS = ("NORMLAB_CLASS_STORE", "NORMLAB_DATA_DIR")
 
@@ -64,71 +68,220 @@ def page_text(at: AppTest) -> str:
     return "\n".join(str(e.value) for kind in kinds for e in at.get(kind))
 
 
-def class_counts(at: AppTest, step: int = 1) -> str:
-    """The teacher's counts as text: 'A: n · B: n ...'."""
+def class_counts(at: AppTest, step: int = 1) -> list[str]:
+    """The class's counts as text, one per round shown: 'A: n · B: n ... (answers: n)'."""
     step_id = STEP_IDS[step - 1]
     heads = [f"{letter(step_id, o)}: " for o in OPTIONS[step_id]]
-    found = [m.value for m in at.markdown if all(h in m.value for h in heads)]
-    assert len(found) == 1, [m.value for m in at.markdown]
-    return found[0]
+    return [m.value for m in at.markdown if all(h in m.value for h in heads)]
 
 
-def start_class() -> tuple[AppTest, str, str]:
-    teacher = lesson(**{"class": "new"})
+def start_class(lang: str = "en") -> tuple[AppTest, str, str]:
+    teacher = lesson(lang, **{"class": "new"})
     code, key = teacher.query_params["class"], teacher.query_params["teacher"]
     assert normal_code(code) == code and len(key) >= 22
     return teacher, code, key
 
 
-def test_a_teacher_and_three_students(where: str) -> None:
+def pick(at: AppTest, option: str, step_id: str = "centre") -> AppTest:
+    return at.radio(key=f"pick_{step_id}").set_value(option).run()
+
+
+@pytest.fixture
+def browser_of(monkeypatch):
+    """Pages opened as one browser: the same seat cookie (AppTest sends no cookies)."""
+    tokens: dict[int, str] = {}
+
+    def same(token: str) -> None:
+        monkeypatch.setattr(classroom, "seat_token", lambda: tokens.setdefault(0, token))
+
+    return same
+
+
+def test_peer_instruction_for_a_teacher_and_five_students(where: str) -> None:
     teacher, code, key = start_class()
-    assert not teacher.warning
-    # The join link, with a copy button, and its QR code; the teacher's key is in neither.
-    assert [c.value for c in teacher.code][0].endswith(f"/lesson?class={code}")
-    assert len(teacher.get("image")) == 1
+    assert not teacher.warning and not teacher.get("image")  # the QR code is the board's
     assert key not in page_text(teacher)
-    assert class_counts(teacher).endswith("(answers: 0)")
-    picks = ["zero", "ratio", "ratio"]
+    firsts = ["zero", "ratio", "ratio", "mean", "one"]
     students = []
-    for pick in picks:
+    for option in firsts:
         student = lesson(**{"class": code})
         assert "teacher" not in student.query_params
-        assert not student.get("button") or not any(b.key == "class_reveal" for b in student.button)
-        student.radio(key="pick_centre").set_value(pick).run()
-        recorded = t("classroom.recorded", "en", letter=letter("centre", pick))
+        assert not any(b.key.startswith("class_") for b in student.button if b.key)
+        pick(student, option)
+        recorded = t("classroom.recorded_1", "en", letter=letter("centre", option))
         assert [s.value for s in student.success] == [recorded]
         students.append(student)
-    # The first student changes their mind before the reveal: replaced, not added.
-    students[0].radio(key="pick_centre").set_value("mean").run()
+    # Vote 1: the teacher sees how many answered, not the spread.
     teacher.run()
-    assert t("classroom.joined", "en", n=3) in page_text(teacher)
-    assert class_counts(teacher) == "A: 0 · B: 0 · C: 1 · D: 2 (answers: 3)"
-    assert open_store().counts(code, 1) == {"zero": 0, "one": 0, "mean": 1, "ratio": 2}
-    # The teacher reveals; every student sees the answer and the class's distribution.
-    teacher.button(key="class_reveal").click().run()
+    assert t("classroom.answered", "en", n=5, total=5) in page_text(teacher)
+    assert class_counts(teacher) == [] and not teacher.get("plotly_chart")
+    # The spread and the discussion: answers closed.
+    teacher.button(key="class_discuss").click().run()
+    assert class_counts(teacher) == ["A: 1 · B: 1 · C: 1 · D: 2 (answers: 5)"]
+    students[0].run()
+    assert students[0].radio(key="pick_centre").disabled
+    assert t("classroom.student_discuss", "en") in page_text(students[0])
+    # Vote 2 starts from each first answer; three change their mind.
+    teacher.button(key="class_vote2").click().run()
+    seconds = ["ratio", "ratio", "zero", "ratio", "one"]
+    for student, first, second in zip(students, firsts, seconds, strict=True):
+        student.run()
+        assert student.radio(key="pick_centre").value == first
+        if second != first:
+            pick(student, second)
+        assert t("classroom.recorded_2", "en", letter=letter("centre", second)) in page_text(
+            student
+        )
+    teacher.run()
+    assert t("classroom.answered_2", "en", n=5, total=5) in page_text(teacher)
+    # The reveal: both votes side by side, the right answer marked, who moved.
+    teacher.button(key="class_revealed").click().run()
     assert not teacher.exception
+    both = ["A: 1 · B: 1 · C: 1 · D: 2 (answers: 5)", "A: 1 · B: 1 · C: 0 · D: 3 (answers: 5)"]
+    assert class_counts(teacher) == both
+    # By hand: zero->ratio and mean->ratio went wrong to right, ratio->zero right to wrong.
+    moves = t("classroom.moves", "en", up=2, down=1, n=5)
+    assert moves in page_text(teacher)
+    correct = OPTIONS["centre"].index("ratio")
+    for chart in teacher.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        if spec["data"][0]["type"] == "bar" and len(spec["data"][0]["x"]) == 4:
+            colors = spec["data"][0]["marker"]["color"]
+            assert [c == style.ACCENT for c in colors] == [i == correct for i in range(4)]
+    # The teacher answered nothing: the sidebar says "revealed", not "not right".
+    assert t("lesson.mark_seen", "en") in page_text(teacher) + sidebar_text(teacher)
+    assert t("lesson.mark_wrong", "en") not in sidebar_text(teacher)
     for student in students:
         student.run()
         assert student.radio(key="pick_centre").disabled
-        assert len(student.get("plotly_chart")) == 2  # the class's answers and the step's figure
-        assert "A: 0 · B: 0 · C: 1 · D: 2 (answers: 3)" in page_text(student)
-    # A change after the reveal is refused by the store, whatever the page does.
-    assert open_store().state(code).revealed == {1}
-    with pytest.raises(ClassError, match="closed"):
-        open_store().answer(code, students[0].session_state[classroom.STUDENT], 1, "zero")
+        assert class_counts(student) == both and moves in page_text(student)
+    # The export: counts per step, round and option, as the store holds them.
+    rows = list(csv.reader(io.StringIO(classroom.export_csv(classroom_seat(teacher)))))
+    assert rows[0] == ["step", "round", "option", "count"]
+    assert [tuple(r) for r in rows[1:]] == [
+        (str(a), str(b), c, str(d)) for a, b, c, d in open_store().export(code, key)
+    ]
+    assert sum(int(r[3]) for r in rows[1:]) == 10
     # The teacher moves on; a following student's page opens the same step.
     teacher.button(key="next").click().run()
     assert open_store().state(code).step == 2
     students[1].run()
     assert students[1].slider(key="step").value == 2
     assert students[1].query_params["step"] == "2"
-    # A student at their own pace stays where they are, and has the lesson's own reveal.
-    students[2].toggle(key=classroom.FOLLOW).set_value(False).run()
-    students[2].slider(key="step").set_value(5).run()
-    teacher.run()
-    students[2].run()
-    assert students[2].slider(key="step").value == 5
-    assert students[2].button(key="reveal_shift").disabled  # no prediction yet
+
+
+def sidebar_text(at: AppTest) -> str:
+    return "\n".join(str(m.value) for m in at.sidebar.markdown)
+
+
+def classroom_seat(at: AppTest):
+    """The teacher's seat as the page holds it, for the export."""
+    code, key = at.session_state[classroom.SEAT]
+    return classroom.Seat(open_store(), open_store().state(code), key)
+
+
+def test_a_student_cannot_reveal_ahead_of_the_teacher(where: str) -> None:
+    teacher, code, key = start_class()
+    student = lesson(**{"class": code})
+    student.toggle(key=classroom.FOLLOW).set_value(False).run()
+    student.slider(key="step").set_value(3).run()
+    pick(student, "both", "rescale")
+    assert not any(b.key and b.key.startswith("reveal_") for b in student.button)
+    assert t("classroom.wait_reveal", "en") in page_text(student)
+    assert open_store().answers(code, classroom.seat_id(student.session_state[classroom.TOKEN],
+                                                        code)) == {(3, 1): "both"}  # fmt: skip
+    assert open_store().state(code).revealed == frozenset()
+    # After the teacher's reveal of step 1 the student may go back over it at their own pace.
+    teacher.button(key="class_revealed").click().run()
+    student.slider(key="step").set_value(1).run()
+    assert student.radio(key="pick_centre").disabled
+    assert len(student.get("plotly_chart")) >= 1  # the step's figure and the class's votes
+    assert "A: 0 · B: 0 · C: 0 · D: 0 (answers: 0)" in class_counts(student)
+
+
+def test_one_browser_keeps_one_seat(where: str, browser_of) -> None:
+    """A pick, a reload, a second tab, the join link again: one seat, the last answer, shown."""
+    _, code, _ = start_class()
+    browser_of("a1" * 16)
+    first = lesson(**{"class": code})
+    pick(first, "zero")  # A
+    reloaded = lesson(**{"class": code})  # a reload is a new session with the same cookie
+    assert reloaded.radio(key="pick_centre").value == "zero"
+    pick(reloaded, "mean")  # C
+    for _ in range(2):  # a second tab; the join link closed and opened again
+        again = lesson(**{"class": code})
+        assert again.radio(key="pick_centre").value == "mean"
+        assert t("classroom.recorded_1", "en", letter="C") in page_text(again)
+    state = open_store().state(code)
+    assert state.students == 1
+    assert open_store().counts(code, 1) == {"zero": 0, "one": 0, "mean": 1, "ratio": 0}
+
+
+def test_the_board_holds_no_key_and_takes_no_seat(where: str) -> None:
+    teacher, code, key = start_class()
+    board = lesson(**{"class": code, "controls": "hidden", "text": "large"})
+    assert not board.exception and key not in page_text(board)
+    assert "teacher" not in board.query_params and key not in str(dict(board.query_params))
+    assert open_store().state(code).students == 0
+    assert board.radio(key="pick_centre").disabled
+    (image,) = board.get("image")  # the QR code: 400 px shown, drawn at least that wide
+    assert classroom.QR_WIDTH >= 1080 / 3
+    png = classroom.qr_png(classroom.join_link(code))
+    assert int.from_bytes(png[16:20], "big") >= classroom.QR_WIDTH  # the PNG's own width
+    # The teacher's link to the board is the same view, without the key.
+    buttons = [b for b in teacher.get("link_button")]
+    assert any(f"class={code}" in b.proto.url and key not in b.proto.url for b in buttons)
+    # The board follows the class: the teacher moves on and reveals.
+    teacher.button(key="class_revealed").click().run()
+    board.run()
+    assert t("classroom.answered", "en", n=0, total=0) not in page_text(board)
+    assert class_counts(board) == ["A: 0 · B: 0 · C: 0 · D: 0 (answers: 0)"]
+
+
+def test_the_teacher_ends_the_class(where: str) -> None:
+    teacher, code, _ = start_class()
+    teacher.button(key="class_end").click().run()
+    assert "class" not in teacher.query_params and "teacher" not in teacher.query_params
+    assert t("classroom.ended", "en") in page_text(teacher)
+    with pytest.raises(ClassError, match="unknown"):
+        open_store().state(code)
+
+
+def test_new_classes_are_limited_per_client(where: str, monkeypatch) -> None:
+    monkeypatch.setenv("NORMLAB_CLIENT_CLASSES", "5")
+    monkeypatch.setattr(classroom, "client_address", lambda: "198.51.100.7")
+    made = []
+    for _ in range(50):
+        at = lesson(**{"class": "new"})
+        if "teacher" in at.query_params:
+            made.append(at.query_params["class"])
+        else:
+            assert t("classroom.error_client_classes", "en", limit=5) in warnings(at)
+    assert len(made) == 5
+    monkeypatch.setattr(classroom, "client_address", lambda: "198.51.100.8")
+    assert "teacher" in lesson(**{"class": "new"}).query_params
+
+
+def test_seats_and_guesses_are_limited_per_client(where: str, monkeypatch) -> None:
+    monkeypatch.setenv("NORMLAB_CLIENT_SEATS", "3")
+    monkeypatch.setenv("NORMLAB_CLIENT_GUESSES", "4")
+    _, code, _ = start_class()
+    monkeypatch.setattr(classroom, "client_address", lambda: "198.51.100.9")
+    for _ in range(3):
+        lesson(**{"class": code})
+    flood = lesson(**{"class": code})
+    assert t("classroom.error_client_seats", "en", code=echo(code), limit=3) in warnings(flood)
+    monkeypatch.setattr(classroom, "client_address", lambda: "203.0.113.1")
+    real = lesson(**{"class": code})
+    pick(real, "ratio")
+    assert open_store().state(code).students == 4
+    # Guessing codes: past the limit even a live code is refused, for that client only.
+    for guess in ("AAAAAA", "BBBBBB", "CCCCCC", "DDDDDD"):
+        lesson(**{"class": guess})
+    refused = lesson(**{"class": code})
+    assert t("classroom.error_client_guesses", "en", limit=4) in warnings(refused)
+    monkeypatch.setattr(classroom, "client_address", lambda: "203.0.113.2")
+    assert not lesson(**{"class": code}).warning
 
 
 def test_a_wrong_key_leads_nothing_and_is_told(where: str) -> None:
@@ -136,7 +289,8 @@ def test_a_wrong_key_leads_nothing_and_is_told(where: str) -> None:
     impostor = lesson(**{"class": code, "teacher": key[:-2] + "xx"})
     assert t("classroom.error_not_teacher", "en", code=echo(code)) in warnings(impostor)
     assert "teacher" not in impostor.query_params
-    assert not any(b.key == "class_reveal" for b in impostor.button)
+    assert not any(b.key == "class_revealed" for b in impostor.button)
+    impostor.toggle(key=classroom.FOLLOW).set_value(False).run()
     impostor.slider(key="step").set_value(4).run()
     assert open_store().state(code).step == 1  # a student's own step moves nobody
 
@@ -147,7 +301,7 @@ def test_an_unknown_code_is_a_notice_in_the_pages_language(where: str, lang: str
     hours = Limits.from_env().lifetime_s / 3600
     assert t("classroom.error_unknown", lang, code=echo("ZZZZZZ"), hours=hours) in warnings(at)
     # The lesson works on its own: predict and reveal as always.
-    at.radio(key="pick_centre").set_value("ratio").run()
+    pick(at, "ratio")
     at.button(key="reveal_centre").click().run()
     assert len(at.get("plotly_chart")) == 1 and not at.exception
 
@@ -159,17 +313,40 @@ def test_a_store_that_is_down_leaves_the_lesson_working(monkeypatch) -> None:
     at = lesson(**{"class": "new"})
     assert t("classroom.error_down", "en") in warnings(at)
     assert at.query_params["class"] == "new"  # no class was made, so no key either
-    at.radio(key="pick_centre").set_value("ratio").run()
+    pick(at, "ratio")
     at.button(key="reveal_centre").click().run()
     assert len(at.get("plotly_chart")) == 1 and not at.exception
+
+
+def test_a_pick_made_while_the_store_is_down_is_kept_and_sent(where: str, monkeypatch) -> None:
+    teacher, code, _ = start_class()
+    student = lesson(**{"class": code})
+    store = open_store()
+
+    def down(*args, **kwargs):
+        raise ClassError("down", "test")
+
+    with monkeypatch.context() as outage:
+        outage.setattr(type(store), "answer", down)
+        outage.setattr(type(store), "state", down)
+        pick(student, "ratio")
+        assert t("classroom.kept", "en") in warnings(student)
+        assert t("classroom.error_down_kept", "en", code=echo(code)) in warnings(student)
+        assert student.info  # still in the class, following
+    student.run()  # the watch reruns the page once the store answers
+    assert t("classroom.recorded_1", "en", letter="D") in page_text(student)
+    assert store.counts(code, 1)["ratio"] == 1
+    teacher.button(key="next").click().run()
+    student.run()
+    assert student.slider(key="step").value == 2  # and it follows the teacher again
 
 
 def test_answers_past_a_few_a_second_are_not_recorded(where: str, monkeypatch) -> None:
     _, code, _ = start_class()
     student = lesson(**{"class": code})
     monkeypatch.setattr(classroom, "clock", lambda: 1000.0)  # every click at once
-    for pick in ("zero", "one", "mean", "ratio"):
-        student.radio(key="pick_centre").set_value(pick).run()
+    for option in ("zero", "one", "mean", "ratio"):
+        pick(student, option)
     assert t("classroom.error_too_fast", "en") in warnings(student)
     assert open_store().counts(code, 1)["mean"] == 1  # the third stands, the fourth did not
 
@@ -190,6 +367,8 @@ STEPS = st.one_of(st.none(), st.text(max_size=8), st.integers(-3, 20).map(str))
 def test_fuzzed_links_give_a_notice_never_a_crash(fuzz_dir, code, key, step) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NORMLAB_DATA_DIR", fuzz_dir)
+        mp.setenv("NORMLAB_CLIENT_GUESSES", "100000")
+        mp.setenv("NORMLAB_CLIENT_CLASSES", "100000")
         mp.delenv("NORMLAB_CLASS_STORE", raising=False)
         fuzzed_link(code, key, step)
 
@@ -212,9 +391,10 @@ def fuzzed_link(code: str, key: str | None, step: str | None) -> None:
 def test_fuzzed_keys_on_a_live_class_lead_nothing(fuzz_dir, key: str, step: str) -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NORMLAB_DATA_DIR", fuzz_dir)
+        mp.setenv("NORMLAB_CLIENT_CLASSES", "100000")
         mp.delenv("NORMLAB_CLASS_STORE", raising=False)
         store = open_store()
-        code, real = store.create()
+        code, real = store.create("fuzz")
         at = lesson(**{"class": code, "teacher": key, "step": step})
         assert t("classroom.error_not_teacher", "en", code=echo(code)) in warnings(at)
         assert store.state(code).step == 1 and not store.state(code).revealed
@@ -225,11 +405,14 @@ def test_a_class_in_indonesian_shows_no_english(where: str) -> None:
     from tests.test_glossary import english_on_page
 
     teacher = lesson("id", **{"class": "new"})
+    board = lesson("id", **{"class": teacher.query_params["class"], "controls": "hidden"})
     student = lesson("id", **{"class": teacher.query_params["class"]})
-    student.radio(key="pick_centre").set_value("ratio").run()
-    assert t("classroom.recorded", "id", letter="D") in page_text(student)
-    teacher.button(key="class_reveal").click().run()
-    student.run()
-    for at in (teacher, student):
-        assert not at.exception
-        assert english_on_page(at) == []
+    pick(student, "ratio")
+    assert t("classroom.recorded_1", "id", letter="D") in page_text(student)
+    for phase in ("discuss", "vote2", "revealed"):
+        teacher.button(key=f"class_{phase}").click().run()
+        student.run()
+        board.run()
+        for at in (teacher, student, board):
+            assert not at.exception
+            assert english_on_page(at) == [], phase

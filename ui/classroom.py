@@ -1,17 +1,26 @@
-"""The guided lesson as a class: the teacher's panel, a student's answers, the live counts.
+"""The guided lesson as a class: the teacher's controls, the board, a student's seat.
 
 ``/lesson?class=new`` starts a class and rewrites the link to ``?class=<CODE>&teacher=<KEY>``:
-the teacher's page. ``/lesson?class=<CODE>`` is a student's. Neither parameter is a page
-``Param``: they are not controls, and a share link must never carry the key. The store is
-:mod:`serve.classroom.store`; every failure of it is a notice, and the lesson goes on alone.
+the teacher's private control page. ``/lesson?class=<CODE>`` is a student's page; the same link
+with ``controls=hidden`` (the presenter view) is the board for the projector, which holds no key
+and takes no seat. A student's seat is the ``normlab_seat`` cookie (a random token the browser
+keeps for every class; the store gets a hash of it with the class's code), so a reload, a second
+tab, the join link opened again and a worker failover keep one seat and its answers.
+
+Each step runs peer instruction (``serve.classroom.store``): vote, the spread and a discussion,
+a second vote, the reveal. What a student picks is kept by the page and sent until the store has
+it: a pick the store refused while it was down is sent again on the next run, and the page's
+watch reruns it every ``LIVE_S`` seconds until then.
 """
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import io
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import segno
 import streamlit as st
@@ -19,8 +28,8 @@ import streamlit as st
 from core.lab.lesson_options import OPTIONS, STEP_IDS, letter
 from serve.classroom.backends import open_store
 from serve.classroom.codes import normal_code
-from serve.classroom.store import ClassError, ClassState, ClassStore, Limits
-from ui.frame import readable
+from serve.classroom.store import ROUND_OF, ClassError, ClassState, ClassStore, Limits
+from ui.frame import CONTROLS, readable
 from ui.i18n import Translator
 from ui.params import echo
 from ui.st_private import set_query_param
@@ -29,31 +38,42 @@ from viz.classroom import counts_figure
 CLASS_KEY = "class"
 TEACHER_KEY = "teacher"
 NEW = "new"
-# Session keys: the class this session is in (code, teacher's key or None), the student id the
-# session made up, the follow switch, the last word on each step's answer, recent answer times.
+SEAT_COOKIE = "normlab_seat"
+# A seat cookie lives as long as the longest class could.
+SEAT_COOKIE_S = 7 * 24 * 3600
+# Session keys: the class this session is in, its last known state (kept through an outage), the
+# seat token, the follow switch, the last word on each step's answer, recent send times.
 SEAT = "_class_seat"
-STUDENT = "_class_student"
+LAST = "_class_last"
+TOKEN = "_class_token"
 FOLLOW = "class_follow"
 SAID = "_class_said"
 TIMES = "_class_times"
-# A student's answers per second past which one is not recorded: a person changing their mind
+ENDED = "_class_ended"
+# A student's answers per second past which one is not sent: a person changing their mind
 # clicks a few times a second at most; a script hammering the store clicks far more.
 ANSWERS_PER_S = 3
 # The rate limit's clock (a name of its own, so a test can stop it without stopping time).
 clock = time.monotonic
 # How often the teacher's counts and a student's view of the class refresh.
 LIVE_S = 2.0
-# The teacher's answers chart and QR code: wide enough to read from the back of a room.
-QR_SCALE = 6
+# The board's QR code, shown 400 px wide: more than a third of a 1080 px board's height, readable
+# from the back of a room. Drawn at least that wide, so no browser enlarges it into a blur.
+QR_WIDTH = 400
 
 
 @dataclass(frozen=True)
 class Seat:
-    """Where this session sits in a class."""
+    """Where this session sits in a class: the teacher (with the key), the board, or a student
+    (with a seat and the answers the store holds for it)."""
 
     store: ClassStore
     state: ClassState
-    key: str | None  # the teacher's key; None for a student
+    key: str | None = None  # the teacher's key
+    seat: str | None = None  # a student's seat id in the store
+    number: int = 0
+    recorded: dict[tuple[int, int], str] = field(default_factory=dict)
+    down: bool = False  # the state is the last one known: the store did not answer
 
     @property
     def code(self) -> str:
@@ -63,61 +83,206 @@ class Seat:
     def teacher(self) -> bool:
         return self.key is not None
 
+    @property
+    def student(self) -> bool:
+        return self.seat is not None
+
 
 def notice(tr: Translator, code: str, raw: str = "") -> str:
     """The sentence for a store error ``code`` (``classroom.error_<code>``)."""
     limits = Limits.from_env()
-    limit = limits.classes if code == "classes_full" else limits.students
+    limit = {
+        "classes_full": limits.classes,
+        "client_classes": limits.client_classes,
+        "client_seats": limits.client_seats,
+        "client_guesses": limits.client_guesses,
+    }.get(code, limits.students)
     hours = limits.lifetime_s / 3600.0
     return tr(f"classroom.error_{code}", code=echo(raw), limit=limit, hours=hours)
+
+
+def client_address() -> str:
+    """The visitor's address: the TCP peer, or behind the launcher's HAProxy the address it
+    forwards (the server trusts ``X-Forwarded-For`` from loopback only)."""
+    address = st.context.ip_address
+    return address if isinstance(address, str) and address else "local"
+
+
+def seat_token() -> str:
+    """This browser's seat token: its cookie, or a new one the page stores in the cookie."""
+    token = st.context.cookies.get(SEAT_COOKIE, "")
+    if isinstance(token, str) and len(token) == 32 and all(c in "0123456789abcdef" for c in token):
+        st.session_state[TOKEN] = token
+        return token
+    token = st.session_state.setdefault(TOKEN, secrets.token_hex(16))
+    cookie = f"{SEAT_COOKIE}={token}; path=/; max-age={SEAT_COOKIE_S}; SameSite=Lax"
+    st.html(f"<script>document.cookie = '{cookie}';</script>", unsafe_allow_javascript=True)
+    return token
+
+
+def seat_id(token: str, code: str) -> str:
+    """The seat as the store knows it: a hash of the token with the class, so the store cannot
+    link one browser's seats in two classes."""
+    return hashlib.sha256(f"{code}:{token}".encode()).hexdigest()[:32]
 
 
 def open_class(tr: Translator) -> Seat | None:
     """The class the link names, started if it says ``new``; None (with a notice where the link
     asked for a class) when the lesson runs alone."""
     raw = st.query_params.get(CLASS_KEY)
-    st.session_state.pop(SEAT, None)
+    before = st.session_state.pop(SEAT, None)
     if raw is None:
+        if st.session_state.pop(ENDED, False):
+            st.success(tr("classroom.ended"))
         return None
+    client = client_address()
     try:
         store = open_store()
         if raw.strip().lower() == NEW:
-            code, key = store.create()
+            code, key = store.create(client)
             st.query_params[CLASS_KEY] = code
             st.query_params[TEACHER_KEY] = key
         else:
             code, key = normal_code(raw), st.query_params.get(TEACHER_KEY)
-            if code is None:
-                raise ClassError("unknown")
+            if before is None or before[0] != code:
+                _check_code(store, code, client)
         state = store.state(code)
         if key is not None and not store.is_teacher(code, key):
             st.warning(notice(tr, "not_teacher", code))
             del st.query_params[TEACHER_KEY]
             key = None
-        if key is None:
-            store.join(code, st.session_state.setdefault(STUDENT, secrets.token_hex(8)))
-            state = store.state(code)
+        seat = Seat(store, state, key)
+        if key is None and st.query_params.get(CONTROLS.key) != "hidden":  # not the board
+            seat_of = seat_id(seat_token(), code)
+            number = store.join(code, seat_of, client)
+            seat = replace(seat, seat=seat_of, number=number, recorded=store.answers(code, seat_of))
     except ClassError as err:
-        st.warning(notice(tr, err.code, raw))
-        return None
-    st.session_state[SEAT] = (code, key)
-    return Seat(store, state, key)
+        if err.code == "down" and before is not None and before[0] == raw.strip().upper():
+            seat = replace(st.session_state[LAST], down=True)
+            st.warning(notice(tr, "down_kept", seat.code))
+        else:
+            st.warning(notice(tr, err.code, raw))
+            return None
+    st.session_state[SEAT] = (seat.code, seat.key)
+    st.session_state[LAST] = seat
+    return seat
+
+
+def _check_code(store: ClassStore, code: str | None, client: str) -> None:
+    """A code this session has not opened yet: refused outright for a client that guessed too
+    many, counted as a guess when it names no live class."""
+    if store.guessed_too_often(client):
+        raise ClassError("client_guesses")
+    try:
+        if code is None:
+            raise ClassError("unknown")
+        store.state(code)
+    except ClassError as err:
+        if err.code == "unknown":
+            store.guess(client)
+        raise
 
 
 def following() -> bool:
     return st.session_state.get(FOLLOW, True)
 
 
-def sync(seat: Seat | None, revealed: dict[str, bool]) -> None:
-    """Before the step control is drawn: a following student's page opens the class's step;
-    the class's reveals are this session's reveals."""
+def sync(seat: Seat | None, revealed: dict[str, bool], answers: dict[str, str | None]) -> None:
+    """Before the step control is drawn: a following student's page (and the board) opens the
+    class's step; the class's reveals are this session's; a student's recorded answers fill the
+    picks the page does not hold (after a reload)."""
     if seat is None:
         return
     for step in seat.state.revealed:
         revealed[STEP_IDS[step - 1]] = True
-    if not seat.teacher and following() and st.session_state.get("step") != seat.state.step:
-        st.session_state["step"] = seat.state.step
-        set_query_param("step", str(seat.state.step))
+    if not seat.teacher and (following() or not seat.student):
+        if st.session_state.get("step") != seat.state.step:
+            st.session_state["step"] = seat.state.step
+            set_query_param("step", str(seat.state.step))
+    for step, step_id in enumerate(STEP_IDS, start=1):
+        latest = seat.recorded.get((step, 2), seat.recorded.get((step, 1)))
+        if latest is not None and answers.get(step_id) is None:
+            answers[step_id] = latest
+
+
+def send(seat: Seat | None, answers: dict[str, str | None]) -> None:
+    """Every pick of an open step the store does not hold yet, sent now: committed before the
+    page says "recorded"; refused while the store is down, and sent again on the next run."""
+    if seat is None or not seat.student or seat.down:
+        return
+    said = st.session_state.setdefault(SAID, {})
+    for step, step_id in enumerate(STEP_IDS, start=1):
+        pick, round = answers.get(step_id), ROUND_OF.get(seat.state.phase(step))
+        if pick is None or round is None or seat.recorded.get((step, round)) == pick:
+            continue
+        now = clock()
+        recent = [t for t in st.session_state.get(TIMES, []) if now - t < 1.0]
+        if len(recent) >= ANSWERS_PER_S:
+            said[step_id] = "too_fast"
+            continue
+        st.session_state[TIMES] = [*recent, now]
+        try:
+            round = seat.store.answer(seat.code, seat.seat, step, pick)
+        except ClassError as err:
+            said[step_id] = err.code
+            continue
+        seat.recorded[(step, round)] = pick
+        said.pop(step_id, None)
+
+
+def answer_status(seat: Seat | None, step: int, tr: Translator) -> None:
+    """Under a student's options: where the step's vote stands and whether the pick is
+    recorded, or why not (a pick kept while the store is down gets a button that sends it)."""
+    if seat is None or not seat.student:
+        return
+    step_id, phase = STEP_IDS[step - 1], seat.state.phase(step)
+    if phase != "vote":
+        st.caption(tr(f"classroom.student_{phase}"))
+    what = st.session_state.get(SAID, {}).get(step_id)
+    if seat.down or what == "down":
+        st.warning(tr("classroom.kept"))
+        st.button(tr("classroom.send_again"), key="class_resend")
+        return
+    if what is not None:
+        st.warning(notice(tr, what, seat.code))
+        return
+    round = ROUND_OF.get(phase, 2 if (step, 2) in seat.recorded else 1)
+    if (step, round) in seat.recorded:
+        pick = letter(step_id, seat.recorded[(step, round)])
+        st.success(tr(f"classroom.recorded_{round}", letter=pick))
+
+
+def locked(seat: Seat | None, step: int) -> bool:
+    """Whether this page may not pick on ``step``: the teacher and the board never answer, a
+    student only while the step's vote is open."""
+    if seat is None:
+        return False
+    return not seat.student or seat.state.phase(step) not in ROUND_OF
+
+
+def controls(seat: Seat, step: int, tr: Translator) -> None:
+    """The teacher's buttons for the step's next phase (the reveal from any phase before it)."""
+    phase = seat.state.phase(step)
+    if phase == "revealed":
+        st.caption(tr("classroom.revealed_class"))
+        return
+    nexts = {"vote": ("discuss", "revealed"), "discuss": ("vote2", "revealed")}
+    with st.container(horizontal=True):
+        for to in nexts.get(phase, ("revealed",)):
+            st.button(
+                tr(f"classroom.to_{to}"),
+                key=f"class_{to}",
+                type="primary" if to != "revealed" or phase == "vote2" else "secondary",
+                on_click=_move,
+                args=(seat, step, to),
+            )
+
+
+def _move(seat: Seat, step: int, phase: str) -> None:
+    try:
+        seat.store.set_phase(seat.code, seat.key, step, phase)
+    except ClassError as err:
+        st.session_state[SAID] = {STEP_IDS[step - 1]: err.code}
 
 
 def lead(seat: Seat | None, step: int) -> None:
@@ -127,147 +292,152 @@ def lead(seat: Seat | None, step: int) -> None:
     try:
         seat.store.set_step(seat.code, seat.key, step)
     except ClassError:
-        pass  # the live panel below says the store is down
+        pass  # the live panel says the store is down
 
 
-def record(step_id: str, option: str) -> None:
-    """A student's pick (a radio's ``on_change``): committed to the store before the page says
-    "recorded"."""
-    seat = st.session_state.get(SEAT)
-    if seat is None or seat[1] is not None:
+def results(seat: Seat, step: int, tr: Translator, correct: str | None) -> None:
+    """What the class may see of ``step`` now: during the first vote how many answered; then
+    the spread of the first vote; after the reveal both votes side by side with the right answer
+    marked, and how many moved to it and away from it."""
+    phase = seat.state.phase(step)
+    rounds = seat.store.rounds(seat.code, step)
+    answered = [sum(pair[r] is not None for pair in rounds.values()) for r in (0, 1)]
+    st.markdown(tr("classroom.joined", n=seat.state.students))
+    if phase == "vote":
+        st.markdown(tr("classroom.answered", n=answered[0], total=seat.state.students))
         return
-    now = clock()
-    recent = [t for t in st.session_state.get(TIMES, []) if now - t < 1.0]
-    said = st.session_state.setdefault(SAID, {})
-    if len(recent) >= ANSWERS_PER_S:
-        said[step_id] = ("warning", "too_fast")
-        return
-    st.session_state[TIMES] = [*recent, now]
-    step = STEP_IDS.index(step_id) + 1
-    try:
-        open_store().answer(seat[0], st.session_state.get(STUDENT, ""), step, option)
-    except ClassError as err:
-        said[step_id] = ("warning", err.code)
-        return
-    said[step_id] = ("success", option)
+    mark = correct if phase == "revealed" else None
+    # A second vote happened where it is open or has answers (it starts from the first's).
+    twice = answered[1] > 0 or phase == "vote2"
+    places = st.columns(2) if twice else [st.container()]
+    for round, place in enumerate(places, start=1):
+        with place:
+            st.markdown(f"**{tr(f'classroom.round_{round}')}**")
+            distribution(seat, step, round, rounds, tr, correct=mark)
+    if phase == "revealed" and twice and correct is not None:
+        both = [p for p in rounds.values() if None not in p]
+        up = sum(a != correct and b == correct for a, b in both)
+        down = sum(a == correct and b != correct for a, b in both)
+        st.markdown(tr("classroom.moves", up=up, down=down, n=len(both)))
+    if phase == "vote2":
+        st.markdown(tr("classroom.answered_2", n=answered[1], total=seat.state.students))
 
 
-def answer_status(seat: Seat | None, step_id: str, tr: Translator) -> None:
-    """Under a student's options: "recorded", or why not."""
-    if seat is None or seat.teacher:
-        return
-    said = st.session_state.get(SAID, {}).get(step_id)
-    if said is None:
-        return
-    kind, what = said
-    if kind == "success":
-        st.success(tr("classroom.recorded", letter=letter(step_id, what)))
-    else:
-        st.warning(notice(tr, what, seat.code))
-
-
-def reveal_control(seat: Seat, step: int, revealed: dict[str, bool], tr: Translator) -> None:
-    """In class, the reveal is the teacher's: a button on the teacher's page, a sentence on a
-    following student's (a student at their own pace keeps the lesson's own button)."""
-    if not seat.teacher:
-        st.caption(tr("classroom.wait_reveal"))
-        return
-    st.button(
-        tr("classroom.reveal_class"),
-        key="class_reveal",
-        type="primary",
-        on_click=_reveal_class,
-        args=(seat, step, revealed),
-    )
-
-
-def _reveal_class(seat: Seat, step: int, revealed: dict[str, bool]) -> None:
-    try:
-        seat.store.reveal(seat.code, seat.key, step)
-    except ClassError as err:
-        st.session_state[SAID] = {STEP_IDS[step - 1]: ("warning", err.code)}
-        return
-    revealed[STEP_IDS[step - 1]] = True
-
-
-def owns_reveal(seat: Seat | None) -> bool:
-    """Whether the class, not this visitor, decides when the current step is revealed."""
-    return seat is not None and (seat.teacher or following())
-
-
-def distribution(seat: Seat, step: int, tr: Translator, *, correct: str | None) -> None:
-    """The class's answers to ``step``: a bar per option and the same counts as text."""
+def distribution(seat: Seat, step: int, round: int, rounds: dict, tr: Translator, *,
+                 correct: str | None) -> None:  # fmt: skip
+    """The class's answers in one round: a bar per option and the same counts as text."""
     step_id = STEP_IDS[step - 1]
     options = OPTIONS[step_id]
-    counts = seat.store.counts(seat.code, step)
+    chosen = [pair[round - 1] for pair in rounds.values()]
     letters = [letter(step_id, o) for o in options]
-    numbers = [counts[o] for o in options]
+    numbers = [chosen.count(o) for o in options]
     text = " · ".join(f"{a}: {n}" for a, n in zip(letters, numbers, strict=True))
     labels = {"option": tr("classroom.axis_option"), "count": tr("classroom.axis_count")}
     index = options.index(correct) if correct in options else None
     st.plotly_chart(
         readable(counts_figure(letters, numbers, labels, correct=index)),
-        key=f"class_counts_{step_id}",
+        key=f"class_counts_{step_id}_{round}",
         alt=tr("classroom.chart_alt", k=step, counts=text),
     )
     st.markdown(tr("classroom.answers_text", counts=text, total=sum(numbers)))
 
 
-def class_result(seat: Seat | None, step: int, tr: Translator, *, correct: str | None) -> None:
-    """After the teacher's reveal, a student sees how the class answered (the teacher's panel has
-    it; a student who revealed a step alone, at their own pace, sees it when the class does)."""
-    if seat is None or seat.teacher or step not in seat.state.revealed:
-        return
-    st.markdown(f"**{tr('classroom.class_heading')}**")
-    try:
-        distribution(seat, step, tr, correct=correct)
-    except ClassError as err:
-        st.warning(notice(tr, err.code, seat.code))
-
-
 @st.cache_data(max_entries=256, show_spinner=False)
 def qr_png(link: str) -> bytes:
     """The join link's QR code as a PNG, made here (segno), nothing fetched."""
-    buffer = io.BytesIO()
-    segno.make(link, error="m").save(buffer, kind="png", scale=QR_SCALE, border=2)
+    buffer, code = io.BytesIO(), segno.make(link, error="m")
+    scale = -(-QR_WIDTH // code.symbol_size(scale=1, border=2)[0])
+    code.save(buffer, kind="png", scale=scale, border=2)
     return buffer.getvalue()
 
 
-def join_link(code: str) -> str:
+def join_link(code: str, **more: str) -> str:
     base = (st.context.url or "").split("?", 1)[0] or "/lesson"
-    return f"{base}?{CLASS_KEY}={code}"
+    return f"{base}?" + "&".join(f"{k}={v}" for k, v in {CLASS_KEY: code, **more}.items())
 
 
-def teacher_panel(seat: Seat, step: int, tr: Translator) -> None:
-    """The join link (copyable), its QR code, and the live head count and answers."""
+def teacher_panel(seat: Seat, step: int, correct: str | None, tr: Translator) -> None:
+    """The teacher's private page: the step's phase buttons, the live class, the board's link,
+    the join link, the export and the end of the class."""
     st.subheader(tr("classroom.teacher_heading", code=seat.code))
     st.markdown(tr("classroom.teacher_intro"))
-    link = join_link(seat.code)
-    left, right = st.columns([1, 1])
-    with left:
+    controls(seat, step, tr)
+    live(seat, step, correct, tr)
+    with st.expander(tr("classroom.manage")):
+        board = join_link(seat.code, lang=tr.lang, controls="hidden", text="large")
+        st.link_button(tr("classroom.open_board"), board, icon=":material/cast:")
         st.markdown(tr("classroom.join_label"))
+        st.code(join_link(seat.code), language=None, wrap_lines=True)
+        st.download_button(
+            tr("classroom.export"),
+            lambda: export_csv(seat),
+            file_name=f"normlab-class-{seat.code}.csv",
+            mime="text/csv",
+            on_click="ignore",
+            icon=":material/download:",
+        )
+        st.button(tr("classroom.end"), key="class_end", on_click=_end, args=(seat,))
+
+
+def export_csv(seat: Seat) -> str:
+    """The class's answers as counts, no ids: step, round, option, count."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["step", "round", "option", "count"])
+    writer.writerows(seat.store.export(seat.code, seat.key))
+    return out.getvalue()
+
+
+def _end(seat: Seat) -> None:
+    try:
+        seat.store.end(seat.code, seat.key)
+    except ClassError as err:
+        st.session_state[SAID] = {"end": err.code}
+        return
+    for name in (CLASS_KEY, TEACHER_KEY):
+        del st.query_params[name]
+    st.session_state[ENDED] = True
+
+
+def board_panel(seat: Seat, step: int, correct: str | None, tr: Translator) -> None:
+    """The projector's view: the join link's QR code beside the live class; no key, no seat."""
+    link = join_link(seat.code)
+    left, right = st.columns([2, 3])
+    with left:
+        st.image(qr_png(link), caption=tr("classroom.qr_caption"), width=QR_WIDTH)
+        st.markdown(tr("classroom.board_join", code=seat.code))
         st.code(link, language=None, wrap_lines=True)
-        st.image(qr_png(link), caption=tr("classroom.qr_caption"), width=240)
     with right:
-        live_counts(seat, step, tr)
+        live(seat, step, correct, tr)
 
 
 @st.fragment(run_every=LIVE_S)
-def live_counts(seat: Seat, step: int, tr: Translator) -> None:
-    """Redrawn every ``LIVE_S`` seconds on its own, the rest of the page left as it is."""
+def live(seat: Seat, step: int, correct: str | None, tr: Translator) -> None:
+    """Redrawn every ``LIVE_S`` seconds on its own; the whole page reruns when the class moves
+    on (a new step for the board, a new phase for both)."""
     try:
         state = seat.store.state(seat.code)
-        st.markdown(tr("classroom.joined", n=state.students))
-        st.markdown(f"**{tr('classroom.answers_heading', k=step)}**")
-        distribution(seat, step, tr, correct=None)
+        if _moved(seat, state, step):
+            st.rerun(scope="app")
+        results(replace(seat, state=state), step, tr, correct)
     except ClassError as err:
         st.warning(notice(tr, err.code, seat.code))
 
 
+def _moved(seat: Seat, state: ClassState, step: int) -> bool:
+    follows = not seat.teacher and (following() or not seat.student)
+    return (
+        (follows and state.step != step)
+        or state.phase(step) != seat.state.phase(step)
+        or state.revealed != seat.state.revealed
+        or seat.down
+    )
+
+
 def student_panel(seat: Seat, step: int, tr: Translator) -> None:
-    """Which class this is, the follow switch, and a watch that reruns the page when the
-    teacher moves on or reveals."""
-    st.info(tr("classroom.student_intro", code=seat.code))
+    """Which class and seat this is, the follow switch, and a watch that reruns the page when
+    the teacher moves on or changes the step's phase, or when a kept pick can be sent."""
+    st.info(tr("classroom.student_intro", code=seat.code, seat=seat.number))
     st.toggle(tr("classroom.follow"), value=True, key=FOLLOW, help=tr("classroom.follow_help"))
     watch(seat, step)
 
@@ -277,7 +447,17 @@ def watch(seat: Seat, step: int) -> None:
     try:
         state = seat.store.state(seat.code)
     except ClassError:
-        return  # the page said so when it opened; the lesson goes on
-    moved = following() and state.step != step
-    if moved or state.revealed != seat.state.revealed:
+        return  # the page says so; the next call may answer
+    if _moved(seat, state, step) or "down" in st.session_state.get(SAID, {}).values():
         st.rerun(scope="app")
+
+
+def class_result(seat: Seat | None, step: int, tr: Translator, correct: str | None) -> None:
+    """After the teacher's reveal, a student sees how the class answered."""
+    if seat is None or not seat.student or step not in seat.state.revealed:
+        return
+    st.markdown(f"**{tr('classroom.class_heading')}**")
+    try:
+        results(seat, step, tr, correct)
+    except ClassError as err:
+        st.warning(notice(tr, err.code, seat.code))
