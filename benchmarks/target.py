@@ -102,16 +102,19 @@ class Failover:
         self.back_s = time.monotonic() - self.kill_at
 
 
-def start_target(workers: int, seats: int, port: int) -> tuple[subprocess.Popen, Path | None]:
-    """``streamlit run app.py``, or the launcher with ``workers`` and its run folder."""
+def start_target(
+    workers: int, seats: int, port: int, env: dict[str, str | None] | None = None
+) -> tuple[subprocess.Popen, Path | None]:
+    """``streamlit run app.py``, or the launcher with ``workers`` and its run folder (``env`` as
+    ``start_server`` takes it)."""
     if not workers:
-        return start_server(streamlit_command(port), port, own_session=True), None
+        return start_server(streamlit_command(port), port, own_session=True, env=env), None
     run_dir = Path(tempfile.mkdtemp(prefix="normlab-load-"))
     command = [sys.executable, "-m", "serve", "--workers", str(workers), "--seats", str(seats)]
     command += ["--port", str(port), "--address", "127.0.0.1", "--run-dir", str(run_dir)]
     # The launcher's log (workers restarted, HAProxy's servers going DOWN and UP) for the report.
     log = run_dir / "launcher.log"
-    return start_server(command, port, own_session=True, log=log), run_dir
+    return start_server(command, port, own_session=True, log=log, env=env), run_dir
 
 
 def launcher_events(log: Path) -> list[str]:

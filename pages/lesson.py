@@ -458,19 +458,25 @@ def navigation(step: int, tr: Translator) -> None:
 
 
 def main() -> None:
-    tr = translator(begin_page("lesson", PARAMS))
+    in_class = classroom.CLASS_KEY in st.query_params
+    tr = translator(begin_page("lesson", PARAMS, intro="classroom.intro" if in_class else None))
     st.session_state.setdefault(ANSWERS, {})
     st.session_state.setdefault(REVEALED, {})
     seat = classroom.open_class(tr)
     classroom.sync(seat, st.session_state[REVEALED], st.session_state[ANSWERS])
     step = sidebar(tr)
     classroom.lead(seat, step)
+    r = compute(STEP_IDS[step - 1])
+    answer = option_label(r, r.correct, tr) if r.correct is not None else None
     if seat is not None and seat.student:
         classroom.student_panel(seat, step, tr)
-    elif seat is not None:
-        panel = classroom.teacher_panel if seat.teacher else classroom.board_panel
-        panel(seat, step, compute(STEP_IDS[step - 1]).correct, tr)
-    step_view(step, tr, seat)
+    elif seat is not None and seat.teacher:
+        classroom.teacher_panel(seat, step, (r.correct, answer), tr)
+    elif seat is not None:  # the board: the class and the step side by side
+        with classroom.board_panel(seat, step, (r.correct, answer), tr):
+            step_view(step, tr, seat)
+    if seat is None or seat.teacher or seat.student:
+        step_view(step, tr, seat)
     st.divider()
     navigation(step, tr)
     # In a class the link shared is a student's: the code, never the teacher's key.

@@ -53,11 +53,11 @@ class Launched:
 
 
 @contextmanager
-def launched(workers: int, seats: int) -> Iterator[Launched]:
+def launched(workers: int, seats: int, env: dict | None = None) -> Iterator[Launched]:
     """The launcher on a free loopback port, stopped (the whole process group) at the end."""
     need_haproxy()
     port = free_port()
-    proc, run_dir = start_target(workers, seats, port)
+    proc, run_dir = start_target(workers, seats, port, env)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_ready(url, run_dir, time.monotonic() + READY_TIMEOUT_S)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import segno
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core.lab.lesson_options import OPTIONS, STEP_IDS, letter
 from serve.classroom.backends import open_store
@@ -55,6 +56,9 @@ ENDED = "_class_ended"
 ANSWERS_PER_S = 3
 # The rate limit's clock (a name of its own, so a test can stop it without stopping time).
 clock = time.monotonic
+# A step's right option (its id) and its words as the page shows them; None where the numbers
+# leave no option right.
+Answer = tuple[str | None, str | None]
 # How often the teacher's counts and a student's view of the class refresh.
 LIVE_S = 2.0
 # The board's QR code, shown 400 px wide: more than a third of a 1080 px board's height, readable
@@ -295,11 +299,14 @@ def lead(seat: Seat | None, step: int) -> None:
         pass  # the live panel says the store is down
 
 
-def results(seat: Seat, step: int, tr: Translator, correct: str | None) -> None:
+def results(seat: Seat, step: int, tr: Translator, answer: Answer) -> None:
     """What the class may see of ``step`` now: during the first vote how many answered; then
-    the spread of the first vote; after the reveal both votes side by side with the right answer
+    the spread of the first vote; after the reveal the answer, both votes side by side with it
     marked, and how many moved to it and away from it."""
     phase = seat.state.phase(step)
+    correct, words = answer
+    if phase == "revealed" and words is not None:
+        st.success(tr("classroom.answer", option=words))
     rounds = seat.store.rounds(seat.code, step)
     answered = [sum(pair[r] is not None for pair in rounds.values()) for r in (0, 1)]
     st.markdown(tr("classroom.joined", n=seat.state.students))
@@ -356,13 +363,13 @@ def join_link(code: str, **more: str) -> str:
     return f"{base}?" + "&".join(f"{k}={v}" for k, v in {CLASS_KEY: code, **more}.items())
 
 
-def teacher_panel(seat: Seat, step: int, correct: str | None, tr: Translator) -> None:
+def teacher_panel(seat: Seat, step: int, answer: Answer, tr: Translator) -> None:
     """The teacher's private page: the step's phase buttons, the live class, the board's link,
     the join link, the export and the end of the class."""
     st.subheader(tr("classroom.teacher_heading", code=seat.code))
     st.markdown(tr("classroom.teacher_intro"))
     controls(seat, step, tr)
-    live(seat, step, correct, tr)
+    live(seat, step, answer, tr)
     with st.expander(tr("classroom.manage")):
         board = join_link(seat.code, lang=tr.lang, controls="hidden", text="large")
         st.link_button(tr("classroom.open_board"), board, icon=":material/cast:")
@@ -399,27 +406,29 @@ def _end(seat: Seat) -> None:
     st.session_state[ENDED] = True
 
 
-def board_panel(seat: Seat, step: int, correct: str | None, tr: Translator) -> None:
-    """The projector's view: the join link's QR code beside the live class; no key, no seat."""
+def board_panel(seat: Seat, step: int, answer: Answer, tr: Translator) -> DeltaGenerator:
+    """The projector's view: the join link's QR code and the live class beside the step (drawn
+    by the page in the container returned); no key, no seat."""
     link = join_link(seat.code)
-    left, right = st.columns([2, 3])
+    left, right = st.columns([2, 3], gap="large")
     with left:
         st.image(qr_png(link), caption=tr("classroom.qr_caption"), width=QR_WIDTH)
         st.markdown(tr("classroom.board_join", code=seat.code))
         st.code(link, language=None, wrap_lines=True)
     with right:
-        live(seat, step, correct, tr)
+        live(seat, step, answer, tr)
+    return right
 
 
 @st.fragment(run_every=LIVE_S)
-def live(seat: Seat, step: int, correct: str | None, tr: Translator) -> None:
+def live(seat: Seat, step: int, answer: Answer, tr: Translator) -> None:
     """Redrawn every ``LIVE_S`` seconds on its own; the whole page reruns when the class moves
     on (a new step for the board, a new phase for both)."""
     try:
         state = seat.store.state(seat.code)
         if _moved(seat, state, step):
             st.rerun(scope="app")
-        results(replace(seat, state=state), step, tr, correct)
+        results(replace(seat, state=state), step, tr, answer)
     except ClassError as err:
         st.warning(notice(tr, err.code, seat.code))
 
@@ -458,6 +467,6 @@ def class_result(seat: Seat | None, step: int, tr: Translator, correct: str | No
         return
     st.markdown(f"**{tr('classroom.class_heading')}**")
     try:
-        results(seat, step, tr, correct)
+        results(seat, step, tr, (correct, None))  # the verdict above says the answer
     except ClassError as err:
         st.warning(notice(tr, err.code, seat.code))

@@ -227,11 +227,11 @@ def ensure_router() -> None:
     st.rerun()
 
 
-def begin_page(topic: str, params: Sequence[Param]) -> str:
+def begin_page(topic: str, params: Sequence[Param], *, intro: str | None = None) -> str:
     """Check the link's parameters, then draw the page's title and intro. Returns the language.
 
     ``topic`` names the page's text file in ``assets/text``; it must define ``title`` and
-    ``intro``.
+    ``intro`` (``intro`` names another text key where the page's situation differs).
     """
     ensure_router()
     st.session_state[CHART_FILES_KEY] = []
@@ -243,7 +243,7 @@ def begin_page(topic: str, params: Sequence[Param]) -> str:
         st.session_state[f"_notices_{topic}"] = notices
     # No anchor link: its hidden icon is one more stop for the keyboard and a screen reader.
     st.title(t(f"{topic}.title", lang), anchor=False)
-    st.markdown(t(f"{topic}.intro", lang))
+    st.markdown(t(intro or f"{topic}.intro", lang))
     kept = st.session_state.get("_notices_app", []) + st.session_state.get(f"_notices_{topic}", [])
     if kept:
         # In the page's language, whatever the browser's: the notices are words only here.

@@ -1,0 +1,99 @@
+"""A class through the launcher (two workers behind HAProxy) in real headless Chromium: one
+student's browser keeps one seat through a reload, a second tab, the join link opened again and
+its worker killed; the teacher's private page and the board in two other browsers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from benchmarks.live import READY
+from serve.classroom.backends import open_store
+from serve.config import COOKIE
+from tests.serve_util import launched
+from ui.classroom import SEAT_COOKIE
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TIMEOUT_MS = 90_000
+OPTIONS = "[data-testid='stRadio'] label:has(input[type='radio'])"
+
+
+def recorded(page, letter: str) -> None:
+    page.get_by_text(f"Your answer {letter} is recorded.").wait_for(timeout=TIMEOUT_MS)
+
+
+def open_tab(context, url: str):
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector(READY, timeout=TIMEOUT_MS)
+    return page
+
+
+def checked(page) -> int:
+    """The index of the checked option, -1 for none."""
+    return page.evaluate(
+        f"""() => Array.from(document.querySelectorAll("{OPTIONS} input"))
+            .findIndex(i => i.checked)"""
+    )
+
+
+def test_one_browser_one_seat_through_reloads_tabs_and_a_killed_worker(browser, tmp_path) -> None:
+    env = {"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLASS_STORE": None}
+    with launched(workers=2, seats=20, env=env) as served:
+        staff = browser.new_context(viewport={"width": 1920, "height": 1080})
+        teacher = open_tab(staff, f"{served.url}/lesson?class=new&lang=en")
+        teacher.wait_for_function("location.search.includes('teacher=')", timeout=TIMEOUT_MS)
+        code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
+        key = teacher.evaluate("new URLSearchParams(location.search).get('teacher')")
+        join = f"{served.url}/lesson?class={code}&lang=en"
+        store = open_store({"NORMLAB_DATA_DIR": str(tmp_path)})
+
+        phone = browser.new_context(viewport={"width": 390, "height": 844})
+        first = open_tab(phone, join)
+        first.locator(OPTIONS).nth(0).click()  # A
+        recorded(first, "A")
+        assert any(c["name"] == SEAT_COOKIE for c in phone.cookies())
+        first.reload()
+        first.wait_for_selector(READY, timeout=TIMEOUT_MS)
+        recorded(first, "A")  # the page shows the recorded answer after a reload
+        assert checked(first) == 0
+        first.locator(OPTIONS).nth(2).click()  # C
+        recorded(first, "C")
+        second = open_tab(phone, join)  # a second tab
+        recorded(second, "C")
+        assert checked(second) == 2
+        second.close()
+        first.close()
+        again = open_tab(phone, join)  # the join link closed and opened again
+        recorded(again, "C")
+
+        worker = {c["name"]: c["value"] for c in phone.cookies()}[COOKIE]
+        os.kill(served.worker_pid(worker), signal.SIGKILL)
+        deadline = time.monotonic() + TIMEOUT_MS / 1e3
+        while {c["name"]: c["value"] for c in phone.cookies()}.get(COOKIE) in (None, worker):
+            assert time.monotonic() < deadline, "the page did not move to the other worker"
+            again.wait_for_timeout(300)
+        again.reload()
+        again.wait_for_selector(READY, timeout=TIMEOUT_MS)
+        recorded(again, "C")
+        assert checked(again) == 2
+
+        state = store.state(code)
+        assert state.students == 1
+        assert store.counts(code, 1) == {"zero": 0, "one": 0, "mean": 1, "ratio": 0}
+        # The teacher's page, never reloaded, counts one student who answered.
+        teacher.get_by_text("Answered so far: 1 of 1").wait_for(timeout=TIMEOUT_MS)
+
+        # The board: no key in its address or its HTML, no seat, a QR code a third of its height.
+        board = open_tab(staff, f"{join}&controls=hidden&text=large")
+        assert key not in board.url and key not in board.content()
+        qr = board.locator("[data-testid='stImage'] img").first
+        qr.wait_for(timeout=TIMEOUT_MS)
+        assert qr.bounding_box()["height"] >= 1080 / 3
+        assert store.state(code).students == 1
+        for context in (staff, phone):
+            context.close()
