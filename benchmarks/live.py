@@ -20,21 +20,6 @@ from pathlib import Path
 # The launcher's own: a free port, the health check, the worker's command.
 from serve.launcher import free_port, wait_for_health, worker_command
 
-__all__ = [
-    "CHARTS_DRAWN",
-    "CHROMIUM",
-    "CHROMIUM_ARGS",
-    "READY",
-    "ROOT",
-    "SMALLEST_FIGURE_FONT",
-    "free_port",
-    "live_app",
-    "start_server",
-    "stop_server",
-    "streamlit_command",
-    "wait_for_health",
-]
-
 ROOT = Path(__file__).resolve().parent.parent
 
 CHROMIUM = "/usr/bin/chromium"

@@ -29,11 +29,10 @@ from core.jacobian import (
     layer_norm_jacobian,
     rms_norm_jacobian,
 )
-from core.messages import Message
+from core.messages import Message, NormWarning
 from core.norms import (
     LAYER_FORMULA,
     RMS_FORMULA,
-    NormWarning,
     layer_norm,
     layer_norm_reference,
     layer_norm_report,

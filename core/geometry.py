@@ -18,17 +18,6 @@ from numpy.typing import ArrayLike
 from core.norms import layer_norm, rms_norm
 from core.stats import _as_float_array
 
-__all__ = [
-    "Drawn",
-    "PlaneImages",
-    "Sphere3D",
-    "decompose",
-    "ones_direction",
-    "plane_images",
-    "plane_images_from",
-    "sphere_from",
-]
-
 # The patch of the plane and the circle on it must both be visible: a 20% border around the
 # larger of the two keeps the circle off the patch's edge at every zoom level.
 PATCH_MARGIN = 1.2

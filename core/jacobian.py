@@ -16,14 +16,6 @@ from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
 from core.norms import rms_denominator, std_denominator, variance
 from core.stats import _as_float_array
 
-__all__ = [
-    "LAYER_JACOBIAN_FORMULA",
-    "RMS_JACOBIAN_FORMULA",
-    "jacobian_spectrum",
-    "layer_norm_jacobian",
-    "rms_norm_jacobian",
-]
-
 RMS_JACOBIAN_FORMULA = (
     r"\frac{\partial y}{\partial x} = \frac{\operatorname{diag}(g)}{r}"
     r"\left(I - \frac{x x^\top}{d\,r^2}\right),"

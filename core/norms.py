@@ -16,24 +16,7 @@ import numpy as np
 from core import _backend
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
 from core.knobs import Settings, keyword_signature
-from core.messages import NormWarning
 from core.steps import NormReport, normalise
-
-__all__ = [
-    "LAYER_FORMULA",
-    "RMS_FORMULA",
-    "NormWarning",
-    "layer_norm",
-    "layer_norm_reference",
-    "layer_norm_report",
-    "mean_square",
-    "rms_denominator",
-    "rms_norm",
-    "rms_norm_reference",
-    "rms_norm_report",
-    "std_denominator",
-    "variance",
-]
 
 
 def rms_norm_reference(x: Any, weight: Any = None, eps: float = DEFAULT_RMS_EPS) -> np.ndarray:

@@ -13,16 +13,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = [
-    "IDENTITY_FORMULA",
-    "STAT_NAMES",
-    "VectorStats",
-    "batch_vector_stats",
-    "cosine",
-    "second_moment_identity",
-    "vector_stats",
-]
-
 IDENTITY_FORMULA = r"\mathrm{RMS}(x)^2 = \mathrm{Var}(x) + \mu^2"
 
 

@@ -17,7 +17,7 @@ from core.lab.lesson_options import OPTIONS, STEP_IDS, letter
 from serve.classroom.backends import open_store
 from serve.classroom.codes import ALPHABET, normal_code
 from serve.classroom.store import ClassError, Limits
-from tests.apptest_util import open_page_alone
+from tests.apptest_util import open_page_alone, open_share
 from tests.classroom_util import redis_server, store_env
 from ui import classroom
 from ui.i18n import t
@@ -416,3 +416,16 @@ def test_a_class_in_indonesian_shows_no_english(where: str) -> None:
         for at in (teacher, student, board):
             assert not at.exception
             assert english_on_page(at) == [], phase
+
+
+def test_the_teachers_share_dialog_gives_the_join_link_and_the_board(where: str) -> None:
+    from urllib.parse import parse_qs, urlsplit
+
+    teacher, code, key = start_class()
+    links = [c.value for c in open_share(teacher).code]
+    assert links and all(key not in link for link in links)
+    present = next(link for link in links if "controls=hidden" in link)
+    query = {k: v[0] for k, v in parse_qs(urlsplit(present).query).items()}
+    assert query["class"] == code and "teacher" not in query
+    board = lesson(**query)  # the presenter link is the board: no seat taken
+    assert board.get("image") and open_store().state(code).students == 0

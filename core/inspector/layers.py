@@ -26,16 +26,6 @@ import numpy as np
 
 from core.inspector.places import PLACES, declared_place, norm_modules, trace_places
 
-__all__ = [
-    "FORMULA_TOL",
-    "PROBE_ROWS",
-    "GainHistogram",
-    "ModelContract",
-    "NormModule",
-    "probe_input",
-    "read_contract",
-]
-
 PROBE_ROWS = 16
 PROBE_SEED = 0
 _EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")

@@ -33,16 +33,6 @@ try:  # POSIX: the load lock holds across the app's processes
 except ImportError:  # pragma: no cover - Windows: one process's lock only
     fcntl = None
 
-__all__ = [
-    "MAX_CACHED",
-    "LoadedModel",
-    "ModelFacts",
-    "Refusal",
-    "clear_cache",
-    "is_loaded",
-    "load",
-]
-
 # The two models shown side by side, and one more a visitor switched away from.
 MAX_CACHED = 3
 # How long a visitor's load waits for another visitor's to finish before giving up.

@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["PLACES", "declared_place", "norm_modules", "trace_places"]
-
 # Where a norm can sit, in the order a reader meets them in a block.
 PLACES = (
     "embedding",

@@ -23,15 +23,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "MAX_TOKENS",
-    "RATIO_FORMULAS",
-    "SHARE_FORMULAS",
-    "NormReading",
-    "read_norm_inputs",
-    "reading",
-]
-
 # Each formula short enough for a phone's width; the page shows them one per line.
 SHARE_FORMULAS = (
     r"\frac{\mu^2}{\mathrm{RMS}^2} = \cos^2(x, \mathbf{1})",

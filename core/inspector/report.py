@@ -21,19 +21,6 @@ from core.inspector.sources import Catalog, ModelRef, Settings
 from core.lab.chart_words import pair_words, series_words
 from core.lab.claims import Claim, at_least, at_most, pick
 
-__all__ = [
-    "CHART_READINGS",
-    "DOMINANT_SHARE",
-    "IDENTITY_TOL",
-    "SMALL_SHARE",
-    "InspectorView",
-    "ModelSummary",
-    "PromptRun",
-    "SideView",
-    "inspect_side",
-    "inspect_view",
-]
-
 # float64 rounding of mean(x²) against var + mean² on activations of order 1e±4.
 IDENTITY_TOL = 1e-12
 # Below this share of RMS², centring changes LayerNorm's denominator by under 0.5 %.

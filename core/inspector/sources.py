@@ -22,20 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = [
-    "DEFAULT_MAX_GB",
-    "DIRS_ENV",
-    "HUB_ENV",
-    "HUB_ID",
-    "LOCAL_PREFIX",
-    "SHIPPED_DIR",
-    "SIZE_ENV",
-    "Catalog",
-    "ModelRef",
-    "Settings",
-    "valid_hub_id",
-]
-
 HUB_ENV = "NORMLAB_HUB"
 DIRS_ENV = "NORMLAB_MODEL_DIRS"
 SIZE_ENV = "NORMLAB_MAX_MODEL_GB"

@@ -18,8 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FAMILIES", "build_all", "build_tiny", "tiny_config"]
-
 FAMILIES = ("llama", "gemma", "olmo2", "gpt2")
 VOCAB = 320
 WIDTH = 32

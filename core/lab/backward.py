@@ -31,19 +31,6 @@ from core.lab.claims import Claim, Verdict, at_least, at_most, both, pick
 from core.norms import mean_square, rms_denominator, std_denominator, variance
 from core.stats import cosine
 
-__all__ = [
-    "FLAT_TOLERANCE",
-    "GRADIENTS",
-    "MAX_JACOBIAN_WIDTH",
-    "BackwardLesson",
-    "BackwardView",
-    "Components",
-    "backward_lesson",
-    "backward_view",
-    "components",
-    "upstream_gradient",
-]
-
 # A d x d heatmap stays readable, and its eigen-decomposition instant, up to this width.
 MAX_JACOBIAN_WIDTH = 64
 # A direction counts as flattened when the norm passes less than this fraction of what it passes

@@ -24,8 +24,8 @@ from core.inputs import make_input
 from core.lab.chart_words import pair_words
 from core.lab.claims import Claim
 from core.lab.reduced_precision import running_sum_of_squares
-from core.messages import Message
-from core.norms import NormWarning, rms_norm_report
+from core.messages import Message, NormWarning
+from core.norms import rms_norm_report
 from core.presets import get_preset
 
 DELTA_FORMULA = (

@@ -34,19 +34,6 @@ from core.lab.invariance_table import (
 from core.norms import layer_norm, rms_norm
 from core.stats import _as_float_array, cosine
 
-__all__ = [
-    "CASE_A",
-    "CASE_B",
-    "SHIFT_LADDER",
-    "SIZE_LADDER",
-    "SWEEP_EPS",
-    "CaseView",
-    "InvarianceLab",
-    "ShiftView",
-    "invariance_lab",
-    "shift_sweep",
-]
-
 
 def _constant_weight(gain: float | None, d: int) -> np.ndarray | None:
     if gain is None:

@@ -24,21 +24,6 @@ import numpy as np
 
 from core.norms import layer_norm, rms_norm
 
-__all__ = [
-    "NORMS",
-    "TABLE_TOL",
-    "TRANSFORMS",
-    "InvarianceRow",
-    "Setup",
-    "Transform",
-    "check_real",
-    "invariance_table",
-    "lookup_transform",
-    "make_setup",
-    "output_change",
-    "transformed_setup",
-]
-
 NORMS: dict[str, Callable[..., np.ndarray]] = {"layer": layer_norm, "rms": rms_norm}
 # A residual below this is rounding: float64 leaves about 1e-15 on an invariant pair, and a real
 # change at the sizes the pages offer (0.1 to 10) leaves more than 1e-3.

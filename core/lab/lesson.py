@@ -23,8 +23,6 @@ from core.lab.lesson_numerics import NUMERIC_STEPS
 from core.lab.lesson_options import EXPLAINED, LETTERS, OPTIONS, STEP_IDS, letter
 from core.lab.lesson_words import chart_words
 
-__all__ = ["StepResult", "lesson_step"]
-
 
 @dataclass(frozen=True)
 class StepResult:

@@ -6,8 +6,6 @@ The numbers that decide each step's answer are ``core.lab.lesson``'s.
 
 from __future__ import annotations
 
-__all__ = ["EXPLAINED", "LETTERS", "MOST_PER_LETTER", "OPTIONS", "STEP_IDS", "letter"]
-
 STEP_IDS: tuple[str, ...] = (
     "centre",
     "identity",

@@ -13,8 +13,6 @@ import numpy as np
 from core.lab.chart_words import lines_words, pair_words, point_words, series_words
 from core.lab.claims import Claim
 
-__all__ = ["chart_words", "moves"]
-
 # The steps whose figure draws one case before and after a change, as the invariance lab does.
 BEFORE_AFTER = ("rescale", "shift", "recenter")
 # The steps whose figure draws two series at the same positions: (first, second) in ``arrays``.

@@ -48,7 +48,8 @@ from core.lab.reduced_precision import (
     running_sum_of_squares,
     torch_half_sum_of_squares,
 )
-from core.norms import NormWarning, rms_norm
+from core.messages import NormWarning
+from core.norms import rms_norm
 
 NORM_FORMULA_INSIDE = r"\lVert y \rVert_2 = \sqrt{d}\,\frac{r}{\sqrt{r^{2} + \epsilon}}"
 NORM_FORMULA_OUTSIDE = r"\lVert y \rVert_2 = \sqrt{d}\,\frac{r}{r + \epsilon}"

@@ -18,7 +18,8 @@ import numpy as np
 
 from core._backend import FLOAT_NAMES, HALF_NAMES
 from core.device import torch_available
-from core.norms import NormWarning, rms_norm_report
+from core.messages import NormWarning
+from core.norms import rms_norm_report
 
 # The largest finite float16: (2 - 2^-10) * 2^15.
 FLOAT16_MAX = 65504.0

@@ -35,22 +35,6 @@ from core.lab.claims import Claim, at_least, at_most, both, close, pick
 from core.norms import layer_norm, rms_norm
 from core.stats import cosine
 
-__all__ = [
-    "DRIFT_LIMIT",
-    "MAX_LAYERS",
-    "NORMS",
-    "QUANTITIES",
-    "RESIDUAL_FORMULA",
-    "STREAM_MAX_WIDTH",
-    "TOKENS",
-    "ResidualTrace",
-    "ResidualView",
-    "block_weight",
-    "initial_stream",
-    "residual_view",
-    "simulate_residual",
-]
-
 # Two lines, so that it fits a phone's width.
 RESIDUAL_FORMULA = (
     r"\begin{gathered} h_{l+1} = h_l + c\,\mathbf{1} + W_l\,\mathrm{norm}(h_l), \\ "

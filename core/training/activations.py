@@ -30,23 +30,6 @@ import numpy as np
 
 from core.device import torch_threads
 
-__all__ = [
-    "DEFAULT_TEXT",
-    "OUTLIERS",
-    "SHIPPED_DIR",
-    "SHIPPED_NORMS",
-    "SHIPPED_SEEDS",
-    "TEXTS",
-    "ActivationReadings",
-    "ShiftResponse",
-    "ShippedReading",
-    "read_activations",
-    "read_shipped",
-    "shift_response",
-    "shipped_path",
-    "stream_stats",
-]
-
 # Plain Python prose, like the training text, written for this reading: it is in neither split.
 DEFAULT_TEXT = (
     "A for loop walks over the items of any iterable, one at a time and in order. When the "

@@ -19,8 +19,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SOURCE", "VAL_FRACTION", "Corpus", "corpus_text", "decode", "encode", "load_corpus"]
-
 SOURCE = "pydoc_data.topics"
 # nanoGPT's shakespeare_char split: the first 90 % trains, the rest validates.
 VAL_FRACTION = 0.1

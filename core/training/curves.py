@@ -21,22 +21,6 @@ from core.lab.claims import Claim
 from core.training.model import DEFAULT_DYT_ALPHA, MODEL_NORMS, NORM_CLASSES, ModelConfig, describe
 from core.training.train import STOP_REASONS
 
-__all__ = [
-    "MAX_POINTS",
-    "AlphaSummary",
-    "NormSummary",
-    "RunCurves",
-    "TrainingView",
-    "alpha_summary",
-    "dyt_layers",
-    "equal_seconds",
-    "equal_step",
-    "in_order",
-    "run_curves",
-    "seed_spread",
-    "summaries",
-]
-
 # Points per curve sent to the browser: training losses are averaged over bins of steps.
 MAX_POINTS = 150
 

@@ -20,8 +20,6 @@ from core.lab.claims import Claim, at_most
 from core.training.curves import AlphaSummary, NormSummary, TrainingView
 from core.training.model import NORM_CLASSES
 
-__all__ = ["alpha_claims", "dyt_claim"]
-
 # The norms DyT is compared with: the two that compute a statistic of the row.
 NORMS = ("rms", "layer")
 

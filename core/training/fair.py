@@ -44,20 +44,6 @@ from core.training.runs import (
 )
 from core.training.train import TrainConfig, learning_rate, start, train_step
 
-__all__ = [
-    "DYT",
-    "FAIR_KERNELS",
-    "FAIR_NORMS",
-    "KERNELS_FILE",
-    "LAYER_REPEATS",
-    "MEASURED_STEPS",
-    "WARMUP_STEPS",
-    "fair_configs",
-    "fair_variants",
-    "load_kernels",
-    "measure",
-]
-
 KERNELS_FILE = "kernels.json"
 FAIR_KERNELS = ("ops", "fused")
 FAIR_NORMS = ("rms", "layer")

@@ -19,8 +19,6 @@ from core.lab.claims import Claim
 from core.training.fair import DYT, FAIR_KERNELS, FAIR_NORMS, load_kernels
 from core.training.findings import machine_claim, paired_ratios, paper_claim, step_order
 
-__all__ = ["KernelView", "Series", "Timing", "kernel_view", "shipped_kernel_view"]
-
 
 @dataclass(frozen=True)
 class Series:

@@ -21,18 +21,6 @@ from core.lab.speed import PAPER_SAVING
 from core.training.curves import NormSummary, RunCurves, TrainingView, seed_spread
 from core.training.model import NORM_CLASSES
 
-__all__ = [
-    "MIN_PAIRS",
-    "chart_claims",
-    "machine_claim",
-    "paired_ratios",
-    "paper_claim",
-    "run_claims",
-    "share_noise",
-    "shown_share",
-    "step_order",
-]
-
 
 class Timed(Protocol):
     """A run's step times as the paired comparisons read them."""

@@ -31,8 +31,6 @@ import torch
 from core.fast import composite_norm, fused_norm
 from core.norms import layer_norm, rms_norm
 
-__all__ = ["KERNELS", "NormFunction", "norm_function"]
-
 NormFunction = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None, float], torch.Tensor]
 
 

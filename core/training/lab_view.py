@@ -39,32 +39,6 @@ from core.training.model import NORM_KINDS, QK_NORMS, ModelConfig
 from core.training.runs import REFERENCE, load_reference
 from core.training.train import TrainConfig, TrainResult, train_together
 
-__all__ = [
-    "DEFAULT_SECONDS",
-    "LIVE_DEFAULTS",
-    "LIVE_DEPTHS",
-    "LIVE_EPS",
-    "LIVE_LRS",
-    "LIVE_STEPS",
-    "LIVE_THREADS",
-    "LIVE_WIDTHS",
-    "LIVE_WORK",
-    "SECONDS_ENV",
-    "TRAIN_LOCK",
-    "Progress",
-    "live_configs",
-    "live_curves",
-    "live_seconds",
-    "max_parameters",
-    "progress",
-    "recorded_operations",
-    "reference_spread",
-    "reference_view",
-    "run_record",
-    "train_live",
-    "training_view",
-]
-
 # What a visitor may choose. Widths are multiples of the reference's 4 heads; the largest model
 # (width 128, 6 blocks) has 1.26 M weights: with AdamW's two moments and the gradients, 20 MB.
 LIVE_WIDTHS = (16, 32, 48, 64, 96, 128)

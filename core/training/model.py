@@ -47,24 +47,6 @@ from torch import nn
 from core.defaults import DEFAULT_LAYER_EPS
 from core.training.kernels import KERNELS, norm_function
 
-__all__ = [
-    "MODEL_NORMS",
-    "NORM_CLASSES",
-    "NORM_KINDS",
-    "PLACEMENTS",
-    "QK_NORMS",
-    "GPT",
-    "ModelConfig",
-    "Norm",
-    "Probe",
-    "describe",
-    "dyt",
-    "dyt_alphas",
-    "init_weights",
-    "norms_bypassed",
-    "probe",
-]
-
 # Every norm the model builds and trains.
 MODEL_NORMS = ("layer", "rms", "none", "dyt")
 # The norms the training page, its claims and the shipped runs iterate: all of them.

@@ -31,25 +31,6 @@ from core.training.model import MODEL_NORMS, ModelConfig
 from core.training.store import save_checkpoint
 from core.training.train import TrainConfig, TrainResult, stream_seeds, train
 
-__all__ = [
-    "CHECKPOINT_NORMS",
-    "CURVES_FILE",
-    "REFERENCE",
-    "REFERENCE_DIR",
-    "REFERENCE_NORMS",
-    "REFERENCE_SEEDS",
-    "REFERENCE_THREADS",
-    "SETS",
-    "SUMMARY_FILE",
-    "checkpoint_path",
-    "load_reference",
-    "machine_record",
-    "make_set",
-    "reference_configs",
-    "reference_summary",
-    "run_reference",
-]
-
 REFERENCE_DIR = Path(__file__).resolve().parents[2] / "assets" / "train"
 CURVES_FILE = "curves.json"
 SUMMARY_FILE = "summary.json"

@@ -31,20 +31,6 @@ import numpy as np
 
 from core.norms import rms_denominator, std_denominator
 
-__all__ = [
-    "FIT_FORMS",
-    "FLAT_REACH",
-    "GOOD_FIT",
-    "LINEAR_REACH",
-    "LINE_TIE",
-    "SAMPLE",
-    "LayerCurve",
-    "TanhFit",
-    "fit_tanh",
-    "layer_curves",
-    "normalised",
-]
-
 # The two curves drawn and compared, named as the formulas they are (the same in every language).
 FIT_FORMS = ("A·tanh(α·x)", "k·x")
 # R² at or above this: the curve describes the cloud; below it, the points spread about it.

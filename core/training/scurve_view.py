@@ -27,8 +27,6 @@ from core.training.scurve import (
     layer_curves,
 )
 
-__all__ = ["SCURVE_NORMS", "SHAPES", "ScurveView", "scurve_view"]
-
 SCURVE_NORMS = ("rms", "layer")  # RMSNorm first, as on every page
 NORM_NAMES = {"rms": "RMSNorm", "layer": "LayerNorm"}
 SHAPES = ("linear", "bending", "one_arm", "saturated", "no_fit")

@@ -39,24 +39,6 @@ from core.training.runs import (
 )
 from core.training.train import TrainConfig, TrainResult, train
 
-__all__ = [
-    "PLACEMENT",
-    "PLACEMENT_DEPTH",
-    "PLACEMENT_SEEDS",
-    "QKNORM",
-    "QKNORM_LRS",
-    "QKNORM_MODES",
-    "QKNORM_SEEDS",
-    "SET_FILES",
-    "SET_PLACEMENTS",
-    "load_set",
-    "make_placement",
-    "make_qknorm",
-    "placement_configs",
-    "qknorm_configs",
-    "set_record",
-]
-
 SET_FILES = {"placement": "placement.json", "qknorm": "qknorm.json"}
 SIGNIFICANT = 7
 # Validations per run, about, when a test shortens a set (``steps``).

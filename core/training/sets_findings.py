@@ -27,8 +27,6 @@ import numpy as np
 from core.lab.chart_words import runs_words
 from core.lab.claims import Claim, at_most
 
-__all__ = ["BAND", "NAMES", "loss_pair", "placement_claims", "qknorm_claims"]
-
 NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN"}
 # A stream whose RMS over blocks 1 to L stays within this factor is "within a band": a quarter
 # more from its lowest block to its highest, a change a reader of a log-scaled chart can see.

@@ -20,16 +20,6 @@ from core.training.model import PLACEMENTS
 from core.training.sets import QKNORM_MODES, load_set
 from core.training.sets_findings import placement_claims, qknorm_claims
 
-__all__ = [
-    "PlacementView",
-    "QKNormView",
-    "peak",
-    "placement_view",
-    "qknorm_view",
-    "shipped_placement_view",
-    "shipped_qknorm_view",
-]
-
 
 @dataclass(frozen=True)
 class PlacementView:

@@ -14,8 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CONFIG_KEY", "FORMAT", "load_checkpoint", "read_config", "save_checkpoint"]
-
 FORMAT = "normlab-checkpoint/1"
 # safetensors metadata is a str -> str map; the whole config goes in as one JSON string.
 CONFIG_KEY = "normlab_config"

@@ -37,24 +37,6 @@ import torch.nn.functional as F
 from core.training.corpus import Corpus, load_corpus
 from core.training.model import GPT, ModelConfig, dyt_alphas, norms_bypassed, probe
 
-__all__ = [
-    "STOP_REASONS",
-    "Batches",
-    "TrainConfig",
-    "TrainResult",
-    "evaluate",
-    "evaluate_probed",
-    "learning_rate",
-    "make_optimizer",
-    "start",
-    "stream_seeds",
-    "time_forward",
-    "train",
-    "train_step",
-    "train_together",
-    "val_windows",
-]
-
 STOP_REASONS = ("steps", "wall_clock", "work", "callback")
 # Validation windows are scored this many at a time, always, so that a loss recomputed from a
 # checkpoint sums in the same order as during training.
