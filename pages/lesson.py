@@ -402,7 +402,7 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
     st.markdown(tr(f"lesson.{step_id}_question", **quoted(r, tr.lang)))
     chosen = prediction(step_id, r, tr, locked=classroom.locked(seat, step))
     classroom.send(seat, st.session_state[ANSWERS])
-    classroom.answer_status(seat, step, tr)
+    classroom.answer_status(seat, step, st.session_state[ANSWERS], tr)
     if step_id not in st.session_state[REVEALED]:
         if seat is not None:  # in a class only the teacher reveals
             if not seat.teacher:

@@ -52,6 +52,9 @@ def where(request) -> Iterator[str]:
             mp.delenv(name, raising=False)
         for name, value in store_env(place).items():
             mp.setenv(name, value)
+        # Every AppTest session has the address "local": the tests of the limits set their own.
+        mp.setenv("NORMLAB_CLIENT_CLASSES", "10000")
+        mp.setenv("NORMLAB_CLIENT_GUESSES", "10000")
         yield place
 
 
@@ -348,7 +351,23 @@ def test_answers_past_a_few_a_second_are_not_recorded(where: str, monkeypatch) -
     for option in ("zero", "one", "mean", "ratio"):
         pick(student, option)
     assert t("classroom.error_too_fast", "en") in warnings(student)
-    assert open_store().counts(code, 1)["mean"] == 1  # the third stands, the fourth did not
+    assert open_store().counts(code, 1)["mean"] == 1  # the third stands, the fourth waits
+    monkeypatch.setattr(classroom, "clock", lambda: 1002.0)
+    student.run()  # the page's watch reruns it: the fourth is sent, none lost
+    assert open_store().counts(code, 1)["ratio"] == 1 and not student.warning
+
+
+def test_what_was_answered_alone_is_not_the_classs(where: str) -> None:
+    _, code, _ = start_class()
+    at = lesson()
+    pick(at, "ratio")
+    at.button(key="reveal_centre").click().run()
+    at.query_params["class"] = code
+    at.run()
+    assert not at.radio(key="pick_centre").disabled  # not revealed: the class has not been
+    assert at.radio(key="pick_centre").value is None
+    assert open_store().counts(code, 1) == dict.fromkeys(OPTIONS["centre"], 0)
+    assert open_store().state(code).students == 1
 
 
 CODES = st.one_of(

@@ -51,6 +51,10 @@ FOLLOW = "class_follow"
 SAID = "_class_said"
 TIMES = "_class_times"
 ENDED = "_class_ended"
+ENTERED = "_class_entered"
+# Set while the whole page runs a live fragment in place: only the fragment's own timed reruns may
+# rerun the page (a rerun from inside the page's run would loop as fast as it runs).
+IN_PAGE = "_class_in_page"
 # A student's answers per second past which one is not sent: a person changing their mind
 # clicks a few times a second at most; a script hammering the store clicks far more.
 ANSWERS_PER_S = 3
@@ -197,6 +201,12 @@ def sync(seat: Seat | None, revealed: dict[str, bool], answers: dict[str, str | 
     picks the page does not hold (after a reload)."""
     if seat is None:
         return
+    if st.session_state.get(ENTERED) != seat.code:  # what was answered alone is not the class's
+        st.session_state[ENTERED] = seat.code
+        revealed.clear()
+        answers.clear()
+        for key in (SAID, *(f"pick_{step_id}" for step_id in STEP_IDS)):
+            st.session_state.pop(key, None)
     for step in seat.state.revealed:
         revealed[STEP_IDS[step - 1]] = True
     if not seat.teacher and (following() or not seat.student):
@@ -234,7 +244,9 @@ def send(seat: Seat | None, answers: dict[str, str | None]) -> None:
         said.pop(step_id, None)
 
 
-def answer_status(seat: Seat | None, step: int, tr: Translator) -> None:
+def answer_status(
+    seat: Seat | None, step: int, answers: dict[str, str | None], tr: Translator
+) -> None:
     """Under a student's options: where the step's vote stands and whether the pick is
     recorded, or why not (a pick kept while the store is down gets a button that sends it)."""
     if seat is None or not seat.student:
@@ -243,17 +255,19 @@ def answer_status(seat: Seat | None, step: int, tr: Translator) -> None:
     if phase != "vote":
         st.caption(tr(f"classroom.student_{phase}"))
     what = st.session_state.get(SAID, {}).get(step_id)
-    if seat.down or what == "down":
+    pick, round = answers.get(step_id), ROUND_OF.get(phase)
+    pending = pick is not None and round is not None and seat.recorded.get((step, round)) != pick
+    if pending and (seat.down or what == "down"):
         st.warning(tr("classroom.kept"))
         st.button(tr("classroom.send_again"), key="class_resend")
         return
-    if what is not None:
+    if what is not None and what != "down" and (pending or what == "closed"):
         st.warning(notice(tr, what, seat.code))
         return
-    round = ROUND_OF.get(phase, 2 if (step, 2) in seat.recorded else 1)
+    round = round or (2 if (step, 2) in seat.recorded else 1)
     if (step, round) in seat.recorded:
-        pick = letter(step_id, seat.recorded[(step, round)])
-        st.success(tr(f"classroom.recorded_{round}", letter=pick))
+        chosen = letter(step_id, seat.recorded[(step, round)])
+        st.success(tr(f"classroom.recorded_{round}", letter=chosen))
 
 
 def locked(seat: Seat | None, step: int) -> bool:
@@ -267,6 +281,9 @@ def locked(seat: Seat | None, step: int) -> bool:
 def controls(seat: Seat, step: int, tr: Translator) -> None:
     """The teacher's buttons for the step's next phase (the reveal from any phase before it)."""
     phase = seat.state.phase(step)
+    for what in {st.session_state.get(SAID, {}).pop(k, None) for k in (STEP_IDS[step - 1], "end")}:
+        if what is not None:  # a button pressed in the run before did not go through
+            st.warning(notice(tr, what, seat.code))
     if phase == "revealed":
         st.caption(tr("classroom.revealed_class"))
         return
@@ -369,7 +386,7 @@ def teacher_panel(seat: Seat, step: int, answer: Answer, tr: Translator) -> None
     st.subheader(tr("classroom.teacher_heading", code=seat.code))
     st.markdown(tr("classroom.teacher_intro"))
     controls(seat, step, tr)
-    live(seat, step, answer, tr)
+    in_page(live, seat, step, answer, tr)
     with st.expander(tr("classroom.manage")):
         board = join_link(seat.code, lang=tr.lang, controls="hidden", text="large")
         st.link_button(tr("classroom.open_board"), board, icon=":material/cast:")
@@ -416,7 +433,7 @@ def board_panel(seat: Seat, step: int, answer: Answer, tr: Translator) -> DeltaG
         st.markdown(tr("classroom.board_join", code=seat.code))
         st.code(link, language=None, wrap_lines=True)
     with right:
-        live(seat, step, answer, tr)
+        in_page(live, seat, step, answer, tr)
     return right
 
 
@@ -426,7 +443,7 @@ def live(seat: Seat, step: int, answer: Answer, tr: Translator) -> None:
     on (a new step for the board, a new phase for both)."""
     try:
         state = seat.store.state(seat.code)
-        if _moved(seat, state, step):
+        if _moved(seat, state, step) and not st.session_state.get(IN_PAGE):
             st.rerun(scope="app")
         results(replace(seat, state=state), step, tr, answer)
     except ClassError as err:
@@ -448,7 +465,16 @@ def student_panel(seat: Seat, step: int, tr: Translator) -> None:
     the teacher moves on or changes the step's phase, or when a kept pick can be sent."""
     st.info(tr("classroom.student_intro", code=seat.code, seat=seat.number))
     st.toggle(tr("classroom.follow"), value=True, key=FOLLOW, help=tr("classroom.follow_help"))
-    watch(seat, step)
+    in_page(watch, seat, step)
+
+
+def in_page(fragment, *args) -> None:
+    """Draw a live fragment as part of the page's run (see ``IN_PAGE``)."""
+    st.session_state[IN_PAGE] = True
+    try:
+        fragment(*args)
+    finally:
+        st.session_state[IN_PAGE] = False
 
 
 @st.fragment(run_every=LIVE_S)
@@ -457,7 +483,8 @@ def watch(seat: Seat, step: int) -> None:
         state = seat.store.state(seat.code)
     except ClassError:
         return  # the page says so; the next call may answer
-    if _moved(seat, state, step) or "down" in st.session_state.get(SAID, {}).values():
+    unsent = {"down", "too_fast"} & set(st.session_state.get(SAID, {}).values())
+    if (_moved(seat, state, step) or unsent) and not st.session_state.get(IN_PAGE):
         st.rerun(scope="app")
 
 
