@@ -97,3 +97,39 @@ def test_one_browser_one_seat_through_reloads_tabs_and_a_killed_worker(browser, 
         assert store.state(code).students == 1
         for context in (staff, phone):
             context.close()
+
+
+def test_a_pick_made_while_the_store_is_unreachable_arrives_and_the_page_follows(
+    browser, tmp_path
+) -> None:
+    import redis
+
+    from benchmarks.live import live_app
+    from tests.classroom_util import redis_server
+
+    with redis_server() as url:
+        pid = redis.Redis.from_url(url).info()["process_id"]
+        log = tmp_path / "server.log"
+        with live_app(env={"NORMLAB_CLASS_STORE": url}, log=log) as app:
+            staff = browser.new_context(viewport={"width": 1400, "height": 1000})
+            teacher = open_tab(staff, f"{app}/lesson?class=new&lang=en")
+            teacher.wait_for_function("location.search.includes('teacher=')")
+            code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
+            phone = browser.new_context(viewport={"width": 390, "height": 844})
+            student = open_tab(phone, f"{app}/lesson?class={code}&lang=en")
+            os.kill(pid, signal.SIGSTOP)  # unreachable: every call times out
+            try:
+                student.locator(OPTIONS).nth(3).click()  # D
+                student.get_by_text("Not recorded yet").wait_for(timeout=TIMEOUT_MS)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            recorded(student, "D")  # sent again by the page itself, no click
+            store = open_store({"NORMLAB_CLASS_STORE": url})
+            assert store.counts(code, 1)["ratio"] == 1
+            teacher.locator(".st-key-next button").click()
+            student.wait_for_function("location.search.includes('step=2')", timeout=TIMEOUT_MS)
+            for context in (staff, phone):
+                context.close()
+        failures = [line for line in log.read_text().splitlines() if "store RedisStore" in line]
+        assert any("failed" in line and "Timeout" in line for line in failures), failures
+        assert len([line for line in failures if "failed" in line]) == 1
