@@ -3,18 +3,18 @@
 Run ``python -m benchmarks.classroom --workers 2 --class 60``. It starts ``python -m serve
 --workers 2`` on a free loopback port with a fresh class store (SQLite in a temporary folder, or
 ``--store redis://...``), opens the teacher's page ``/lesson?class=new`` in headless Chromium,
-lets ``--class`` students join over Streamlit's websocket (as ``benchmarks.ws_visitor.WsVisitor``
-speaks it), and has each of them pick an option of step 1 at a seeded random moment within
-``--window`` seconds. It reports:
-
-answers lost
-    answers a student was told were recorded that the store does not hold (target 0);
-teacher complete
-    seconds from the last "recorded" until the teacher's page, never reloaded, shows every
-    answer (its live counts refresh every 2 s; target 3 s);
-p95 answer
-    the 95th percentile of an answer: from the pick sent until the run that says "recorded" has
-    finished (target 1 s).
+lets ``--class`` students join over Streamlit's websocket, and has each pick an option of step 1
+at a seeded random moment within ``--window`` seconds. A student keeps its seat cookie
+(``normlab_seat``) and the proxy's, and sends them with every page fetch and websocket, as a
+browser does after its first visit. ``--kill-mid-vote`` sends SIGKILL to the worker holding the
+most students once half the class was told "recorded": a student whose connection drops
+reconnects (page and websocket, same cookies) and runs the page with its pick until it says
+"recorded". The report: *answers lost* (students told "recorded" whose seat in the store holds
+another option or none; target 0), *counted twice* (answers beyond one per answering seat;
+target 0), the *head count* (seats; target the class), *teacher complete* (from the last
+"recorded" until the teacher's page, never reloaded, counts every answer; target 3 s) and *p95
+answer* (from the pick sent until the run that says "recorded" has finished; target 1 s), of the
+answers the kill did not cut (those are reported apart).
 
 ``--workers 0`` runs one ``streamlit run app.py`` instead of the launcher (no HAProxy needed).
 """
@@ -25,46 +25,48 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import random
+import re
+import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
 
 import numpy as np
 
-from benchmarks.live import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    READY,
-    free_port,
-    start_server,
-    stop_server,
-    streamlit_command,
-)
+from benchmarks import live
 from benchmarks.st_private import protos
 from benchmarks.target import wait_until_ready
-from benchmarks.ws_visitor import SUBPROTOCOL, WIDGET_ID_PREFIX, Cookies, fetch_page, ws_url
-from core.lab.lesson_options import STEP_IDS
+from benchmarks.ws_visitor import Cookies, Run, fetch_page, open_stream
+from core.lab.lesson_options import OPTIONS, STEP_IDS, letter
 from serve.classroom.backends import open_store
+from serve.config import BUSY_MARKER, COOKIE, RETRY_S
+from serve.launcher import read_state
+from ui.classroom import SEAT_COOKIE, seat_id
 
-TARGET_LOST = 0
-TARGET_TEACHER_S = 3.0
-TARGET_P95_S = 1.0
-DEFAULT_WINDOW_S = 10.0
-SEED = 25
+TARGET_LOST = TARGET_TWICE = 0
+TARGET_TEACHER_S, TARGET_P95_S = 3.0, 1.0
+DEFAULT_WINDOW_S, SEED = 10.0, 25
 # The students' first loads arrive together on a cold server; their answers are what is timed.
-JOIN_TIMEOUT_S = 180.0
-ANSWER_TIMEOUT_S = 60.0
-TEACHER_TIMEOUT_S = 30.0
-READY_TIMEOUT_S = 180.0
+JOIN_TIMEOUT_S, ANSWER_TIMEOUT_S, TEACHER_TIMEOUT_S, READY_TIMEOUT_S = 180.0, 60.0, 30.0, 180.0
+# A dropped student tries again every RECONNECT_S for RECOVER_TIMEOUT_S (a restart and HAProxy's
+# checks); a run that did not say "recorded" (too fast, the store down) is sent again after
+# RESEND_S; a student recorded before the kill watches DROP_GRACE_S after it for a drop.
+RECONNECT_S, RECOVER_TIMEOUT_S, RESEND_S, DROP_GRACE_S = 0.2, 90.0, 0.5, 3.0
 PAGE = "lesson"
 PICK = f"pick_{STEP_IDS[0]}"
-RECORDED = "is recorded"
+RECORDED = re.compile(r"\*\*(\w)\*\* is recorded")
+# The server log's lines worth reporting: restarts, HAProxy's servers down or up, the store.
+EVENTS = re.compile(r"Server sessions/\S+ is (DOWN|UP)|exited with|class store|Traceback")
 
 
 @dataclass
@@ -75,130 +77,205 @@ class Report:
     window_s: float
     recorded: int = 0
     lost: int = 0
+    counted_twice: int = 0
+    head_count: int = 0
+    killed: str = ""
+    reconnected: int = 0
+    reconnect_max_s: float = math.nan
+    busy: int = 0  # reconnected students who met the proxy's busy page
+    cut: int = 0  # answers in flight when the worker died, recorded after a reconnect
+    cut_max_s: float = math.nan
     p95_s: float = math.nan
     max_s: float = math.nan
     teacher_complete_s: float = math.nan
     errors: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
 
     def passed(self) -> bool:
         return (
             not self.errors
-            and self.recorded == self.students
+            and self.recorded == self.head_count == self.students
             and self.lost <= TARGET_LOST
+            and self.counted_twice <= TARGET_TWICE
             and self.teacher_complete_s <= TARGET_TEACHER_S
             and self.p95_s <= TARGET_P95_S
         )
 
     def lines(self) -> list[str]:
+        kill = [
+            f"killed mid-vote: {self.killed}",
+            f"reconnected: {self.reconnected} students (slowest {self.reconnect_max_s:.2f} s, "
+            f"{self.busy} met the busy page); answers cut by the kill: {self.cut} "
+            f"(recorded within {self.cut_max_s:.2f} s)",
+        ]
         return [
             f"class of {self.students} on {self.workers} worker(s), store {self.store}, "
             f"answers within {self.window_s:g} s",
             f"recorded: {self.recorded}/{self.students}",
             f"answers lost: {self.lost} (target {TARGET_LOST})",
+            f"counted twice: {self.counted_twice} (target {TARGET_TWICE})",
+            f"head count: {self.head_count} (target {self.students})",
+            *(kill if self.killed else []),
             f"teacher's counts complete after the last answer: {self.teacher_complete_s:.2f} s "
             f"(target {TARGET_TEACHER_S:g} s)",
             f"answer latency: p95 {self.p95_s:.3f} s, max {self.max_s:.3f} s "
             f"(target p95 {TARGET_P95_S:g} s)",
             *(f"error: {e}" for e in self.errors[:10]),
+            *(f"server: {e}" for e in self.events[:20]),
             "PASS" if self.passed() else "FAIL",
         ]
 
 
-@dataclass
-class Shown:
-    """What one run sent: widget ids and the radio's options by key, alerts, exceptions."""
-
-    ids: dict[str, str] = field(default_factory=dict)
-    options: dict[str, list[str]] = field(default_factory=dict)
-    alerts: list[str] = field(default_factory=list)
-    exceptions: list[str] = field(default_factory=list)
-
-    def take(self, element) -> None:
-        kind = element.WhichOneof("type")
-        if kind == "exception":
-            self.exceptions.append(element.exception.message)
-        elif kind == "alert":
-            self.alerts.append(element.alert.body)
-        widget_id = getattr(getattr(element, kind), "id", "")
-        if isinstance(widget_id, str) and widget_id.startswith(WIDGET_ID_PREFIX):
-            key = widget_id.split("-", 2)[2]
-            self.ids[key] = widget_id
-            if kind == "radio":
-                self.options[key] = list(element.radio.options)
+def said_recorded(run: Run) -> str | None:
+    """The letter the page says is recorded, if it says so."""
+    found = [m.group(1) for body in run.alerts if (m := RECORDED.search(body))]
+    return found[0] if found else None
 
 
 class Student:
-    """One student: a Streamlit session over the websocket, with the proxy's cookie."""
+    """One student: a Streamlit session over the websocket with a browser's cookies (its seat
+    token, kept for its life, and the proxy's); reconnects when its worker dies."""
 
     def __init__(self, base_url: str, code: str) -> None:
         self.base_url, self.code = base_url, code
+        self.token = secrets.token_hex(16)
         self.cookies = Cookies()
-        self.conn = None
-        self.shown = Shown()
+        self.cookies.values[SEAT_COOKIE] = self.token
+        self.conn, self.shown = None, Run()
+        self.option: str | None = None  # the pick sent: the radio's label
+        self.choice: str | None = None  # its option id, as the store holds it
+        self.told: str | None = None  # the option the page said is recorded
+        self.reconnects, self.reconnect_s, self.busy = 0, 0.0, 0
+        self.cut_s: float | None = None  # an answer cut by a drop: seconds until recorded
 
-    async def join(self) -> None:
-        from websockets.asyncio.client import connect
+    @property
+    def connected(self) -> bool:
+        from websockets.protocol import State
 
-        query = urlencode({"class": self.code, "lang": "en"})
-        status, headers, _ = await asyncio.to_thread(
-            fetch_page, f"{self.base_url}/{PAGE}?{query}", {}, JOIN_TIMEOUT_S
-        )
-        if status != 200:
-            raise RuntimeError(f"the page answered {status}")
-        self.cookies.update(headers)
-        self.conn = await connect(
-            ws_url(self.base_url),
-            subprotocols=[SUBPROTOCOL],
-            additional_headers=self.cookies.header(),
-            max_size=None,
-            open_timeout=JOIN_TIMEOUT_S,
-            close_timeout=1.0,
-            proxy=None,
-        )
-        await asyncio.wait_for(self.rerun(), JOIN_TIMEOUT_S)
-        if PICK not in self.shown.ids:
-            raise RuntimeError(f"no {PICK} on the page: {self.shown.exceptions[:1]}")
+        return self.conn is not None and self.conn.state is State.OPEN
 
-    async def rerun(self, widgets: list | None = None) -> None:
+    async def open(self, timeout_s: float) -> None:
+        """The page (waiting out the proxy's busy page), a websocket, and a run with the pick
+        held, all with the cookies."""
+        deadline = time.monotonic() + timeout_s
+        await self.close()
+        url = f"{self.base_url}/{PAGE}?{urlencode({'class': self.code, 'lang': 'en'})}"
+        while True:
+            status, headers, body = await asyncio.to_thread(
+                fetch_page, url, self.cookies.header(), max(1.0, deadline - time.monotonic())
+            )
+            self.cookies.update(headers)
+            if status == 200:
+                break
+            if status != 503 or BUSY_MARKER not in body or time.monotonic() > deadline:
+                raise RuntimeError(f"the page answered {status}")
+            self.busy += 1
+            await asyncio.sleep(float(headers.get("Retry-After") or RETRY_S))
+        left = max(1.0, deadline - time.monotonic())
+        self.conn = await open_stream(self.base_url, self.cookies, left)
+        await asyncio.wait_for(self.rerun(), max(1.0, deadline - time.monotonic()))
+
+    async def rerun(self) -> None:
+        """A run with the radio's value as the browser holds it (once picked)."""
         msg = protos().BackMsg()
         state = msg.rerun_script
         state.query_string = urlencode({"class": self.code, "lang": "en"})
         state.page_name = PAGE
-        state.widget_states.widgets.extend(widgets or [])
-        state.context_info.locale = "en-US"
-        state.context_info.timezone = "UTC"
+        if self.option is not None:
+            pick = protos().WidgetState(id=self.shown.ids[PICK], string_value=self.option)
+            state.widget_states.widgets.append(pick)
+        state.context_info.locale, state.context_info.timezone = "en-US", "UTC"
         await self.conn.send(msg.SerializeToString())
         self.shown = await self.receive()
+        if PICK not in self.shown.ids:
+            raise RuntimeError(f"no {PICK} on the page: {self.shown.exceptions[:1]}")
 
-    async def receive(self) -> Shown:
+    async def receive(self) -> Run:
         ForwardMsg = protos().ForwardMsg  # noqa: N806
 
-        shown = Shown()
+        run = Run()
         while True:
             msg = ForwardMsg()
             msg.ParseFromString(await self.conn.recv())
             kind = msg.WhichOneof("type")
             if kind == "new_session":
-                shown = Shown()
+                run = Run()
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                shown.take(msg.delta.new_element)
+                run.take(msg.delta.new_element)
             elif kind == "script_finished":
                 if msg.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                     continue
                 if msg.script_finished != ForwardMsg.FINISHED_SUCCESSFULLY:
                     raise RuntimeError(f"the run ended with status {msg.script_finished}")
-                return shown
+                return run
 
-    async def answer(self, choice: int) -> tuple[float, str]:
-        """Pick option ``choice`` of step 1; (seconds until the run finished, its option)."""
-        option = self.shown.options[PICK][choice]
-        pick = protos().WidgetState(id=self.shown.ids[PICK], string_value=option)
-        start = time.perf_counter()
-        await asyncio.wait_for(self.rerun([pick]), ANSWER_TIMEOUT_S)
+    async def reconnect(self) -> None:
+        """Page and websocket again, with the pick held, as often as it takes (bounded)."""
+        self.reconnects += 1
+        start = time.monotonic()
+        while True:
+            try:
+                await self.open(RECOVER_TIMEOUT_S)
+                self.reconnect_s = max(self.reconnect_s, time.monotonic() - start)
+                return
+            except Exception as exc:  # refused, reset, a run cut short: again
+                if time.monotonic() > start + RECOVER_TIMEOUT_S:
+                    raise RuntimeError(f"no reconnect: {type(exc).__name__}: {exc}") from exc
+                await asyncio.sleep(RECONNECT_S)
+
+    async def dropped(self, within_s: float) -> bool:
+        """Whether the connection is closed, or closes within ``within_s``."""
+        if self.connected:
+            try:
+                await asyncio.wait_for(self.conn.wait_closed(), within_s)
+            except TimeoutError:
+                return False
+        return True
+
+    async def answer(self, at: float, choice: int) -> float:
+        """Idle until ``at`` (a dropped connection opened again at once), pick option
+        ``choice`` of step 1, run the page until it says "recorded": the seconds that took."""
+        while (left := at - time.monotonic()) > 0:
+            if await self.dropped(left):
+                await self.reconnect()
+        self.option = self.shown.options[PICK][choice]
+        self.choice = OPTIONS[STEP_IDS[0]][choice]
+        start, deadline = time.perf_counter(), time.monotonic() + ANSWER_TIMEOUT_S
+        await self.run_pick()
+        while said_recorded(self.shown) is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"not recorded: {self.shown.alerts[-2:]}")
+            await asyncio.sleep(RESEND_S)
+            await self.run_pick()
         seconds = time.perf_counter() - start
-        if not any(RECORDED in body for body in self.shown.alerts):
-            raise RuntimeError(f"not recorded: {self.shown.alerts[:2]} {self.shown.exceptions[:1]}")
-        return seconds, option
+        self.check_told()
+        self.cut_s = None if self.cut_s is None else seconds
+        return seconds
+
+    async def run_pick(self) -> None:
+        """A run with the pick; a worker that died under it is a reconnect with the pick."""
+        try:
+            await asyncio.wait_for(self.rerun(), ANSWER_TIMEOUT_S)
+        except Exception:
+            if self.connected:
+                raise
+            self.cut_s = 0.0
+            await self.reconnect()
+
+    def check_told(self) -> None:
+        said = said_recorded(self.shown)
+        if said != letter(STEP_IDS[0], self.choice):
+            raise RuntimeError(f"picked {self.choice}, the page says {said} is recorded")
+        self.told = self.choice
+
+    async def stay(self, killed: asyncio.Event, kill_at: list[float]) -> None:
+        """Recorded: stay on the page through the kill; after a drop, a reconnect, where the
+        page must still say the same answer is recorded."""
+        await killed.wait()
+        left = (kill_at or [0.0])[0] + DROP_GRACE_S - time.monotonic()
+        if left > 0 and await self.dropped(left) or not self.connected:
+            await self.reconnect()
+            self.check_told()
 
     async def close(self) -> None:
         if self.conn is not None:
@@ -207,72 +284,97 @@ class Student:
 
 @dataclass
 class Outcome:
-    """What the students saw: answers recorded (by option index), latencies, errors, and when
-    the last "recorded" arrived."""
+    """The students, the latencies of answers no kill cut, errors, when the last "recorded"
+    arrived, and which worker was killed."""
 
-    recorded: list[int] = field(default_factory=list)
+    crowd: list[Student] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     last_recorded: float = 0.0
+    killed: str = ""
 
 
-async def answer_together(base_url: str, code: str, students: int, window_s: float) -> Outcome:
-    """Every student joins, then answers at a seeded moment within ``window_s``."""
+async def answer_together(
+    base_url: str, code: str, students: int, window_s: float, run_dir: Path | None = None
+) -> Outcome:
+    """Every student joins, then answers at a seeded moment within ``window_s``; with
+    ``run_dir`` (the launcher's) the busiest worker is killed once half are recorded."""
     rng = random.Random(SEED)
-    crowd = [Student(base_url, code) for _ in range(students)]
-    out = Outcome()
-    joined = await asyncio.gather(*(s.join() for s in crowd), return_exceptions=True)
+    out = Outcome([Student(base_url, code) for _ in range(students)])
+    joined = await asyncio.gather(
+        *(s.open(JOIN_TIMEOUT_S) for s in out.crowd), return_exceptions=True
+    )
     out.errors += [f"join: {type(e).__name__}: {e}"[:160] for e in joined if e is not None]
-    ready = [s for s, e in zip(crowd, joined, strict=True) if e is None]
+    ready = [s for s, e in zip(out.crowd, joined, strict=True) if e is None]
+    killed, kill_at = asyncio.Event(), []
     start = time.monotonic()
 
     async def one(student: Student, at: float, choice: int) -> None:
-        await asyncio.sleep(max(0.0, start + at - time.monotonic()))
         try:
-            seconds, _ = await student.answer(choice)
+            seconds = await student.answer(start + at, choice)
+            if student.cut_s is None:
+                out.latencies.append(seconds)
+            out.last_recorded = max(out.last_recorded, time.monotonic())
+            await student.stay(killed, kill_at)
         except Exception as exc:  # one student's failure is a reported error, not a crash
-            out.errors.append(f"answer: {type(exc).__name__}: {exc}"[:160])
-            return
-        out.latencies.append(seconds)
-        out.recorded.append(choice)
-        out.last_recorded = max(out.last_recorded, time.monotonic())
+            out.errors.append(f"student: {type(exc).__name__}: {exc}"[:200])
+
+    async def kill() -> None:
+        try:
+            while sum(s.told is not None for s in ready) < len(ready) / 2:
+                if time.monotonic() > start + window_s + ANSWER_TIMEOUT_S:
+                    raise RuntimeError("half the class was never recorded")
+                await asyncio.sleep(0.01)
+            out.killed = kill_busiest(run_dir, ready)
+            kill_at.append(time.monotonic())
+        except Exception as exc:  # reported; the students go on
+            out.errors.append(f"kill: {type(exc).__name__}: {exc}")
+        finally:
+            killed.set()
 
     plan = [(rng.uniform(0, window_s), rng.randrange(4)) for _ in ready]
-    await asyncio.gather(*(one(s, at, c) for s, (at, c) in zip(ready, plan, strict=True)))
-    await asyncio.gather(*(s.close() for s in crowd), return_exceptions=True)
+    if run_dir is None:
+        killed.set()
+    crowd = [one(s, at, c) for s, (at, c) in zip(ready, plan, strict=True)]
+    await asyncio.gather(*crowd, *([kill()] if run_dir is not None else []))
+    await asyncio.gather(*(s.close() for s in out.crowd), return_exceptions=True)
     return out
+
+
+def kill_busiest(run_dir: Path, crowd: list[Student]) -> str:
+    """SIGKILL the worker whose cookie most connected students hold (the first on a tie)."""
+    workers = read_state(run_dir)["workers"]
+    holders = Counter(s.cookies.get(COOKIE) for s in crowd if s.connected)
+    name = max(workers, key=lambda n: holders[n])
+    os.kill(workers[name]["pid"], signal.SIGKILL)
+    told = sum(s.told is not None for s in crowd)
+    return (
+        f"worker {name} (pid {workers[name]['pid']}) holding {holders[name]} of "
+        f"{len(crowd)} students, after {told} were recorded"
+    )
 
 
 def start_app(workers: int, students: int, env: dict[str, str | None]) -> tuple[object, str, Path]:
     """The launcher (or one ``streamlit run`` for 0 workers) on a free port, with ``env``."""
-    port = free_port()
+    port = live.free_port()
     run_dir = Path(tempfile.mkdtemp(prefix="normlab-class-"))
     if workers:
         seats = math.ceil((students + 1) / workers) + 2
         command = [sys.executable, "-m", "serve", "--workers", str(workers), "--seats", str(seats)]
         command += ["--port", str(port), "--address", "127.0.0.1", "--run-dir", str(run_dir)]
     else:
-        command = streamlit_command(port)
-    proc = start_server(command, port, own_session=True, log=run_dir / "server.log", env=env)
+        command = live.streamlit_command(port)
+    proc = live.start_server(command, port, own_session=True, log=run_dir / "server.log", env=env)
     url = f"http://127.0.0.1:{port}"
     wait_until_ready(url, run_dir if workers else None, time.monotonic() + READY_TIMEOUT_S)
     return proc, url, run_dir
 
 
-def teacher_sees(page, students: int) -> float:
-    """Seconds until the teacher's page, as it stands, shows ``students`` answers."""
-    start = time.monotonic()
-    page.wait_for_function(
-        "n => document.body.innerText.includes(`(answers: ${n})`)",
-        arg=students,
-        timeout=TEACHER_TIMEOUT_S * 1000,
-        polling=50,
-    )
-    return time.monotonic() - start
-
-
-def run_class(students: int, workers: int, window_s: float, store: str | None) -> Report:
-    """Start the app, run the class, measure; everything stopped afterwards."""
+def run_class(
+    students: int, workers: int, window_s: float, store: str | None, kill: bool = False
+) -> Report:
+    """Start the app, run the class (``kill``: a worker killed mid-vote), measure; everything
+    stopped afterwards, the server log's restarts, servers down and up, store failures kept."""
     from playwright.sync_api import sync_playwright
 
     data_dir = tempfile.mkdtemp(prefix="normlab-class-store-")
@@ -280,41 +382,52 @@ def run_class(students: int, workers: int, window_s: float, store: str | None) -
     proc, url, run_dir = start_app(workers, students, env)
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            report = measure(url, browser, students, window_s, env)
+            browser = pw.chromium.launch(executable_path=live.CHROMIUM, args=live.CHROMIUM_ARGS)
+            report = measure(url, browser, students, window_s, env, run_dir if kill else None)
             report.workers = workers
             browser.close()
     finally:
-        stop_server(proc)
+        live.stop_server(proc)
+        log = (run_dir / "server.log").read_text(errors="replace").splitlines()
         shutil.rmtree(run_dir, ignore_errors=True)
         shutil.rmtree(data_dir, ignore_errors=True)
+    report.events = [line.strip() for line in log if EVENTS.search(line)]
     return report
 
 
-def measure(url: str, browser, students: int, window_s: float, env: dict) -> Report:
+def measure(
+    url: str, browser, students: int, window_s: float, env: dict, kill_in: Path | None = None
+) -> Report:
     """One class on the app at ``url`` (whose store ``env`` names), the teacher's page opened in
-    ``browser`` (Playwright, sync): the figures of the report."""
+    ``browser`` (Playwright, sync): the figures of the report. ``kill_in``, the launcher's run
+    folder, has its busiest worker killed once half the class is recorded."""
     report = Report(students, 0, env.get("NORMLAB_CLASS_STORE") or "sqlite", window_s)
     teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
     teacher.goto(f"{url}/{PAGE}?class=new&lang=en")
-    teacher.wait_for_selector(READY, timeout=READY_TIMEOUT_S * 1000)
+    teacher.wait_for_selector(live.READY, timeout=READY_TIMEOUT_S * 1000)
     teacher.wait_for_function("location.search.includes('teacher=')")
     code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
-    outcome = in_thread(answer_together(url, code, students, window_s))
-    if outcome.recorded:
-        report.teacher_complete_s = measure_teacher(teacher, outcome)
+    outcome = in_thread(answer_together(url, code, students, window_s, kill_in))
+    told = sum(s.told is not None for s in outcome.crowd)
+    if told:
+        report.teacher_complete_s = measure_teacher(teacher, told, outcome.last_recorded)
     teacher.close()
     summarise(report, outcome, code, env)
     return report
 
 
-def measure_teacher(teacher, outcome: Outcome) -> float:
-    """From the last "recorded" to the teacher's page showing every recorded answer."""
+def measure_teacher(teacher, answers: int, last_recorded: float) -> float:
+    """From the last "recorded" to the teacher's page, as it stands, counting every answer."""
     try:
-        teacher_sees(teacher, len(outcome.recorded))
+        teacher.wait_for_function(
+            "n => document.body.innerText.includes(`Answered so far: ${n} of`)",
+            arg=answers,
+            timeout=TEACHER_TIMEOUT_S * 1000,
+            polling=50,
+        )
     except Exception:  # not within the timeout: reported as never
         return math.inf
-    return time.monotonic() - outcome.last_recorded
+    return time.monotonic() - last_recorded
 
 
 def in_thread(work) -> Outcome:
@@ -327,14 +440,30 @@ def in_thread(work) -> Outcome:
     return box[0]
 
 
+def check_store(
+    told: Mapping[str, str], held: Mapping[str, str | None], total: int
+) -> tuple[int, int]:
+    """(lost, counted twice): the seats told their option is recorded that hold another or
+    none; the answers the store counts beyond one per seat of the class that holds one."""
+    lost = sum(held.get(seat) != option for seat, option in told.items())
+    return lost, max(0, total - sum(option is not None for option in held.values()))
+
+
 def summarise(report: Report, outcome: Outcome, code: str, env: dict) -> None:
-    """Recorded answers against what the store holds; latencies; errors."""
-    report.errors = outcome.errors
-    report.recorded = len(outcome.recorded)
-    stored = open_store({k: v for k, v in env.items() if v is not None}).counts(code, 1)
-    held = list(stored.values())
-    expected = np.bincount(outcome.recorded, minlength=len(held))
-    report.lost = int(np.maximum(expected - np.asarray(held), 0).sum())
+    """What the students were told against what the store holds, seat by seat; latencies."""
+    report.errors, report.killed = outcome.errors, outcome.killed
+    store = open_store({k: v for k, v in env.items() if v is not None})
+    seats = {s.token: seat_id(s.token, code) for s in outcome.crowd}
+    told = {seats[s.token]: s.told for s in outcome.crowd if s.told is not None}
+    held = {seat: store.answers(code, seat).get((1, 1)) for seat in seats.values()}
+    report.recorded = len(told)
+    report.lost, report.counted_twice = check_store(told, held, sum(store.counts(code, 1).values()))
+    report.head_count = store.state(code).students
+    moved = [s for s in outcome.crowd if s.reconnects]
+    report.reconnected, report.busy = len(moved), sum(s.busy > 0 for s in moved)
+    report.reconnect_max_s = max((s.reconnect_s for s in moved), default=math.nan)
+    cut = [s.cut_s for s in outcome.crowd if s.cut_s is not None and s.told is not None]
+    report.cut, report.cut_max_s = len(cut), max(cut, default=math.nan)
     if outcome.latencies:
         report.p95_s = float(np.percentile(outcome.latencies, 95))
         report.max_s = float(max(outcome.latencies))
@@ -346,13 +475,21 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--window", type=float, default=DEFAULT_WINDOW_S)
     parser.add_argument("--store", default=None, help="redis://host:port/db (default: SQLite)")
+    parser.add_argument(
+        "--kill-mid-vote",
+        action="store_true",
+        help="SIGKILL the worker holding the most students once half are recorded (2+ workers)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.kill_mid_vote and args.workers < 2:
+        parser.error("--kill-mid-vote needs --workers 2 or more")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    report = run_class(args.students, args.workers, args.window, args.store)
+    report = run_class(args.students, args.workers, args.window, args.store, args.kill_mid_vote)
     print("\n".join(report.lines()))
     if args.json is not None:
         args.json.write_text(json.dumps(asdict(report), indent=2))

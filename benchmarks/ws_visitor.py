@@ -5,7 +5,8 @@ with the cookies a browser keeps: it fetches the page first, waits while a proxy
 busy page, and sends the cookies it was given with every request. When its connection drops (its
 worker died), it reconnects as the frontend does, sends only the link of the view it had, and
 checks that the same view comes back. The pieces of the protocol it uses (the address, the
-subprotocol, widget ids, the cookie jar, the page fetch) serve ``benchmarks.classroom`` too.
+subprotocol, widget ids, what a run shows, the cookie jar, the page fetch, the websocket) serve
+``benchmarks.classroom`` too.
 """
 
 from __future__ import annotations
@@ -64,18 +65,24 @@ def chart_state(spec: str) -> tuple[int, float] | None:
 
 @dataclass
 class Run:
-    """What the server sent for one script run: the page, widget ids by key, the chart."""
+    """What the server sent for one script run: the page, widget ids by key, the chart, the
+    alerts' texts and each radio's options (by key)."""
 
     page: str = ""
     ids: dict[str, str] = field(default_factory=dict)
     chart: tuple[int, float] | None = None
     exceptions: list[str] = field(default_factory=list)
+    alerts: list[str] = field(default_factory=list)
+    options: dict[str, list[str]] = field(default_factory=dict)
 
     def take(self, element) -> None:
         """Note what matters in one ``Element`` proto of a ``new_element`` delta."""
         kind = element.WhichOneof("type")
         if kind == "exception":
             self.exceptions.append(element.exception.message)
+            return
+        if kind == "alert":
+            self.alerts.append(element.alert.body)
             return
         widget_id = getattr(getattr(element, kind), "id", "")
         if not (isinstance(widget_id, str) and widget_id.startswith(WIDGET_ID_PREFIX)):
@@ -84,6 +91,8 @@ class Run:
         self.ids[key] = widget_id
         if kind == "plotly_chart" and key == CHART_KEY:
             self.chart = chart_state(element.plotly_chart.spec)
+        elif kind == "radio":
+            self.options[key] = list(element.radio.options)
 
 
 @dataclass(frozen=True)
@@ -133,6 +142,26 @@ def ws_url(base_url: str) -> str:
     parts = urlsplit(base_url)
     scheme = "wss" if parts.scheme == "https" else "ws"
     return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}{STREAM_PATH}"
+
+
+async def open_stream(base_url: str, cookies: Cookies, timeout_s: float):
+    """A websocket to the app at ``base_url`` with ``cookies``, which keep the ones its answer
+    sets (the proxy's)."""
+    from websockets.asyncio.client import connect
+
+    conn = await connect(
+        ws_url(base_url),
+        subprotocols=[SUBPROTOCOL],
+        additional_headers=cookies.header(),
+        # A run's charts may pass the client's 1 MiB default; the server bounds its messages.
+        max_size=None,
+        open_timeout=timeout_s,
+        # At the deadline a busy server may not answer the closing handshake soon.
+        close_timeout=1.0,
+        proxy=None,
+    )
+    cookies.update(conn.response.headers)
+    return conn
 
 
 class WsVisitor(Visitor):
@@ -193,21 +222,8 @@ class WsVisitor(Visitor):
 
     async def connect(self, timeout_s: float) -> None:
         """A new websocket, with the cookies kept so far; keeps the ones its answer sets."""
-        from websockets.asyncio.client import connect
-
         await self.close()
-        self.conn = await connect(
-            ws_url(self.base_url),
-            subprotocols=[SUBPROTOCOL],
-            additional_headers=self.cookies.header(),
-            # A run's charts may pass the client's 1 MiB default; the server bounds its messages.
-            max_size=None,
-            open_timeout=timeout_s,
-            # At the deadline a busy server may not answer the closing handshake soon.
-            close_timeout=1.0,
-            proxy=None,
-        )
-        self.cookies.update(self.conn.response.headers)
+        self.conn = await open_stream(self.base_url, self.cookies, timeout_s)
 
     async def open(self) -> None:
         """The first load: every visitor arrives at once, so it gets ``load_timeout``. A load
