@@ -154,13 +154,13 @@ class Student:
 
         return self.conn is not None and self.conn.state is State.OPEN
 
-    async def open(self, timeout_s: float) -> None:
-        """The page (waiting out the proxy's busy page), a websocket, and a run with the pick
-        held, all with the cookies."""
+    async def open(self, timeout_s: float, *, page: bool = True) -> None:
+        """The page (waiting out the proxy's busy page; not on a reconnect, as the browser does
+        not fetch it then), a websocket, and a run with the pick held, all with the cookies."""
         deadline = time.monotonic() + timeout_s
         await self.close()
         url = f"{self.base_url}/{PAGE}?{urlencode({'class': self.code, 'lang': 'en'})}"
-        while True:
+        while page:
             status, headers, body = await asyncio.to_thread(
                 fetch_page, url, self.cookies.header(), max(1.0, deadline - time.monotonic())
             )
@@ -210,12 +210,12 @@ class Student:
                 return run
 
     async def reconnect(self) -> None:
-        """Page and websocket again, with the pick held, as often as it takes (bounded)."""
+        """The websocket again, with the pick held, as often as it takes (bounded)."""
         self.reconnects += 1
         start = time.monotonic()
         while True:
             try:
-                await self.open(RECOVER_TIMEOUT_S)
+                await self.open(RECOVER_TIMEOUT_S, page=False)
                 self.reconnect_s = max(self.reconnect_s, time.monotonic() - start)
                 return
             except Exception as exc:  # refused, reset, a run cut short: again
