@@ -8,7 +8,7 @@ at a seeded random moment within ``--window`` seconds. A student keeps its seat 
 (``normlab_seat``) and the proxy's, and sends them with every page fetch and websocket, as a
 browser does after its first visit. ``--kill-mid-vote`` sends SIGKILL to the worker holding the
 most students once half the class was told "recorded": a student whose connection drops
-reconnects (page and websocket, same cookies) and runs the page with its pick until it says
+reconnects (the websocket, same cookies) and runs the page with its pick until it says
 "recorded". The report: *answers lost* (students told "recorded" whose seat in the store holds
 another option or none; target 0), *counted twice* (answers beyond one per answering seat;
 target 0), the *head count* (seats; target the class), *teacher complete* (from the last
@@ -136,8 +136,8 @@ class Student:
     """One student: a Streamlit session over the websocket with a browser's cookies (its seat
     token, kept for its life, and the proxy's); reconnects when its worker dies."""
 
-    def __init__(self, base_url: str, code: str) -> None:
-        self.base_url, self.code = base_url, code
+    def __init__(self, base_url: str, code: str, source: str | None = None) -> None:
+        self.base_url, self.code, self.source = base_url, code, source  # source: its address
         self.token = secrets.token_hex(16)
         self.cookies = Cookies()
         self.cookies.values[SEAT_COOKIE] = self.token
@@ -172,7 +172,7 @@ class Student:
             self.busy += 1
             await asyncio.sleep(float(headers.get("Retry-After") or RETRY_S))
         left = max(1.0, deadline - time.monotonic())
-        self.conn = await open_stream(self.base_url, self.cookies, left)
+        self.conn = await open_stream(self.base_url, self.cookies, left, source=self.source)
         await asyncio.wait_for(self.rerun(), max(1.0, deadline - time.monotonic()))
 
     async def rerun(self) -> None:

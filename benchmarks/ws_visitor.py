@@ -144,9 +144,9 @@ def ws_url(base_url: str) -> str:
     return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}{STREAM_PATH}"
 
 
-async def open_stream(base_url: str, cookies: Cookies, timeout_s: float):
+async def open_stream(base_url: str, cookies: Cookies, timeout_s: float, source: str | None = None):
     """A websocket to the app at ``base_url`` with ``cookies``, which keep the ones its answer
-    sets (the proxy's)."""
+    sets (the proxy's), from the loopback address ``source`` if given."""
     from websockets.asyncio.client import connect
 
     conn = await connect(
@@ -159,6 +159,7 @@ async def open_stream(base_url: str, cookies: Cookies, timeout_s: float):
         # At the deadline a busy server may not answer the closing handshake soon.
         close_timeout=1.0,
         proxy=None,
+        **({"local_addr": (source, 0)} if source else {}),
     )
     cookies.update(conn.response.headers)
     return conn

@@ -133,3 +133,34 @@ def test_a_pick_made_while_the_store_is_unreachable_arrives_and_the_page_follows
         failures = [line for line in log.read_text().splitlines() if "store RedisStore" in line]
         assert any("failed" in line and "Timeout" in line for line in failures), failures
         assert len([line for line in failures if "failed" in line]) == 1
+
+
+def test_the_proxy_gives_each_address_its_own_limit(tmp_path) -> None:
+    """Students from three loopback addresses through HAProxy, two new seats allowed per
+    address: the address the workers see is each student's own (X-Forwarded-For), not the
+    proxy's."""
+    import asyncio
+
+    from benchmarks.classroom import Student
+
+    env = {"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLASS_STORE": None}
+    env["NORMLAB_CLIENT_SEATS"] = "2"
+    with launched(workers=2, seats=20, env=env) as served:
+        store = open_store({"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLIENT_SEATS": "2"})
+        code, _ = store.create("test")
+
+        async def join(source: str) -> list[str]:
+            student = Student(served.url, code, source)
+            try:
+                await student.open(TIMEOUT_MS / 1e3)
+                return student.shown.alerts
+            finally:
+                await student.close()
+
+        async def class_() -> list[list[str]]:
+            return [await join(s) for s in ("127.0.0.2",) * 3 + ("127.0.0.3",) * 2]
+
+        alerts = asyncio.run(class_())
+    refused = ["seats from your network" in " ".join(a) for a in alerts]
+    assert refused == [False, False, True, False, False], alerts
+    assert store.state(code).students == 4
