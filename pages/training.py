@@ -32,7 +32,7 @@ from core.training.lab_view import (
     training_view,
 )
 from core.training.model import NORM_KINDS
-from core.training.runs import REFERENCE
+from core.training.reference import REFERENCE
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section

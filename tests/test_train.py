@@ -1,10 +1,8 @@
-"""core.training.train, core.training.corpus, core.training.store and core.training.runs:
-determinism, the caps, the checkpoint round trip, and the shipped reference runs (which must
-reproduce on this CPU)."""
+"""core.training.train, corpus, store, reference and runs: determinism, the caps, the checkpoint
+round trip, and the shipped reference runs (which must reproduce on this CPU)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import time
@@ -16,20 +14,23 @@ import torch
 
 from core.device import torch_threads
 from core.training.corpus import VAL_FRACTION, corpus_text, decode, encode, load_corpus
+from core.training.fair import measure
 from core.training.model import GPT, MODEL_NORMS, PLACEMENTS, QK_NORMS, ModelConfig
-from core.training.runs import (
-    CHECKPOINT_NORMS,
+from core.training.reference import (
     CURVES_FILE,
     REFERENCE,
     REFERENCE_DIR,
+    SUMMARY_FILE,
+    load_reference,
+    reference_summary,
+)
+from core.training.runs import (
+    CHECKPOINT_NORMS,
     REFERENCE_NORMS,
     REFERENCE_SEEDS,
     SETS,
-    SUMMARY_FILE,
     checkpoint_path,
-    load_reference,
     make_set,
-    reference_summary,
     run_reference,
 )
 from core.training.store import load_checkpoint, read_config, save_checkpoint
@@ -444,11 +445,7 @@ def test_reference_summary_compares_means_spread_and_pairs() -> None:
 
 
 def test_every_shipped_set_names_the_function_that_makes_it() -> None:
-    assert {"norms", "kernels"} <= set(SETS)
-    for name, target in SETS.items():
-        module, function = target.split(":")
-        assert callable(getattr(importlib.import_module(module), function)), name
-    assert SETS["norms"] == "core.training.runs:run_reference"
+    assert SETS["norms"] is run_reference and SETS["kernels"] is measure
     with pytest.raises(ValueError, match="set must be one of"):
         make_set("batch", "/nonexistent")
 

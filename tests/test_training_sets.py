@@ -74,8 +74,7 @@ def test_the_quick_sets_read_into_the_pages_view(quick) -> None:
 
 
 def test_the_runs_script_makes_both_sets() -> None:
-    assert SETS["placement"] == "core.training.sets:make_placement"
-    assert SETS["qknorm"] == "core.training.sets:make_qknorm"
+    assert SETS["placement"] is make_placement and SETS["qknorm"] is make_qknorm
 
 
 # --- Every branch, from records made by hand --------------------------------------------------

@@ -13,6 +13,7 @@ in an LRU cache bounded by count and bytes.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import importlib.util
@@ -285,11 +286,10 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     """The network errors of the HTTP client huggingface_hub uses (httpx2 or httpx): no
     connection, a timeout, a download cut off. Neither derives from OSError."""
     found: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    for name in ("httpx2", "httpx"):
-        try:
-            found.append(importlib.import_module(name).TransportError)
-        except (ImportError, AttributeError):
-            continue
+    with contextlib.suppress(ImportError, AttributeError):
+        found.append(importlib.import_module("httpx2").TransportError)
+    with contextlib.suppress(ImportError, AttributeError):
+        found.append(importlib.import_module("httpx").TransportError)
     return tuple(found)
 
 

@@ -1,4 +1,3 @@
-"""The training lab: tiny transformers (``model``) on Python's own docs (``corpus``), trained by
-``train``, the shipped reference runs (``runs``), their checkpoints (``store``), the stream read
-by forward hooks (``activations``) and the page's view of the runs (``lab_view``), with the runs
-as drawn and compared (``curves``) and what they say (``findings``)."""
+"""The training lab: tiny transformers trained on Python's own docs, the shipped reference runs and
+sets, and the page's views of them and the sentences they make true. One module per idea; the
+list, with what each holds, is under ``core/training/`` in ``docs/architecture.md``."""

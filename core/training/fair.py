@@ -35,7 +35,7 @@ from core.device import torch_threads
 from core.training.corpus import load_corpus
 from core.training.lab_view import recorded_operations
 from core.training.model import ModelConfig, Norm
-from core.training.runs import (
+from core.training.reference import (
     REFERENCE,
     REFERENCE_DIR,
     REFERENCE_THREADS,

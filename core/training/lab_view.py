@@ -36,7 +36,7 @@ from core.training.curves import (
 from core.training.dyt_view import alpha_claims, dyt_claim
 from core.training.findings import run_claims, share_noise
 from core.training.model import NORM_KINDS, QK_NORMS, ModelConfig
-from core.training.runs import REFERENCE, load_reference
+from core.training.reference import REFERENCE, load_reference
 from core.training.train import TrainConfig, TrainResult, train_together
 
 # What a visitor may choose. Widths are multiples of the reference's 4 heads; the largest model
@@ -56,7 +56,7 @@ SECONDS_LIMITS = (1.0, 600.0)
 # which at the largest model is 80 steps of each of three variants.
 LIVE_WORK = 2e11
 # One thread: on a shared two-core machine a second thread makes each step wait for it (see
-# core.training.runs), and the other core stays free for the other visitors.
+# core.training.reference), and the other core stays free for the other visitors.
 LIVE_THREADS = 1
 # Validations per live run (about), and the forward-timing repeats once a run completes.
 LIVE_VALIDATIONS = 20

@@ -30,7 +30,7 @@ from typing import Any
 
 from core.device import torch_threads
 from core.training.corpus import load_corpus
-from core.training.runs import (
+from core.training.reference import (
     LOSS_DECIMALS,
     REFERENCE,
     REFERENCE_DIR,
