@@ -1,5 +1,6 @@
 """Scripts that measure NormLab as it runs: ``python -m benchmarks.<name> --help``."""
 
-# ``core`` sets torch's OpenMP threads to sleep between operations (see there); imported here, it
-# does so before any benchmark imports torch, as it does for the app.
-import core  # noqa: F401
+from core.device import passive_openmp_threads
+
+# Before any benchmark imports torch, as the app's start does (see there).
+passive_openmp_threads()

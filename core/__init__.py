@@ -4,16 +4,6 @@ Start reading at ``core/norms.py``: ``rms_norm_reference`` and ``layer_norm_refe
 norm in a few lines, and every other path is tested against them.
 """
 
-import os
-
-# torch's OpenMP threads wait for more work by spinning for a few milliseconds after each
-# operation (libgomp's active wait): they take a core from the fused kernels' numba threads
-# started right after, and from other visitors' sessions on a shared server. Passive: they sleep
-# once their work is done. libgomp reads this when torch loads it, so it is set here, before
-# anything imports torch (this package imports torch lazily); a setting already in the
-# environment wins. ``benchmarks`` imports this package first, so it measures what the app runs.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 from core.device import available_devices, resolve_device, torch_available
 from core.geometry import (
     PlaneImages,

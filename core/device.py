@@ -7,6 +7,7 @@ torch is looked up with :func:`importlib.util.find_spec` and imported inside the
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -38,6 +39,14 @@ def available_devices() -> list[str]:
     if mps is not None and mps.is_available():
         devices.append("mps")
     return devices
+
+
+def passive_openmp_threads() -> None:
+    """Let torch's OpenMP threads sleep once their work is done, unless the environment says
+    otherwise; call it before anything imports torch (libgomp reads the policy as torch loads it).
+    Spinning, they take a core from the numba kernels started right after and from other
+    visitors' sessions. The app's start (``ui.nav.preload``) and ``benchmarks`` call it."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @contextmanager

@@ -1,9 +1,10 @@
 """The page registry: every page of the app, in the order of the navigation.
 
-``app.py`` builds ``st.navigation`` from it and imports the pages (:func:`preload`), and the tests
-read it instead of the router's source; ``ui`` itself never imports a page. A new page is one entry
-here, one file in ``pages/`` (which ends with ``if __name__ == "__main__": main()``, so that
-importing it for its ``PARAMS`` draws nothing) and one text file in ``assets/text/``.
+``app.py`` builds ``st.navigation`` from it and imports the pages (:func:`preload`, given their
+names), and the tests read it instead of the router's source; no ``ui`` module names a page in an
+import. A new page is one entry here, one file in ``pages/`` (which ends with ``if __name__ ==
+"__main__": main()``, so that importing it for its ``PARAMS`` draws nothing) and one text file in
+``assets/text/``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from core.device import passive_openmp_threads
 from ui.i18n import t
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +69,7 @@ _preloaded = False
 
 def page_modules() -> tuple[str, ...]:
     """The module name of every page, in the order of :data:`PAGES` (names, not imports: the
-    router imports the pages, never ``ui``)."""
+    pages are imported when ``app.py`` hands these to :func:`preload`)."""
     return tuple(f"pages.{spec.name}" for spec in PAGES)
 
 
@@ -80,12 +82,15 @@ def preload(modules: tuple[str, ...]) -> None:
     import pandas and torch from two threads; they import themselves in cycles, and Python's
     import-deadlock rule then hands one thread a half-built module ("partially initialized
     module 'pandas' has no attribute 'Series'"). Later runs find everything imported.
+    First torch's threads are set to sleep between operations (``passive_openmp_threads``): the
+    pages import torch; nothing ``app.py`` imports before this call does.
     """
     global _preloaded
     if _preloaded:
         return
     with _preload_lock:
         if not _preloaded:
+            passive_openmp_threads()
             for name in PRELOAD + modules:
                 importlib.import_module(name)
             _preloaded = True
