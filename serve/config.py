@@ -2,7 +2,8 @@
 
 ``haproxy.cfg`` beside this module is the template; ``Plan`` holds what varies (where the proxy
 listens, the workers' loopback ports, the seats per worker), and ``write_run_files`` renders it
-into a run folder with the busy page in each language.
+into a run folder with the busy page in each language. The page's texts are read here from
+``assets/text/serve.toml``, not through ``ui.i18n``: the launcher imports nothing of the app.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 import html
 import math
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-from ui.i18n import LANGUAGES, t
-
 TEMPLATE = Path(__file__).with_name("haproxy.cfg")
+# The busy page's texts: a table per text, with a string per language (English first).
+TEXTS = Path(__file__).resolve().parent.parent / "assets" / "text" / "serve.toml"
 # The cookie that binds a visitor to a worker; Streamlit sets none of this name.
 COOKIE = "NORMLAB_WORKER"
 # Visitors one worker takes before new ones see the busy page: the target of 40 readers on two
@@ -96,8 +98,10 @@ def haproxy_config(plan: Plan, run_dir: Path) -> str:
 def busy_page(lang: str, retry_s: int = RETRY_S) -> str:
     """The page a new visitor sees while every seat is taken; it reloads the same link."""
 
+    texts = tomllib.loads(TEXTS.read_text())
+
     def text(name: str) -> str:
-        return html.escape(t(f"serve.{name}", lang, retry_s=retry_s))
+        return html.escape((texts[name].get(lang) or texts[name]["en"]).format(retry_s=retry_s))
 
     return PAGE.format(
         lang=lang,
@@ -125,7 +129,7 @@ def busy_response(lang: str, retry_s: int = RETRY_S) -> bytes:
 
 def write_run_files(plan: Plan, run_dir: Path) -> Path:
     """Write the busy pages and HAProxy's configuration into ``run_dir``; the config's path."""
-    for lang in LANGUAGES:
+    for lang in tomllib.loads(TEXTS.read_text())["busy_title"]:
         (run_dir / f"busy-{lang}.html").write_text(busy_page(lang, plan.retry_s))
         (run_dir / f"busy-{lang}.http").write_bytes(busy_response(lang, plan.retry_s))
     config = run_dir / "haproxy.cfg"
