@@ -1,7 +1,8 @@
-"""App code stays readable: no function longer than a screen, and pages stay thin.
+"""App code stays readable: no function longer than a screen, and core and viz stay out of each
+other and out of Streamlit.
 
-"A function longer than a screen usually hides two concepts; name them" (STYLE.md). Data tables
-are module-level assignments, not functions, so they are not counted.
+A function longer than a screen usually hides two concepts; name them. Data tables are
+module-level assignments, not functions, so they are not counted.
 """
 
 from __future__ import annotations
