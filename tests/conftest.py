@@ -23,11 +23,14 @@ if worker := os.environ.get("PYTEST_XDIST_WORKER"):
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
 
+from hypothesis import settings
+
 from benchmarks.live import (
     CHROMIUM,
     CHROMIUM_ARGS,
     live_app,
 )
+from tests.hypothesis_util import QUICK_EXAMPLES
 
 
 @pytest.fixture(scope="session")
@@ -61,65 +64,104 @@ def scenario_server(tmp_path_factory, browser) -> Iterator[tuple[str, object]]:
     yield from serve(tmp_path_factory, browser)
 
 
-# The files that take longest, run first: ``--dist loadfile`` hands whole files to the two
-# processes in collection order, and a long file handed out last keeps one process busy while
-# the other has nothing left to do.
-LONGEST_FIRST = (
-    "test_browser_scenarios.py",
-    "test_browser_scenarios_more.py",
-    "test_claims.py",
-    "test_numbers_agree.py",
-    "test_load.py",
-    "test_serve_browser.py",
-    "test_a11y.py",
-    "test_glossary.py",
-    "test_browser_phone.py",
-    "test_browser_inspector.py",
-    "test_fuzz_pages.py",
-    "test_browser_explorer.py",
-    "test_browser_attention.py",
-    "test_chart_words.py",
-    "test_snippets.py",
-    "test_browser_training.py",
-    "test_browser_lessons.py",
-    "test_browser_classroom.py",
-    "test_browser_links.py",
-    "test_serve.py",
-    # Then the pages through AppTest and the training runs; the many quick files come last.
-    "test_page_explorer.py",
-    "test_training_view.py",
-    "test_train.py",
-    "test_page_training.py",
-    "test_page_lesson.py",
-    "test_page_inspector.py",
-    "test_page_residual.py",
-    "test_page_contracts.py",
-    "test_page_backward.py",
-    "test_page_attention.py",
-    "test_page_precision.py",
-    "test_page_invariance.py",
-    "test_page_speed.py",
-    "test_page_lesson_class.py",
-    "test_params.py",
-    "test_residual.py",
-    "test_speedlab.py",
-    "test_inspect.py",
-    "test_explorer_findings.py",
-    "test_locale.py",
-    "test_presets.py",
-    "test_precision.py",
-    "test_bench_app.py",
-    "test_browser_lab.py",
-    "test_browser_residual.py",
-)
+# ---------------------------------------------------------------------------------------------
+# Hypothesis: two profiles. "full" is Hypothesis's own (100 examples a test, and every test's own
+# ``max_examples``); "quick" runs a fifth of that. The quick loop (``-m "not slow"``) loads
+# "quick", any other run "full": a plain ``python -m pytest``, as CI runs it, is the whole check.
+# NORMLAB_HYPOTHESIS=quick|full chooses either, and Hypothesis's --hypothesis-profile wins over
+# both. A test with a count of its own writes it ``max_examples=examples(N)``
+# (tests/hypothesis_util.py): N under "full", the same fifth of N under "quick". A failure
+# Hypothesis once found is replayed from its example database (.hypothesis/) under either.
+settings.register_profile("full", settings.get_profile("default"))
+settings.register_profile("quick", max_examples=QUICK_EXAMPLES)
+
+
+def _quick_loop(config: pytest.Config) -> bool:
+    """Whether this run leaves the slow tests out: ``not slow`` in its ``-m``."""
+    return "not slow" in " ".join((config.getoption("markexpr", "") or "").split())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Hypothesis's own plugin loads --hypothesis-profile after this, so that option wins.
+    profile = os.environ.get("NORMLAB_HYPOTHESIS") or ("quick" if _quick_loop(config) else "full")
+    settings.load_profile(profile)
+    config.stash[DURATIONS] = _read_durations(config)
+    if getattr(config, "cache", None) is not None and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Durations(config), "normlab-durations")
+
+
+# ---------------------------------------------------------------------------------------------
+# Scheduling: ``--dist loadfile --no-loadscope-reorder`` hands whole files to the two processes in
+# collection order, and a long file handed out last keeps one process busy while the other has
+# nothing left to do. So the files go out longest first: longest by what their selected tests
+# took the last time they ran, from a cache every run updates (.pytest_cache/v/normlab/durations,
+# seconds by test id). A test the cache does not know is guessed from its markers.
+DURATIONS_KEY = "normlab/durations"
+DURATIONS = pytest.StashKey[dict[str, float]]()
+GUESS_S = {"browser": 8.0, "slow": 3.0}
+GUESS_OTHER_S = 0.1
+
+
+def _read_durations(config: pytest.Config) -> dict[str, float]:
+    if hasattr(config, "workerinput"):
+        # An xdist worker takes the controller's copy: were each to read the cache, a run ending
+        # elsewhere between their two collections could give them two orders.
+        return config.workerinput.get("normlab_durations", {})
+    cache = getattr(config, "cache", None)  # absent under -p no:cacheprovider
+    found = cache.get(DURATIONS_KEY, {}) if cache is not None else {}
+    return found if isinstance(found, dict) else {}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    node.workerinput["normlab_durations"] = node.config.stash[DURATIONS]
+
+
+class _Durations:
+    """Adds up each test's setup, call and teardown (in xdist's controller: the workers' reports)
+    and writes them into the cache when the run ends."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.ran: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.ran[report.nodeid] = self.ran.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        cache = self.config.cache
+        if not self.ran:
+            return
+        # What ran now replaces what the cache had for it; tests whose file is gone are dropped.
+        merged = {**cache.get(DURATIONS_KEY, {}), **{k: round(v, 3) for k, v in self.ran.items()}}
+        root = self.config.rootpath
+        merged = {k: v for k, v in merged.items() if (root / k.split("::")[0]).exists()}
+        cache.set(DURATIONS_KEY, merged)
+
+
+def _seconds(item: pytest.Item, known: dict[str, float]) -> float:
+    if item.nodeid in known:
+        return known[item.nodeid]
+    return next(
+        (s for marker, s in GUESS_S.items() if item.get_closest_marker(marker)), GUESS_OTHER_S
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest files first (``LONGEST_FIRST``; the rest keep their order). A browser test
-    starts a server and Chromium, so it is ``slow`` too: ``-m "not slow"`` leaves every browser
-    test out of the quick loop."""
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    """A browser test starts a server and Chromium, so it is ``slow`` too: ``-m "not slow"``
+    leaves every browser test out of the quick loop. (This runs before ``-m`` deselects.)"""
     for item in items:
         if item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def longest_files_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The selected tests (this runs after ``-m`` and ``-k``), their files longest first; each
+    file's tests keep their order."""
+    known = config.stash.get(DURATIONS, {})
+    total: dict[Path, float] = {}
+    for item in items:
+        total[item.path] = total.get(item.path, 0.0) + _seconds(item, known)
+    first = {path: i for i, path in reversed(list(enumerate(item.path for item in items)))}
+    items.sort(key=lambda item: (-total[item.path], first[item.path]))

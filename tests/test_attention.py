@@ -29,6 +29,7 @@ from core.lab.key_geometry import (
     query_direction,
     selection_margins,
 )
+from tests.hypothesis_util import examples
 from ui.i18n import t
 
 # Directions sampled for the brute-force checks: a circle, and a Fibonacci sphere.
@@ -178,7 +179,7 @@ def test_best_query_beats_every_sampled_direction(d, n, seed, spread, offset) ->
         assert proj.max() - proj.min() == pytest.approx(best.width, abs=1e-12)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(**KEY_DRAWS, length=st.sampled_from((0.5, 3.0, 8.0)))
 @example(d=2, n=4, seed=4, spread=0.1015625, offset=8.0, length=0.5)
 @example(d=2, n=4, seed=4, spread=0.125, offset=1.0, length=8.0)
@@ -277,7 +278,7 @@ def test_attention_is_scaled_dot_product_softmax() -> None:
     np.testing.assert_allclose(scores, keys @ q / math.sqrt(3), rtol=1e-15)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(**KEY_DRAWS)
 def test_offset_and_spread_change_neither_layer_norm_nor_which_raw_keys_hide(
     d, n, seed, spread, offset

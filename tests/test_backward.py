@@ -15,6 +15,7 @@ from core.lab.backward import (
     components,
     upstream_gradient,
 )
+from tests.hypothesis_util import examples
 
 # float64 autograd against the closed form: only rounding separates them.
 RTOL, ATOL = 1e-10, 1e-12
@@ -48,7 +49,7 @@ def test_jacobians_match_autograd():
     np.testing.assert_allclose(lesson.jacobian_layer, j_layer.numpy(), rtol=RTOL, atol=ATOL)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     d=st.integers(3, MAX_JACOBIAN_WIDTH),
     seed=st.integers(0, 2**31 - 1),

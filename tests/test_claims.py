@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import tests.claims as claims_pkg
+from tests.hypothesis_util import examples
 from ui.i18n import TEXT_DIR, catalogue, is_claim, metadata
 
 # Every module but ``oracle`` (the helpers several of them share) checks one page.
@@ -30,7 +31,7 @@ CLAIM_KEYS = sorted(key for key in catalogue() if is_claim(key))
 EXPLAINING = re.compile(r"(caption|explain|why_|verdict|finding|summary|headline|conclusion)")
 TOPICS = sorted(path.stem for path in TEXT_DIR.glob("*.toml"))
 SWEEP = settings(
-    max_examples=40,
+    max_examples=examples(40),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -46,7 +47,7 @@ def _check_state(module, state) -> None:
 
 # The inspector's states load real checkpoints and run them over texts up to the page's limit,
 # about three seconds each on a busy machine: fewer of them a run, and not in the quick loop.
-EXAMPLES = {"inspector": 15}
+EXAMPLES = {"inspector": examples(15)}
 PAGES = [
     pytest.param(name, marks=pytest.mark.slow) if name == "inspector" else name
     for name in sorted(MODULES)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from core import _fused, fast, layer_norm, rms_norm
 from core.fast import KERNELS, available_cores, plain_norm
+from tests.hypothesis_util import examples
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FUSED_RMS, FUSED_LAYER = KERNELS[("rms", "fused")], KERNELS[("layer", "fused")]
@@ -258,7 +259,7 @@ def test_fused_kernels_are_safe_from_many_threads():
         _assert_close(y, expected)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     batch=st.lists(st.integers(1, 6), min_size=1, max_size=3),
     d=st.integers(1, 70),

@@ -30,8 +30,11 @@ from core.inputs import (
     parse_vector,
 )
 from core.knobs import CASTS, EPS_PLACEMENTS, GAIN_MODES, REDUCTION_DTYPES
+from tests.hypothesis_util import examples
 
-FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # Row magnitudes from underflow territory to float64 overflow of the squares: each dtype gets the
 # ones it can hold, and a cast that overflows to inf is a non-finite input (then a ValueError).
@@ -205,7 +208,7 @@ TOKENS = st.one_of(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(tokens=st.lists(TOKENS, max_size=30), sep=st.sampled_from((", ", ";", " ", "\n", ",,")))
 def test_parse_vector_returns_a_bounded_vector_or_names_the_problem(tokens, sep) -> None:
     text = sep.join(tokens)
@@ -235,7 +238,7 @@ def test_parse_vector_refuses_more_than_the_width_cap() -> None:
     assert parse_vector(" ".join(["1"] * MAX_WIDTH)).shape == (MAX_WIDTH,)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     d=st.one_of(st.integers(-5, MAX_WIDTH + 5), st.sampled_from((2.5, True, "8"))),
     dist=st.sampled_from((*DISTRIBUTIONS, "cauchy")),

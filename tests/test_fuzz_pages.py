@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest_util import page_params, shown_text
+from tests.hypothesis_util import examples
 from ui.i18n import LANGUAGES, t
 from ui.nav import PAGES as NAV_PAGES
 
@@ -63,7 +64,7 @@ INVALID = (
 # Numbers in range for most parameters, and numbers out of range for all of them.
 NUMBERS = ("1", "3", "0.5", "-1", "1e-5", "7.5", "-1e308", "99999")
 FUZZ = settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -160,7 +161,7 @@ def test_every_page_declares_its_parameters() -> None:
 APP_KEYS = ("lang", "controls", "text", "embed")
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(
     query=st.dictionaries(
         st.sampled_from(APP_KEYS),

@@ -20,6 +20,7 @@ from core.geometry import (
     sphere_from,
 )
 from core.norms import layer_norm, rms_norm
+from tests.hypothesis_util import examples
 
 # Reconstruction x = along * u + perp costs a few roundings per coordinate, each at most
 # 2**-53 of max|x| times d; 1e-12 * (1 + max|x|) bounds that for d <= 32 with room to spare.
@@ -37,7 +38,7 @@ def test_ones_direction_is_unit_along_ones():
     np.testing.assert_allclose(np.linalg.norm(ones_direction(7)), 1.0, rtol=1e-15)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(vectors)
 def test_decompose_reconstructs_and_is_orthogonal(x):
     along, perp = decompose(x)

@@ -17,6 +17,7 @@ from core.inputs import (
     make_input,
     parse_vector,
 )
+from tests.hypothesis_util import examples
 
 
 @pytest.mark.parametrize("dist", DISTRIBUTIONS)
@@ -104,7 +105,7 @@ def test_parse_limits_the_count() -> None:
     assert info.value.code == "too_many" and info.value.count == MAX_WIDTH + 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(
         st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12),

@@ -41,6 +41,7 @@ from core.inspector.report import _contract_claim
 from core.inspector.sources import DEFAULT_MAX_GB, GIB, valid_hub_id
 from core.norms import layer_norm, rms_norm
 from tests.claims.inspector import check_contract_unknown, unknown_count
+from tests.hypothesis_util import examples
 from tests.inspector_fixture import offline_hub_cache, tiny_dir
 
 FAMILIES = ("llama", "gemma", "olmo2", "gpt2")
@@ -128,7 +129,7 @@ def test_shipped_names_come_from_the_folder(tmp_path: Path) -> None:
     assert catalog.resolve("orphan") is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(link=st.one_of(st.text(max_size=60), st.sampled_from(["local:", "a/b", "../../etc/passwd"])))
 def test_no_link_reaches_a_path_the_host_did_not_list(link: str) -> None:
     listed = Path(__file__).resolve().parent  # any folder: it holds no model

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from core.inputs import VectorParseError, link_vector, other_reading, parse_vector
 from tests.apptest_util import metric, open_app, shown_number
+from tests.hypothesis_util import examples
 from ui import fmt
 from ui.i18n import t
 
@@ -55,7 +56,7 @@ def test_percentages_and_tex_follow_the_language() -> None:
     assert fmt.tex(1.5e-8, lang="id") == r"1{,}5 \times 10^{-8}"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=finite, lang=st.sampled_from(LANGS))
 def test_a_written_number_reads_back_to_itself_at_its_digits(value: float, lang: str) -> None:
     text = fmt.num(value, lang=lang)
@@ -63,7 +64,7 @@ def test_a_written_number_reads_back_to_itself_at_its_digits(value: float, lang:
     assert fmt.parse(text, lang) == babel_read(text, lang)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     values=st.lists(finite.filter(lambda v: abs(v) <= 1e15), min_size=2, max_size=12),
     lang=st.sampled_from(LANGS),
@@ -204,7 +205,7 @@ def test_a_link_between_two_stops_takes_the_nearest_with_a_notice() -> None:
     assert "`offset`" in notice and "0,3" in notice
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(values=st.lists(finite, max_size=20), lang=st.sampled_from(LANGS))
 def test_a_table_column_is_written_as_each_number_is(values: list, lang: str) -> None:
     assert fmt.column(values, lang) == [fmt.num(v, lang=lang) for v in values]

@@ -33,6 +33,7 @@ from core.norms import (
     std_denominator,
     variance,
 )
+from tests.hypothesis_util import examples
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 20240607
@@ -593,14 +594,14 @@ def _spread(x):
     return np.sqrt(np.mean(centred**2, axis=-1)).min() > 1e-3
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(_rows(), st.floats(-100, 100))
 def test_layer_norm_ignores_a_shift(x, c):
     assume(_spread(x))
     np.testing.assert_allclose(layer_norm(x + c), layer_norm(x), rtol=1e-6, atol=1e-6)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(_rows(), st.floats(1e-3, 1e3))
 def test_both_ignore_a_positive_rescale_at_zero_eps(x, scale):
     assume(_spread(x))
@@ -612,7 +613,7 @@ def test_both_ignore_a_positive_rescale_at_zero_eps(x, scale):
     )
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(_rows(), st.floats(-5, 5).filter(lambda g: abs(g) > 1e-3))
 def test_output_norm_is_sqrt_d_times_gain(x, g):
     assume(_spread(x))
@@ -621,7 +622,7 @@ def test_output_norm_is_sqrt_d_times_gain(x, g):
         np.testing.assert_allclose(np.linalg.norm(out, axis=-1), math.sqrt(d) * abs(g), rtol=1e-9)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(1, 32), st.sampled_from(["inside", "outside", "clamp"]))
 def test_zero_vector_property(d, placement):
     with pytest.warns(NormWarning):

@@ -20,6 +20,7 @@ from tests.apptest_util import (
     shown_number,
     trace,
 )
+from tests.hypothesis_util import examples
 from ui import fmt
 from ui.i18n import t
 
@@ -233,7 +234,7 @@ def test_indonesian_trained_mode_shows_no_english():
         assert not english_on_page(at), english_on_page(at)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=hst.data())
 def test_hostile_links_in_trained_mode(data):
     """The page fuzz (tests/test_fuzz_pages.py) with the mode held at ``trained``, which the

@@ -22,6 +22,7 @@ from core.lab.reduced_precision import (
     running_sum_of_squares,
 )
 from core.presets import get_preset
+from tests.hypothesis_util import examples
 
 torch = pytest.importorskip("torch")
 
@@ -39,7 +40,7 @@ def test_output_norm_matches_closed_form(placement: str) -> None:
 
 
 @given(st.floats(1e-12, 1e-1), st.sampled_from(["inside", "outside"]), st.integers(0, 50))
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 def test_knee_halves_as_the_formula_says(eps: float, placement: str, seed: int) -> None:
     d = 16
     rms = float(np.sqrt(np.mean(make_input(d, seed=seed) ** 2)))

@@ -32,6 +32,7 @@ from core.lab.trained_residual import (
     trained_view,
 )
 from core.training.activations import TEXTS, read_shipped
+from tests.hypothesis_util import examples
 
 # float64 rounding over a dozen blocks stays near 1e-13; a real difference is far above this.
 ROUNDING = 1e-10
@@ -121,7 +122,7 @@ def test_without_drift_both_norms_see_almost_no_offset():
         assert np.max(trace.readings[name]["output_share_offset"]) < 0.05
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     layers=st.integers(1, 6),
     d=st.integers(2, 40),

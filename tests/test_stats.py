@@ -19,6 +19,7 @@ from core.stats import (
     second_moment_identity,
     vector_stats,
 )
+from tests.hypothesis_util import examples
 
 # Each of at most 64 additions and one division rounds by at most 2**-53 relative, so the two
 # sides of the identity agree to about 64 * 1.1e-16 = 7e-15; 1e-12 leaves a wide margin.
@@ -98,7 +99,7 @@ def test_batch_matches_single_vector_stats():
                 np.testing.assert_allclose(batch[key][i, j], getattr(single, key), rtol=1e-15)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(finite_vectors)
 def test_second_moment_identity_holds(values):
     rms2, var, mean2 = second_moment_identity(values)

@@ -39,6 +39,7 @@ from core.training.model import GPT, NORM_KINDS, PLACEMENTS, QK_NORMS, ModelConf
 from core.training.runs import CURVES_FILE, REFERENCE, REFERENCE_DIR, SUMMARY_FILE
 from core.training.train import TrainConfig, TrainResult
 from tests.claims.training import check_alpha
+from tests.hypothesis_util import examples
 from ui.i18n import translator
 
 SETTINGS = {"width": 16, "depth": 1, "eps": 1e-5, "lr": 3e-3, "steps": 30, "seed": 2}
@@ -420,7 +421,7 @@ SHARE_STATES = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(SHARE_STATES)
 def test_timing_sentences_never_contradict_each_other(drawn) -> None:
     factor, shares, steps, seeds, noise = drawn
