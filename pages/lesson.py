@@ -22,7 +22,7 @@ from core.lab.lesson_example import NOISE
 from core.lab.lesson_options import STEP_IDS
 from core.lab.lesson_words import moves
 from core.lab.snippets import lesson_code
-from ui import classroom, fmt, widgets
+from ui import class_board, classroom, fmt, widgets
 from ui.chart import chart
 from ui.classroom import Seat
 from ui.code import code_section
@@ -357,22 +357,26 @@ def option_label(r: StepResult, option: str, tr: Translator) -> str:
     return f"**{r.letter(option)}** · {tr(f'lesson.{r.step_id}_{option}', **quoted(r, tr.lang))}"
 
 
-def prediction(step_id: str, r: StepResult, tr: Translator, *, locked: bool) -> str | None:
-    """The options as a radio (locked once revealed, or by the class); returns the visitor's
-    pick, which the session keeps."""
+def prediction(step_id: str, r: StepResult, tr: Translator, seat: Seat | None) -> str | None:
+    """The options as a radio (locked once revealed, or while the class's vote is closed);
+    returns the visitor's pick, which the session keeps. The teacher and the board never pick:
+    they show the options as text, readable from the back of a room."""
     options = r.options
-    chosen = st.session_state[ANSWERS].get(step_id)
+    if seat is not None and not seat.student:
+        st.markdown("\n".join(f"- {option_label(r, o, tr)}" for o in options))
+        return None
+    chosen, key = st.session_state[ANSWERS].get(step_id), f"pick_{step_id}"
     # Not bound to the URL, so its labels may be translated; its values are the option ids, shown
-    # in the step's fixed order under the letters A, B, ...
+    # in the step's fixed order under the letters A, B, ... (the class may set its value).
     picked = st.radio(
         tr("lesson.prediction"),
         options,
-        index=options.index(chosen) if chosen in options else None,
+        index=options.index(chosen) if chosen in options and not classroom.set_here(key) else None,
         format_func=lambda o: option_label(r, o, tr),
-        key=f"pick_{step_id}",
-        disabled=locked or step_id in st.session_state[REVEALED],
+        key=key,
+        disabled=classroom.closed(seat, step_id) or step_id in st.session_state[REVEALED],
     )
-    if picked is not None and not locked:
+    if picked is not None:
         st.session_state[ANSWERS][step_id] = chosen = picked
     return chosen
 
@@ -400,12 +404,14 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
     st.progress(step / N_STEPS, text=tr("lesson.progress", k=step, n=N_STEPS, title=title))
     st.subheader(f"{step}. {title}")
     st.markdown(tr(f"lesson.{step_id}_question", **quoted(r, tr.lang)))
-    chosen = prediction(step_id, r, tr, locked=classroom.locked(seat, step))
+    chosen = prediction(step_id, r, tr, seat)
     classroom.send(seat, st.session_state[ANSWERS])
     classroom.answer_status(seat, step, st.session_state[ANSWERS], tr)
+    answer = option_label(r, r.correct, tr) if r.correct is not None else None
+    class_board.board_live(seat, step, (r.correct, answer), tr)
     if step_id not in st.session_state[REVEALED]:
         if seat is not None:  # in a class only the teacher reveals
-            if not seat.teacher:
+            if seat.student:
                 st.caption(tr("classroom.wait_reveal"))
             return
         st.button(
@@ -420,7 +426,7 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
             st.caption(tr("lesson.reveal_locked"))
         return
     verdict(r, chosen, tr)
-    classroom.class_result(seat, step, tr, r.correct)
+    class_board.class_result(seat, step, tr, r.correct)
     figure_chart(r, tr)
     for slot in ("explain", "detail"):
         if slot in r.claims:
@@ -429,40 +435,47 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
     code_section(tr, lesson_code(step_id))
 
 
-def navigation(step: int, tr: Translator) -> None:
+def navigation(step: int, tr: Translator, seat: Seat | None = None) -> None:
     """Previous and next buttons; they move the URL-bound ``step``. "Next" is the primary
-    button only once this step is revealed: until then the primary move is "Reveal"."""
+    button only once this step is revealed: until then the primary move is "Reveal". A page that
+    follows the class (a following student's, the board) has no moves of its own."""
     left, middle, right = st.columns([1, 2, 1])
+    follows = seat is not None and not seat.teacher and (not seat.student or classroom.following())
     left.button(
         tr("lesson.previous"),
         key="previous",
-        disabled=step <= 1,
+        disabled=step <= 1 or follows,
         on_click=_go,
         args=(step - 1,),
         width="stretch",
     )
     answers, revealed = st.session_state[ANSWERS], st.session_state[REVEALED]
     right_count = sum(answers.get(s) == compute(s).correct for s in revealed)
-    middle.caption(tr("lesson.score", right=right_count, revealed=len(revealed), n=N_STEPS))
+    if seat is not None and not seat.student:  # the teacher and the board predict nothing
+        middle.caption(tr("lesson.score_class", revealed=len(revealed), n=N_STEPS))
+    else:
+        middle.caption(tr("lesson.score", right=right_count, revealed=len(revealed), n=N_STEPS))
     right.button(
         tr("lesson.next"),
         key="next",
-        disabled=step >= N_STEPS,
+        disabled=step >= N_STEPS or follows,
         on_click=_go,
         args=(step + 1,),
         type="primary" if STEP_IDS[step - 1] in revealed else "secondary",
         width="stretch",
     )
-    if step == N_STEPS and len(revealed) == N_STEPS:
+    if step == N_STEPS and len(revealed) == N_STEPS and (seat is None or seat.student):
         st.info(tr("lesson.finished", right=right_count, n=N_STEPS))
 
 
 def main() -> None:
     in_class = classroom.CLASS_KEY in st.query_params
-    tr = translator(begin_page("lesson", PARAMS, intro="classroom.intro" if in_class else None))
+    tr = translator(begin_page("lesson", PARAMS, intro="" if in_class else None))
     st.session_state.setdefault(ANSWERS, {})
     st.session_state.setdefault(REVEALED, {})
     seat = classroom.open_class(tr)
+    if in_class:  # the class's intro where the link opened one, else the lesson's own
+        st.markdown(tr("classroom.intro" if seat is not None else "lesson.intro"))
     classroom.sync(seat, st.session_state[REVEALED], st.session_state[ANSWERS])
     step = sidebar(tr)
     classroom.lead(seat, step)
@@ -471,14 +484,14 @@ def main() -> None:
     if seat is not None and seat.student:
         classroom.student_panel(seat, step, tr)
     elif seat is not None and seat.teacher:
-        classroom.teacher_panel(seat, step, (r.correct, answer), tr)
-    elif seat is not None:  # the board: the class and the step side by side
-        with classroom.board_panel(seat, step, (r.correct, answer), tr):
+        class_board.teacher_panel(seat, step, (r.correct, answer), tr)
+    if seat is not None and not seat.teacher and not seat.student:
+        with class_board.board_panel(seat, tr):  # the board: the QR code beside the step
             step_view(step, tr, seat)
-    if seat is None or seat.teacher or seat.student:
+    else:
         step_view(step, tr, seat)
     st.divider()
-    navigation(step, tr)
+    navigation(step, tr, seat)
     # In a class the link shared is a student's: the code, never the teacher's key.
     share_box(PARAMS, tr.lang, {classroom.CLASS_KEY: seat.code} if seat else None)
 

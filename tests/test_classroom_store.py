@@ -188,8 +188,10 @@ def test_students_and_live_classes_are_bounded(backend) -> None:
     assert store.join(code, S("a"), "y") == 1  # a student already in keeps their seat
     store.create("t")
     assert error(lambda: store.create("u")) == "classes_full"
-    store.end(code, key)  # an ended class frees its place
-    assert error(lambda: store.state(code)) == "unknown"
+    assert store.has_seat(code, S("a")) and not store.has_seat(code, S("z"))
+    store.end(code, key)  # an ended class frees its place, and says so
+    assert error(lambda: store.state(code)) == "ended"
+    assert error(lambda: store.join(code, S("a"), "y")) == "ended"
     store.create("u")
 
 
@@ -342,6 +344,7 @@ def test_the_default_store_is_sqlite_in_wal_mode_under_the_data_dir(tmp_path) ->
         "answers": ["code", "seat", "step", "round", "option"],
         "hits": ["kind", "client", "window", "n"],
         "meta": ["name", "value"],
+        "ended": ["code", "at"],
     }
     assert store.state(code).step == 1
 

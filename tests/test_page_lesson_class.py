@@ -19,7 +19,7 @@ from serve.classroom.codes import ALPHABET, normal_code
 from serve.classroom.store import ClassError, Limits
 from tests.apptest_util import open_page_alone, open_share
 from tests.classroom_util import redis_server, store_env
-from ui import classroom
+from ui import class_board, classroom
 from ui.i18n import t
 from ui.params import echo
 from viz import style
@@ -56,6 +56,13 @@ def where(request) -> Iterator[str]:
         mp.setenv("NORMLAB_CLIENT_CLASSES", "10000")
         mp.setenv("NORMLAB_CLIENT_GUESSES", "10000")
         yield place
+
+
+@pytest.fixture(autouse=True)
+def deliberate_teacher(monkeypatch) -> None:
+    """The tests press phase buttons faster than a person: no press is taken for a double
+    click, except where a test says so."""
+    monkeypatch.setattr(class_board, "PHASE_GAP_S", 0.0)
 
 
 def lesson(lang: str = "en", **query: str) -> AppTest:
@@ -95,7 +102,7 @@ def browser_of(monkeypatch):
     tokens: dict[int, str] = {}
 
     def same(token: str) -> None:
-        monkeypatch.setattr(classroom, "seat_token", lambda: tokens.setdefault(0, token))
+        monkeypatch.setattr(classroom, "cookie_token", lambda: tokens.setdefault(0, token))
 
     return same
 
@@ -159,12 +166,13 @@ def test_peer_instruction_for_a_teacher_and_five_students(where: str) -> None:
         assert student.radio(key="pick_centre").disabled
         assert class_counts(student) == both and moves in page_text(student)
     # The export: counts per step, round and option, as the store holds them.
-    rows = list(csv.reader(io.StringIO(classroom.export_csv(classroom_seat(teacher)))))
-    assert rows[0] == ["step", "round", "option", "count"]
+    rows = list(csv.reader(io.StringIO(class_board.export_csv(classroom_seat(teacher)))))
+    assert rows[0] == ["step", "round", "option", "letter", "count"]
     assert [tuple(r) for r in rows[1:]] == [
-        (str(a), str(b), c, str(d)) for a, b, c, d in open_store().export(code, key)
+        (str(a), str(b), c, letter(STEP_IDS[a - 1], c), str(d))
+        for a, b, c, d in open_store().export(code, key)
     ]
-    assert sum(int(r[3]) for r in rows[1:]) == 10
+    assert sum(int(r[4]) for r in rows[1:]) == 10
     # The teacher moves on; a following student's page opens the same step.
     teacher.button(key="next").click().run()
     assert open_store().state(code).step == 2
@@ -226,11 +234,11 @@ def test_the_board_holds_no_key_and_takes_no_seat(where: str) -> None:
     assert not board.exception and key not in page_text(board)
     assert "teacher" not in board.query_params and key not in str(dict(board.query_params))
     assert open_store().state(code).students == 0
-    assert board.radio(key="pick_centre").disabled
+    assert not board.radio and "**D** · 0.6228" in page_text(board)  # the options as text
     (image,) = board.get("image")  # the QR code: 400 px shown, drawn at least that wide
-    assert classroom.QR_WIDTH >= 1080 / 3
-    png = classroom.qr_png(classroom.join_link(code))
-    assert int.from_bytes(png[16:20], "big") >= classroom.QR_WIDTH  # the PNG's own width
+    assert class_board.QR_WIDTH >= 1080 / 3
+    png = class_board.qr_png(class_board.join_link(code))
+    assert int.from_bytes(png[16:20], "big") >= class_board.QR_WIDTH  # the PNG's own width
     # The teacher's link to the board is the same view, without the key.
     buttons = [b for b in teacher.get("link_button")]
     assert any(f"class={code}" in b.proto.url and key not in b.proto.url for b in buttons)
@@ -246,8 +254,10 @@ def test_the_teacher_ends_the_class(where: str) -> None:
     teacher.button(key="class_end").click().run()
     assert "class" not in teacher.query_params and "teacher" not in teacher.query_params
     assert t("classroom.ended", "en") in page_text(teacher)
-    with pytest.raises(ClassError, match="unknown"):
+    with pytest.raises(ClassError, match="ended"):
         open_store().state(code)
+    student = lesson(**{"class": code})  # a student who opens the link afterwards is told
+    assert t("classroom.error_ended", "en", code=echo(code)) in warnings(student)
 
 
 def test_new_classes_are_limited_per_client(where: str, monkeypatch) -> None:
@@ -448,3 +458,77 @@ def test_the_teachers_share_dialog_gives_the_join_link_and_the_board(where: str)
     assert query["class"] == code and "teacher" not in query
     board = lesson(**query)  # the presenter link is the board: no seat taken
     assert board.get("image") and open_store().state(code).students == 0
+
+
+def test_a_stale_second_tab_shows_the_new_answer_and_never_sends_its_old_one(
+    where: str, browser_of
+) -> None:
+    teacher, code, _ = start_class()
+    browser_of("b2" * 16)
+    first = lesson(**{"class": code})
+    pick(first, "zero")  # A in the first tab
+    second = lesson(**{"class": code})
+    pick(second, "mean")  # C in the second tab, the same seat
+    first.run()  # the first tab's next run: it shows C, and sends nothing
+    assert first.radio(key="pick_centre").value == "mean"
+    assert t("classroom.recorded_1", "en", letter="C") in page_text(first)
+    teacher.button(key="class_discuss").click().run()
+    teacher.button(key="class_vote2").click().run()
+    first.run()
+    assert open_store().rounds(code, 1) == {1: ("mean", "mean")}
+
+
+def test_the_teachers_link_opened_again_does_not_move_the_class(where: str) -> None:
+    teacher, code, key = start_class()
+    teacher.button(key="next").click().run()
+    teacher.button(key="next").click().run()
+    assert open_store().state(code).step == 3
+    again = lesson(**{"class": code, "teacher": key})  # no step in the link
+    assert again.slider(key="step").value == 3 and open_store().state(code).step == 3
+    again.button(key="next").click().run()  # the second tab leads: the first follows
+    teacher.run()
+    assert teacher.slider(key="step").value == 4 and open_store().state(code).step == 4
+
+
+def test_a_second_click_on_a_phase_button_skips_nothing(where: str, monkeypatch) -> None:
+    monkeypatch.setattr(class_board, "PHASE_GAP_S", 1.5)
+    teacher, code, _ = start_class()
+    teacher.button(key="class_discuss").click().run()
+    teacher.button(key="class_vote2").click().run()  # at once: the same spot, a second click
+    assert open_store().state(code).phase(1) == "discuss"
+
+
+def test_an_ended_class_is_not_a_guess_and_its_members_are_not_locked_out(
+    where: str, monkeypatch, browser_of
+) -> None:
+    monkeypatch.setenv("NORMLAB_CLIENT_GUESSES", "3")
+    monkeypatch.setattr(classroom, "client_address", lambda: "198.51.100.20")
+    live_teacher, live_code, live_key = start_class()
+    ended_teacher, ended_code, _ = start_class()
+    browser_of("c3" * 16)
+    lesson(**{"class": live_code})  # this browser takes a seat in the live class
+    ended_teacher.button(key="class_end").click().run()
+    for _ in range(5):  # students reloading the ended class: told so, not counted as guesses
+        at = lesson(**{"class": ended_code})
+        assert t("classroom.error_ended", "en", code=echo(ended_code)) in warnings(at)
+    assert not lesson(**{"class": live_code}).warning
+    for guess in ("AAAAAA", "BBBBBB", "CCCCCC"):  # now guesses, up to the limit
+        lesson(**{"class": guess})
+    refused = t("classroom.error_client_guesses", "en", limit=3)
+    assert refused in warnings(lesson(**{"class": "DDDDDD"}))
+    # The limit keeps out who guesses, not who belongs: the seated student and the teacher.
+    assert not lesson(**{"class": live_code}).warning
+    assert "teacher" in lesson(**{"class": live_code, "teacher": live_key}).query_params
+    browser_of("d4" * 16)  # (the fixture keeps its first token: a new browser needs a new one)
+
+
+def test_a_student_without_a_first_answer_is_asked_to_pick_in_the_second_vote(
+    where: str,
+) -> None:
+    teacher, code, _ = start_class()
+    late = lesson(**{"class": code})
+    teacher.button(key="class_discuss").click().run()
+    teacher.button(key="class_vote2").click().run()
+    late.run()
+    assert t("classroom.student_vote2_new", "en") in page_text(late)
+    assert t("classroom.student_vote2", "en") not in page_text(late)

@@ -231,7 +231,8 @@ def begin_page(topic: str, params: Sequence[Param], *, intro: str | None = None)
     """Check the link's parameters, then draw the page's title and intro. Returns the language.
 
     ``topic`` names the page's text file in ``assets/text``; it must define ``title`` and
-    ``intro`` (``intro`` names another text key where the page's situation differs).
+    ``intro`` (``intro`` names another text key where the page's situation differs; "" draws
+    none, for a page that draws its own once it knows which).
     """
     ensure_router()
     st.session_state[CHART_FILES_KEY] = []
@@ -243,7 +244,8 @@ def begin_page(topic: str, params: Sequence[Param], *, intro: str | None = None)
         st.session_state[f"_notices_{topic}"] = notices
     # No anchor link: its hidden icon is one more stop for the keyboard and a screen reader.
     st.title(t(f"{topic}.title", lang), anchor=False)
-    st.markdown(t(intro or f"{topic}.intro", lang))
+    if intro != "":
+        st.markdown(t(intro or f"{topic}.intro", lang))
     kept = st.session_state.get("_notices_app", []) + st.session_state.get(f"_notices_{topic}", [])
     if kept:
         # In the page's language, whatever the browser's: the notices are words only here.

@@ -163,7 +163,9 @@ class RedisStore(ClassStore):
         with self._calls():
             found = self.client.hgetall(self.key(code))
         if not found or self.expired(float(found["created"])):
-            raise ClassError("unknown")
+            with self._calls():
+                ended = self.client.exists(REDIS_PREFIX + "ended:" + code)
+            raise ClassError("ended" if ended else "unknown")
         return found
 
     def state(self, code: str) -> ClassState:
@@ -200,6 +202,7 @@ class RedisStore(ClassStore):
             found = list(self.client.scan_iter(self.key(code) + "*", count=500))
             self.client.delete(*found)
             self.client.zrem(REDIS_PREFIX + "classes", code)
+            self.client.set(REDIS_PREFIX + "ended:" + code, 1, ex=int(self.limits.lifetime_s))
 
     def join(self, code: str, seat: str, client: str) -> int:
         code, seat = self.check_code(code), self.check_seat(seat)
@@ -219,6 +222,10 @@ class RedisStore(ClassStore):
         with self._calls():
             result = self._answer(keys=keys, args=[seat, step, option])
         return int(self._outcome(result))
+
+    def has_seat(self, code: str, seat: str) -> bool:
+        with self._calls():
+            return bool(self.client.hexists(self.key(self.check_code(code), "seats"), seat))
 
     def answers(self, code: str, seat: str) -> dict[tuple[int, int], str]:
         code = self.check_code(code)

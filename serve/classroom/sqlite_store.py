@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS hits (
     kind TEXT NOT NULL, client TEXT NOT NULL, window INTEGER NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY (kind, client, window));
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ended (code TEXT PRIMARY KEY, at REAL NOT NULL);
 """
 CLASS_TABLES = ("phases", "seats", "answers", "classes")
 
@@ -109,7 +110,8 @@ class SqliteStore(ClassStore):
     def _live(self, con: sqlite3.Connection, code: str) -> tuple:
         row = con.execute("SELECT created, step FROM classes WHERE code = ?", (code,)).fetchone()
         if row is None or self.expired(row[0]):
-            raise ClassError("unknown")
+            ended = con.execute("SELECT 1 FROM ended WHERE code = ?", (code,)).fetchone()
+            raise ClassError("ended" if ended else "unknown")
         return row
 
     def _salt(self, con: sqlite3.Connection) -> str:
@@ -136,6 +138,7 @@ class SqliteStore(ClassStore):
                     "(SELECT code FROM classes WHERE created <= ?)",
                     (old,),
                 )
+            con.execute("DELETE FROM ended WHERE at <= ?", (old,))
             con.execute("DELETE FROM hits WHERE kind NOT LIKE 'seat:%' AND window < ?",
                         (self.window(CREATE_WINDOW_S),))  # fmt: skip
             con.execute("DELETE FROM hits WHERE kind LIKE 'seat:%' AND kind NOT IN "
@@ -175,7 +178,8 @@ class SqliteStore(ClassStore):
         code = self.check_code(code)
         rows = self._read("SELECT created, step FROM classes WHERE code = ?", (code,))
         if not rows or self.expired(rows[0][0]):
-            raise ClassError("unknown")
+            ended = self._read("SELECT 1 FROM ended WHERE code = ?", (code,))
+            raise ClassError("ended" if ended else "unknown")
         phases = dict(self._read("SELECT step, phase FROM phases WHERE code = ?", (code,)))
         ((students,),) = self._read("SELECT COUNT(*) FROM seats WHERE code = ?", (code,))
         created, step = rows[0]
@@ -215,6 +219,7 @@ class SqliteStore(ClassStore):
             for table in CLASS_TABLES:
                 con.execute(f"DELETE FROM {table} WHERE code = ?", (code,))
             con.execute("DELETE FROM hits WHERE kind = ?", (f"seat:{code}",))
+            con.execute("INSERT OR REPLACE INTO ended VALUES (?, ?)", (code, self.clock()))
 
     def join(self, code: str, seat: str, client: str) -> int:
         code, seat = self.check_code(code), self.check_seat(seat)
@@ -256,6 +261,10 @@ class SqliteStore(ClassStore):
                 (code, seat, step, round, option),
             )
             return round
+
+    def has_seat(self, code: str, seat: str) -> bool:
+        sql = "SELECT 1 FROM seats WHERE code = ? AND seat = ?"
+        return bool(self._read(sql, (self.check_code(code), seat)))
 
     def answers(self, code: str, seat: str) -> dict[tuple[int, int], str]:
         code = self.check_code(code)

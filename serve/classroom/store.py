@@ -71,9 +71,10 @@ log = logging.getLogger("normlab.classroom")
 
 class ClassError(Exception):
     """What went wrong, as a code the page turns into a notice (``classroom.error_<code>``):
-    ``unknown`` (no such class, or it ended), ``students_full``, ``classes_full``, ``bad_step``,
-    ``bad_option``, ``bad_student``, ``bad_phase``, ``closed`` (answers to the step are closed),
-    ``not_teacher``, ``client_classes``, ``client_seats``, ``client_guesses``, ``down``."""
+    ``unknown`` (no such class), ``ended`` (its teacher ended it), ``students_full``,
+    ``classes_full``, ``bad_step``, ``bad_option``, ``bad_student``, ``bad_phase``, ``closed``
+    (answers to the step are closed), ``not_teacher``, ``client_classes``, ``client_seats``,
+    ``client_guesses``, ``down``."""
 
     def __init__(self, code: str, detail: str = "") -> None:
         super().__init__(f"{code}: {detail}" if detail else code)
@@ -264,7 +265,8 @@ class ClassStore(ABC):
 
     @abstractmethod
     def end(self, code: str, key: str) -> None:
-        """The teacher ends the class: it and its answers are gone, its place free."""
+        """The teacher ends the class: it and its answers are gone, its place free; its code
+        says "ended" for the class's lifetime (a student's reload is not a guessed code)."""
 
     @abstractmethod
     def join(self, code: str, seat: str, client: str) -> int:
@@ -275,6 +277,10 @@ class ClassStore(ABC):
     def answer(self, code: str, seat: str, step: int, option: str) -> int:
         """Record (or replace) a joined seat's answer in the step's open round; committed on
         return. Returns the round."""
+
+    @abstractmethod
+    def has_seat(self, code: str, seat: str) -> bool:
+        """Whether ``seat`` has joined the class."""
 
     @abstractmethod
     def answers(self, code: str, seat: str) -> dict[tuple[int, int], str]:
