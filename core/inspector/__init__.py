@@ -21,24 +21,3 @@ from core.inspector.loading import LoadedModel, Refusal, clear_cache, is_loaded,
 from core.inspector.readings import MAX_TOKENS, NormReading
 from core.inspector.report import InspectorView, SideView, inspect_side, inspect_view
 from core.inspector.sources import Catalog, ModelRef, Settings, valid_hub_id
-
-__all__ = [
-    "MAX_TOKENS",
-    "Catalog",
-    "InspectorView",
-    "LoadedModel",
-    "ModelContract",
-    "ModelRef",
-    "NormModule",
-    "NormReading",
-    "Refusal",
-    "Settings",
-    "SideView",
-    "clear_cache",
-    "inspect_side",
-    "inspect_view",
-    "is_loaded",
-    "load",
-    "read_contract",
-    "valid_hub_id",
-]

@@ -31,20 +31,3 @@ from core.lab.explorer.state import (
     fits,
 )
 from core.lab.explorer.units import Units
-
-__all__ = [
-    "CHART_BUCKETS",
-    "FLOAT32_SAFE",
-    "GAIN_LIMIT",
-    "OFFSET_LIMIT",
-    "PAPER_PARTIAL",
-    "PARTIAL_LADDER",
-    "ExplorerView",
-    "Series",
-    "Units",
-    "dtype_max",
-    "envelope",
-    "envelope_width",
-    "explore",
-    "fits",
-]

@@ -15,17 +15,3 @@ from core.lab.snippets.lab_code import (
     residual_code,
 )
 from core.lab.snippets.run_code import inspector_code, speed_code, training_code
-
-__all__ = [
-    "attention_code",
-    "backward_code",
-    "contracts_code",
-    "explorer_code",
-    "inspector_code",
-    "invariance_code",
-    "lesson_code",
-    "precision_code",
-    "residual_code",
-    "speed_code",
-    "training_code",
-]
