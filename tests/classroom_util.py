@@ -53,20 +53,30 @@ def redis_server() -> Iterator[str]:
     )
     url = f"redis://127.0.0.1:{port}/0"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                redis.Redis.from_url(url).ping()
-                break
-            except redis.exceptions.ConnectionError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.05)
+        wait_for_redis(redis.Redis.from_url(url), proc)
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def wait_for_redis(client, proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
+    """Until ``client`` reaches the redis-server ``proc`` started (loading its file counts as
+    not yet; a refused password is raised at once)."""
+    import redis
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.exceptions.AuthenticationError:  # a ConnectionError, but final
+            raise
+        except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise
+            time.sleep(0.05)
 
 
 def store_env(where: str) -> dict[str, str]:

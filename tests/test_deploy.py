@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -230,7 +229,7 @@ def manifest_redis(data: Path, password: str) -> Iterator[int]:
     import redis
 
     from serve.launcher import free_port
-    from tests.classroom_util import REDIS_SERVER, need_redis
+    from tests.classroom_util import REDIS_SERVER, need_redis, wait_for_redis
 
     need_redis()
     store = container(REDIS)
@@ -247,17 +246,7 @@ def manifest_redis(data: Path, password: str) -> Iterator[int]:
     )
     client = redis.Redis("127.0.0.1", port, password=password)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.exceptions.AuthenticationError:
-                raise  # up, and refusing the Secret's password
-            except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError):
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.05)
+        wait_for_redis(client, proc)
         yield port
     finally:
         client.close()
