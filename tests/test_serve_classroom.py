@@ -104,13 +104,12 @@ def test_a_pick_made_while_the_store_is_unreachable_arrives_and_the_page_follows
 ) -> None:
     import redis
 
-    from benchmarks.live import live_app
     from tests.classroom_util import redis_server
 
     with redis_server() as url:
         pid = redis.Redis.from_url(url).info()["process_id"]
-        log = tmp_path / "server.log"
-        with live_app(env={"NORMLAB_CLASS_STORE": url}, log=log) as app:
+        with launched(workers=2, seats=20, env={"NORMLAB_CLASS_STORE": url}) as served:
+            app, log = served.url, served.run_dir / "launcher.log"
             staff = browser.new_context(viewport={"width": 1400, "height": 1000})
             teacher = open_tab(staff, f"{app}/lesson?class=new&lang=en")
             teacher.wait_for_function("location.search.includes('teacher=')")
@@ -130,9 +129,11 @@ def test_a_pick_made_while_the_store_is_unreachable_arrives_and_the_page_follows
             student.wait_for_function("location.search.includes('step=2')", timeout=TIMEOUT_MS)
             for context in (staff, phone):
                 context.close()
-        failures = [line for line in log.read_text().splitlines() if "store RedisStore" in line]
-        assert any("failed" in line and "Timeout" in line for line in failures), failures
-        assert len([line for line in failures if "failed" in line]) == 1
+            lines = log.read_text().splitlines()
+        # Logged once with its cause by the worker that met it (each worker logs its own).
+        failures = [line for line in lines if "store RedisStore failed" in line]
+        assert failures and all("Timeout" in line for line in failures), failures
+        assert len(failures) <= 2
 
 
 def test_the_proxy_gives_each_address_its_own_limit(tmp_path) -> None:
