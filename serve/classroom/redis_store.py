@@ -122,7 +122,7 @@ class RedisStore(ClassStore):
             return result
         raise ClassError(result)
 
-    def _client(self, kind: str, client: str, *parts: object) -> str:
+    def _limit_key(self, kind: str, client: str, *parts: object) -> str:
         if self._salt is None:
             with self._calls():
                 self.client.set(REDIS_PREFIX + "salt", secrets.token_hex(16), nx=True)
@@ -131,7 +131,7 @@ class RedisStore(ClassStore):
 
     def create(self, client: str) -> tuple[str, str]:
         key, index = new_key(), REDIS_PREFIX + "classes"
-        hits = self._client("create", client, self.window(CREATE_WINDOW_S))
+        hits = self._limit_key("create", client, self.window(CREATE_WINDOW_S))
         limits = self.limits
         args = [repr(self.clock()), repr(limits.lifetime_s), limits.classes]
         with self._calls():
@@ -146,7 +146,7 @@ class RedisStore(ClassStore):
         raise ClassError("down", "no free code")
 
     def guess(self, client: str) -> None:
-        hits = self._client("guess", client, self.window(GUESS_WINDOW_S))
+        hits = self._limit_key("guess", client, self.window(GUESS_WINDOW_S))
         with self._calls():
             count = self.client.incr(hits)
             self.client.expire(hits, int(GUESS_WINDOW_S))
@@ -154,7 +154,7 @@ class RedisStore(ClassStore):
             raise ClassError("client_guesses")
 
     def guessed_too_often(self, client: str) -> bool:
-        hits = self._client("guess", client, self.window(GUESS_WINDOW_S))
+        hits = self._limit_key("guess", client, self.window(GUESS_WINDOW_S))
         with self._calls():
             count = int(self.client.get(hits) or 0)
         return count >= self.limits.client_guesses
@@ -207,7 +207,7 @@ class RedisStore(ClassStore):
     def join(self, code: str, seat: str, client: str) -> int:
         code, seat = self.check_code(code), self.check_seat(seat)
         self._hash(code)
-        keys = [self.key(code), self.key(code, "seats"), self._client(f"seat:{code}", client)]
+        keys = [self.key(code), self.key(code, "seats"), self._limit_key(f"seat:{code}", client)]
         with self._calls():
             args = [seat, self.limits.students, self.limits.client_seats]
             result = self._join(keys=keys, args=args)

@@ -224,7 +224,7 @@ class SqliteStore(ClassStore):
         code, seat = self.check_code(code), self.check_seat(seat)
         sql = "SELECT number FROM seats WHERE code = ? AND seat = ?"
         if known := self._read(sql, (code, seat)):  # a seat taken before: no write (no fsync)
-            self.state(code)  # (and its class still runs)
+            self.key_hash(code)  # (and its class still runs: one read)
             return known[0][0]
         with self._write() as con:
             self._live(con, code)
