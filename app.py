@@ -6,11 +6,31 @@ import streamlit as st
 
 from ui.frame import ROUTED_KEY, apply_view_mode, read_view_mode
 from ui.i18n import LANGUAGES, language_from_locale
-from ui.nav import navigation, page_modules, preload
+from ui.nav import navigation, preload
 from ui.params import ChoiceParam, apply_link_params
 
 HERE = Path(__file__).resolve().parent
-preload(page_modules())
+
+
+def import_pages() -> None:
+    """Every page of the registry, ``ui.nav.PAGES`` (tests/test_architecture.py holds the two
+    lists equal): imported once, before any visitor's run, so no two threads import them."""
+    from pages import (  # noqa: F401
+        attention,
+        backward,
+        contracts,
+        explorer,
+        inspector,
+        invariance,
+        lesson,
+        precision,
+        residual,
+        speed,
+        training,
+    )
+
+
+preload(import_pages)
 
 # The browser's locale picks the first language; ``?lang=`` overrides it and the link keeps it.
 browser_lang = language_from_locale(st.context.locale)

@@ -3,7 +3,7 @@
 Run ``python -m benchmarks.app``. Three measurements, each against its floor:
 
 1. Server time per interaction at d = 4096 (AppTest, a new ``offset`` each run so that every
-   run misses the cache), beside the slider floor app and ``core.lab.explorer`` alone. Target:
+   run misses the cache), beside the slider floor app and ``labs.explorer`` alone. Target:
    15 ms.
 2. First render in headless Chromium (warm server, fresh browser context) at d = 16 and
    d = 4096, against the *floor page* (``st.title``, one ``st.latex``, one small Plotly chart).
@@ -137,7 +137,7 @@ def _interactions(d: int, interactions: int, floor: Path) -> dict[str, list[floa
 
     from benchmarks import app as timed  # this module even when run as __main__
     from core.inputs import make_input
-    from core.lab.explorer import explore
+    from labs.explorer import explore
 
     apps = {}
     for name, path in (("explorer", ROOT / "app.py"), ("floor", floor)):
@@ -364,7 +364,7 @@ def markdown(result: AppResult) -> str:
         "| measure | NormLab | floor | ratio | target |",
         "| --- | ---: | ---: | ---: | --- |",
         f"| explorer script per interaction, d = {result.d} | {_ms(result.server['explorer'])} | "
-        f"{_ms(result.server['floor'])} (slider floor's script; `core.lab.explorer` alone "
+        f"{_ms(result.server['floor'])} (slider floor's script; `labs.explorer` alone "
         f"{_ms(result.server['core'])}) | {result.server_ratio():.2f} | "
         f"≤ {1000 * TARGET_INTERACTION_S:.0f} ms: {_held(explorer <= TARGET_INTERACTION_S)} |",
     ]

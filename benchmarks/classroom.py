@@ -47,11 +47,11 @@ from benchmarks import live
 from benchmarks.st_private import protos
 from benchmarks.target import wait_until_ready
 from benchmarks.ws_visitor import Cookies, Run, fetch_page, open_stream
-from core.lab.lesson_options import OPTIONS, STEP_IDS, letter
+from labs.lesson.class_section import SEAT_COOKIE, seat_id
+from labs.lesson.options import LESSON, OPTIONS, STEP_IDS, letter
 from serve.classroom.backends import open_store
 from serve.config import BUSY_MARKER, COOKIE, RETRY_S
 from serve.launcher import read_state
-from ui.classroom import SEAT_COOKIE, seat_id
 
 TARGET_LOST = TARGET_TWICE = 0
 TARGET_TEACHER_S, TARGET_P95_S = 3.0, 1.0
@@ -452,7 +452,7 @@ def check_store(
 def summarise(report: Report, outcome: Outcome, code: str, env: dict) -> None:
     """What the students were told against what the store holds, seat by seat; latencies."""
     report.errors, report.killed = outcome.errors, outcome.killed
-    store = open_store({k: v for k, v in env.items() if v is not None})
+    store = open_store(LESSON, {k: v for k, v in env.items() if v is not None})
     seats = {s.token: seat_id(s.token, code) for s in outcome.crowd}
     told = {seats[s.token]: s.told for s in outcome.crowd if s.told is not None}
     held = {seat: store.answers(code, seat).get((1, 1)) for seat in seats.values()}

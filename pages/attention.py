@@ -6,7 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from core import LAYER_FORMULA, RMS_FORMULA
-from core.lab.attention import (
+from labkit import style
+from labs.attention.figures import keys_figure, weights_figure
+from labs.attention.key_geometry import MAX_KEYS, MIN_KEYS
+from labs.attention.model import (
     CASES,
     LENGTH_LADDER,
     OFFSET_RANGE,
@@ -16,16 +19,13 @@ from core.lab.attention import (
     Sandbox,
     attention_sandbox,
 )
-from core.lab.key_geometry import MAX_KEYS, MIN_KEYS
-from core.lab.snippets import attention_code
+from labs.attention.snippet import attention_code
 from ui import widgets
 from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, presenting, readable, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
-from viz import style
-from viz.attention import keys_figure, weights_figure
 
 PARAMS = (
     ChoiceParam("d", "3", ("2", "3")),

@@ -8,21 +8,26 @@ import streamlit as st
 
 from core import LAYER_JACOBIAN_FORMULA, RMS_JACOBIAN_FORMULA
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, MIN_WIDTH, ladder_upto
-from core.lab.backward import (
+from labs.backward.figures import (
+    components_figure,
+    gradient_figure,
+    jacobian_figure,
+    spectrum_figure,
+)
+from labs.backward.model import (
     FLAT_TOLERANCE,
     GRADIENTS,
     MAX_JACOBIAN_WIDTH,
     BackwardView,
     backward_view,
 )
-from core.lab.snippets import backward_code
+from labs.backward.snippet import backward_code
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
-from viz.backward import components_figure, gradient_figure, jacobian_figure, spectrum_figure
 
 # Beyond this offset x is almost parallel to 1 and the picture says nothing new.
 OFFSET_LIMIT = 20.0

@@ -10,7 +10,8 @@ import streamlit as st
 
 from core import get_preset, preset_names, torch_available
 from core.defaults import DTYPES, MIN_WIDTH
-from core.lab.contracts import (
+from labs.contracts.figures import contract_figure
+from labs.contracts.model import (
     CONTRACT_KEYS,
     DELTA_FORMULA,
     EPS_CHOICES,
@@ -20,14 +21,13 @@ from core.lab.contracts import (
     ContractsView,
     contracts_view,
 )
-from core.lab.snippets import contracts_code
+from labs.contracts.snippet import contracts_code
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, breakable, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
-from viz.contracts import contract_figure
 
 PRESET_NAMES = tuple(preset_names("rms"))
 HAS_TORCH = torch_available()

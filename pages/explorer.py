@@ -17,7 +17,10 @@ from core.inputs import (
     make_input,
     parse_vector,
 )
-from core.lab.explorer import (
+from core.messages import Message
+from core.stats import IDENTITY_FORMULA, STAT_NAMES
+from labkit import style
+from labs.explorer import (
     GAIN_LIMIT,
     OFFSET_LIMIT,
     PARTIAL_LADDER,
@@ -25,9 +28,8 @@ from core.lab.explorer import (
     dtype_max,
     explore,
 )
-from core.lab.snippets import explorer_code
-from core.messages import Message
-from core.stats import IDENTITY_FORMULA, STAT_NAMES
+from labs.explorer.figures import coordinates_spec, figure, plane_spec, sphere_spec
+from labs.explorer.snippet import explorer_code
 from ui import fmt, widgets
 from ui.chart import chart, figure_for
 from ui.code import code_section
@@ -35,8 +37,6 @@ from ui.export import coordinates_csv, statistics_csv, view_json
 from ui.frame import Saving, begin_page, metric_width, presenting, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam
-from viz import style
-from viz.explorer import coordinates_spec, figure, plane_spec, sphere_spec
 
 PARAMS = (
     TextParam("x", "", max_len=200_000),

@@ -9,7 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from core import get_preset
-from core.inspector import (
+from core.stats import IDENTITY_FORMULA
+from labkit.style import chart_config
+from labs.inspector import (
     Catalog,
     InspectorView,
     Refusal,
@@ -19,11 +21,11 @@ from core.inspector import (
     is_loaded,
     load,
 )
-from core.inspector.readings import RATIO_FORMULAS, SHARE_FORMULAS
-from core.inspector.report import CHART_READINGS
-from core.inspector.sources import GIB, valid_hub_id
-from core.lab.snippets import inspector_code
-from core.stats import IDENTITY_FORMULA
+from labs.inspector.figures import Series, gain_histogram, readings_figure
+from labs.inspector.readings import RATIO_FORMULAS, SHARE_FORMULAS
+from labs.inspector.report import CHART_READINGS
+from labs.inspector.snippet import inspector_code
+from labs.inspector.sources import GIB, valid_hub_id
 from ui import fmt
 from ui.chart import chart
 from ui.code import code_section
@@ -32,8 +34,6 @@ from ui.i18n import Translator, translator
 from ui.params import Param, Problem, TextParam, echo
 from ui.widgets import labelled_choice
 from ui.widgets import text as text_box
-from viz.inspector import Series, gain_histogram, readings_figure
-from viz.style import chart_config
 
 NONE = "none"
 # A sentence or two: the models read at most 64 tokens of it.
@@ -54,7 +54,7 @@ def _allowed(catalog: Catalog, allow_none: bool) -> str:
 @dataclass(frozen=True)
 class ModelParam(Param):
     """A model this server offers: a shipped name, ``local:<folder>``, or ``owner/name`` when the
-    host turned the hub on (:class:`core.inspector.Catalog` decides, at each reading)."""
+    host turned the hub on (:class:`labs.inspector.Catalog` decides, at each reading)."""
 
     allow_none: bool = False
 
@@ -366,7 +366,7 @@ def _series(view: InspectorView, field: str, tr: Translator) -> list[Series]:
     return out
 
 
-# Per chart (its text stem, as core.inspector.report.CHART_READINGS names it): log scale,
+# Per chart (its text stem, as labs.inspector.report.CHART_READINGS names it): log scale,
 # percentages.
 FIGURES = {"share": (False, True), "rms": (True, False), "top": (False, False)}
 

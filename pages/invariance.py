@@ -7,7 +7,8 @@ import pandas as pd
 import streamlit as st
 
 from core import LAYER_FORMULA, RMS_FORMULA
-from core.lab.invariance import (
+from labs.invariance.figures import before_after_figure, collapse_figure, pair_figure, sweep_figure
+from labs.invariance.model import (
     CASE_A,
     CASE_B,
     SHIFT_LADDER,
@@ -15,15 +16,14 @@ from core.lab.invariance import (
     InvarianceLab,
     invariance_lab,
 )
-from core.lab.invariance_table import TABLE_TOL, TRANSFORMS, InvarianceRow
-from core.lab.snippets import invariance_code
+from labs.invariance.snippet import invariance_code
+from labs.invariance.table import TABLE_TOL, TRANSFORMS, InvarianceRow
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
-from viz.invariance import before_after_figure, collapse_figure, pair_figure, sweep_figure
 
 PARAMS = (
     ChoiceParam("transform", "weight_matrix_recenter", tuple(TRANSFORMS)),

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from core import (
@@ -17,30 +14,20 @@ from core import (
     RMS_FORMULA,
     RMS_JACOBIAN_FORMULA,
 )
-from core.lab.lesson import StepResult, lesson_step
-from core.lab.lesson_example import NOISE
-from core.lab.lesson_options import STEP_IDS
-from core.lab.lesson_words import moves
-from core.lab.snippets import lesson_code
-from ui import class_board, classroom, fmt, widgets
+from labs.lesson import board_section, class_section
+from labs.lesson.class_section import Seat
+from labs.lesson.example import NOISE
+from labs.lesson.model import StepResult, lesson_step
+from labs.lesson.options import STEP_IDS
+from labs.lesson.snippet import lesson_code
+from labs.lesson.step_figures import FIGURES
+from labs.lesson.words import moves
+from ui import fmt, widgets
 from ui.chart import chart
-from ui.classroom import Seat
 from ui.code import code_section
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import IntParam
-from viz.explorer import coordinates_figure, plane_figure
-from viz.invariance import sweep_figure
-from viz.lesson import (
-    eps_figure,
-    gain_figure,
-    gradient_figure,
-    identity_figure,
-    outputs_figure,
-    residual_figure,
-    ulp_figure,
-)
-from viz.residual import layers_figure
 
 N_STEPS = len(STEP_IDS)
 PARAMS = (IntParam("step", 1, 1, N_STEPS),)
@@ -131,62 +118,6 @@ def labels_for(tr: Translator, r: StepResult) -> dict[str, str]:
             token_cosine=tr("residual.p_token_cosine"),
         )
     return lab
-
-
-def _table(r: StepResult, lab: dict[str, str]) -> go.Figure:
-    names = [lab[f"transform_{row['id']}"] for row in r.rows]
-    return residual_figure(names, r.arrays["rms"], r.arrays["layer"], r.numbers["tol"], lab)
-
-
-def _coordinates(r: StepResult, lab: dict[str, str]) -> go.Figure:
-    """The explorer's coordinate chart for the step's x: every coordinate, dashed output means."""
-    values = {"x": r.arrays["x"], "rms": r.arrays["y_rms"], "layer": r.arrays["y_layer"]}
-    index = list(range(len(values["x"])))
-    series = {key: (index, v) for key, v in values.items()}
-    means = {"rms": r.numbers["mean_rms"], "layer": r.numbers["mean_layer"]}
-    return coordinates_figure(series, means, lab, d=len(index))
-
-
-def _residual(r: StepResult, lab: dict[str, str]) -> go.Figure:
-    readings = {"rms": r.arrays["rms_readings"], "layer": r.arrays["layer_readings"]}
-    return layers_figure(r.arrays["layers"], readings, ("input_cos_ones", "token_cosine"), lab)
-
-
-FIGURES: dict[str, Callable[[StepResult, dict[str, str]], go.Figure]] = {
-    "centre": lambda r, lab: _coordinates(r, lab),
-    "identity": lambda r, lab: identity_figure(r.arrays["before"], r.arrays["after"], lab),
-    "rescale": lambda r, lab: outputs_figure([("", r.arrays)], lab),
-    "scales": lambda r, lab: outputs_figure(
-        [
-            (lab["neg"], {k[4:]: v for k, v in r.arrays.items() if k.startswith("neg_")}),
-            (lab["coord"], {k[6:]: v for k, v in r.arrays.items() if k.startswith("coord_")}),
-        ],
-        lab,
-    ),
-    "shift": lambda r, lab: outputs_figure([("", r.arrays)], lab),
-    "sweep": lambda r, lab: sweep_figure(r.arrays, lab),
-    "plane": lambda r, lab: plane_figure(
-        tuple(r.arrays["point"]),
-        tuple(r.arrays["rms"]),
-        tuple(r.arrays["layer"]),
-        r.numbers["radius"],
-        lab,
-    ),
-    "recenter": lambda r, lab: outputs_figure([(lab["case"], r.arrays)], lab),
-    "table": _table,
-    "eps": lambda r, lab: eps_figure(
-        r.arrays["input_rms"],
-        {p: r.arrays[p] for p in ("inside", "outside", "clamp")},
-        r.numbers["rms_x"],
-        lab,
-    ),
-    "precision": lambda r, lab: ulp_figure(r.arrays["ulps"], r.arrays["counts"], lab),
-    "gradient": lambda r, lab: gradient_figure(
-        r.arrays["eps"], r.arrays["rms"], r.arrays["layer"], lab
-    ),
-    "residual": _residual,
-    "gain": lambda r, lab: gain_figure(r.arrays["meant"], r.arrays["loaded"], lab),
-}
 
 
 # A table column: its machine name (the CSV's header), the header the reader sees, its values.
@@ -371,10 +302,12 @@ def prediction(step_id: str, r: StepResult, tr: Translator, seat: Seat | None) -
     picked = st.radio(
         tr("lesson.prediction"),
         options,
-        index=options.index(chosen) if chosen in options and not classroom.set_here(key) else None,
+        index=options.index(chosen)
+        if chosen in options and not class_section.set_here(key)
+        else None,
         format_func=lambda o: option_label(r, o, tr),
         key=key,
-        disabled=classroom.closed(seat, step_id) or step_id in st.session_state[REVEALED],
+        disabled=class_section.closed(seat, step_id) or step_id in st.session_state[REVEALED],
     )
     if picked is not None:
         st.session_state[ANSWERS][step_id] = chosen = picked
@@ -405,10 +338,10 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
     st.subheader(f"{step}. {title}")
     st.markdown(tr(f"lesson.{step_id}_question", **quoted(r, tr.lang)))
     chosen = prediction(step_id, r, tr, seat)
-    classroom.send(seat, st.session_state[ANSWERS])
-    classroom.answer_status(seat, step, st.session_state[ANSWERS], tr)
+    class_section.send(seat, st.session_state[ANSWERS])
+    class_section.answer_status(seat, step, st.session_state[ANSWERS], tr)
     answer = option_label(r, r.correct, tr) if r.correct is not None else None
-    class_board.board_live(seat, step, (r.correct, answer), tr)
+    board_section.board_live(seat, step, (r.correct, answer), tr)
     if step_id not in st.session_state[REVEALED]:
         if seat is not None:  # in a class only the teacher reveals
             if seat.student:
@@ -426,7 +359,7 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
             st.caption(tr("lesson.reveal_locked"))
         return
     verdict(r, chosen, tr)
-    class_board.class_result(seat, step, tr, r.correct)
+    board_section.class_result(seat, step, tr, r.correct)
     figure_chart(r, tr)
     for slot in ("explain", "detail"):
         if slot in r.claims:
@@ -440,7 +373,9 @@ def navigation(step: int, tr: Translator, seat: Seat | None = None) -> None:
     button only once this step is revealed: until then the primary move is "Reveal". A page that
     follows the class (a following student's, the board) has no moves of its own."""
     left, middle, right = st.columns([1, 2, 1])
-    follows = seat is not None and not seat.teacher and (not seat.student or classroom.following())
+    follows = (
+        seat is not None and not seat.teacher and (not seat.student or class_section.following())
+    )
     left.button(
         tr("lesson.previous"),
         key="previous",
@@ -469,31 +404,31 @@ def navigation(step: int, tr: Translator, seat: Seat | None = None) -> None:
 
 
 def main() -> None:
-    in_class = classroom.CLASS_KEY in st.query_params
+    in_class = class_section.CLASS_KEY in st.query_params
     tr = translator(begin_page("lesson", PARAMS, intro="" if in_class else None))
     st.session_state.setdefault(ANSWERS, {})
     st.session_state.setdefault(REVEALED, {})
-    seat = classroom.open_class(tr)
+    seat = class_section.open_class(tr)
     if in_class:  # the class's intro where the link opened one, else the lesson's own
         st.markdown(tr("classroom.intro" if seat is not None else "lesson.intro"))
-    classroom.sync(seat, st.session_state[REVEALED], st.session_state[ANSWERS])
+    class_section.sync(seat, st.session_state[REVEALED], st.session_state[ANSWERS])
     step = sidebar(tr)
-    classroom.lead(seat, step)
+    class_section.lead(seat, step)
     r = compute(STEP_IDS[step - 1])
     answer = option_label(r, r.correct, tr) if r.correct is not None else None
     if seat is not None and seat.student:
-        classroom.student_panel(seat, step, tr)
+        class_section.student_panel(seat, step, tr)
     elif seat is not None and seat.teacher:
-        class_board.teacher_panel(seat, step, (r.correct, answer), tr)
+        board_section.teacher_panel(seat, step, (r.correct, answer), tr)
     if seat is not None and not seat.teacher and not seat.student:
-        with class_board.board_panel(seat, tr):  # the board: the QR code beside the step
+        with board_section.board_panel(seat, tr):  # the board: the QR code beside the step
             step_view(step, tr, seat)
     else:
         step_view(step, tr, seat)
     st.divider()
     navigation(step, tr, seat)
     # In a class the link shared is a student's: the code, never the teacher's key.
-    share_box(PARAMS, tr.lang, {classroom.CLASS_KEY: seat.code} if seat else None)
+    share_box(PARAMS, tr.lang, {class_section.CLASS_KEY: seat.code} if seat else None)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,13 @@ import streamlit as st
 
 from core import torch_available
 from core.defaults import DEFAULT_RMS_EPS, DTYPES, MIN_WIDTH
-from core.lab.precision import (
+from labs.precision.figures import (
+    error_vs_scale_figure,
+    matched_figure,
+    norm_vs_scale_figure,
+    running_sum_figure,
+)
+from labs.precision.model import (
     MAX_SWEEP_WIDTH,
     NORM_FORMULA_INSIDE,
     NORM_FORMULA_OUTSIDE,
@@ -22,20 +28,14 @@ from core.lab.precision import (
     PrecisionView,
     precision_view,
 )
-from core.lab.reduced_precision import FLOAT16_MAX
-from core.lab.snippets import precision_code
+from labs.precision.reduced import FLOAT16_MAX
+from labs.precision.snippet import precision_code
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
-from viz.precision import (
-    error_vs_scale_figure,
-    matched_figure,
-    norm_vs_scale_figure,
-    running_sum_figure,
-)
 
 PARAMS = (
     IntParam("d", 64, MIN_WIDTH, MAX_SWEEP_WIDTH),

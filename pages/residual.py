@@ -1,7 +1,7 @@
 """Residual stream: a common offset accumulates over L pre-norm blocks; what each norm passes on.
 
 Two models of the stream, chosen by the link's ``mode``: the synthetic trunk of
-``core.lab.residual`` (``mode=synthetic``: its controls, one cached call, then ``toy_trunk``) and
+``labs.residual.model`` (``mode=synthetic``: its controls, one cached call, then ``toy_trunk``) and
 the shipped trained models read with forward hooks (``mode=trained``: a training seed and a
 text, one cached call to ``trained_view``, then ``trained_models``). Each mode draws only its
 own controls; the other mode's values stay in the link.
@@ -14,7 +14,8 @@ import pandas as pd
 import streamlit as st
 
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, MIN_WIDTH, ladder_upto
-from core.lab.residual import (
+from labs.residual.figures import coordinates_figure, layers_figure
+from labs.residual.model import (
     DRIFT_LIMIT,
     MAX_LAYERS,
     QUANTITIES,
@@ -25,21 +26,20 @@ from core.lab.residual import (
     ResidualView,
     residual_view,
 )
-from core.lab.snippets import residual_code
-from core.lab.trained_residual import (
+from labs.residual.snippet import residual_code
+from labs.residual.trained import (
     TRAINED_NORMS,
     TRAINED_QUANTITIES,
     TrainedView,
     trained_view,
 )
-from core.training.activations import SHIPPED_SEEDS, TEXTS
+from labs.training.activations import SHIPPED_SEEDS, TEXTS
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, read_link_value
-from viz.residual import coordinates_figure, layers_figure
 
 # The panels of the figure, in reading order: the stream, what W_l is handed, what it returns.
 PANELS = (

@@ -8,8 +8,10 @@ import streamlit as st
 
 from core import available_devices, torch_available
 from core.defaults import MAX_WIDTH
-from core.lab.snippets import speed_code
-from core.lab.speed import (
+from labkit.lock import exclusive
+from labs.speed.figures import bandwidth_figure, partial_figure, time_figure
+from labs.speed.kernels import PARTIALS, partial_size
+from labs.speed.model import (
     MIN_SWEEP_BATCH,
     MIN_SWEEP_WIDTH,
     PAPER_CITATION,
@@ -17,14 +19,13 @@ from core.lab.speed import (
     PAPER_SAVING,
     Plan,
     SpeedView,
-    exclusive,
     plan,
     shape_text,
     speed_view,
     sweep_sizes,
 )
-from core.lab.speed_kernels import PARTIALS, partial_size
-from core.lab.timing import (
+from labs.speed.snippet import speed_code
+from labs.speed.timing import (
     DTYPES,
     IMPLEMENTATIONS,
     MAX_BATCH,
@@ -38,7 +39,6 @@ from ui.code import code_section
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
-from viz.speed import bandwidth_figure, partial_figure, time_figure
 
 # Powers of two from the smallest sweep point to the largest size the lab allows.
 WIDTH_LADDER = tuple(

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 import streamlit as st
 
 from core.defaults import DEFAULT_LAYER_EPS
-from core.lab.snippets import training_code
-from core.lab.speed import exclusive
-from core.training.curves import RunCurves, TrainingView
-from core.training.findings import shown_share
-from core.training.lab_view import (
+from labkit.lock import exclusive
+from labs.training.claims import shown_share
+from labs.training.curves import RunCurves, TrainingView
+from labs.training.figures import final_loss_figure, loss_figure, per_run_figure
+from labs.training.kernels_section import kernels_section
+from labs.training.lab_view import (
     LIVE_DEFAULTS,
     LIVE_DEPTHS,
     LIVE_EPS,
@@ -31,24 +32,23 @@ from core.training.lab_view import (
     train_live,
     training_view,
 )
-from core.training.model import NORM_KINDS
-from core.training.reference import REFERENCE
+from labs.training.model import NORM_KINDS
+from labs.training.reference import REFERENCE
+from labs.training.scurve_section import SCURVE_PARAMS, VIEW, choose_view, scurve_section
+from labs.training.sets_section import placement_section, qknorm_section
+from labs.training.snippet import training_code
+from labs.training.variants_section import (
+    ARCHITECTURE_PARAMS,
+    alpha_section,
+    architecture_controls,
+    architecture_names,
+)
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import BoolParam, IntParam, LadderParam
-from ui.training_kernels import kernels_section
-from ui.training_scurve import SCURVE_PARAMS, VIEW, choose_view, scurve_section
-from ui.training_sets import placement_section, qknorm_section
-from ui.training_variants import (
-    ARCHITECTURE_PARAMS,
-    alpha_section,
-    architecture_controls,
-    architecture_names,
-)
-from viz.training import final_loss_figure, loss_figure, per_run_figure
 
 # The link names of the variants (``none`` alone would read oddly in a link).
 VARIANT_KEYS = {"rms": "rms", "layer": "layer", "none": "nonorm", "dyt": "dyt"}
@@ -107,7 +107,7 @@ def names(tr: Translator) -> dict[str, str]:
 
 
 def figure_runs(runs: Sequence[RunCurves], x: str) -> list[dict]:
-    """The curves as ``viz.training`` draws them, against step or against seconds."""
+    """The curves as ``labs.training.figures`` draws them, against step or against seconds."""
     return [
         {
             "norm": r.norm,

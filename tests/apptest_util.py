@@ -11,7 +11,7 @@ import numpy as np
 from babel.numbers import parse_decimal
 from streamlit.testing.v1 import AppTest
 
-from core.lab.claims import Claim
+from labkit.claims import Claim
 from ui.i18n import translator
 
 TIMEOUT = 120

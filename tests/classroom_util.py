@@ -105,8 +105,8 @@ def final_option(options: tuple[str, ...], student: int, step: int) -> str:
 
 
 def _writer(argv: list[str]) -> None:
+    from labs.lesson.options import LESSON
     from serve.classroom.backends import open_store
-    from serve.classroom.store import LESSON
 
     parser = argparse.ArgumentParser()
     for name in ("where", "code", "prefix"):
@@ -114,7 +114,7 @@ def _writer(argv: list[str]) -> None:
     parser.add_argument("students", type=int)
     parser.add_argument("steps", type=int)
     args = parser.parse_args(argv)
-    store = open_store(store_env(args.where))
+    store = open_store(LESSON, store_env(args.where))
     lock = threading.Lock()
 
     def student(number: int) -> None:

@@ -2,7 +2,7 @@
 Hugging Face cache holding one of them.
 
 Fixture setup, not a check: the page tests, the core tests and the claims sweep open the same
-folder, built once per process by :mod:`core.inspector.tiny`.
+folder, built once per process by :mod:`labs.inspector.tiny`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from core.inspector.tiny import build_all
+from labs.inspector.tiny import build_all
 
 # The snapshot a Hugging Face cache made by ``offline_hub_cache`` names.
 HUB_SHA = "0123456789abcdef0123456789abcdef01234567"

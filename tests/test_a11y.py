@@ -28,10 +28,10 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.live import READY
+from labkit.style import MIN_FONT_SIZE
 from tests.browser_util import is_local, open_page
 from ui.i18n import t
 from ui.nav import PAGES
-from viz.style import MIN_FONT_SIZE
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,4 @@
-"""core.training.activations: the hooked readings against a manual forward pass, on the shipped
+"""labs.training.activations: the hooked readings against a manual forward pass, on the shipped
 checkpoints and on a small model."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from core.stats import batch_vector_stats
-from core.training.activations import (
+from labs.training.activations import (
     DEFAULT_TEXT,
     SHIPPED_DIR,
     SHIPPED_NORMS,
@@ -25,9 +25,9 @@ from core.training.activations import (
     shipped_path,
     stream_stats,
 )
-from core.training.corpus import encode
-from core.training.model import GPT, NORM_KINDS, ModelConfig
-from core.training.runs import CHECKPOINT_NORMS, REFERENCE_DIR, REFERENCE_SEEDS, checkpoint_path
+from labs.training.corpus import encode
+from labs.training.model import GPT, NORM_KINDS, ModelConfig
+from labs.training.runs import CHECKPOINT_NORMS, REFERENCE_DIR, REFERENCE_SEEDS, checkpoint_path
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ModelConfig(norm="rms", n_layer=3, n_head=2, n_embd=16, block_size=32)
@@ -98,7 +98,7 @@ def test_readings_on_the_shipped_checkpoints(norm: str) -> None:
     readings = read_activations(path)
     assert readings.checkpoint == path.name and readings.norm == norm
     assert readings.text == DEFAULT_TEXT
-    from core.training.store import load_checkpoint
+    from labs.training.store import load_checkpoint
 
     model, _ = load_checkpoint(path)
     check_against_manual(model, DEFAULT_TEXT, k=4)
@@ -130,9 +130,9 @@ def test_bad_input_is_refused() -> None:
 def test_readings_module_and_corpus_import_without_torch() -> None:
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import core, core.training.activations, core.training.corpus, core.training.store\n"
-        "print(core.training.corpus.load_corpus().val.size > 0,"
-        " core.training.activations.OUTLIERS)\n"
+        "import core, labs.training.activations, labs.training.corpus, labs.training.store\n"
+        "print(labs.training.corpus.load_corpus().val.size > 0,"
+        " labs.training.activations.OUTLIERS)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
@@ -242,7 +242,7 @@ def test_shipped_checkpoints_are_the_reference_runs() -> None:
 
 
 def test_read_shipped_reads_every_checkpoint_once_per_text() -> None:
-    from core.training.store import load_checkpoint
+    from labs.training.store import load_checkpoint
 
     runs = read_shipped(TEXTS["code"])
     assert [(r.norm, r.seed) for r in runs] == [

@@ -1,11 +1,7 @@
-"""The folder tree is the map: core's top level is the norm library, each lab has its own package,
-no file holds two ideas, no two modules are named alike, no import goes round in a circle, and
-importing the library sets no environment variable.
-
-core/'s top level is the norm library a reader came for; each lab (a page's numbers, training, the
-inspector) is a subpackage named for what it holds. Two modules never share a stem. A file past
-500 lines holds two ideas. A module imported by a name computed at run time is an import this
-test cannot see, so app code names every module it imports.
+"""The folder tree is the map (docs/architecture.md): core's top level is the norm library, each
+lab is a folder of labs/, what the labs share is labkit/, and the imports go one way between them.
+No file holds two ideas, no import goes round in a circle, no module is imported by a name computed
+at run time, and importing the library sets no environment variable.
 """
 
 from __future__ import annotations
@@ -22,10 +18,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("core", "ui", "viz", "pages", "serve", "benchmarks")
+PACKAGES = ("core", "labkit", "labs", "ui", "pages", "serve", "benchmarks")
 MAX_FILE_LINES = 500
 MAX_LIBRARY_LINES = 3500
-LABS = {"lab", "training", "inspector"}
+# Who may import whom (docs/architecture.md, "Who may import whom"): a module's layer is its
+# top-level package, and a lab's module is a model, its figures or a section of its page.
+MAY_IMPORT = {
+    "app": {"ui", "pages"},
+    "pages": {"ui", "labs", "labkit", "core"},
+    "model": {"labs", "labkit", "core"},
+    "figures": {"labs", "labkit", "core"},
+    "section": {"ui", "serve", "labs", "labkit", "core"},
+    "ui": {"ui", "labkit", "core"},
+    "labkit": {"labkit", "core"},
+    "serve": {"serve"},
+    "core": {"core"},
+    "benchmarks": {"benchmarks", "ui", "serve", "labs", "labkit", "core"},
+}
+# The libraries that draw: only a section (and ui, pages, the app) draws with Streamlit, only
+# figures (and labkit.style) build Plotly figures.
+MAY_DRAW = {"section": {"streamlit", "plotly"}, "figures": {"plotly"}, "labkit": set()}
 
 
 def sources() -> list[Path]:
@@ -42,11 +54,22 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in sources()}
 
 
-# The one import by a computed name in app code: ``preload`` imports the modules its caller names,
-# and ``app.py`` names the registry's pages (run by file by ``st.navigation`` too). The pages
-# import ``ui``, so this is a circle the graph does not hold; it closes at a worker's start, once
-# every ``ui`` module is imported. Changing it means changing what tests/test_serve.py calls.
-COMPUTED_IMPORTS = {"ui.nav.preload"}
+def layer(name: str) -> str:
+    """``name``'s row of :data:`MAY_IMPORT`: its top-level package, or for a lab's module its role
+    by its name (``figures``, ``*_figures``; ``*_section``; else a model)."""
+    top, _, rest = name.partition(".")
+    if top != "labs":
+        return top
+    stem = rest.rpartition(".")[2]  # a lab's __init__ (and labs') is a model
+    if stem == "figures" or stem.endswith("_figures"):
+        return "figures"
+    return "section" if stem.endswith("_section") else "model"
+
+
+def package(name: str) -> str:
+    """The package a module belongs to for the circle check: a lab's folder, else its top level."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] == "labs" and len(parts) > 2 else parts[0]
 
 
 def import_calls(tree: ast.AST) -> Iterator[tuple[ast.Call, str]]:
@@ -143,12 +166,53 @@ def test_no_import_circles_lazy_imports_included() -> None:
     assert cycles(graph) == []
 
 
-def test_no_circles_between_packages() -> None:
-    """``ui`` uses the class store in ``serve``, so nothing in ``serve`` imports ``ui``."""
+def test_no_circles_between_packages_or_labs() -> None:
+    """Between the top-level packages and between the labs (``labs.residual`` reads the training
+    lab's checkpoints, so nothing in ``labs.training`` imports ``labs.residual``)."""
     graph = defaultdict(set)
     for name, path in MODULES.items():
-        graph[name.split(".")[0]] |= {m.split(".")[0] for m in imports(path)} - {name.split(".")[0]}
+        graph[package(name)] |= {package(m) for m in imports(path)} - {package(name)}
     assert cycles(graph) == []
+
+
+def test_every_import_goes_the_way_the_map_allows() -> None:
+    found = {
+        name: sorted(m for m in imports(path) if m.split(".")[0] not in MAY_IMPORT[layer(name)])
+        for name, path in MODULES.items()
+    }
+    assert {name: bad for name, bad in found.items() if bad} == {}
+    # A lab reads another lab's model, never its figures or sections.
+    reach = {
+        name: sorted(m for m in imports(path) if m.startswith("labs.") and layer(m) != "model")
+        for name, path in MODULES.items()
+        if name.startswith("labs.") and layer(name) == "model"
+    }
+    assert {name: bad for name, bad in reach.items() if bad} == {}
+
+
+def third_party(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level}
+    return {name.split(".")[0] for name in names if name}
+
+
+@pytest.mark.parametrize("role", sorted({"model", "figures", "section", "labkit", "core", "serve"}))
+def test_only_views_draw(role: str) -> None:
+    allowed = MAY_DRAW.get(role, set())
+    found = {
+        name: sorted(third_party(path) & {"streamlit", "plotly"} - allowed)
+        for name, path in MODULES.items()
+        if layer(name) == role and name != "labkit.style"
+    }
+    assert {name: bad for name, bad in found.items() if bad} == {}
+
+
+def test_the_rules_catch_a_model_that_draws_or_reaches_into_ui() -> None:
+    assert layer("labs.speed.model") == "model" and layer("labs.speed.figures") == "figures"
+    assert layer("labs.lesson.board_section") == "section" and layer("ui.nav") == "ui"
+    assert "ui" not in MAY_IMPORT["model"] and "labs" not in MAY_IMPORT["ui"]
+    assert "streamlit" not in MAY_DRAW.get("model", set())
 
 
 def test_the_cycle_finder_finds_a_circle() -> None:
@@ -158,30 +222,29 @@ def test_the_cycle_finder_finds_a_circle() -> None:
 
 def test_the_import_reader_follows_lazy_and_literal_imports() -> None:
     source = """
-import core.training.fair
+import labs.training.fair
 def make():
-    from core.training import sets
+    from labs.training import sets
     from . import store
-    importlib.import_module("core.training.curves")
-    __import__("core.training.model")
+    importlib.import_module("labs.training.curves")
+    __import__("labs.training.model")
 """
-    assert imports_in(source, "core.training.runs") == {
-        "core.training.fair",
-        "core.training.sets",
-        "core.training.store",
-        "core.training.curves",
-        "core.training.model",
+    assert imports_in(source, "labs.training.runs") == {
+        "labs.training.fair",
+        "labs.training.sets",
+        "labs.training.store",
+        "labs.training.curves",
+        "labs.training.model",
     }
     # The sets' modules need the reference, and the runs script needs them: one way.
-    assert {"core.training.fair", "core.training.sets"} <= imports(MODULES["core.training.runs"])
+    assert {"labs.training.fair", "labs.training.sets"} <= imports(MODULES["labs.training.runs"])
 
 
 def test_app_code_imports_no_module_by_a_computed_name() -> None:
     found = [
         hit for name, path in MODULES.items() for hit in computed_imports(path.read_text(), name)
     ]
-    assert [hit for hit in found if hit.partition(":")[0] not in COMPUTED_IMPORTS] == []
-    assert {hit.partition(":")[0] for hit in found} == COMPUTED_IMPORTS  # none left unused
+    assert found == []
     source = "import_module(f'pages.{name}')\ndef f():\n    importlib.import_module(NAME)"
     assert computed_imports(source, "m") == ["m:1", "m.f:3"]
 
@@ -190,7 +253,7 @@ def test_importing_the_library_changes_no_environment_variable() -> None:
     """``import core`` sets nothing for the process: the entry points set what they need."""
     code = (
         "import os; before = dict(os.environ)\n"
-        "import core, core.lab, core.training, core.inspector\n"
+        "import core, labkit, labs.explorer, labs.training, labs.inspector\n"
         "print(sorted(k for k in {*before, *os.environ} if before.get(k) != os.environ.get(k)))"
     )
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
@@ -213,11 +276,12 @@ def test_the_app_imports_torch_after_its_start_sets_the_thread_policy() -> None:
     assert done.stdout.strip() == "False", done.stderr[-2000:]
 
 
-def test_ui_does_not_reach_into_pages() -> None:
-    reach = {
-        name: sorted(m for m in imports(p) if m.startswith("pages")) for name, p in MODULES.items()
-    }
-    assert {name: found for name, found in reach.items() if name.startswith("ui") and found} == {}
+def test_the_app_imports_every_page_of_the_registry_by_name() -> None:
+    """``app.py``'s ``import_pages`` names exactly the pages of ``ui.nav.PAGES``."""
+    from ui.nav import PAGES
+
+    named = imports_in((ROOT / "app.py").read_text(), "app")
+    assert {m for m in named if m.startswith("pages.")} == {f"pages.{s.name}" for s in PAGES}
 
 
 @pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(ROOT)))
@@ -230,24 +294,26 @@ def test_cores_top_level_is_the_norm_library() -> None:
     top = [p for p in (ROOT / "core").glob("*.py")]
     lines = sum(len(p.read_text().splitlines()) for p in top)
     assert lines <= MAX_LIBRARY_LINES, lines
-    packages = {p.name for p in (ROOT / "core").iterdir() if (p / "__init__.py").exists()}
-    assert packages == LABS
+    assert [p.name for p in (ROOT / "core").iterdir() if (p / "__init__.py").exists()] == []
 
 
 def test_no_two_core_modules_are_named_alike() -> None:
     stems = defaultdict(list)
-    for path in (ROOT / "core").rglob("*.py"):
+    for path in (ROOT / "core").glob("*.py"):
         if path.name != "__init__.py":
-            stems[path.stem.lstrip("_").removesuffix("s")].append(str(path.relative_to(ROOT)))
+            stems[path.stem.lstrip("_").removesuffix("s")].append(path.name)
     assert {stem: paths for stem, paths in stems.items() if len(paths) > 1} == {}
 
 
-@pytest.mark.parametrize("lab", ["training", "inspector"])
-def test_the_map_names_every_module_of_a_listed_lab(lab: str) -> None:
-    """``docs/architecture.md`` lists these labs' modules (their ``__init__`` points there)."""
+@pytest.mark.parametrize("lab", sorted(p.name for p in (ROOT / "labs").iterdir() if p.is_dir()))
+def test_the_map_names_every_module_of_each_lab(lab: str) -> None:
+    """``docs/architecture.md`` lists each lab's modules (a section by its stem before
+    ``_section`` or ``_figures``)."""
     text = (ROOT / "docs" / "architecture.md").read_text()
     entry = re.search(rf"^  {lab}/ .*?(?=^ {{0,2}}\S)", text, re.M | re.S).group()
-    stems = [p.stem for p in (ROOT / "core" / lab).glob("*.py") if p.stem != "__init__"]
+    stems = [p.stem for p in (ROOT / "labs" / lab).glob("*.py") if p.stem != "__init__"]
+    stems = [s.removesuffix("_section").removesuffix("_figures") for s in stems]
+    stems = [s for s in stems if s not in ("figures", "snippet")]
     assert [stem for stem in sorted(stems) if not re.search(rf"\b{stem}\b", entry)] == []
 
 

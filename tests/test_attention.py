@@ -1,4 +1,4 @@
-"""core.lab.attention against brute force, closed forms and torch.
+"""labs.attention.model against brute force, closed forms and torch.
 
 Un-selectable keys (a linear program per key) are checked against many query directions: a key
 is selectable exactly when some direction scores it strictly above every other key. The most
@@ -17,8 +17,7 @@ import torch.nn.functional as F
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from core.lab.attention import CASES, attention_sandbox
-from core.lab.key_geometry import (
+from labs.attention.key_geometry import (
     MAX_KEYS,
     MIN_KEYS,
     attention,
@@ -29,6 +28,7 @@ from core.lab.key_geometry import (
     query_direction,
     selection_margins,
 )
+from labs.attention.model import CASES, attention_sandbox
 from tests.hypothesis_util import examples
 from ui.i18n import t
 

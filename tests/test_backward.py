@@ -1,4 +1,4 @@
-"""core.lab.backward: gradients through both norms, checked against torch.autograd."""
+"""labs.backward.model: gradients through both norms, checked against torch.autograd."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.inputs import make_input
-from core.lab.backward import (
+from labs.backward.model import (
     GRADIENTS,
     MAX_JACOBIAN_WIDTH,
     backward_lesson,

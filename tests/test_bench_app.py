@@ -67,7 +67,7 @@ def test_without_the_browser_only_the_server_row_and_a_notice_remain() -> None:
     result = _result(False)
     assert [r for r in bench.markdown(result).splitlines() if r.startswith("| ")][2:] == [
         "| explorer script per interaction, d = 4096 | 12.0 ms (11.0–13.0) | 4.0 ms (4.0–4.0) "
-        "(slider floor's script; `core.lab.explorer` alone 1.5 ms (1.5–1.5)) | 3.00 "
+        "(slider floor's script; `labs.explorer` alone 1.5 ms (1.5–1.5)) | 3.00 "
         "| ≤ 15 ms: met |"
     ]
     text = bench.report(result)

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from benchmarks.live import READY, live_app
-from core.inspector import Settings, inspect_view
+from labs.inspector import Settings, inspect_view
 from tests.browser_util import open_page
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t

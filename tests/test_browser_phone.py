@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from labkit.style import LARGE_TEXT_SCALE, MIN_FONT_SIZE
 from tests.browser_util import Tab, failures
 from ui.nav import PAGES
-from viz.style import LARGE_TEXT_SCALE, MIN_FONT_SIZE
 
 pytestmark = pytest.mark.browser
 

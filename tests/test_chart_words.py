@@ -14,8 +14,8 @@ import json
 import numpy as np
 import pytest
 
-from core.lab.lesson_options import OPTIONS, STEP_IDS
-from core.training.lab_view import SECONDS_ENV
+from labs.lesson.options import OPTIONS, STEP_IDS
+from labs.training.lab_view import SECONDS_ENV
 from tests.apptest_util import open_app, open_page_alone, open_share
 from ui import fmt
 from ui.chart import DATA_KEY, columns_csv

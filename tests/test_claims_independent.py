@@ -2,16 +2,17 @@
 drawing, constants and types, and the one function under test.
 
 A check that calls or copies the core code behind a sentence passes that code's mistakes. So each
-``tests/claims/<page>.py`` may take from ``core``:
+``tests/claims/<page>.py`` may take from the app code (``core``, ``labkit``, ``labs``):
 
 - anything from the modules that draw the link's inputs and hold its defaults and claim types
-  (``core.inputs``, ``core.defaults``, ``core.lab.claims``);
-- from any other core module, UPPER_CASE constants (the link's ladders and bounds) and CapWords
+  (``core.inputs``, ``core.defaults``, ``labkit.claims``);
+- from any other module, UPPER_CASE constants (the link's ladders and bounds) and CapWords
   names (types, and the settings the subject is called with);
 - the page's entry functions, each used only inside ``view`` (the subject of the checks).
 
-No core import may hide inside a function, and no check may repeat a core computation: the
-``duplicates`` tool finds runs of lines a claims module shares with ``core/``.
+No such import may hide inside a function, and no check may repeat an app computation: the
+``duplicates`` tool finds runs of lines a claims module shares with ``core/``, ``labkit/`` or
+``labs/``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CLAIMS = ROOT / "tests" / "claims"
 MODULES = sorted(p for p in CLAIMS.glob("*.py") if p.name != "__init__.py")
-FREE = {"core.inputs", "core.defaults", "core.lab.claims"}
+FREE = {"core.inputs", "core.defaults", "labkit.claims"}
+APP = {"core", "labkit", "labs", "ui"}
 CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]*$")
 TYPE = re.compile(r"^[A-Z][a-zA-Z0-9]*[a-z][a-zA-Z0-9]*$")
 # ui.i18n renders texts (a check may compare a sentence as shown); nothing else from ui.
@@ -35,7 +37,8 @@ UI_ALLOWED = {"ui.i18n"}
 
 
 def _core_imports(tree: ast.Module) -> list[tuple[ast.ImportFrom | ast.Import, bool]]:
-    """Every import of ``core`` or ``ui`` in the module, and whether it sits at module level."""
+    """Every import of app code (``core``, ``labkit``, ``labs``, ``ui``) in the module, and whether
+    it sits at module level."""
     top = set(map(id, tree.body))
     found = []
     for node in ast.walk(tree):
@@ -45,7 +48,7 @@ def _core_imports(tree: ast.Module) -> list[tuple[ast.ImportFrom | ast.Import, b
             names = [a.name for a in node.names]
         else:
             continue
-        if any(n == "core" or n.startswith(("core.", "ui.")) or n == "ui" for n in names):
+        if any(n.split(".")[0] in APP for n in names):
             found.append((node, id(node) in top))
     return found
 
@@ -103,9 +106,9 @@ def test_claims_module_imports_only_inputs_types_and_its_subject(path: Path) -> 
     ("source", "expected"),
     [
         ("from core.inputs import make_input\ndef check(s, c): make_input(3)\n", 0),
-        ("from core.lab.explorer import CHART_BUCKETS, Units\n", 0),
-        ("from core.lab.explorer import explore\ndef view(s): return explore(s)\n", 0),
-        ("from core.lab.explorer import explore\ndef check(s, c): explore(s)\n", 1),
+        ("from labs.explorer import CHART_BUCKETS, Units\n", 0),
+        ("from labs.explorer import explore\ndef view(s): return explore(s)\n", 0),
+        ("from labs.explorer import explore\ndef check(s, c): explore(s)\n", 1),
         ("from core.norms import rms_norm\ndef view(s): return rms_norm(s)\n"
          "def check(s, c): rms_norm(s)\n", 1),
         ("def check(s, c):\n    from core.norms import rms_norm\n", 1),
@@ -135,7 +138,7 @@ def test_no_claims_check_repeats_core_code() -> None:
             continue
         a, b, tail = match.groups()
         claims = any(s.startswith("tests/claims/") for s in (a, b))
-        core = any(s.startswith("core/") for s in (a, b))
+        core = any(s.startswith(("core/", "labkit/", "labs/")) for s in (a, b))
         if claims and core and "boilerplate" not in tail:
             copies.append(line.strip())
     assert copies == [], "claims checks that repeat core code:\n" + "\n".join(copies)

@@ -23,10 +23,10 @@ from benchmarks.classroom import (
 )
 from benchmarks.live import CHROMIUM
 from benchmarks.ws_visitor import Run
-from core.lab.lesson_options import OPTIONS, STEP_IDS
+from labs.lesson.class_section import seat_id
+from labs.lesson.options import LESSON, OPTIONS, STEP_IDS
 from serve.classroom.backends import open_store
 from tests.serve_util import need_haproxy
-from ui.classroom import seat_id
 
 STEP = STEP_IDS[0]
 GOOD = dict(recorded=60, head_count=60, lost=0, counted_twice=0, p95_s=0.5, teacher_complete_s=2.0)
@@ -69,7 +69,7 @@ def class_with(tmp_path: Path, told: list[str | None], held: list[str | None]):
     """A class in a real store: a student per entry of ``told`` (what the page said), each
     seat holding its ``held`` answer (None: joined, no answer); (outcome, code, env, store)."""
     env = {"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLASS_STORE": None}
-    store = open_store({"NORMLAB_DATA_DIR": str(tmp_path)})
+    store = open_store(LESSON, {"NORMLAB_DATA_DIR": str(tmp_path)})
     code, _ = store.create("teacher")
     crowd = [Student("http://unused", code) for _ in told]
     for student, said, answer in zip(crowd, told, held, strict=True):

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labs.lesson.options import LESSON
 from serve.classroom.backends import open_store
 from serve.classroom.codes import ALPHABET, CODE_LENGTH, KEY_BYTES, new_code, new_key, normal_code
 from serve.classroom.redis_store import RedisStore
 from serve.classroom.sqlite_store import SQLITE_FILE, SqliteStore
 from serve.classroom.store import (
-    LESSON,
     SCHEMA_VERSION,
     ClassError,
     ClassStore,
@@ -41,12 +41,12 @@ def redis_url() -> Iterator[str]:
 def backend(request, tmp_path) -> Iterator[tuple[str, Callable[..., ClassStore]]]:
     """(where the store lives, a factory of stores there with given limits)."""
     if request.param == "sqlite":
-        yield str(tmp_path), lambda limits=DEFAULT: SqliteStore(tmp_path, limits)
+        yield str(tmp_path), lambda limits=DEFAULT: SqliteStore(tmp_path, limits, LESSON)
         return
     url = request.getfixturevalue("redis_url")
-    store = RedisStore(url, Limits())
+    store = RedisStore(url, Limits(), LESSON)
     store.client.flushdb()
-    yield url, lambda limits=DEFAULT: RedisStore(url, limits)
+    yield url, lambda limits=DEFAULT: RedisStore(url, limits, LESSON)
 
 
 def error(call: Callable[[], object]) -> str:
@@ -303,12 +303,12 @@ def stored_answer(store: ClassStore, code: str, student: str, step: int) -> str 
 def test_a_store_that_is_down_says_so(tmp_path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
-    assert error(lambda: SqliteStore(blocked, Limits())) == "down"
+    assert error(lambda: SqliteStore(blocked, Limits(), LESSON)) == "down"
     closed = f"redis://127.0.0.1:{_closed_port()}/0"
-    store = RedisStore(closed, Limits())
+    store = RedisStore(closed, Limits(), LESSON)
     assert error(lambda: store.create("t")) == "down"
     assert error(lambda: store.state("ABCDEF")) == "down"
-    assert error(lambda: open_store({"NORMLAB_CLASS_STORE": "ftp://x"})) == "down"
+    assert error(lambda: open_store(LESSON, {"NORMLAB_CLASS_STORE": "ftp://x"})) == "down"
 
 
 def _closed_port() -> int:
@@ -321,11 +321,11 @@ def test_a_file_of_another_schema_version_is_not_misread(tmp_path) -> None:
     con = sqlite3.connect(tmp_path / SQLITE_FILE)
     con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     con.close()
-    assert error(lambda: SqliteStore(tmp_path, Limits())) == "down"
+    assert error(lambda: SqliteStore(tmp_path, Limits(), LESSON)) == "down"
 
 
 def test_the_default_store_is_sqlite_in_wal_mode_under_the_data_dir(tmp_path) -> None:
-    store = open_store({"NORMLAB_DATA_DIR": str(tmp_path / "new" / "dir")})
+    store = open_store(LESSON, {"NORMLAB_DATA_DIR": str(tmp_path / "new" / "dir")})
     assert isinstance(store, SqliteStore)
     code, _ = store.create("t")
     path = tmp_path / "new" / "dir" / SQLITE_FILE
@@ -389,12 +389,12 @@ _FUZZ: dict[str, SqliteStore] = {}
 def _fuzz_store(tmp_path) -> SqliteStore:
     key = str(tmp_path)
     if key not in _FUZZ:
-        _FUZZ[key] = SqliteStore(tmp_path, Limits(classes=10_000, client_classes=10_000))
+        _FUZZ[key] = SqliteStore(tmp_path, Limits(classes=10_000, client_classes=10_000), LESSON)
     return _FUZZ[key]
 
 
 def test_vanished_files_are_made_again_and_each_failure_is_logged_once(tmp_path, caplog) -> None:
-    store = SqliteStore(tmp_path, Limits())
+    store = SqliteStore(tmp_path, Limits(), LESSON)
     code, _ = store.create("t")
     for path in tmp_path.glob(SQLITE_FILE + "*"):
         path.unlink()  # a cleaned folder, under a running worker
@@ -403,7 +403,7 @@ def test_vanished_files_are_made_again_and_each_failure_is_logged_once(tmp_path,
     store.join(fresh, S("a"), "t")
     assert store.answer(fresh, S("a"), 1, "zero") == 1
     caplog.set_level("WARNING", logger="normlab.classroom")
-    down = RedisStore(f"redis://127.0.0.1:{_closed_port()}/0", Limits())
+    down = RedisStore(f"redis://127.0.0.1:{_closed_port()}/0", Limits(), LESSON)
     for _ in range(3):
         assert error(lambda: down.state("ABCDEF")) == "down"
     failures = [r for r in caplog.records if "failed" in r.getMessage()]

@@ -23,8 +23,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from core.lab.speed import MEASURE_LOCK
-from core.lab.timing import TIME_CAP_S
+from labkit.lock import MEASURE_LOCK
+from labs.speed.timing import TIME_CAP_S
 from tests.apptest_util import decode, figures, page_params
 from ui.nav import PAGES as NAV_PAGES
 from ui.params import FloatParam, IntParam, LadderParam
@@ -212,7 +212,7 @@ def test_speed_lab_stops_at_its_time_cap(monkeypatch: pytest.MonkeyPatch) -> Non
     """The cap is checked on the lab's clock before every call. With a clock that moves 1/8 s
     at each reading (one before a call, two around it), the 2 s cap allows exactly five calls
     however fast this machine is: the work is counted, not timed."""
-    from core.lab import timing
+    from labs.speed import timing
 
     monkeypatch.setattr(timing, "CLOCK", TickClock(0.125))
     at = run_page("speed.py", {"d": HUGE, "batch": HUGE, "repeats": HUGE, "impl": "numpy"})

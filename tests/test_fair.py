@@ -1,4 +1,4 @@
-"""core.training.fair and core.training.fair_view: the interleaved measurement, its record, the
+"""labs.training.fair and labs.training.fair_view: the interleaved measurement, its record, the
 shipped measurement, and records the view refuses.
 
 The measurement here times the kernels of separate operations only (numba's kernels are called
@@ -14,7 +14,8 @@ import statistics
 import numpy as np
 import pytest
 
-from core.training.fair import (
+from labs.training.claims import MIN_PAIRS
+from labs.training.fair import (
     DYT,
     FAIR_KERNELS,
     FAIR_NORMS,
@@ -24,10 +25,9 @@ from core.training.fair import (
     load_kernels,
     measure,
 )
-from core.training.fair_view import kernel_view
-from core.training.findings import MIN_PAIRS
-from core.training.model import ModelConfig
-from core.training.runs import REFERENCE
+from labs.training.fair_view import kernel_view
+from labs.training.model import ModelConfig
+from labs.training.runs import REFERENCE
 
 
 def test_a_short_measurement_records_each_variant_and_writes_it(tmp_path) -> None:

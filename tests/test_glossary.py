@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.lab.lesson_options import OPTIONS, STEP_IDS
+from labs.lesson.options import OPTIONS, STEP_IDS
 from tests.apptest_util import APP, TIMEOUT, open_app, open_page_alone, open_share
 from ui.frame import CONTROLS, TEXT_SIZE
 from ui.i18n import LANGUAGES, catalogue

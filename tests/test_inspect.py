@@ -1,7 +1,7 @@
-"""core.inspector: sources, loading and refusals, the contract per family, the readings.
+"""labs.inspector: sources, loading and refusals, the contract per family, the readings.
 
 Every model here is tiny and random, built offline from a transformers config
-(``core.inspector.tiny``) and saved with ``save_pretrained``; nothing is downloaded. The hub
+(``labs.inspector.tiny``) and saved with ``save_pretrained``; nothing is downloaded. The hub
 path runs against a Hugging Face cache laid out in a temporary folder, with the hub offline.
 """
 
@@ -21,7 +21,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.inspector import (
+from core.norms import layer_norm, rms_norm
+from labs.inspector import (
     Catalog,
     ModelRef,
     Refusal,
@@ -34,12 +35,11 @@ from core.inspector import (
     loading,
     read_contract,
 )
-from core.inspector.layers import probe_input
-from core.inspector.places import norm_modules, trace_places
-from core.inspector.readings import read_norm_inputs
-from core.inspector.report import _contract_claim
-from core.inspector.sources import DEFAULT_MAX_GB, GIB, valid_hub_id
-from core.norms import layer_norm, rms_norm
+from labs.inspector.layers import probe_input
+from labs.inspector.places import norm_modules, trace_places
+from labs.inspector.readings import read_norm_inputs
+from labs.inspector.report import _contract_claim
+from labs.inspector.sources import DEFAULT_MAX_GB, GIB, valid_hub_id
 from tests.claims.inspector import check_contract_unknown, unknown_count
 from tests.hypothesis_util import examples
 from tests.inspector_fixture import offline_hub_cache, tiny_dir
@@ -283,7 +283,7 @@ def test_places_and_formulas_are_read_from_behaviour_not_names() -> None:
 
 def test_the_claims_check_for_unknown_formulas_can_fail() -> None:
     """The check raises on a model whose norms all follow a formula."""
-    from core.lab.claims import Claim
+    from labkit.claims import Claim
 
     with pytest.raises(AssertionError):
         bogus = Claim("inspector.contract_unknown", {"unknown": 1, "count": 5, "tol_pct": 0.05,
@@ -664,8 +664,8 @@ def test_shipped_readings_match_a_manual_forward_pass() -> None:
 
 def test_a_checkpoint_built_here_is_one_more_shipped_source(tmp_path: Path) -> None:
     """The shipped source reads any checkpoint the trainer's code writes."""
-    from core.training.model import GPT, ModelConfig
-    from core.training.store import save_checkpoint
+    from labs.training.model import GPT, ModelConfig
+    from labs.training.store import save_checkpoint
 
     model = GPT(ModelConfig(norm="rms", n_layer=1, n_head=2, n_embd=16, block_size=32), seed=3)
     with torch.no_grad():

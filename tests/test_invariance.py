@@ -1,4 +1,4 @@
-"""Tests for core.lab.invariance: Table 1 of Zhang & Sennrich (2019), computed."""
+"""Tests for labs.invariance.model: Table 1 of Zhang & Sennrich (2019), computed."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core.lab.invariance import CASE_A, invariance_lab, shift_sweep
-from core.lab.invariance_table import (
+from core.stats import vector_stats
+from labs.invariance.model import CASE_A, invariance_lab, shift_sweep
+from labs.invariance.table import (
     TABLE_TOL,
     TRANSFORMS,
     InvarianceRow,
@@ -19,7 +20,6 @@ from core.lab.invariance_table import (
     output_change,
     transformed_setup,
 )
-from core.stats import vector_stats
 from tests.claims.invariance import EXPECTED, PAPER_ROWS, TRANSFORM_IDS
 
 # Table 1 of "Root Mean Square Layer Normalization" for its six changes, and what the algebra

@@ -1,4 +1,4 @@
-"""core.training.kernels: every kernel computes the "lab" kernel's function and gradients.
+"""labs.training.kernels: every kernel computes the "lab" kernel's function and gradients.
 
 The fused autograd Functions are held to autograd's own numerical Jacobian in float64
 (``torch.autograd.gradcheck``); in float32, forward outputs and the gradients of x, weight and
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.training.kernels import KERNELS, norm_function
-from core.training.model import GPT, ModelConfig
+from labs.training.kernels import KERNELS, norm_function
+from labs.training.model import GPT, ModelConfig
 
 WIDTHS = (1, 2, 48)
 CASES = [("rms", False)] + [("layer", bias) for bias in (False, True)]

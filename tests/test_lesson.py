@@ -1,4 +1,4 @@
-"""core.lab.lesson: each step's numbers against independent formulas, and the verdicts they give."""
+"""labs.lesson.model: each step's numbers against independent formulas, and their verdicts."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 import torch
 
-from core.lab.invariance_table import TRANSFORMS
-from core.lab.lesson import lesson_step
-from core.lab.lesson_example import LESSON_EPS, lesson_vector, which_unchanged
-from core.lab.lesson_geometry import RESCALE_FACTOR, SHIFT_C, coordinate_scale
-from core.lab.lesson_numerics import (
+from labs.invariance.table import TRANSFORMS
+from labs.lesson.example import LESSON_EPS, lesson_vector, which_unchanged
+from labs.lesson.geometry import RESCALE_FACTOR, SHIFT_C, coordinate_scale
+from labs.lesson.model import lesson_step
+from labs.lesson.numerics import (
     TINY_SCALE,
     precision_outputs,
     stored_weight,
     upstream_gradient,
 )
-from core.lab.lesson_options import EXPLAINED, MOST_PER_LETTER, OPTIONS, STEP_IDS, letter
+from labs.lesson.options import EXPLAINED, MOST_PER_LETTER, OPTIONS, STEP_IDS, letter
 
 
 def test_every_step_has_options_and_the_answer_its_explanation_was_written_for() -> None:
@@ -223,7 +223,7 @@ def test_gradient_step_matches_autograd(eps: float) -> None:
 
 
 def test_residual_step_is_the_residual_pages_default_state() -> None:
-    from core.lab.residual import residual_view
+    from labs.residual.model import residual_view
 
     r = lesson_step("residual")
     view = residual_view(layers=24, d=256, drift=0.5, seed=0, eps=1e-5)

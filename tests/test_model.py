@@ -1,4 +1,4 @@
-"""core.training.model: the forward pass against a plain implementation written here, the norm
+"""labs.training.model: the forward pass against a plain implementation written here, the norm
 layers being the ones named, shared initial weights, and gradients through the core's norms."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core.training.model import (
+from labs.training.model import (
     GPT,
     MODEL_NORMS,
     NORM_CLASSES,

@@ -1,4 +1,4 @@
-"""core.training.model's variants beyond the shipped pre-norm: DyT against its formula and
+"""labs.training.model's variants beyond the shipped pre-norm: DyT against its formula and
 gradcheck, QK norms per head, the three placements built and computed as named (against a
 forward pass written here from the state dict), the probe's readings, and the checkpoints and
 configs of the new fields."""
@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from core.device import torch_threads
-from core.training.model import (
+from labs.training.model import (
     GPT,
     MODEL_NORMS,
     NORM_CLASSES,
@@ -29,8 +29,8 @@ from core.training.model import (
     dyt_alphas,
     probe,
 )
-from core.training.store import load_checkpoint, read_config, save_checkpoint
-from core.training.train import TrainConfig
+from labs.training.store import load_checkpoint, read_config, save_checkpoint
+from labs.training.train import TrainConfig
 
 SMALL = dict(n_layer=2, n_head=2, n_embd=8, block_size=8)
 COMBOS = list(itertools.product(MODEL_NORMS, PLACEMENTS, QK_NORMS))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.lab.attention import attention_sandbox
+from labs.attention.model import attention_sandbox
 from tests.apptest_util import assert_claims_shown, decode, figures, open_app, shown_text, trace
 from tests.claims import attention as documented
 from ui.i18n import t, translator
@@ -41,7 +41,8 @@ def state_of(at: AppTest) -> dict:
 
 def reference_weights(state: dict, case: str) -> np.ndarray:
     """softmax(q·k/√d) of the documented keys (normalised with torch, eps = 0), q rebuilt from the
-    link's angles and length (``tests.claims.attention``, independent of ``core.lab.attention``)."""
+    link's angles and length (``tests.claims.attention``, independent of
+    ``labs.attention.model``)."""
     q = state["length"] * documented.direction(state["d"], state["angle"], state["turn"])
     return documented.weights(documented.keys(state)[case], q)
 

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
 from core.inputs import make_input
-from core.lab.backward import backward_view
+from labs.backward.model import backward_view
 from tests.apptest_util import (
     APP,
     TIMEOUT,
@@ -157,7 +157,7 @@ def test_large_eps_says_damped_not_flattened():
 def test_component_labels_never_cover_a_bar(state) -> None:
     """Tiny components (-2.3e-6 beside -0.73) kept their labels over the next bar: each bar now
     has a row of its own, its label past its end in that row, and the axis has room for it."""
-    from viz.backward import components_figure
+    from labs.backward.figures import components_figure
 
     lesson = backward_view(*state).lesson
     kinds = ("upstream", "rms", "layer")

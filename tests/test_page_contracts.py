@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from core.inputs import make_input
-from core.lab.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
+from labs.contracts.model import Side, compare_sides, contracts_view, effective_gain, stored_weight
 from tests.apptest_util import (
     assert_claims_shown,
     figures,

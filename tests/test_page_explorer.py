@@ -335,7 +335,7 @@ def test_typed_values_that_overflow_once_scaled_are_refused() -> None:
 
 def core_view(**link: str):
     """The core's view for a link, as the page computes it (numbers parsed like the link)."""
-    from core.lab.explorer import explore
+    from labs.explorer import explore
     from pages.explorer import PARAMS
 
     values = {p.key: p.parse(link[p.key])[0] if p.key in link else p.default for p in PARAMS}
@@ -380,7 +380,7 @@ def test_negative_gain_reflects_rmsnorm_and_the_plane_shows_the_lower_half() -> 
 
 
 def test_wide_vector_chart_is_an_envelope_that_says_so() -> None:
-    from core.lab.explorer import CHART_BUCKETS
+    from labs.explorer import CHART_BUCKETS
 
     at = open_app(d="4096", seed="5")
     spec = figures(at)["coords"]
@@ -455,7 +455,7 @@ def test_every_figure_passes_plotly_validation(link: dict) -> None:
     """The builders skip Plotly's validation at run time; here every property is checked."""
     import plotly.graph_objects as go
 
-    from viz.explorer import coordinates_figure, plane_figure, sphere_figure
+    from labs.explorer.figures import coordinates_figure, plane_figure, sphere_figure
 
     v = core_view(**link)
     names = {k: k for k in ("input", "outputs", "x", "rms", "layer", "coordinate", "value",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.inspector import Settings, clear_cache, inspect_view
-from core.inspector import sources as sources_module
+from labs.inspector import Settings, clear_cache, inspect_view
+from labs.inspector import sources as sources_module
 from tests.apptest_util import assert_claims_shown, figures, open_app, shown_text
 from tests.inspector_fixture import offline_hub_cache, tiny_dir
 from ui.i18n import t

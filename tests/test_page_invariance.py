@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.lab.invariance import invariance_lab
-from core.lab.invariance_table import TRANSFORMS, invariance_table
+from labs.invariance.model import invariance_lab
+from labs.invariance.table import TRANSFORMS, invariance_table
 from tests.apptest_util import assert_claims_shown, decode, figures, metric, open_app, trace
 from tests.claims.invariance import EXPECTED, PAPER_ROWS, TRANSFORM_IDS
 from ui.i18n import t

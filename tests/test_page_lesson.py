@@ -9,8 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import PRESETS
-from core.lab.lesson import lesson_step
-from core.lab.lesson_options import OPTIONS, STEP_IDS
+from labs.lesson.model import lesson_step
+from labs.lesson.options import OPTIONS, STEP_IDS
 from tests.apptest_util import assert_claims_shown, open_app
 from ui.i18n import t
 from ui.params import echo

@@ -13,16 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from core.lab.lesson_options import OPTIONS, STEP_IDS, letter
+from labkit import style
+from labs.lesson import board_section, class_section
+from labs.lesson.options import LESSON, OPTIONS, STEP_IDS, letter
 from serve.classroom.backends import open_store
 from serve.classroom.codes import ALPHABET, normal_code
 from serve.classroom.store import ClassError, Limits
 from tests.apptest_util import open_page_alone, open_share
 from tests.classroom_util import redis_server, store_env
-from ui import class_board, classroom
 from ui.i18n import t
 from ui.params import echo
-from viz import style
 
 STORE_VARS = ("NORMLAB_CLASS_STORE", "NORMLAB_DATA_DIR")
 
@@ -62,7 +62,7 @@ def where(request) -> Iterator[str]:
 def deliberate_teacher(monkeypatch) -> None:
     """The tests press phase buttons faster than a person: no press is taken for a double
     click, except where a test says so."""
-    monkeypatch.setattr(class_board, "PHASE_GAP_S", 0.0)
+    monkeypatch.setattr(board_section, "PHASE_GAP_S", 0.0)
 
 
 def lesson(lang: str = "en", **query: str) -> AppTest:
@@ -102,7 +102,7 @@ def browser_of(monkeypatch):
     tokens: dict[int, str] = {}
 
     def same(token: str) -> None:
-        monkeypatch.setattr(classroom, "cookie_token", lambda: tokens.setdefault(0, token))
+        monkeypatch.setattr(class_section, "cookie_token", lambda: tokens.setdefault(0, token))
 
     return same
 
@@ -166,16 +166,16 @@ def test_peer_instruction_for_a_teacher_and_five_students(where: str) -> None:
         assert student.radio(key="pick_centre").disabled
         assert class_counts(student) == both and moves in page_text(student)
     # The export: counts per step, round and option, as the store holds them.
-    rows = list(csv.reader(io.StringIO(class_board.export_csv(classroom_seat(teacher)))))
+    rows = list(csv.reader(io.StringIO(board_section.export_csv(classroom_seat(teacher)))))
     assert rows[0] == ["step", "round", "option", "letter", "count"]
     assert [tuple(r) for r in rows[1:]] == [
         (str(a), str(b), c, letter(STEP_IDS[a - 1], c), str(d))
-        for a, b, c, d in open_store().export(code, key)
+        for a, b, c, d in open_store(LESSON).export(code, key)
     ]
     assert sum(int(r[4]) for r in rows[1:]) == 10
     # The teacher moves on; a following student's page opens the same step.
     teacher.button(key="next").click().run()
-    assert open_store().state(code).step == 2
+    assert open_store(LESSON).state(code).step == 2
     students[1].run()
     assert students[1].slider(key="step").value == 2
     assert students[1].query_params["step"] == "2"
@@ -187,21 +187,21 @@ def sidebar_text(at: AppTest) -> str:
 
 def classroom_seat(at: AppTest):
     """The teacher's seat as the page holds it, for the export."""
-    code, key = at.session_state[classroom.SEAT]
-    return classroom.Seat(open_store(), open_store().state(code), key)
+    code, key = at.session_state[class_section.SEAT]
+    return class_section.Seat(open_store(LESSON), open_store(LESSON).state(code), key)
 
 
 def test_a_student_cannot_reveal_ahead_of_the_teacher(where: str) -> None:
     teacher, code, key = start_class()
     student = lesson(**{"class": code})
-    student.toggle(key=classroom.FOLLOW).set_value(False).run()
+    student.toggle(key=class_section.FOLLOW).set_value(False).run()
     student.slider(key="step").set_value(3).run()
     pick(student, "both", "rescale")
     assert not any(b.key and b.key.startswith("reveal_") for b in student.button)
     assert t("classroom.wait_reveal", "en") in page_text(student)
-    assert open_store().answers(code, classroom.seat_id(student.session_state[classroom.TOKEN],
-                                                        code)) == {(3, 1): "both"}  # fmt: skip
-    assert open_store().state(code).revealed == frozenset()
+    seat = class_section.seat_id(student.session_state[class_section.TOKEN], code)
+    assert open_store(LESSON).answers(code, seat) == {(3, 1): "both"}
+    assert open_store(LESSON).state(code).revealed == frozenset()
     # After the teacher's reveal of step 1 the student may go back over it at their own pace.
     teacher.button(key="class_revealed").click().run()
     student.slider(key="step").set_value(1).run()
@@ -223,9 +223,9 @@ def test_one_browser_keeps_one_seat(where: str, browser_of) -> None:
         again = lesson(**{"class": code})
         assert again.radio(key="pick_centre").value == "mean"
         assert t("classroom.recorded_1", "en", letter="C") in page_text(again)
-    state = open_store().state(code)
+    state = open_store(LESSON).state(code)
     assert state.students == 1
-    assert open_store().counts(code, 1) == {"zero": 0, "one": 0, "mean": 1, "ratio": 0}
+    assert open_store(LESSON).counts(code, 1) == {"zero": 0, "one": 0, "mean": 1, "ratio": 0}
 
 
 def test_the_board_holds_no_key_and_takes_no_seat(where: str) -> None:
@@ -233,12 +233,12 @@ def test_the_board_holds_no_key_and_takes_no_seat(where: str) -> None:
     board = lesson(**{"class": code, "controls": "hidden", "text": "large"})
     assert not board.exception and key not in page_text(board)
     assert "teacher" not in board.query_params and key not in str(dict(board.query_params))
-    assert open_store().state(code).students == 0
+    assert open_store(LESSON).state(code).students == 0
     assert not board.radio and "**D** · 0.6228" in page_text(board)  # the options as text
     (image,) = board.get("image")  # the QR code: 400 px shown, drawn at least that wide
-    assert class_board.QR_WIDTH >= 1080 / 3
-    png = class_board.qr_png(class_board.join_link(code))
-    assert int.from_bytes(png[16:20], "big") >= class_board.QR_WIDTH  # the PNG's own width
+    assert board_section.QR_WIDTH >= 1080 / 3
+    png = board_section.qr_png(board_section.join_link(code))
+    assert int.from_bytes(png[16:20], "big") >= board_section.QR_WIDTH  # the PNG's own width
     # The teacher's link to the board is the same view, without the key.
     buttons = [b for b in teacher.get("link_button")]
     assert any(f"class={code}" in b.proto.url and key not in b.proto.url for b in buttons)
@@ -255,14 +255,14 @@ def test_the_teacher_ends_the_class(where: str) -> None:
     assert "class" not in teacher.query_params and "teacher" not in teacher.query_params
     assert t("classroom.ended", "en") in page_text(teacher)
     with pytest.raises(ClassError, match="ended"):
-        open_store().state(code)
+        open_store(LESSON).state(code)
     student = lesson(**{"class": code})  # a student who opens the link afterwards is told
     assert t("classroom.error_ended", "en", code=echo(code)) in warnings(student)
 
 
 def test_new_classes_are_limited_per_client(where: str, monkeypatch) -> None:
     monkeypatch.setenv("NORMLAB_CLIENT_CLASSES", "5")
-    monkeypatch.setattr(classroom, "client_address", lambda: "198.51.100.7")
+    monkeypatch.setattr(class_section, "client_address", lambda: "198.51.100.7")
     made = []
     for _ in range(50):
         at = lesson(**{"class": "new"})
@@ -271,7 +271,7 @@ def test_new_classes_are_limited_per_client(where: str, monkeypatch) -> None:
         else:
             assert t("classroom.error_client_classes", "en", limit=5) in warnings(at)
     assert len(made) == 5
-    monkeypatch.setattr(classroom, "client_address", lambda: "198.51.100.8")
+    monkeypatch.setattr(class_section, "client_address", lambda: "198.51.100.8")
     assert "teacher" in lesson(**{"class": "new"}).query_params
 
 
@@ -279,21 +279,21 @@ def test_seats_and_guesses_are_limited_per_client(where: str, monkeypatch) -> No
     monkeypatch.setenv("NORMLAB_CLIENT_SEATS", "3")
     monkeypatch.setenv("NORMLAB_CLIENT_GUESSES", "4")
     _, code, _ = start_class()
-    monkeypatch.setattr(classroom, "client_address", lambda: "198.51.100.9")
+    monkeypatch.setattr(class_section, "client_address", lambda: "198.51.100.9")
     for _ in range(3):
         lesson(**{"class": code})
     flood = lesson(**{"class": code})
     assert t("classroom.error_client_seats", "en", code=echo(code), limit=3) in warnings(flood)
-    monkeypatch.setattr(classroom, "client_address", lambda: "203.0.113.1")
+    monkeypatch.setattr(class_section, "client_address", lambda: "203.0.113.1")
     real = lesson(**{"class": code})
     pick(real, "ratio")
-    assert open_store().state(code).students == 4
+    assert open_store(LESSON).state(code).students == 4
     # Guessing codes: past the limit even a live code is refused, for that client only.
     for guess in ("AAAAAA", "BBBBBB", "CCCCCC", "DDDDDD"):
         lesson(**{"class": guess})
     refused = lesson(**{"class": code})
     assert t("classroom.error_client_guesses", "en", limit=4) in warnings(refused)
-    monkeypatch.setattr(classroom, "client_address", lambda: "203.0.113.2")
+    monkeypatch.setattr(class_section, "client_address", lambda: "203.0.113.2")
     assert not lesson(**{"class": code}).warning
 
 
@@ -303,9 +303,9 @@ def test_a_wrong_key_leads_nothing_and_is_told(where: str) -> None:
     assert t("classroom.error_not_teacher", "en", code=echo(code)) in warnings(impostor)
     assert "teacher" not in impostor.query_params
     assert not any(b.key == "class_revealed" for b in impostor.button)
-    impostor.toggle(key=classroom.FOLLOW).set_value(False).run()
+    impostor.toggle(key=class_section.FOLLOW).set_value(False).run()
     impostor.slider(key="step").set_value(4).run()
-    assert open_store().state(code).step == 1  # a student's own step moves nobody
+    assert open_store(LESSON).state(code).step == 1  # a student's own step moves nobody
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])
@@ -334,7 +334,7 @@ def test_a_store_that_is_down_leaves_the_lesson_working(monkeypatch) -> None:
 def test_a_pick_made_while_the_store_is_down_is_kept_and_sent(where: str, monkeypatch) -> None:
     teacher, code, _ = start_class()
     student = lesson(**{"class": code})
-    store = open_store()
+    store = open_store(LESSON)
 
     def down(*args, **kwargs):
         raise ClassError("down", "test")
@@ -357,14 +357,14 @@ def test_a_pick_made_while_the_store_is_down_is_kept_and_sent(where: str, monkey
 def test_answers_past_a_few_a_second_are_not_recorded(where: str, monkeypatch) -> None:
     _, code, _ = start_class()
     student = lesson(**{"class": code})
-    monkeypatch.setattr(classroom, "clock", lambda: 1000.0)  # every click at once
+    monkeypatch.setattr(class_section, "clock", lambda: 1000.0)  # every click at once
     for option in ("zero", "one", "mean", "ratio"):
         pick(student, option)
     assert t("classroom.error_too_fast", "en") in warnings(student)
-    assert open_store().counts(code, 1)["mean"] == 1  # the third stands, the fourth waits
-    monkeypatch.setattr(classroom, "clock", lambda: 1002.0)
+    assert open_store(LESSON).counts(code, 1)["mean"] == 1  # the third stands, the fourth waits
+    monkeypatch.setattr(class_section, "clock", lambda: 1002.0)
     student.run()  # the page's watch reruns it: the fourth is sent, none lost
-    assert open_store().counts(code, 1)["ratio"] == 1 and not student.warning
+    assert open_store(LESSON).counts(code, 1)["ratio"] == 1 and not student.warning
 
 
 def test_what_was_answered_alone_is_not_the_classs(where: str) -> None:
@@ -376,8 +376,8 @@ def test_what_was_answered_alone_is_not_the_classs(where: str) -> None:
     at.run()
     assert not at.radio(key="pick_centre").disabled  # not revealed: the class has not been
     assert at.radio(key="pick_centre").value is None
-    assert open_store().counts(code, 1) == dict.fromkeys(OPTIONS["centre"], 0)
-    assert open_store().state(code).students == 1
+    assert open_store(LESSON).counts(code, 1) == dict.fromkeys(OPTIONS["centre"], 0)
+    assert open_store(LESSON).state(code).students == 1
 
 
 CODES = st.one_of(
@@ -422,7 +422,7 @@ def test_fuzzed_keys_on_a_live_class_lead_nothing(fuzz_dir, key: str, step: str)
         mp.setenv("NORMLAB_DATA_DIR", fuzz_dir)
         mp.setenv("NORMLAB_CLIENT_CLASSES", "100000")
         mp.delenv("NORMLAB_CLASS_STORE", raising=False)
-        store = open_store()
+        store = open_store(LESSON)
         code, real = store.create("fuzz")
         at = lesson(**{"class": code, "teacher": key, "step": step})
         assert t("classroom.error_not_teacher", "en", code=echo(code)) in warnings(at)
@@ -457,7 +457,7 @@ def test_the_teachers_share_dialog_gives_the_join_link_and_the_board(where: str)
     query = {k: v[0] for k, v in parse_qs(urlsplit(present).query).items()}
     assert query["class"] == code and "teacher" not in query
     board = lesson(**query)  # the presenter link is the board: no seat taken
-    assert board.get("image") and open_store().state(code).students == 0
+    assert board.get("image") and open_store(LESSON).state(code).students == 0
 
 
 def test_a_stale_second_tab_shows_the_new_answer_and_never_sends_its_old_one(
@@ -475,34 +475,34 @@ def test_a_stale_second_tab_shows_the_new_answer_and_never_sends_its_old_one(
     teacher.button(key="class_discuss").click().run()
     teacher.button(key="class_vote2").click().run()
     first.run()
-    assert open_store().rounds(code, 1) == {1: ("mean", "mean")}
+    assert open_store(LESSON).rounds(code, 1) == {1: ("mean", "mean")}
 
 
 def test_the_teachers_link_opened_again_does_not_move_the_class(where: str) -> None:
     teacher, code, key = start_class()
     teacher.button(key="next").click().run()
     teacher.button(key="next").click().run()
-    assert open_store().state(code).step == 3
+    assert open_store(LESSON).state(code).step == 3
     again = lesson(**{"class": code, "teacher": key})  # no step in the link
-    assert again.slider(key="step").value == 3 and open_store().state(code).step == 3
+    assert again.slider(key="step").value == 3 and open_store(LESSON).state(code).step == 3
     again.button(key="next").click().run()  # the second tab leads: the first follows
     teacher.run()
-    assert teacher.slider(key="step").value == 4 and open_store().state(code).step == 4
+    assert teacher.slider(key="step").value == 4 and open_store(LESSON).state(code).step == 4
 
 
 def test_a_second_click_on_a_phase_button_skips_nothing(where: str, monkeypatch) -> None:
-    monkeypatch.setattr(class_board, "PHASE_GAP_S", 1.5)
+    monkeypatch.setattr(board_section, "PHASE_GAP_S", 1.5)
     teacher, code, _ = start_class()
     teacher.button(key="class_discuss").click().run()
     teacher.button(key="class_vote2").click().run()  # at once: the same spot, a second click
-    assert open_store().state(code).phase(1) == "discuss"
+    assert open_store(LESSON).state(code).phase(1) == "discuss"
 
 
 def test_an_ended_class_is_not_a_guess_and_its_members_are_not_locked_out(
     where: str, monkeypatch, browser_of
 ) -> None:
     monkeypatch.setenv("NORMLAB_CLIENT_GUESSES", "3")
-    monkeypatch.setattr(classroom, "client_address", lambda: "198.51.100.20")
+    monkeypatch.setattr(class_section, "client_address", lambda: "198.51.100.20")
     live_teacher, live_code, live_key = start_class()
     ended_teacher, ended_code, _ = start_class()
     browser_of("c3" * 16)

@@ -10,8 +10,8 @@ import pytest
 
 from core.defaults import DTYPES
 from core.inputs import make_input
-from core.lab.precision import output_norm_vs_scale, precision_view
-from core.lab.reduced_precision import reduction_error
+from labs.precision.model import output_norm_vs_scale, precision_view
+from labs.precision.reduced import reduction_error
 from tests.apptest_util import assert_claims_shown, figures, open_app, trace
 from ui import fmt
 
@@ -145,7 +145,7 @@ def test_running_sums_stay_apart_where_they_coincide() -> None:
     """All four accumulators agree for most of a small vector's length: each line has its own
     dash, marker and colour, they are drawn widest first so that every one shows around the
     ones over it, and no two put a marker on the same coordinate."""
-    from viz.precision import running_sum_figure
+    from labs.precision.figures import running_sum_figure
 
     view = precision_view(64, 0, "both", 1.0, 1e-6, DTYPES)
     labels = {"index": "i", "partial_sum": "sum", "float16_max": "max"}

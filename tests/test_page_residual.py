@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 from streamlit.testing.v1 import AppTest
 
-from core.lab.residual import residual_view, simulate_residual
-from core.lab.trained_residual import TRAINED_NORMS, TRAINED_QUANTITIES, trained_view
+from labs.residual.model import residual_view, simulate_residual
+from labs.residual.trained import TRAINED_NORMS, TRAINED_QUANTITIES, trained_view
 from tests import test_fuzz_pages as fuzz
 from tests.apptest_util import (
     assert_claims_shown,
@@ -191,13 +191,13 @@ def test_bad_trained_link_values_are_replaced_with_notices():
 
 
 def test_a_page_interaction_loads_no_checkpoint_again(monkeypatch):
-    import core.training.store
-    from core.training.activations import read_shipped
+    import labs.training.store
+    from labs.training.activations import read_shipped
 
     loads = []
-    original = core.training.store.load_checkpoint
+    original = labs.training.store.load_checkpoint
     monkeypatch.setattr(
-        core.training.store, "load_checkpoint", lambda path: loads.append(path) or original(path)
+        labs.training.store, "load_checkpoint", lambda path: loads.append(path) or original(path)
     )
     read_shipped.cache_clear()
     at = open_page(lang="en", mode="trained")

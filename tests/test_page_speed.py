@@ -5,7 +5,8 @@ server lacks is narrowed with a notice."""
 import numpy as np
 import pytest
 
-from core.lab.speed import MEASURE_LOCK, paired_ratio
+from labkit.lock import MEASURE_LOCK
+from labs.speed.model import paired_ratio
 from tests.apptest_util import assert_claims_shown, figures, open_app
 from ui.i18n import t
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.training.findings import shown_share
-from core.training.lab_view import SECONDS_ENV, TRAIN_LOCK, reference_view
-from core.training.runs import CURVES_FILE, REFERENCE_DIR
+from labs.training.claims import shown_share
+from labs.training.lab_view import SECONDS_ENV, TRAIN_LOCK, reference_view
+from labs.training.runs import CURVES_FILE, REFERENCE_DIR
 from tests.apptest_util import (
     APP,
     assert_claims_shown,
@@ -280,7 +280,7 @@ def test_loss_curves_keep_their_ends_and_spikes_clear_of_the_edges_and_the_legen
     """A run cut off by the cap: its step-0 marker sat on the left edge, and a spike's peak
     reached up to the legend. The x axis is padded both sides, the loss axis past both
     extremes, and the legend sits above the plot with a gap."""
-    from viz.training import loss_figure
+    from labs.training.figures import loss_figure
 
     labels = {
         "rms": "RMSNorm", "layer": "LayerNorm", "none": "none", "validation": "v",

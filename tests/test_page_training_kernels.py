@@ -1,11 +1,11 @@
-"""The training lab's fair-kernels section (ui/training_kernels.py) in both languages: its two
-charts, the ratios as metrics, and every sentence the core chose for the shipped measurement."""
+"""The training lab's fair-kernels section (labs/training/kernels_section.py) in both languages: its
+two charts, the ratios as metrics, and every sentence the core chose for the shipped measurement."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.training.fair_view import shipped_kernel_view
+from labs.training.fair_view import shipped_kernel_view
 from tests.apptest_util import (
     assert_claims_shown,
     decode,

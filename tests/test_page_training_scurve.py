@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.training.scurve import FIT_FORMS
-from core.training.scurve_view import scurve_view
+from labs.training.scurve import FIT_FORMS
+from labs.training.scurve_view import scurve_view
 from tests.apptest_util import assert_claims_shown, decode, figures, open_app, shown_number
 from ui import fmt
 from ui.i18n import translator

@@ -1,6 +1,6 @@
-"""The training lab's sections on the two sets (ui/training_sets.py) in both languages: the four
-charts draw the shipped files' seeds as bands with their means, and every sentence the core chose
-is on the page."""
+"""The training lab's sections on the two sets (labs/training/sets_section.py) in both languages:
+the four charts draw the shipped files' seeds as bands with their means, and every sentence the core
+chose is on the page."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from core.training.runs import REFERENCE_DIR
-from core.training.sets import SET_FILES
-from core.training.sets_view import shipped_placement_view, shipped_qknorm_view
+from labs.training.runs import REFERENCE_DIR
+from labs.training.sets import SET_FILES
+from labs.training.sets_view import shipped_placement_view, shipped_qknorm_view
 from tests.apptest_util import assert_claims_shown, decode, figures, open_app, shown_text
 from ui.i18n import translator
 
@@ -47,8 +47,8 @@ def test_both_sets_are_drawn_and_said_in_both_languages(pages, lang: str) -> Non
     assert_claims_shown(at, shipped_placement_view().claims, lang)
     assert_claims_shown(at, shipped_qknorm_view().claims, lang)
     page = "\n".join(shown_text(at))
-    assert "python -m core.training.runs --set placement" in page
-    assert "python -m core.training.runs --set qknorm" in page
+    assert "python -m labs.training.runs --set placement" in page
+    assert "python -m labs.training.runs --set qknorm" in page
 
 
 def test_the_charts_draw_the_shipped_seeds(pages) -> None:

@@ -1,4 +1,4 @@
-"""core.lab.precision, core.lab.reduced_precision and core.lab.contracts: eps sweeps,
+"""labs.precision.model, labs.precision.reduced and labs.contracts.model: eps sweeps,
 low-precision reductions, preset comparisons."""
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.inputs import make_input
-from core.lab.contracts import Side, compare_sides, contracts_view, effective_gain, stored_weight
-from core.lab.precision import _matched_claim, eps_knee, output_norm_vs_scale, precision_view
-from core.lab.reduced_precision import (
+from core.presets import get_preset
+from labs.contracts.model import Side, compare_sides, contracts_view, effective_gain, stored_weight
+from labs.precision.model import _matched_claim, eps_knee, output_norm_vs_scale, precision_view
+from labs.precision.reduced import (
     FLOAT16_MAX,
     float16_overflow_scales,
     reduction_error,
     round_bfloat16,
     running_sum_of_squares,
 )
-from core.presets import get_preset
 from tests.hypothesis_util import examples
 
 torch = pytest.importorskip("torch")
@@ -213,7 +213,7 @@ def test_contracts_bit_for_bit_verdict_is_the_implementations_own(seed: int) -> 
 def test_every_preset_pair_shows_only_true_claims(dtype: str) -> None:
     """Every pair of presets, in every dtype, at both ends of the scale ladder: each sentence
     the contracts page would show passes its independent check (tests/claims/contracts.py)."""
-    from core.lab.contracts import contracts_view
+    from labs.contracts.model import contracts_view
     from tests.claims import contracts as claims
 
     names = claims.PRESETS

@@ -1,4 +1,4 @@
-"""Tests for core.lab.residual and core.lab.trained_residual: the pre-norm residual stream with
+"""Tests for labs.residual.model and labs.residual.trained: the pre-norm residual stream with
 a drifting common offset, and the same readings on the shipped models."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.lab.residual import (
+from labs.residual.model import (
     MAX_LAYERS,
     NORMS,
     QUANTITIES,
@@ -22,7 +22,7 @@ from core.lab.residual import (
     residual_view,
     simulate_residual,
 )
-from core.lab.trained_residual import (
+from labs.residual.trained import (
     TRAINED_NORMS,
     TRAINED_QUANTITIES,
     _offset_claims,
@@ -31,7 +31,7 @@ from core.lab.trained_residual import (
     _shift_claim,
     trained_view,
 )
-from core.training.activations import TEXTS, read_shipped
+from labs.training.activations import TEXTS, read_shipped
 from tests.hypothesis_util import examples
 
 # float64 rounding over a dozen blocks stays near 1e-13; a real difference is far above this.

@@ -1,4 +1,4 @@
-"""The S-curve's core (``core.training.scurve``, ``core.training.scurve_view``): the tanh fit
+"""The S-curve's core (``labs.training.scurve``, ``labs.training.scurve_view``): the tanh fit
 recovers a known curve from noisy points, says when it did not converge, reads the output before
 the gain, and the view's words and snippet match its numbers."""
 
@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from core.lab.snippets.scurve_code import scurve_code
 from core.norms import layer_norm_reference, rms_norm_reference
-from core.training.activations import DEFAULT_TEXT, shipped_path
-from core.training.scurve import (
+from labs.training.activations import DEFAULT_TEXT, shipped_path
+from labs.training.scurve import (
     FLAT_REACH,
     LINEAR_REACH,
     SAMPLE,
@@ -23,8 +22,9 @@ from core.training.scurve import (
     layer_curves,
     normalised,
 )
-from core.training.scurve_view import SCURVE_NORMS, scurve_view
-from core.training.store import load_checkpoint
+from labs.training.scurve_snippet import scurve_code
+from labs.training.scurve_view import SCURVE_NORMS, scurve_view
+from labs.training.store import load_checkpoint
 from ui.i18n import is_claim
 
 

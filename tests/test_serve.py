@@ -203,13 +203,13 @@ def test_sigterm_to_the_launcher_stops_every_process() -> None:
 # half-imported pandas ("partially initialized module 'pandas' has no attribute 'Series'").
 PRELOAD_RACE = """
 import importlib, sys, threading
-from ui.nav import PAGES, page_modules, preload
+from ui.nav import PAGES, preload
 ROADS = ["pages.explorer", "pandas", "pages.inspector", "plotly.express",
          "streamlit.dataframe_util", "pages.training", "pyarrow", "pandas.core.frame"]
 errors = []
 def first_run(road):
     try:
-        preload(page_modules())
+        preload(lambda: [importlib.import_module(f'pages.{s.name}') for s in PAGES])
         importlib.import_module(road)
         import pandas
         pandas.Series([1.0])

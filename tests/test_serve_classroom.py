@@ -11,10 +11,11 @@ import time
 import pytest
 
 from benchmarks.live import READY
+from labs.lesson.class_section import SEAT_COOKIE
+from labs.lesson.options import LESSON
 from serve.classroom.backends import open_store
 from serve.config import COOKIE
 from tests.serve_util import launched
-from ui.classroom import SEAT_COOKIE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -50,7 +51,7 @@ def test_one_browser_one_seat_through_reloads_tabs_and_a_killed_worker(browser, 
         code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
         key = teacher.evaluate("new URLSearchParams(location.search).get('teacher')")
         join = f"{served.url}/lesson?class={code}&lang=en"
-        store = open_store({"NORMLAB_DATA_DIR": str(tmp_path)})
+        store = open_store(LESSON, {"NORMLAB_DATA_DIR": str(tmp_path)})
 
         phone = browser.new_context(viewport={"width": 390, "height": 844})
         first = open_tab(phone, join)
@@ -123,7 +124,7 @@ def test_a_pick_made_while_the_store_is_unreachable_arrives_and_the_page_follows
             finally:
                 os.kill(pid, signal.SIGCONT)
             recorded(student, "D")  # sent again by the page itself, no click
-            store = open_store({"NORMLAB_CLASS_STORE": url})
+            store = open_store(LESSON, {"NORMLAB_CLASS_STORE": url})
             assert store.counts(code, 1)["ratio"] == 1
             teacher.locator(".st-key-next button").click()
             student.wait_for_function("location.search.includes('step=2')", timeout=TIMEOUT_MS)
@@ -145,7 +146,7 @@ def test_the_proxy_gives_each_address_its_own_limit(tmp_path) -> None:
     env = {"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLASS_STORE": None}
     env["NORMLAB_CLIENT_SEATS"] = "2"
     with launched(workers=2, seats=20, env=env) as served:
-        store = open_store({"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLIENT_SEATS": "2"})
+        store = open_store(LESSON, {"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLIENT_SEATS": "2"})
         code, _ = store.create("test")
 
         async def join(source: str) -> list[str]:

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from core import torch_available
-from core.lab.invariance_table import TABLE_TOL
-from core.lab.lesson_options import STEP_IDS
-from core.lab.snippets import lesson_code
+from labs.invariance.table import TABLE_TOL
+from labs.lesson.options import STEP_IDS
+from labs.lesson.snippet import lesson_code
 from tests.apptest_util import decode, figures, open_app, trace
 from ui import fmt
 from ui.code import CODE_KEY

@@ -1,4 +1,4 @@
-"""The speed lab (core.lab.speed, timing, speed_kernels): the kernels compute the norms, the
+"""The speed lab (labs.speed.model, timing, speed_kernels): the kernels compute the norms, the
 bookkeeping and the caps count work, the summaries and verdicts follow the samples, and the lock
 is exclusive. No test reads a wall clock: the time cap is driven by a fake clock and bounded by
 counted calls and elements."""
@@ -13,17 +13,9 @@ import torch.nn.functional as F
 
 from core import rms_norm
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS
-from core.lab import timing
-from core.lab.speed import (
-    MEASURE_LOCK,
-    exclusive,
-    paired_ratio,
-    plan,
-    speed_view,
-    sweep_points,
-    verdict_word,
-)
-from core.lab.speed_kernels import (
+from labkit.lock import MEASURE_LOCK, exclusive
+from labs.speed import timing
+from labs.speed.kernels import (
     KERNELS,
     PARTIALS,
     kernel_table,
@@ -31,7 +23,14 @@ from core.lab.speed_kernels import (
     partial_size,
     seeded_tensors,
 )
-from core.lab.timing import (
+from labs.speed.model import (
+    paired_ratio,
+    plan,
+    speed_view,
+    sweep_points,
+    verdict_word,
+)
+from labs.speed.timing import (
     MAX_TENSOR_BYTES,
     Measurement,
     SpeedRun,

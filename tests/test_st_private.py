@@ -69,8 +69,8 @@ def _explorer_specs() -> list[dict]:
     """The explorer's figure specs: coordinates at d = 3 (every point, negative gain) and
     d = 4096 (an envelope), the plane, and the sphere's 2-D surfaces."""
     from core.inputs import make_input
-    from core.lab.explorer import explore
-    from viz.explorer import coordinates_spec, plane_spec, sphere_spec
+    from labs.explorer import explore
+    from labs.explorer.figures import coordinates_spec, plane_spec, sphere_spec
 
     names = {k: k for k in ("input", "outputs", "x", "rms", "layer", "coordinate", "value",
                             "axis_a", "axis_b", "circle", "ray", "x_short", "sphere", "plane",

@@ -1,4 +1,4 @@
-"""viz.style.readable: every text of a figure at least 14 px, enlarged alike with text=large, and
+"""labkit.style.readable: every text of a figure at least 14 px, enlarged alike with text=large, and
 nothing else about the figure changed."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import pytest
 from plotly.subplots import make_subplots
 
-from viz import style
-from viz.style import FONT_SIZE, LARGE_TEXT_SCALE, MIN_FONT_SIZE, readable
+from labkit import style
+from labkit.style import FONT_SIZE, LARGE_TEXT_SCALE, MIN_FONT_SIZE, readable
 
 
 def two_panels() -> go.Figure:

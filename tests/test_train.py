@@ -1,4 +1,4 @@
-"""core.training.train, corpus, store, reference and runs: determinism, the caps, the checkpoint
+"""labs.training.train, corpus, store, reference and runs: determinism, the caps, the checkpoint
 round trip, and the shipped reference runs (which must reproduce on this CPU)."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from core.device import torch_threads
-from core.training.corpus import VAL_FRACTION, corpus_text, decode, encode, load_corpus
-from core.training.fair import measure
-from core.training.model import GPT, MODEL_NORMS, PLACEMENTS, QK_NORMS, ModelConfig
-from core.training.reference import (
+from labs.training.corpus import VAL_FRACTION, corpus_text, decode, encode, load_corpus
+from labs.training.fair import measure
+from labs.training.model import GPT, MODEL_NORMS, PLACEMENTS, QK_NORMS, ModelConfig
+from labs.training.reference import (
     CURVES_FILE,
     REFERENCE,
     REFERENCE_DIR,
@@ -24,7 +24,7 @@ from core.training.reference import (
     load_reference,
     reference_summary,
 )
-from core.training.runs import (
+from labs.training.runs import (
     CHECKPOINT_NORMS,
     REFERENCE_NORMS,
     REFERENCE_SEEDS,
@@ -33,8 +33,8 @@ from core.training.runs import (
     make_set,
     run_reference,
 )
-from core.training.store import load_checkpoint, read_config, save_checkpoint
-from core.training.train import (
+from labs.training.store import load_checkpoint, read_config, save_checkpoint
+from labs.training.train import (
     Batches,
     TrainConfig,
     evaluate,
@@ -379,7 +379,7 @@ def test_shipped_files_are_complete_and_within_budget(reference) -> None:
 
 def test_shipped_data_is_this_pythons_corpus(reference) -> None:
     # The reference runs read pydoc_data.topics of the Python that made them; another release
-    # ships other text, and then `python -m core.training.runs` must be run again.
+    # ships other text, and then `python -m labs.training.runs` must be run again.
     assert reference["data"]["sha256"] == load_corpus().sha256, reference["data"]["python"]
 
 

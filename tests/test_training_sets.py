@@ -1,4 +1,4 @@
-"""The two sets beyond the two norms (core.training.sets, sets_view, sets_findings): a quick run of
+"""The two sets beyond the two norms (labs.training.sets, sets_view, sets_findings): a quick run of
 each writes the file it documents and reads back into the page's view; hand-made records reach
 every sentence's branch, each checked by its independent oracle (tests/claims/training_sets.py);
 a file that is not a grid is refused."""
@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from core.training.runs import SETS
-from core.training.sets import (
+from labs.training.runs import SETS
+from labs.training.sets import (
     PLACEMENT,
     QKNORM,
     SET_FILES,
@@ -20,7 +20,7 @@ from core.training.sets import (
     make_placement,
     make_qknorm,
 )
-from core.training.sets_view import placement_view, qknorm_view
+from labs.training.sets_view import placement_view, qknorm_view
 from tests.claims.training_sets import CHECKS
 from ui.i18n import translator
 

@@ -1,4 +1,4 @@
-"""core.training.lab_view (with its curves and findings): live settings and caps, the work and
+"""labs.training.lab_view (with its curves and findings): live settings and caps, the work and
 memory bounds, and the page state computed from run records (shipped and hand-made), against
 plain recomputations."""
 
@@ -16,9 +16,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.training.curves import MAX_POINTS
-from core.training.findings import MIN_PAIRS, shown_share
-from core.training.lab_view import (
+from labs.training.claims import MIN_PAIRS, shown_share
+from labs.training.curves import MAX_POINTS
+from labs.training.lab_view import (
     DEFAULT_SECONDS,
     LIVE_DEPTHS,
     LIVE_STEPS,
@@ -35,9 +35,9 @@ from core.training.lab_view import (
     train_live,
     training_view,
 )
-from core.training.model import GPT, NORM_KINDS, PLACEMENTS, QK_NORMS, ModelConfig
-from core.training.runs import CURVES_FILE, REFERENCE, REFERENCE_DIR, SUMMARY_FILE
-from core.training.train import TrainConfig, TrainResult
+from labs.training.model import GPT, NORM_KINDS, PLACEMENTS, QK_NORMS, ModelConfig
+from labs.training.runs import CURVES_FILE, REFERENCE, REFERENCE_DIR, SUMMARY_FILE
+from labs.training.train import TrainConfig, TrainResult
 from tests.claims.training import check_alpha
 from tests.hypothesis_util import examples
 from ui.i18n import translator

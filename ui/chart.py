@@ -85,7 +85,7 @@ def chart(
     config: dict | None = None,
 ) -> None:
     """Draw ``fig`` with its summary and its data. ``fig`` is a Plotly figure, or a spec: the
-    figure as plain dicts, ``{"data": [...], "layout": {...}}`` (``viz.explorer``'s), which
+    figure as plain dicts, ``{"data": [...], "layout": {...}}`` (``labs.explorer.figures``'s), which
     Streamlit is handed without a figure built (``ui.st_private.plotly_spec``).
 
     ``title``: what the chart is, in a few words (the download's label and the start of its

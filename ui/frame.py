@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from labkit import style
 from ui import fmt
 from ui.export import ViewFileError, restore_state
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
@@ -22,7 +23,6 @@ from ui.params import (
     share_query,
 )
 from ui.st_private import keep_in_link
-from viz import style
 
 # Link options that change how the app is shown, not what it computes. They are not widgets, so
 # they stay in the URL as typed and are read on every run.
@@ -178,7 +178,7 @@ def metric_width() -> int:
 
 def readable(fig: go.Figure) -> go.Figure:
     """``fig`` with every text at least 14 px, enlarged like the page's text with ``?text=large``
-    (``viz.style.readable``), its numbers in the page's language (decimal comma in Indonesian).
+    (``labkit.style.readable``), its numbers in the page's language (decimal comma in Indonesian).
     Pages pass every figure through it before ``st.plotly_chart``."""
     lang = fmt.current_language()
     return style.readable(

@@ -9,7 +9,7 @@ language, so a sentence and its translation sit next to each other::
 
 A page binds ``tr = translator(lang)`` and asks ``tr("explorer.title")``; numbers are passed
 as numbers and written by :func:`ui.fmt.num`. A ``claim = true`` text is shown only through
-``tr.claim`` (:mod:`core.lab.claims`); core messages are texts of the topic ``core``
+``tr.claim`` (:mod:`labkit.claims`); core messages are texts of the topic ``core``
 (``tr.message``).
 """
 
@@ -22,8 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from core.lab.claims import Claim
 from core.messages import Message
+from labkit.claims import Claim
 from ui import fmt
 
 LANGUAGES: dict[str, str] = {"en": "English", "id": "Bahasa Indonesia"}

@@ -1,16 +1,16 @@
 """The page registry: every page of the app, in the order of the navigation.
 
-``app.py`` builds ``st.navigation`` from it and imports the pages (:func:`preload`, given their
-names), and the tests read it instead of the router's source; no ``ui`` module names a page in an
-import. A new page is one entry here, one file in ``pages/`` (which ends with ``if __name__ ==
-"__main__": main()``, so that importing it for its ``PARAMS`` draws nothing) and one text file in
-``assets/text/``.
+``app.py`` builds ``st.navigation`` from it and imports the pages (by name, in the function it
+hands :func:`preload`), and the tests read it instead of the router's source; no ``ui`` module
+imports a page. A new page is one entry here, its name in ``app.py``'s ``import_pages``, one file
+in ``pages/`` (which ends with ``if __name__ == "__main__": main()``, so that importing it for its
+``PARAMS`` draws nothing) and one text file in ``assets/text/``.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,21 +61,13 @@ PAGES: tuple[PageSpec, ...] = (
 # The landing page's internal name: it is served at the root URL, and its own name is an alias.
 LANDING_KEY = "start"
 
-# Imported before any page runs: pandas is imported lazily by Streamlit and Plotly too.
-PRELOAD = ("numpy", "pandas", "plotly.graph_objects")
 _preload_lock = threading.Lock()
 _preloaded = False
 
 
-def page_modules() -> tuple[str, ...]:
-    """The module name of every page, in the order of :data:`PAGES` (names, not imports: the
-    pages are imported when ``app.py`` hands these to :func:`preload`)."""
-    return tuple(f"pages.{spec.name}" for spec in PAGES)
-
-
-def preload(modules: tuple[str, ...]) -> None:
-    """Import :data:`PRELOAD` and ``modules`` once per process, in one thread, before any page
-    runs.
+def preload(import_pages: Callable[[], None]) -> None:
+    """Import numpy, pandas and Plotly, then the pages (``import_pages``), once per process, in one
+    thread, before any page runs.
 
     Streamlit runs each visitor's script in a thread of its own. Two first runs on a fresh
     worker (a class arriving together, or the visitors of a lost worker moved at once) would
@@ -91,8 +83,12 @@ def preload(modules: tuple[str, ...]) -> None:
     with _preload_lock:
         if not _preloaded:
             passive_openmp_threads()
-            for name in PRELOAD + modules:
-                importlib.import_module(name)
+            # pandas is imported lazily by Streamlit and Plotly too.
+            import numpy  # noqa: F401
+            import pandas  # noqa: F401
+            import plotly.graph_objects  # noqa: F401
+
+            import_pages()
             _preloaded = True
 
 

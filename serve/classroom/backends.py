@@ -19,26 +19,29 @@ from serve.classroom.store import (
     Limits,
 )
 
+Steps = tuple[tuple[str, ...], ...]
 
-def open_store(env: Mapping[str, str] = os.environ) -> ClassStore:
-    """The store this host is set up for: Redis where ``NORMLAB_CLASS_STORE`` names one, else
+
+def open_store(lesson: Steps, env: Mapping[str, str] = os.environ) -> ClassStore:
+    """The store this host is set up for, of classes that follow ``lesson`` (each step's option
+    ids, hashable: one store per lesson): Redis where ``NORMLAB_CLASS_STORE`` names one, else
     SQLite under ``NORMLAB_DATA_DIR``. One per process and setting; raises ``down`` if it cannot
     be opened."""
     url = env.get(STORE_ENV, "").strip()
     limits = Limits.from_env(env)
     if url.startswith(("redis://", "rediss://", "unix://")):
-        return _redis(url, limits)
+        return _redis(url, limits, lesson)
     if url and url != "sqlite":
         raise ClassError("down", f"{STORE_ENV} names no store this app knows")
     data_dir = Path(env.get(DATA_ENV, "").strip() or DEFAULT_DATA_DIR).resolve()
-    return _sqlite(str(data_dir), limits)
+    return _sqlite(str(data_dir), limits, lesson)
 
 
 @lru_cache(maxsize=8)
-def _sqlite(data_dir: str, limits: Limits) -> ClassStore:
-    return SqliteStore(data_dir, limits)
+def _sqlite(data_dir: str, limits: Limits, lesson: Steps) -> ClassStore:
+    return SqliteStore(data_dir, limits, lesson)
 
 
 @lru_cache(maxsize=8)
-def _redis(url: str, limits: Limits) -> ClassStore:
-    return RedisStore(url, limits)
+def _redis(url: str, limits: Limits, lesson: Steps) -> ClassStore:
+    return RedisStore(url, limits, lesson)

@@ -15,6 +15,7 @@ from serve.classroom.store import (
     ClassError,
     ClassState,
     ClassStore,
+    Lesson,
     Limits,
     key_hash,
 )
@@ -87,8 +88,8 @@ class RedisStore(ClassStore):
     and answers per step and round, each expiring with the class; every write is one Lua
     script."""
 
-    def __init__(self, url: str, limits: Limits, **kwargs: object) -> None:
-        super().__init__(limits, **kwargs)
+    def __init__(self, url: str, limits: Limits, lesson: Lesson, **kwargs: object) -> None:
+        super().__init__(limits, lesson, **kwargs)
         import redis
 
         self._errors = (redis.exceptions.RedisError, OSError)

@@ -20,6 +20,7 @@ from serve.classroom.store import (
     ClassError,
     ClassState,
     ClassStore,
+    Lesson,
     Limits,
     key_hash,
 )
@@ -53,8 +54,10 @@ class SqliteStore(ClassStore):
     process that wrote it. One connection per thread and process; a file that vanished (deleted
     by hand, a cleaned folder) is made again with its schema on the next call."""
 
-    def __init__(self, data_dir: Path | str, limits: Limits, **kwargs: object) -> None:
-        super().__init__(limits, **kwargs)
+    def __init__(
+        self, data_dir: Path | str, limits: Limits, lesson: Lesson, **kwargs: object
+    ) -> None:
+        super().__init__(limits, lesson, **kwargs)
         self.path = Path(data_dir) / SQLITE_FILE
         self._local = threading.local()
         self._connection()

@@ -43,7 +43,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.lab.lesson_options import OPTIONS, STEP_IDS
 from serve.classroom.codes import KEY_MAX_LEN, normal_code
 
 STORE_ENV = "NORMLAB_CLASS_STORE"
@@ -63,8 +62,9 @@ ROUND_OF = {"vote": 1, "vote2": 2}
 CREATE_WINDOW_S = 3600.0
 GUESS_WINDOW_S = 600.0
 
-# The lesson a class follows: for step k (from 1), the ids of its options.
-LESSON: tuple[tuple[str, ...], ...] = tuple(OPTIONS[s] for s in STEP_IDS)
+# The lesson a class follows: for step k (from 1), the ids of its options (the caller's, so the
+# store knows no lesson: ``labs.lesson.options.LESSON``).
+Lesson = Sequence[Sequence[str]]
 
 log = logging.getLogger("normlab.classroom")
 
@@ -147,7 +147,7 @@ class ClassStore(ABC):
     def __init__(
         self,
         limits: Limits,
-        lesson: Sequence[Sequence[str]] = LESSON,
+        lesson: Lesson,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.limits = limits

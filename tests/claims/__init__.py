@@ -1,4 +1,4 @@
-"""Independent checks of the sentences the pages show (see ``core/lab/claims.py``).
+"""Independent checks of the sentences the pages show (see ``labkit/claims.py``).
 
 One module per page, named after it, defines:
 
@@ -8,7 +8,7 @@ One module per page, named after it, defines:
     widths, eps at its maximum, large offsets, every dtype and every preset pair.
 ``view(state)``
     the page's core function called for that state; its result has ``claims``, a mapping from
-    slot to :class:`core.lab.claims.Claim`.
+    slot to :class:`labkit.claims.Claim`.
 ``CHECKS``
     a dict from text key to a function ``check(state, claim)`` that recomputes, independently
     of the core (plain numpy in float64, torch.nn.functional, autograd), what the sentence says,

@@ -1,4 +1,4 @@
-"""The attention sandbox's sentences, rechecked without ``core.lab.attention``'s code.
+"""The attention sandbox's sentences, rechecked without ``labs.attention.model``'s code.
 
 The keys are drawn here as the page documents them (k = spread · z + offset · 1, z the first n × d
 block of a seeded (12, 3) normal sample) and normalised with ``F.rms_norm`` / ``F.layer_norm`` in
@@ -6,7 +6,7 @@ float64 (eps = 0). The query direction is rebuilt from its documented angles. Wh
 selected is checked with certificates found by non-negative least squares (a convex combination of
 the other keys for an un-selectable key; a query that scores a selectable key strictly highest),
 and "no direction does better" by sampling directions and polishing the best with Nelder-Mead;
-``core.lab.attention`` uses a linear program and an exact enumeration instead.
+``labs.attention.model`` uses a linear program and an exact enumeration instead.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 from scipy.optimize import minimize, nnls
 
-from core.lab.attention import (
+from labs.attention.key_geometry import MAX_KEYS, MIN_KEYS
+from labs.attention.model import (
     LENGTH_LADDER,
     OFFSET_RANGE,
     SPREAD_RANGE,
     attention_sandbox,
 )
-from core.lab.key_geometry import MAX_KEYS, MIN_KEYS
 from tests.claims.oracle import check_series_words
 
 STATES = st.fixed_dictionaries(

@@ -3,7 +3,7 @@
 Each check rebuilds x from the link state with numpy, takes both Jacobians and the input
 gradients from ``torch.autograd`` (``F.rms_norm`` and ``F.layer_norm``; what a norm does to the
 direction of 1 by forward mode, ``torch.func.jvp``), and compares what the sentence says, numbers
-and words, with them. ``core.lab.backward`` builds the Jacobians from their closed forms instead.
+and words, with them. ``labs.backward.model`` builds the Jacobians from their closed forms instead.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from core.lab.backward import backward_view
+from labs.backward.model import backward_view
 from tests.claims.oracle import check_grid_words, check_pair_words
 
 # What the page calls flattened or gone: below this share of what the norm passes elsewhere.

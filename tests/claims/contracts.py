@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 from core.defaults import DTYPES, MIN_WIDTH
-from core.lab.contracts import EPS_CHOICES, MAX_CONTRACT_WIDTH, SCALE_LADDER, contracts_view
+from labs.contracts.model import EPS_CHOICES, MAX_CONTRACT_WIDTH, SCALE_LADDER, contracts_view
 from tests.claims.oracle import SIGNIFICAND, check_pair_words, round_to, ulps
 
 HALF = ("float16", "bfloat16")

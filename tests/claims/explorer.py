@@ -1,6 +1,6 @@
 """The explorer's sentences, recomputed from the link state from first principles.
 
-Nothing here calls or copies ``core.lab.explorer`` or ``core.norms``: the input and gain vectors
+Nothing here calls or copies ``labs.explorer`` or ``core.norms``: the input and gain vectors
 come from ``core.inputs`` (the link's seeded generators, not under test); the statistics of x are
 exact rational sums (``fractions.Fraction``) rounded once, and every sentence's number is
 derived from them by its own closed form (cos(x - mu, x) = std / RMS, a = mu sqrt(d), the
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from core.defaults import DTYPES, EPS_LADDER, SCALE_LADDER
 from core.inputs import DISTRIBUTIONS, GAIN_PATTERNS, gain_vector, make_input
-from core.lab.explorer import CHART_BUCKETS, PARTIAL_LADDER, explore
+from labs.explorer import CHART_BUCKETS, PARTIAL_LADDER, explore
 from tests.claims.oracle import check_pair_words, check_point_words
 
 U64 = float(np.finfo(np.float64).eps)

@@ -14,7 +14,7 @@ readings are recomputed in float64 numpy another way (norms by ``np.linalg.norm`
 sorting). A preset named in a sentence is the upstream computation it names: transformers' own
 module class where transformers has it, ``torch.nn.functional`` for torch's, else a transcription
 of the upstream formula; each is run on a probe input built here from the recipe in
-``core.inspector.layers``'s docstring and compared bit for bit with the module.
+``labs.inspector.layers``'s docstring and compared bit for bit with the module.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from hypothesis import strategies as st
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from core.inspector import Settings, inspect_view
-from core.inspector.sources import SHIPPED_DIR
-from core.lab.claims import Claim
-from core.training.store import CONFIG_KEY
+from labkit.claims import Claim
+from labs.inspector import Settings, inspect_view
+from labs.inspector.sources import SHIPPED_DIR
+from labs.training.store import CONFIG_KEY
 from tests.claims.oracle import check_pair_words, check_series_words, ulps
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
@@ -240,7 +240,7 @@ def captured(link: str, text: str) -> list[tuple[str, np.ndarray, np.ndarray, ob
 
 
 def probe(d: int, dtype):
-    """The probe input, from the recipe in core.inspector.layers's docstring."""
+    """The probe input, from the recipe in labs.inspector.layers's docstring."""
     z = torch.randn(16, d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     rows = []
     for r in range(16):

@@ -2,7 +2,7 @@
 
 The setup is drawn here as the page documents it (one generator seeded with ``seed``: the batch,
 the weights, then whatever the change draws), and every norm is ``F.rms_norm`` or
-``F.layer_norm``, so nothing below calls ``core.lab.invariance``'s code except ``view``.
+``F.layer_norm``, so nothing below calls ``labs.invariance.model``'s code except ``view``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from core.defaults import DEFAULT_RMS_EPS
-from core.lab.claims import Claim
-from core.lab.invariance import SHIFT_LADDER, SIZE_LADDER, invariance_lab
+from labkit.claims import Claim
+from labs.invariance.model import SHIFT_LADDER, SIZE_LADDER, invariance_lab
 from tests.claims.oracle import (
     CASES,
     EXPECTED,

@@ -18,10 +18,10 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 from core.defaults import EPS_LADDER
-from core.lab.claims import Claim
-from core.lab.lesson import lesson_step
-from core.lab.lesson_numerics import EPS_CURVE_SCALES
-from core.lab.lesson_options import EXPLAINED, OPTIONS, STEP_IDS
+from labkit.claims import Claim
+from labs.lesson.model import lesson_step
+from labs.lesson.numerics import EPS_CURVE_SCALES
+from labs.lesson.options import EXPLAINED, OPTIONS, STEP_IDS
 from tests.claims import oracle
 from tests.claims.oracle import (
     check_lines_words,

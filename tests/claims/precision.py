@@ -1,7 +1,7 @@
 """The precision page's sentences, checked with closed forms, torch transcriptions in each dtype
 and correctly rounded scalar loops.
 
-Nothing here calls ``core.lab.precision``'s helpers: the curves come from the closed forms
+Nothing here calls ``labs.precision.model``'s helpers: the curves come from the closed forms
 ``sqrt(d) r / sqrt(r^2 + eps)`` and ``sqrt(d) r / (r + eps)``, the reductions from torch code
 written out as the page describes it (x rounded into the dtype, squared, averaged, divided), and
 the running sums from a Python loop that rounds every step correctly (exact float64 arithmetic,
@@ -18,7 +18,7 @@ import torch
 from hypothesis import strategies as st
 
 from core.defaults import MIN_WIDTH
-from core.lab.precision import MAX_SWEEP_WIDTH, PAGE_EPS, SCALE_LADDER, precision_view
+from labs.precision.model import MAX_SWEEP_WIDTH, PAGE_EPS, SCALE_LADDER, precision_view
 from tests.claims.oracle import (
     SIGNIFICAND,
     check_lines_words,

@@ -8,8 +8,8 @@ scaled by 1/sqrt(d)); the norms are ``F.rms_norm`` and ``F.layer_norm`` in float
 Trained mode: each checkpoint's tensors are read with ``safetensors`` and its config from the
 JSON beside it, and the model is run in float64 by ``gpt_forward`` below (embeddings, causal
 attention with an explicit mask and softmax, GELU MLP, the norms from torch.nn.functional),
-not by ``core.training.model`` or ``core.training.activations``. Nothing below calls
-``core.lab.residual`` or ``core.lab.trained_residual`` except ``view``.
+not by ``labs.training.model`` or ``labs.training.activations``. Nothing below calls
+``labs.residual.model`` or ``labs.residual.trained`` except ``view``.
 """
 
 from __future__ import annotations
@@ -26,16 +26,16 @@ from hypothesis import strategies as st
 from safetensors.torch import load_file
 
 from core.defaults import EPS_LADDER, MIN_WIDTH, ladder_upto
-from core.lab.claims import Claim
-from core.lab.residual import (
+from labkit.claims import Claim
+from labs.residual.model import (
     DRIFT_LIMIT,
     MAX_LAYERS,
     STREAM_MAX_WIDTH,
     TOKENS,
     residual_view,
 )
-from core.lab.trained_residual import trained_view
-from core.training.activations import TEXTS
+from labs.residual.trained import trained_view
+from labs.training.activations import TEXTS
 from tests.claims.oracle import (
     check_pair_words,
     check_peak_words,

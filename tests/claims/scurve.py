@@ -4,7 +4,7 @@ checkpoints through a forward pass and a fit written here.
 Each checkpoint's tensors are read with ``safetensors`` in float64 and its config from the JSON
 beside it; ``norm_inputs`` runs the text through the model (embeddings, causal attention with an
 explicit mask, GELU MLP, the norms from ``torch.nn.functional``) and keeps what enters every norm
-layer, never calling ``core.training``. The output before the gain is ``oracle.f_norm``.
+layer, never calling ``labs.training``. The output before the gain is ``oracle.f_norm``.
 
 The fit is another method than the page's Levenberg-Marquardt: for each α the best A is
 closed-form (:math:`A = \\sum y t / \\sum t^2`, :math:`t = \\tanh(\\alpha x)`), and α is the
@@ -27,10 +27,10 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 from safetensors.torch import load_file
 
-from core.lab.claims import Claim
-from core.training.activations import DEFAULT_TEXT
-from core.training.scurve import FIT_FORMS, FLAT_REACH, GOOD_FIT, LINE_TIE, LINEAR_REACH, SAMPLE
-from core.training.scurve_view import scurve_view
+from labkit.claims import Claim
+from labs.training.activations import DEFAULT_TEXT
+from labs.training.scurve import FIT_FORMS, FLAT_REACH, GOOD_FIT, LINE_TIE, LINEAR_REACH, SAMPLE
+from labs.training.scurve_view import scurve_view
 from tests.claims.oracle import check_lines_words, f_norm
 
 CHECKPOINTS = Path(__file__).resolve().parents[2] / "assets" / "train"

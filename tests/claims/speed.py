@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from core.lab.speed import MIN_SWEEP_BATCH, MIN_SWEEP_WIDTH, PAPER_PARTIAL, speed_view
-from core.lab.speed_kernels import KERNELS, PARTIALS
-from core.lab.timing import MAX_TENSOR_BYTES, Measurement, SpeedRun
+from labs.speed.kernels import KERNELS, PARTIALS
+from labs.speed.model import MIN_SWEEP_BATCH, MIN_SWEEP_WIDTH, PAPER_PARTIAL, speed_view
+from labs.speed.timing import MAX_TENSOR_BYTES, Measurement, SpeedRun
 from tests.claims.oracle import check_lines_words, check_pair_words
 
 MIB = 8

@@ -28,11 +28,11 @@ from pathlib import Path
 import torch
 from hypothesis import strategies as st
 
-from core.lab.speed import PAPER_SAVING
-from core.training.findings import MIN_PAIRS
-from core.training.lab_view import training_view
-from core.training.model import NORM_KINDS, Norm
-from core.training.runs import CURVES_FILE, REFERENCE_DIR
+from labs.speed.model import PAPER_SAVING
+from labs.training.claims import MIN_PAIRS
+from labs.training.lab_view import training_view
+from labs.training.model import NORM_KINDS, Norm
+from labs.training.runs import CURVES_FILE, REFERENCE_DIR
 from tests.claims.oracle import check_runs_words
 
 NAMES = {"rms": "RMSNorm", "layer": "LayerNorm", "none": "Identity", "dyt": "DyT"}

@@ -19,12 +19,12 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from core.lab.speed import PAPER_SAVING
-from core.training.fair import KERNELS_FILE
-from core.training.fair_view import kernel_view
-from core.training.findings import MIN_PAIRS
-from core.training.model import GPT, ModelConfig, Norm
-from core.training.runs import REFERENCE_DIR
+from labs.speed.model import PAPER_SAVING
+from labs.training.claims import MIN_PAIRS
+from labs.training.fair import KERNELS_FILE
+from labs.training.fair_view import kernel_view
+from labs.training.model import GPT, ModelConfig, Norm
+from labs.training.runs import REFERENCE_DIR
 from tests.claims.training import autograd_nodes
 
 KERNELS = ("ops", "fused")
@@ -71,7 +71,7 @@ MACHINES = st.fixed_dictionaries(
 
 @st.composite
 def synthetic(draw) -> dict:
-    """A record of the shape ``python -m core.training.fair`` writes."""
+    """A record of the shape ``python -m labs.training.fair`` writes."""
     warmup, n = draw(st.integers(0, 5)), draw(st.integers(2, 60))
     times = st.lists(st.floats(1e-5, 0.3), min_size=warmup + n, max_size=warmup + n)
     load = {what: draw(times) for what in FIELD}

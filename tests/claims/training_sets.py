@@ -20,10 +20,10 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from core.training.runs import REFERENCE_DIR
-from core.training.sets import SET_FILES
-from core.training.sets_findings import BAND
-from core.training.sets_view import placement_view, qknorm_view
+from labs.training.runs import REFERENCE_DIR
+from labs.training.sets import SET_FILES
+from labs.training.sets_claims import BAND
+from labs.training.sets_view import placement_view, qknorm_view
 from tests.claims.oracle import check_runs_words
 
 NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN"}
@@ -74,7 +74,7 @@ PROFILES = st.sampled_from(["flat", "up", "down", "wander"])
 
 
 def _record(kind: str, value: str, seed: int, lr: float, curves: dict) -> dict:
-    """A run as ``core.training.sets`` writes it (the fields the view reads)."""
+    """A run as ``labs.training.sets`` writes it (the fields the view reads)."""
     model = {"n_layer": len(curves["rms"][-1]) - 1, "n_embd": 48, "n_head": 4}
     model |= {"placement": "pre", "qk_norm": "off", kind: value}
     return {

@@ -1,0 +1,261 @@
+"""Words for a chart: the sentence that says what a chart of RMSNorm beside LayerNorm shows.
+
+A chart's summary names each norm's extremes and where the two part (the largest
+``|RMSNorm - LayerNorm|``); it is the chart's caption and its accessible name, so a reader who
+cannot see the chart reads the same facts. It reads the finite values the chart draws; a second
+sentence counts the values that are not finite.
+
+``where`` holds the chart's positions (coordinate indices, offsets, widths); an extreme shared by
+several positions is quoted at the first of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from labkit.claims import Claim
+
+# The sentence for a chart with no finite value of one of its two norms to quote.
+NO_FINITE = "charts.no_finite"
+NOT_FINITE = "charts.not_finite"
+# The sentence for a chart of lines with a group that has no finite value to quote.
+LINES_NO_FINITE = "charts.lines_no_finite"
+
+
+def _extremes(values: np.ndarray, where: Sequence, name: str) -> dict[str, object]:
+    """``{name}_lo``, ``{name}_lo_at``, ``{name}_hi``, ``{name}_hi_at`` over finite values."""
+    finite = np.isfinite(values)
+    masked_lo = np.where(finite, values, np.inf)
+    masked_hi = np.where(finite, values, -np.inf)
+    lo, hi = int(np.argmin(masked_lo)), int(np.argmax(masked_hi))
+    return {
+        f"{name}_lo": float(values[lo]),
+        f"{name}_lo_at": _position(where[lo]),
+        f"{name}_hi": float(values[hi]),
+        f"{name}_hi_at": _position(where[hi]),
+    }
+
+
+def _position(value: object) -> object:
+    """A position as the sentence quotes it: an int index stays an int, a number a float."""
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    return value
+
+
+def pair_words(key: str, where: Sequence, rms: np.ndarray, layer: np.ndarray) -> dict[str, Claim]:
+    """The summary of a chart that draws ``rms`` and ``layer`` at the positions ``where``.
+
+    Returns ``{"words": claim}`` and, when some drawn value is not finite, ``{"not_finite":
+    claim}`` too. The words' key is ``key`` when the two norms part somewhere, ``key + "_equal"``
+    when they are equal at every position where both are finite, and ``charts.no_finite``
+    when a norm has no finite value to quote (those two carry ``chart``: ``key``, which chart
+    they speak of).
+    """
+    rms = np.asarray(rms, dtype=np.float64)
+    layer = np.asarray(layer, dtype=np.float64)
+    if rms.shape != layer.shape or rms.shape != (len(where),):
+        raise ValueError("rms, layer and where must have one entry per position")
+    bad = int(np.sum(~np.isfinite(rms)) + np.sum(~np.isfinite(layer)))
+    out: dict[str, Claim] = {}
+    if bad:
+        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": 2 * len(where), "chart": key})
+    both = np.isfinite(rms) & np.isfinite(layer)
+    if not np.any(np.isfinite(rms)) or not np.any(np.isfinite(layer)) or not np.any(both):
+        out["words"] = Claim(NO_FINITE, {"total": 2 * len(where), "chart": key})
+        return out
+    fields = _extremes(rms, where, "rms") | _extremes(layer, where, "layer")
+    gaps = np.where(both, np.abs(rms - layer), -np.inf)
+    at = int(np.argmax(gaps))
+    fields |= {"gap": float(gaps[at]), "gap_at": _position(where[at])}
+    out["words"] = Claim(key if gaps[at] > 0 else f"{key}_equal", fields)
+    return out
+
+
+def point_words(key: str, rms: Sequence[float], layer: Sequence[float], **fields: float) -> Claim:
+    """The summary of a picture of points: where RMSNorm(x) and LayerNorm(x) sit (their
+    coordinates ``rms_0``, ``rms_1``, … and ``layer_0``, …) and ``gap``, the straight-line
+    distance between them; ``fields`` are the other numbers the sentence quotes. A point with a
+    coordinate that is not finite gets the key ``key + "_not_finite"`` and no distance."""
+    a = np.asarray(rms, dtype=np.float64)
+    b = np.asarray(layer, dtype=np.float64)
+    values = {f"rms_{i}": float(v) for i, v in enumerate(a)}
+    values |= {f"layer_{i}": float(v) for i, v in enumerate(b)}
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        # A point at infinity is not drawn; the sentence says so instead of quoting a distance.
+        return Claim(f"{key}_not_finite", values | dict(fields))
+    # In units of the larger coordinate, so that the squares neither overflow nor underflow.
+    scale = float(np.max(np.abs(np.concatenate([a, b]))))
+    gap = float(np.linalg.norm((a - b) / scale)) * scale if scale > 0 else 0.0
+    return Claim(key, values | {"gap": gap} | dict(fields))
+
+
+def grid_words(key: str, rms: np.ndarray, layer: np.ndarray) -> dict[str, Claim]:
+    """The summary of two heat maps of one shape (rows, columns), RMSNorm's and LayerNorm's:
+    :func:`pair_words` over their entries, each position quoted as ``{name}_row`` and
+    ``{name}_col`` (from 0, as the heat maps' axes count) instead of ``{name}_at``."""
+    rms = np.asarray(rms, dtype=np.float64)
+    layer = np.asarray(layer, dtype=np.float64)
+    if rms.ndim != 2 or rms.shape != layer.shape:
+        raise ValueError("rms and layer must be matrices of one shape")
+    rows, cols = rms.shape
+    where = [(i, j) for i in range(rows) for j in range(cols)]
+    out = pair_words(key, where, rms.ravel(), layer.ravel())
+    words = out["words"]
+    fields: dict[str, object] = {}
+    for name, value in words.fields.items():
+        if name.endswith("_at"):
+            stem = name.removesuffix("_at")
+            fields |= {f"{stem}_row": int(value[0]), f"{stem}_col": int(value[1])}
+        else:
+            fields[name] = value
+    out["words"] = Claim(words.key, fields, words.noise)
+    return out
+
+
+def lines_words(
+    key: str, rows: Sequence, where: Sequence, grids: Mapping[str, np.ndarray]
+) -> dict[str, Claim]:
+    """The summary of a chart of lines that are not a pair of norms (eps values, dtypes, running
+    sums): ``grids[name]`` has one line per entry of ``rows`` (what names it: an eps, a dtype)
+    and one value per position of ``where``; a 1-D array is one line.
+
+    Returns ``{"words": claim}`` with, for each name, ``{name}_lo``, ``{name}_lo_row``,
+    ``{name}_lo_at``, ``{name}_hi``, ``{name}_hi_row`` and ``{name}_hi_at``: its smallest and
+    largest finite value, the line and the position that hold it (the first line, then the
+    first position, of several). Values that are not finite add ``{"not_finite": claim}``
+    (``charts.not_finite``, counted over the whole chart); a group with no finite value at all
+    makes the words ``charts.lines_no_finite`` instead, which counts them too.
+    """
+    shaped = {}
+    for name, grid in grids.items():
+        grid = np.asarray(grid, dtype=np.float64)
+        shaped[name] = grid.reshape(1, -1) if grid.ndim == 1 else grid
+        if shaped[name].shape != (len(rows), len(where)):
+            raise ValueError(f"{name!r} needs one row per line and one column per position")
+    total = sum(g.size for g in shaped.values())
+    bad = int(sum(np.sum(~np.isfinite(g)) for g in shaped.values()))
+    if any(not np.any(np.isfinite(g)) for g in shaped.values()):
+        return {"words": Claim(LINES_NO_FINITE, {"count": bad, "total": total, "chart": key})}
+    out: dict[str, Claim] = {}
+    if bad:
+        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": total, "chart": key})
+    fields: dict[str, object] = {}
+    for name, grid in shaped.items():
+        finite = np.isfinite(grid)
+        for end, masked in (
+            ("lo", np.where(finite, grid, np.inf).argmin()),
+            ("hi", np.where(finite, grid, -np.inf).argmax()),
+        ):
+            row, at = np.unravel_index(int(masked), grid.shape)
+            fields[f"{name}_{end}"] = float(grid[row, at])
+            fields[f"{name}_{end}_row"] = _position(rows[row])
+            fields[f"{name}_{end}_at"] = _position(where[at])
+    out["words"] = Claim(key, fields)
+    return out
+
+
+# The sentence for a chart of one series (or of peaks) with no finite value to quote.
+NO_FINITE_VALUES = "charts.no_finite_values"
+NO_FINITE_PANEL = "charts.no_finite_panel"
+
+
+def series_words(
+    key: str, where: Sequence, values: np.ndarray, *, rtol: float = 0.0
+) -> dict[str, Claim]:
+    """The summary of a chart of one series (attention weights per key, say): its smallest and
+    largest finite value and where (``lo``, ``lo_at``, ``hi``, ``hi_at``), with the key
+    ``key + "_equal"`` when every finite value is the same: exactly, or with ``rtol`` > 0 when
+    largest minus smallest is at most ``rtol`` times the larger of their sizes (values equal up
+    to rounding, such as keys of norm √d). Values that are not finite are counted as in
+    :func:`pair_words` (``not_finite``); none finite gives ``charts.no_finite_values``."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape != (len(where),):
+        raise ValueError("values and where must have one entry per position")
+    finite = np.isfinite(values)
+    out: dict[str, Claim] = {}
+    if not np.all(finite):
+        bad = int(np.sum(~finite))
+        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": len(where), "chart": key})
+    if not np.any(finite):
+        out["words"] = Claim(NO_FINITE_VALUES, {"total": len(where), "chart": key})
+        return out
+    fields = {k.removeprefix("v_"): v for k, v in _extremes(values, where, "v").items()}
+    span = fields["hi"] - fields["lo"]
+    equal = span <= rtol * max(abs(fields["lo"]), abs(fields["hi"]))
+    out["words"] = Claim(f"{key}_equal" if equal else key, fields)
+    return out
+
+
+def peak_words(key: str, grids: dict[str, np.ndarray]) -> dict[str, Claim]:
+    """The summary of heat maps, one per name in ``grids``: each one's largest finite entry
+    ``{name}_hi`` at ``{name}_hi_row``, ``{name}_hi_col`` (from 0; the first such entry, row by
+    row). Entries that are not finite are counted (``not_finite``); a heat map with no finite
+    entry gives ``charts.no_finite_panel`` instead of the words."""
+    grids = {name: np.asarray(grid, dtype=np.float64) for name, grid in grids.items()}
+    total = sum(grid.size for grid in grids.values())
+    bad = sum(int(np.sum(~np.isfinite(grid))) for grid in grids.values())
+    out: dict[str, Claim] = {}
+    if bad:
+        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": total, "chart": key})
+    if not all(np.any(np.isfinite(grid)) for grid in grids.values()):
+        out["words"] = Claim(NO_FINITE_PANEL, {"total": total, "chart": key})
+        return out
+    fields: dict[str, object] = {}
+    for name, grid in grids.items():
+        masked = np.where(np.isfinite(grid), grid, -np.inf)
+        row, col = np.unravel_index(int(np.argmax(masked)), grid.shape)
+        fields |= {f"{name}_hi": float(grid[row, col]), f"{name}_hi_row": int(row)}
+        fields[f"{name}_hi_col"] = int(col)
+    out["words"] = Claim(key, fields)
+    return out
+
+
+def runs_words(
+    keys: Mapping[str, str],
+    groups: Mapping[str, Sequence[tuple[object, Sequence, Sequence[float]]]],
+    *,
+    chart: str,
+    not_finite: str = NOT_FINITE,
+) -> dict[str, Claim]:
+    """The summary of a chart of runs whose lines need not share their positions (each training
+    run validated at its own seconds, runs cut short at different steps): ``groups[name]`` holds
+    each line as ``(label, where, values)``, one value per position.
+
+    Returns, for each group with a finite value, ``{name: claim}`` (its text ``keys[name]``)
+    with ``lo``, ``lo_line``, ``lo_at``, ``hi``, ``hi_line`` and ``hi_at``: the group's smallest
+    and largest finite value, the line's label and the position that hold it (the first line,
+    then the first position, of several). Values that are not finite are not drawn: they add
+    ``{"not_finite": claim}`` (the text ``not_finite``), counted over every group; a group with
+    no finite value has no words of its own.
+    """
+    out: dict[str, Claim] = {}
+    total = bad = 0
+    for name, lines in groups.items():
+        fields: dict[str, object] = {}
+        for label, where, values in lines:
+            values = np.asarray(values, dtype=np.float64)
+            if values.shape != (len(where),):
+                raise ValueError(f"{name!r}: a line needs one value per position")
+            finite = np.isfinite(values)
+            total, bad = total + values.size, bad + int(np.sum(~finite))
+            if not np.any(finite):
+                continue
+            lo = int(np.argmin(np.where(finite, values, np.inf)))
+            hi = int(np.argmax(np.where(finite, values, -np.inf)))
+            # A later line replaces an extreme only when it goes beyond it: ties keep the first.
+            if "lo" not in fields or values[lo] < fields["lo"]:
+                fields |= {"lo": float(values[lo]), "lo_line": _position(label)}
+                fields["lo_at"] = _position(where[lo])
+            if "hi" not in fields or values[hi] > fields["hi"]:
+                fields |= {"hi": float(values[hi]), "hi_line": _position(label)}
+                fields["hi_at"] = _position(where[hi])
+        if fields:
+            out[name] = Claim(keys[name], fields)
+    if bad:
+        out["not_finite"] = Claim(not_finite, {"count": bad, "total": total, "chart": chart})
+    return out

@@ -1,0 +1,1 @@
+"""The attention lab: what each norm does to the keys attention reads."""

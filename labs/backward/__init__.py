@@ -1,0 +1,1 @@
+"""The backward lab: both norms' Jacobians, and the gradient each passes back."""

@@ -1,0 +1,1 @@
+"""The contracts lab: two implementations' contracts, and how far their outputs part."""

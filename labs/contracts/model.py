@@ -1,0 +1,339 @@
+r"""Implementation contracts: two RMSNorm presets reading the same checkpoint, compared.
+
+A checkpoint stores a weight, not a gain. "direct" presets use it as the gain ``g = w``; "offset"
+presets (Gemma, Transformer Engine's zero-centred gamma) use ``g = 1 + w``. The same effective
+gain is therefore stored as ``w = g`` for the first and ``w = g - 1`` for the second, and a
+loader that pairs a checkpoint with the wrong convention multiplies by the wrong gain:
+
+.. math:: \Delta_i = y^{B}_i - y^{A}_i, \qquad
+    \frac{\lVert \Delta \rVert_2}{\lVert y^{A} \rVert_2}
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from core._backend import FLOAT_NAMES, HALF_NAMES
+from core.device import torch_available
+from core.inputs import make_input
+from core.messages import Message, NormWarning
+from core.norms import rms_norm_report
+from core.presets import get_preset
+from labkit.chart_words import pair_words
+from labkit.claims import Claim
+from labs.precision.reduced import running_sum_of_squares
+
+DELTA_FORMULA = (
+    r"\Delta_i = y^{B}_i - y^{A}_i, \qquad "
+    r"\frac{\lVert \Delta \rVert_2}{\lVert y^{A} \rVert_2}"
+)
+# Spread of the seeded effective gains around 1: trained RMSNorm gains stay of order one and
+# vary by coordinate, so a wrong reading shows per coordinate rather than as one constant factor.
+GAIN_SPREAD = 0.1
+
+
+def effective_gain(d: int, *, seed: int = 0) -> np.ndarray:
+    """The gain a trained model applies, ``1 + GAIN_SPREAD z``, shape (d,), from ``seed``."""
+    # A stream separate from the input's (which uses ``seed`` alone), so gain and x are unrelated.
+    rng = np.random.default_rng([seed, 2])
+    return 1.0 + GAIN_SPREAD * rng.standard_normal(d)
+
+
+def stored_weight(gain: np.ndarray, gain_mode: str) -> np.ndarray:
+    """What a checkpoint written for ``gain_mode`` stores for ``gain``: g, or g - 1 for offset."""
+    if gain_mode not in ("direct", "offset"):
+        raise ValueError(f"gain_mode must be 'direct' or 'offset' (got {gain_mode!r})")
+    return np.asarray(gain, dtype=np.float64) - (1.0 if gain_mode == "offset" else 0.0)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One implementation: a preset, optionally with its eps or reduction dtype overridden."""
+
+    preset: str
+    eps: float | None = None
+    reduction_dtype: str | None = None
+
+
+@dataclass
+class Comparison:
+    """Both outputs (float64 copies of what each side returned), their difference and notes."""
+
+    y_a: np.ndarray
+    y_b: np.ndarray
+    delta: np.ndarray
+    max_abs: float
+    relative: float
+    settings_a: dict[str, Any]
+    settings_b: dict[str, Any]
+    # What each side met that its numbers alone would hide, by side ("a", "b"), coded.
+    alerts: list[tuple[str, Message]] = field(default_factory=list)
+    mean_square_b: float = math.nan
+
+
+def _as_dtype(a: np.ndarray, dtype: str) -> Any:
+    # A torch tensor in every dtype where torch is installed: the implementations compared are
+    # torch code, and whether they agree bit for bit is a fact about their rounding. numpy sums
+    # in another order, which near a tie (eps about half an ulp of the mean square) decides the
+    # other way.
+    if dtype in HALF_NAMES or torch_available():
+        import torch
+
+        return torch.tensor(a, dtype=getattr(torch, dtype))
+    return np.asarray(a, dtype=dtype)
+
+
+def _to_float64(a: Any) -> np.ndarray:
+    if isinstance(a, np.ndarray):
+        return a.astype(np.float64)
+    return a.detach().to("cpu").double().numpy()  # a torch tensor
+
+
+def compare_sides(
+    x: np.ndarray, weight: np.ndarray, side_a: Side, side_b: Side, *, dtype: str = "float32"
+) -> Comparison:
+    """Run both sides on ``x`` (shape (d,)) and the stored ``weight``, both held in ``dtype``.
+
+    The checkpoint's weight and the activations are rounded to ``dtype`` once, as a model loaded
+    in that dtype would hold them (torch tensors where torch is installed, so each side's numbers
+    are its upstream code's bit for bit); each side then computes by its own contract. float16
+    and bfloat16 need torch.
+    """
+    if dtype not in FLOAT_NAMES:
+        raise ValueError(f"dtype must be one of {list(FLOAT_NAMES)} (got {dtype!r})")
+    if dtype in HALF_NAMES and not torch_available():
+        raise ValueError(f"dtype {dtype!r} needs torch, which is not installed")
+    xt, wt = _as_dtype(x, dtype), _as_dtype(weight, dtype)
+    reports, alerts = [], []
+    for name, side in zip("ab", (side_a, side_b), strict=True):
+        with warnings.catch_warnings(record=True) as caught:
+            # What the warnings say is returned, coded, in ``alerts``.
+            warnings.simplefilter("always", NormWarning)
+            reports.append(
+                rms_norm_report(
+                    xt,
+                    wt,
+                    preset=get_preset(side.preset, "rms"),
+                    eps=side.eps,
+                    reduction_dtype=side.reduction_dtype,
+                )
+            )
+        coded = [w.message.message for w in caught if isinstance(w.message, NormWarning)]
+        alerts += [(name, m) for m in dict.fromkeys(coded)]
+    y_a, y_b = (_to_float64(r.output) for r in reports)
+    with np.errstate(invalid="ignore"):
+        delta = y_b - y_a  # inf - inf is NaN: an overflow shows as such
+    scale = float(np.linalg.norm(y_a))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        relative = float(np.linalg.norm(delta)) / scale if scale > 0 else float("inf")
+    return Comparison(
+        y_a=y_a,
+        y_b=y_b,
+        delta=delta,
+        max_abs=float(np.max(np.abs(delta))),
+        relative=relative,
+        settings_a=reports[0].settings,
+        settings_b=reports[1].settings,
+        alerts=alerts,
+        mean_square_b=float(reports[1].mean_square.ravel()[0]),
+    )
+
+
+# --- the page: one view per link state -------------------------------------------------------
+
+# Wide enough for real hidden sizes; one comparison is two norms of one vector.
+MAX_CONTRACT_WIDTH = 4096
+# "preset" keeps the preset's own value; the others override it (the link carries the label).
+EPS_CHOICES = ("preset", "0", "1e-12", "1e-8", "1e-6", "1e-5", "1e-4", "1e-3")
+SCALE_LADDER = (1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
+# The settings a contract is made of, in the order the page's table lists them.
+CONTRACT_KEYS = ("eps", "eps_placement", "reduction_dtype", "gain_mode", "cast")
+_PLAIN = {"eps_a": "preset", "eps_b": "preset", "red_a": "preset", "red_b": "preset"}
+# Three real checkpoint mistakes, each as the settings that reproduce it on this page's
+# synthetic checkpoint (the page does not load real weights).
+MISTAKES: dict[str, dict[str, Any]] = {
+    # Gemma stores w with gain 1 + w; a Llama-style loader uses w itself.
+    "gemma_gain": {**_PLAIN, "a": "gemma", "b": "llama", "checkpoint": "a", "scale": 1.0},
+    # A config with the wrong rms_norm_eps (Llama 2 ships 1e-5, Llama 1 1e-6); it shows where
+    # activations are small.
+    "eps": {
+        **_PLAIN,
+        "a": "llama",
+        "b": "llama",
+        "eps_a": "1e-5",
+        "eps_b": "1e-6",
+        "checkpoint": "a",
+        "scale": 0.01,
+    },
+    # A hand-rolled norm that forgets the float32 upcast on a bfloat16 model.
+    "bf16": {
+        **_PLAIN,
+        "a": "llama",
+        "b": "llama",
+        "red_b": "bfloat16",
+        "dtype": "bfloat16",
+        "checkpoint": "a",
+        "scale": 1.0,
+    },
+}
+
+
+@dataclass(frozen=True)
+class ContractsView:
+    """Everything the contracts page shows for one link state.
+
+    ``same[key]`` says whether the two resolved contracts agree on that setting
+    (``CONTRACT_KEYS``); ``mistake`` names the real mistake the settings reproduce, if any.
+    """
+
+    comparison: Comparison
+    writer: str
+    gain_mode: str
+    weight_mean: float
+    same: dict[str, bool]
+    mistake: str | None
+    claims: dict[str, Claim]
+
+
+def _side(preset: str, eps: str, red: str) -> Side:
+    return Side(preset, None if eps == "preset" else float(eps), None if red == "preset" else red)
+
+
+def active_mistake(state: dict[str, Any]) -> str | None:
+    """The mistake whose settings ``state`` (the page's link state) reproduces, if any."""
+    for name, settings in MISTAKES.items():
+        if all(state[k] == v for k, v in settings.items()):
+            return name
+    return None
+
+
+def contracts_view(state: dict[str, Any]) -> ContractsView:
+    """Both sides on the page's seeded input and synthetic checkpoint, and the claims.
+
+    ``state`` holds the page's link parameters: a, b, eps_a, eps_b, red_a, red_b, checkpoint,
+    dtype, d, seed, scale.
+    """
+    d, seed, dtype = state["d"], state["seed"], state["dtype"]
+    sides = tuple(_side(state[k], state[f"eps_{k}"], state[f"red_{k}"]) for k in "ab")
+    writer = get_preset(state[state["checkpoint"]], "rms")
+    weight = stored_weight(effective_gain(d, seed=seed), writer.gain_mode)
+
+    def compare(scale: float) -> Comparison:
+        return compare_sides(make_input(d, seed=seed, scale=scale), weight, *sides, dtype=dtype)
+
+    c = compare(state["scale"])
+    same = {k: c.settings_a[k] == c.settings_b[k] for k in CONTRACT_KEYS}
+    mistake = active_mistake(state)
+    claims = _agreement_claims(c, same, state, compare)
+    if mistake is not None:
+        claims["mistake"] = _mistake_claim(mistake, c, weight, state, compare)
+    # The chart's summary: A's outputs in pair_words' first slot, B's in its second.
+    words = pair_words("contracts.figure_words", range(d), c.y_a, c.y_b)
+    claims |= {f"figure_{slot}": claim for slot, claim in words.items()}
+    return ContractsView(
+        comparison=c,
+        writer=writer.name,
+        gain_mode=writer.gain_mode,
+        weight_mean=float(np.mean(weight)),
+        same=same,
+        mistake=mistake,
+        claims=claims,
+    )
+
+
+def _agreement_claims(
+    c: Comparison, same: dict[str, bool], state: dict[str, Any], compare: Any
+) -> dict[str, Claim]:
+    """Whether the outputs agree on this input, and whether the contracts themselves differ."""
+    dtype, count = state["dtype"], sum(not v for v in same.values())
+    identical = c.max_abs == 0
+    claims = {"agreement": Claim("contracts.identical", {"dtype": dtype})} if identical else {}
+    if count == 0:
+        key = "contracts.contract_same" if identical else "contracts.contract_same_settings"
+        claims["contract"] = Claim(key, {"dtype": dtype})
+    elif not identical:
+        claims["contract"] = Claim("contracts.contract_differs", {"count": count})
+    else:
+        # The first scale at which both outputs are finite and differ.
+        other = next(((s, r.relative) for s in SCALE_LADDER if _parts(r := compare(s))), None)
+        if other is None:
+            fields = {"count": count, "dtype": dtype}
+            claims["contract"] = Claim("contracts.contract_differs_nowhere", fields)
+        else:
+            fields = {"count": count, "scale": other[0], "relative": other[1]}
+            claims["contract"] = Claim("contracts.contract_differs_elsewhere", fields)
+    return claims
+
+
+def _parts(c: Comparison) -> bool:
+    """Whether both outputs are finite and not equal."""
+    finite = bool(np.isfinite(c.y_a).all() and np.isfinite(c.y_b).all())
+    return finite and c.max_abs > 0
+
+
+def _held(state: dict[str, Any], scale: float) -> np.ndarray:
+    """The input at ``scale`` as the model holds it: rounded to the model dtype, as float64."""
+    x = make_input(state["d"], seed=state["seed"], scale=scale)
+    return _to_float64(_as_dtype(x, state["dtype"]))
+
+
+def _mistake_claim(
+    name: str, c: Comparison, weight: np.ndarray, state: dict[str, Any], compare: Any
+) -> Claim:
+    numbers = {"max_abs": c.max_abs, "relative": c.relative}
+    if name == "gemma_gain":
+        gain = weight + 1.0  # the checkpoint is Gemma's: w = g - 1
+        return Claim(
+            "contracts.explain_gemma_gain",
+            {
+                **numbers,
+                "w_mean": float(np.mean(weight)),
+                "w_rms": float(np.sqrt(np.mean(weight**2))),
+                "g_rms": float(np.sqrt(np.mean(gain**2))),
+            },
+        )
+    x = _held(state, state["scale"])
+    mean_square = float(np.mean(x**2))  # (d,) -> ()
+    if name == "eps":
+        return _eps_mistake_claim(c, numbers, mean_square, state, compare)
+    loop = running_sum_of_squares(x, "bfloat16")[-1] / x.size
+    return Claim(
+        "contracts.explain_bf16",
+        {
+            **numbers,
+            "red_b": c.settings_b["reduction_dtype"],
+            "ms_err_pct": abs(c.mean_square_b - mean_square) / mean_square,
+            "loop_err_pct": abs(loop - mean_square) / mean_square,
+        },
+    )
+
+
+def _eps_mistake_claim(
+    c: Comparison,
+    numbers: dict[str, float],
+    mean_square: float,
+    state: dict[str, Any],
+    compare: Any,
+) -> Claim:
+    eps_a, eps_b = c.settings_a["eps"], c.settings_b["eps"]
+    at_one = compare(1.0)
+    fields = {
+        **numbers,
+        "eps_a": eps_a,
+        "eps_b": eps_b,
+        "scale": state["scale"],
+        "mean_square": mean_square,
+        # y_B / y_A = sqrt((ms + eps_a) / (ms + eps_b)) = 1 + (eps_a - eps_b) / (2 ms) + ...
+        "estimate": abs(eps_a - eps_b) / (2 * mean_square),
+        "mean_square_1": float(np.mean(_held(state, 1.0) ** 2)),
+        "relative_1": at_one.relative,
+        "dtype": state["dtype"],
+    }
+    if at_one.max_abs == 0:
+        return Claim("contracts.explain_eps_same_at_1", fields)
+    return Claim("contracts.explain_eps", {**fields, "ratio": c.relative / at_one.relative})

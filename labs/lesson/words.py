@@ -1,0 +1,84 @@
+"""Words for the guided lesson's figures: each step's summary, its caption and accessible name.
+
+Every summary is read off the arrays the step's figure draws (``labkit.chart_words``): each
+norm's extremes and where the two part, before and after side by side, a line's or bars'
+extremes, or where each point of the plane sits. The steps that draw what another page draws
+say it in that page's words.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from labkit.chart_words import lines_words, pair_words, point_words, series_words
+from labkit.claims import Claim
+
+# The steps whose figure draws one case before and after a change, as the invariance lab does.
+BEFORE_AFTER = ("rescale", "shift", "recenter")
+# The steps whose figure draws two series at the same positions: (first, second) in ``arrays``.
+PAIRS = {
+    "centre": ("y_rms", "y_layer"),
+    "identity": ("before", "after"),
+    "table": ("rms", "layer"),
+    "gain": ("meant", "loaded"),
+}
+# The changes the scales step draws, one row of panels each, by their prefix in ``arrays``.
+SCALE_CHANGES = ("neg", "coord")
+EPS_PLACEMENTS = ("inside", "outside", "clamp")
+
+
+def moves(arrays: dict[str, np.ndarray], norm: str, prefix: str = "") -> np.ndarray:
+    """|after - before| per coordinate of one norm's outputs: how far the change moves them."""
+    return np.abs(arrays[f"{prefix}{norm}_after"] - arrays[f"{prefix}{norm}_before"])
+
+
+def _prefixed(claims: dict[str, Claim], prefix: str) -> dict[str, Claim]:
+    return {f"{prefix}{slot}": claim for slot, claim in claims.items()}
+
+
+def chart_words(
+    step_id: str, a: dict[str, np.ndarray], numbers: dict[str, float]
+) -> dict[str, Claim]:
+    """The summary of step ``step_id``'s figure from ``a``, the arrays it draws: ``{"words":
+    claim}`` (the residual step's second panel adds ``tokens_words``), with ``not_finite`` where
+    a drawn value is not finite."""
+    key = f"lesson.{step_id}_words"
+    if step_id == "plane":
+        claim = point_words(
+            "explorer.plane_words",
+            a["rms"],
+            a["layer"],
+            xa=float(a["point"][0]),
+            xb=float(a["point"][1]),
+            radius=numbers["radius"],
+        )
+        return {"words": claim}
+    if step_id in BEFORE_AFTER:
+        key, where = "invariance.before_after_words", range(a["rms_after"].size)
+        return pair_words(key, where, moves(a, "rms"), moves(a, "layer"))
+    if step_id == "scales":
+        grids = {
+            n: np.stack([moves(a, n, f"{change}_") for change in SCALE_CHANGES])
+            for n in ("rms", "layer")
+        }
+        return lines_words(key, SCALE_CHANGES, range(a["s"].size), grids)
+    if step_id == "sweep":
+        where = list(a["offsets"])
+        return pair_words("invariance.sweep_words", where, a["rms_cosine"], a["layer_cosine"])
+    if step_id == "eps":
+        curves = {p: a[p] for p in EPS_PLACEMENTS}  # one curve each: a group of one line
+        return lines_words(key, ("curve",), list(a["input_rms"]), curves)
+    if step_id == "precision":
+        return series_words(key, list(a["ulps"]), a["counts"])
+    if step_id == "gradient":
+        keep = a["eps"] > 0  # a log axis has no place for eps = 0: the figure leaves it out
+        return pair_words(key, list(a["eps"][keep]), a["rms"][keep], a["layer"][keep])
+    if step_id == "residual":
+        layers, rms, layer = list(a["layers"]), a["rms_readings"], a["layer_readings"]
+        ones = pair_words(
+            "residual.figure_input_cos_ones", layers, rms["input_cos_ones"], layer["input_cos_ones"]
+        )
+        tokens = pair_words(key, layers, rms["token_cosine"], layer["token_cosine"])
+        return ones | _prefixed(tokens, "tokens_")
+    first, second = PAIRS[step_id]
+    return pair_words(key, range(a[first].size), a[first], a[second])

@@ -1,0 +1,400 @@
+r"""What the training runs say, in sentences: the claims (``labkit.claims``) of the training
+page, each chosen by a verdict computed from a ``TrainingView``'s numbers: the seed spread of
+the loss against the gap between the norms; time per step, a side named only when at least
+``MIN_PAIRS`` paired comparisons agree (a sign test); the norms' share of a forward pass,
+:math:`(t_{norm} - t_{identity}) / t_{norm}`, quoted only beyond the timing noise the variant
+without a norm shows; the RMSNorm paper's 7-64 % (Zhang & Sennrich 2019) beside this machine's
+saving :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`; the machine; each chart's words.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from labkit.chart_words import runs_words
+from labkit.claims import Claim, at_most
+from labs.speed.model import PAPER_SAVING
+from labs.training.curves import NormSummary, RunCurves, TrainingView, seed_spread
+from labs.training.model import NORM_CLASSES
+
+
+class Timed(Protocol):
+    """A run's step times as the paired comparisons read them."""
+
+    seed: int
+    steps_done: int
+    step_seconds: np.ndarray
+
+
+# Paired step-time comparisons needed before a sentence says which norm's step is faster: if the
+# norms cost the same, each comparison falls either side of 1 with even odds, and all k agree by
+# chance with probability 2^(1 - k): 3.1 % at k = 6 (a two-sided sign test below 5 %), 6.3 % at 5.
+MIN_PAIRS = 6
+
+
+def run_claims(
+    view: TrainingView,
+    *,
+    reference_spread: float | None = None,
+    machine: Mapping[str, Any] | None = None,
+    live: bool = False,
+) -> dict[str, Claim]:
+    """The sentences of ``view`` (its ``claims`` field is not read): the losses, quoting
+    ``reference_spread`` where the runs have one seed each; the timings; the machine of the
+    shipped runs when ``machine`` is given; how the training stopped when ``live``."""
+    claims = _loss_claims(view, reference_spread)
+    claims.update(_time_claims(view))
+    claims.update(chart_claims(view))
+    if machine is not None:
+        claims["machine"] = machine_claim(machine)
+    if live:
+        claims["stopped"] = _stopped_claim(view.runs)
+    return claims
+
+
+def _pair(view: TrainingView) -> tuple[NormSummary, NormSummary] | None:
+    """RMSNorm and LayerNorm, when both were trained."""
+    if "rms" in view.norms and "layer" in view.norms:
+        return view.norms["rms"], view.norms["layer"]
+    return None
+
+
+def _comparable(*summaries: NormSummary, field: str) -> bool:
+    return all(s.finite and math.isfinite(getattr(s, field)) for s in summaries)
+
+
+def _loss_claims(view: TrainingView, ref_spread: float | None) -> dict[str, Claim]:
+    claims = {
+        f"diverged_{n}": Claim(f"training.diverged_{n}", {})
+        for n, s in view.norms.items()
+        if not s.finite
+    }
+    pair = _pair(view)
+    if pair is not None and _comparable(*pair, field="mean_at_step"):
+        claims["steps"] = _gap_claim(*pair, "steps", view.equal_step, step=view.equal_step)
+        claims["spread"] = _spread_claim(view, *pair, ref_spread)
+    if pair is not None and _comparable(*pair, field="mean_at_time"):
+        reached = max(int(pair[0].at_time_steps.max()), int(pair[1].at_time_steps.max()))
+        claims["time"] = _gap_claim(*pair, "time", reached, seconds=view.equal_seconds)
+    none = _none_claim(view)
+    if none is not None:
+        claims["none"] = none
+    return claims
+
+
+def _gap_claim(
+    rms: NormSummary, layer: NormSummary, kind: str, reached: int, **where: float
+) -> Claim:
+    """Which norm's mean validation loss is lower at the equal step or time (``kind``). At the
+    equal time, with several seeds, also whether the gap exceeds the seeds' spread there."""
+    field = "mean_at_step" if kind == "steps" else "mean_at_time"
+    a, b = getattr(rms, field), getattr(layer, field)
+    if reached <= 0:
+        return Claim(f"training.{kind}_untrained", dict(where))
+    if a == b:
+        return Claim(f"training.{kind}_tie", {**where, "loss": a})
+    winner, loser = (rms, layer) if a < b else (layer, rms)
+    fields = {
+        **where,
+        "winner": NORM_CLASSES[winner.norm],
+        "loser": NORM_CLASSES[loser.norm],
+        "w_loss": min(a, b),
+        "l_loss": max(a, b),
+        "gap": abs(a - b),
+    }
+    if kind == "steps" or min(len(rms.seeds), len(layer.seeds)) < 2:
+        return Claim(f"training.{kind}_gap", fields)
+    spread = max(seed_spread(rms.at_time), seed_spread(layer.at_time))
+    within = at_most(abs(a - b), spread)
+    return Claim(
+        "training.time_gap_within_spread" if within else "training.time_gap_beyond_spread",
+        {**fields, "spread": spread},
+    )
+
+
+def _spread_claim(
+    view: TrainingView, rms: NormSummary, layer: NormSummary, ref_spread: float | None
+) -> Claim:
+    """Is the seed-to-seed spread larger than the gap between the norms' means?"""
+    if min(len(rms.seeds), len(layer.seeds)) < 2:
+        if ref_spread is None:
+            return Claim("training.spread_unknown", {})
+        return Claim("training.spread_one_seed", {"ref_spread": ref_spread})
+    gap = abs(rms.mean_at_step - layer.mean_at_step)
+    spread = max(rms.spread, layer.spread)
+    by_seed = dict(zip(layer.seeds, layer.at_step, strict=True))
+    paired = [(a, by_seed[s]) for s, a in zip(rms.seeds, rms.at_step, strict=True) if s in by_seed]
+    # "The spread is at least the gap": the seeds alone move the loss as much as the norm.
+    verdict = at_most(gap, spread)
+    return Claim(
+        "training.spread_exceeds_gap" if verdict else "training.gap_exceeds_spread",
+        {
+            "step": view.equal_step,
+            "gap": gap,
+            "spread": spread,
+            "wins": int(sum(a < b for a, b in paired)),
+            "pairs": len(paired),
+        },
+    )
+
+
+def _none_claim(view: TrainingView) -> Claim | None:
+    """The variant without a norm against the better of the norms trained beside it, once the
+    runs share a validation after step 0 (as the comparison at equal steps). The norms are
+    RMSNorm and LayerNorm: DyT computes no statistic of the row, and ``labs.training.dyt_claims``
+    compares it with the same norm."""
+    none = view.norms.get("none")
+    if view.equal_step <= 0:  # at step 0 the variants differ only by their initial weights
+        return None
+    others = [
+        view.norms[n]
+        for n in ("rms", "layer")
+        if n in view.norms and _comparable(view.norms[n], field="mean_at_step")
+    ]
+    if none is None or not others or not _comparable(none, field="mean_at_step"):
+        return None
+    best = min(others, key=lambda s: s.mean_at_step)
+    diff = none.mean_at_step - best.mean_at_step
+    key = "none_higher" if diff > 0 else "none_lower" if diff < 0 else "none_tie"
+    return Claim(
+        f"training.{key}",
+        {
+            "step": view.equal_step,
+            "none_loss": none.mean_at_step,
+            "best": NORM_CLASSES[best.norm],
+            "best_loss": best.mean_at_step,
+            "diff": abs(diff),
+        },
+    )
+
+
+def _parts(n: int, parts: int) -> list[tuple[int, int]]:
+    """``n`` steps in ``parts`` consecutive runs of steps, as ``numpy.array_split`` cuts them
+    (the first ``n % parts`` one step longer)."""
+    edges = np.cumsum([0] + [len(p) for p in np.array_split(np.arange(n), parts)])
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
+
+
+def paired_ratios(rms: Sequence[Timed], layer: Sequence[Timed]) -> list[float]:
+    """RMSNorm's median step time over LayerNorm's (or any variant's over another's), per seed
+    trained with both and per part of the steps both runs of that seed did: each seed's steps
+    are cut into enough consecutive parts that all seeds together give ``MIN_PAIRS``
+    comparisons (at least two parts a seed, at most one a step). The parts show a load that
+    changed during a run. A run is anything with ``seed``, ``steps_done`` and
+    ``step_seconds`` (a ``RunCurves``, a ``labs.training.fair_view.Series``)."""
+    by_seed = {r.seed: r for r in layer}
+    paired = [(a, by_seed[a.seed]) for a in rms if a.seed in by_seed]
+    parts = max(2, math.ceil(MIN_PAIRS / max(1, len(paired))))
+    ratios = []
+    for a, b in paired:
+        n = min(a.steps_done, b.steps_done)
+        for lo, hi in _parts(n, min(parts, n)) if n >= 2 else ():
+            ta, tb = np.median(a.step_seconds[lo:hi]), np.median(b.step_seconds[lo:hi])
+            if tb > 0 and math.isfinite(ta / tb):
+                ratios.append(float(ta / tb))
+    return ratios
+
+
+def step_order(ratios: Sequence[float]) -> str:
+    """``slower`` or ``faster`` when every paired ratio lies on that side of 1 and there are
+    ``MIN_PAIRS`` of them; ``few`` when they agree but are fewer; ``mixed`` otherwise."""
+    if all(r > 1 for r in ratios):
+        side = "slower"
+    elif all(r < 1 for r in ratios):
+        side = "faster"
+    else:
+        return "mixed"
+    return side if len(ratios) >= MIN_PAIRS else "few"
+
+
+def _time_claims(view: TrainingView) -> dict[str, Claim]:
+    if _pair(view) is None:
+        return {}
+    rms = [r for r in view.runs if r.norm == "rms"]
+    layer = [r for r in view.runs if r.norm == "layer"]
+    noise = share_noise(view.runs)
+    claims = {"share": _share_claim(rms, layer, noise)}
+    if noise is not None:
+        claims["noise"] = Claim("training.noise", {"noise_pct": noise})
+    ratios = paired_ratios(rms, layer)
+    ratio = view.time_ratio
+    if not (ratios and ratio is not None and math.isfinite(ratio) and ratio > 0):
+        return claims
+    order = step_order(ratios)
+    claims["step_time"] = Claim(
+        f"training.step_time_{order}",
+        {
+            "ratio": ratio,
+            "rms_ms": view.norms["rms"].median_step_ms,
+            "layer_ms": view.norms["layer"].median_step_ms,
+            "lo": min(ratios),
+            "hi": max(ratios),
+            "pairs": len(ratios),
+            "chance_pct": 2.0 ** (1 - len(ratios)),
+        },
+    )
+    claims["paper"] = paper_claim(ratio, order)
+    # A question about RMSNorm's cost only where a timing beyond its noise shows that cost: the
+    # steps, or (when the steps do not settle it) the norms' share of a forward pass.
+    share_larger = claims["share"].key == "training.share_rms_larger"
+    if order == "slower" or (order in ("few", "mixed") and share_larger):
+        why = "training.why_slower"
+    elif order == "faster":
+        why = "training.why_not_slower"
+    else:
+        return claims
+    ops = {"rms_ops": view.operations["rms"], "layer_ops": view.operations["layer"]}
+    claims["why"] = Claim(why, ops)
+    return claims
+
+
+def paper_claim(ratio: float, order: str, *, prefix: str = "training.paper") -> Claim:
+    """This machine's saving beside the paper's 7-64 %, when the timings settle its sign: the
+    text ``{prefix}_{slower, below, within, above}``, or ``{prefix}_unresolved``."""
+    saving = 1.0 - ratio
+    lo, hi = PAPER_SAVING
+    fields = {"ratio": ratio, "paper_lo_pct": lo, "paper_hi_pct": hi}
+    if order not in ("slower", "faster") or (order == "slower") != (saving < 0):
+        return Claim(f"{prefix}_unresolved", fields)
+    if saving < 0:
+        key = "slower"
+    elif saving < lo:
+        key = "below"
+    elif saving <= hi:
+        key = "within"
+    else:
+        key = "above"
+    return Claim(f"{prefix}_{key}", {**fields, "saving_pct": abs(saving)})
+
+
+def share_noise(runs: Sequence[RunCurves]) -> float | None:
+    """The timing noise of a share: the variant without a norm times the same computation
+    twice, so its largest ``|share|`` is what noise alone makes (None when it was not timed)."""
+    readings = [abs(r.norm_share) for r in runs if r.norm == "none" and _measured(r.norm_share)]
+    return max(readings) if readings else None
+
+
+def _measured(share: float | None) -> bool:
+    return share is not None and math.isfinite(share)
+
+
+def shown_share(share: float | None, noise: float | None) -> float | None:
+    """A run's share of a forward pass as the page shows it: only when the pass without the
+    norms was faster by more than the timing noise (0 when unmeasured), so never below it."""
+    if not _measured(share) or share <= (noise or 0.0):
+        return None
+    return share
+
+
+def _share_claim(
+    rms: Sequence[RunCurves], layer: Sequence[RunCurves], noise: float | None
+) -> Claim:
+    """The norms' share of a forward pass with RMSNorm and with LayerNorm, seed by seed, held
+    to the timing noise: a share is quoted only above it, and one norm's share is called
+    larger only where every seed's difference exceeds it."""
+    by_seed = {r.seed: r.norm_share for r in layer}
+    pairs = [
+        (a.norm_share, by_seed[a.seed])
+        for a in rms
+        if _measured(a.norm_share) and _measured(by_seed.get(a.seed))
+    ]
+    if not pairs:
+        return Claim("training.share_unmeasured", {})
+    shares = np.array(pairs)
+    if any(shown_share(s, noise) is None for s in shares.ravel()):
+        return Claim("training.share_noisy", {"pairs": len(pairs)})
+    fields = {
+        "rms_pct": float(np.median(shares[:, 0])),
+        "layer_pct": float(np.median(shares[:, 1])),
+        "pairs": len(pairs),
+    }
+    if noise is None:
+        return Claim("training.share_uncompared", fields)
+    fields["noise_pct"] = noise
+    diff = shares[:, 0] - shares[:, 1]
+    if (diff > noise).all():
+        key = "rms_larger"
+    elif (diff < -noise).all():
+        key = "layer_larger"
+    elif (np.abs(diff) > noise).all():
+        key = "mixed"
+    else:
+        key = "close"
+    return Claim(f"training.share_{key}", fields)
+
+
+def machine_claim(machine: Mapping[str, Any]) -> Claim:
+    """Where the shipped timings come from: the cores, the threads and the 1-minute load
+    average at the start and the end. A load average above the core count means that on
+    average more tasks were ready to run than there were cores, so some waited for one: the
+    timings were taken under contention. At or below it, they were not on average."""
+    before, after = machine["load_average_before"][0], machine["load_average_after"][0]
+    cpus = machine["cpu_count"]
+    contended = max(before, after) > cpus
+    return Claim(
+        f"training.machine_{'contended' if contended else 'uncontended'}",
+        {
+            "cpus": cpus,
+            "threads": machine["threads"],
+            "before": float(before),
+            "after": float(after),
+            "minutes": round(float(machine["total_seconds"]) / 60, 1),
+        },
+    )
+
+
+def _stopped_claim(runs: Sequence[RunCurves]) -> Claim:
+    """How a live training ended: every step done, a cap, or the page interrupted it."""
+    reasons = {r.stopped_by for r in runs}
+    fields = {"done": min(r.steps_done for r in runs), "steps": max(r.steps for r in runs)}
+    if reasons & {"interrupted", "callback"}:
+        return Claim("training.stopped_interrupted", fields)
+    if "wall_clock" in reasons:
+        cap = max(r.max_seconds or 0.0 for r in runs)
+        return Claim("training.stopped_wall_clock", {**fields, "cap": cap})
+    if "work" in reasons:
+        return Claim("training.stopped_work", fields)
+    return Claim("training.stopped_steps", fields)
+
+
+def chart_claims(view: TrainingView) -> dict[str, Claim]:
+    """The words of the page's five charts, in slots ``chart_<chart>_<variant>`` (and
+    ``chart_<chart>_not_finite``): the validation losses against the step and the seconds (each
+    run a line named by its seed), the losses at the equal step, the median step times and the
+    shares of a forward pass drawn (each variant's bars, by seed; a share is drawn only beyond the
+    timing noise, in percent as the chart draws it)."""
+    by_norm = {n: [r for r in view.runs if r.norm == n] for n in view.norms}
+    charts = {
+        f"loss_{x}": {
+            n: [(r.seed, r.val_steps if x == "step" else r.val_seconds, r.val_loss) for r in runs]
+            for n, runs in by_norm.items()
+        }
+        for x in ("step", "seconds")
+    }
+    charts["finals"] = {n: [(n, s.seeds, s.at_step)] for n, s in view.norms.items()}
+    charts["ms"] = {
+        n: [(n, [r.seed for r in runs], [r.median_step_ms for r in runs])]
+        for n, runs in by_norm.items()
+    }
+    shown = {
+        n: [(r.seed, shown_share(r.norm_share, view.share_noise)) for r in runs]
+        for n, runs in by_norm.items()
+        if n != "none"
+    }
+    shown = {n: [(seed, s) for seed, s in pairs if s is not None] for n, pairs in shown.items()}
+    charts["share"] = {
+        n: [(n, [seed for seed, _ in pairs], [100 * s for _, s in pairs])]
+        for n, pairs in shown.items()
+        if pairs
+    }
+    claims = {}
+    for chart, groups in charts.items():
+        keys = {n: f"training.{chart}_words_{n}" for n in groups}
+        count = "training.val_not_finite" if chart.startswith("loss") else "charts.not_finite"
+        words = runs_words(keys, groups, chart=f"training.{chart}", not_finite=count)
+        claims |= {f"chart_{chart}_{slot}": claim for slot, claim in words.items()}
+    return claims

@@ -1,0 +1,445 @@
+r"""A small decoder-only transformer whose one variable is the norm (nanoGPT's shape).
+
+The variants share everything but the norm layers (``ModelConfig.norm``, one of
+``MODEL_NORMS``):
+
+- ``"layer"``: LayerNorm, :math:`g \odot (x - \mu) / \sqrt{\sigma^2 + \epsilon} + b`;
+- ``"rms"``: RMSNorm, :math:`g \odot x / \sqrt{\overline{x^2} + \epsilon}`;
+- ``"none"``: the identity where a norm would sit, which shows why norms exist;
+- ``"dyt"``: Dynamic Tanh (Zhu, Chen, He, LeCun and Liu, "Transformers without
+  Normalization", CVPR 2025), :math:`g \odot \tanh(\alpha x) + b` with one learnable scalar
+  :math:`\alpha` per layer: an elementwise squashing in place of a statistic of the row.
+
+Where the norms sit (``ModelConfig.placement``), with :math:`N_1, N_2` the block's norms:
+
+- ``"pre"`` (nanoGPT, GPT-2): :math:`h \leftarrow h + \mathrm{Attn}(N_1(h))`, then
+  :math:`h \leftarrow h + \mathrm{MLP}(N_2(h))`; a final norm reads the last stream before the
+  output head;
+- ``"post"`` (the original Transformer): :math:`h \leftarrow N_1(h + \mathrm{Attn}(h))`, then
+  :math:`h \leftarrow N_2(h + \mathrm{MLP}(h))`; no final norm, as in Post-LN models: the last
+  block's output is already normalised, and the head reads it;
+- ``"peri"`` (Peri-LN, Kim et al., ICML 2025, arXiv 2502.02732):
+  :math:`h \leftarrow h + N_1'(\mathrm{Attn}(N_1(h)))`, then
+  :math:`h \leftarrow h + N_2'(\mathrm{MLP}(N_2(h)))`, and the final norm; the output norms
+  :math:`N_1', N_2'` are the modules ``ln_1_out`` and ``ln_2_out``, which only this layout has.
+
+``ModelConfig.qk_norm`` (``"rms"`` or ``"layer"``; Dehghani et al. 2023, arXiv 2302.05442)
+normalises every head's query and key rows before the dot product (``attn.q_norm``,
+``attn.k_norm``, gains shared by the heads). The norms are the core's, through
+``labs.training.kernels.norm_function``. ``init_weights`` draws every weight from one seeded
+generator in the order of the parameter names and norm parameters draw nothing, so two variants
+with the same seed start from the same weights wherever their shapes agree. This module imports
+torch at the top: only the training code imports it, never ``core``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.defaults import DEFAULT_LAYER_EPS
+from labs.training.kernels import KERNELS, norm_function
+
+# Every norm the model builds and trains.
+MODEL_NORMS = ("layer", "rms", "none", "dyt")
+# The norms the training page, its claims and the shipped runs iterate: all of them.
+NORM_KINDS = MODEL_NORMS
+NORM_CLASSES = {"layer": "LayerNorm", "rms": "RMSNorm", "none": "Identity", "dyt": "DyT"}
+# The learnable parameters of each norm class, as named in the state dict.
+NORM_PARAMS = {
+    "layer": ("weight", "bias"),
+    "rms": ("weight",),
+    "none": (),
+    "dyt": ("alpha", "weight", "bias"),
+}
+PLACEMENTS = ("pre", "post", "peri")
+QK_NORMS = ("off", "rms", "layer")
+# DyT's alpha starts at 0.5, the paper's default (it tunes the start only for its LLaMA models).
+DEFAULT_DYT_ALPHA = 0.5
+# Raw bytes: the vocabulary needs no file and covers any text, UTF-8 included.
+BYTE_VOCAB = 256
+# nanoGPT's init: N(0, 0.02) for every matrix; the projections that write into the residual
+# stream get 0.02 / sqrt(2 L), so the stream's variance does not grow with depth (GPT-2 paper).
+INIT_STD = 0.02
+NORM_FORMULAS = {
+    "layer": r"y = g \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + b",
+    "rms": r"y = g \odot \frac{x}{\sqrt{\frac{1}{d}\sum_i x_i^2 + \epsilon}}",
+    "none": r"y = x",
+    "dyt": r"y = g \odot \tanh(\alpha x) + b",
+}
+# Each placement's block, in forward order: the sublayers and the norms with their places.
+BLOCK_LAYOUTS = {
+    "pre": (("ln_1", "pre-attention"), ("attn", None), ("ln_2", "pre-MLP"), ("mlp", None)),
+    "post": (("attn", None), ("ln_1", "post-attention"), ("mlp", None), ("ln_2", "post-MLP")),
+    "peri": (
+        ("ln_1", "pre-attention"),
+        ("attn", None),
+        ("ln_1_out", "attention output"),
+        ("ln_2", "pre-MLP"),
+        ("mlp", None),
+        ("ln_2_out", "MLP output"),
+    ),
+}
+ARCHITECTURES = {
+    "pre": "decoder-only transformer, pre-norm (nanoGPT layout)",
+    "post": "decoder-only transformer, post-norm (original Transformer), no final norm",
+    "peri": "decoder-only transformer, peri-norm (Peri-LN: pre-norm plus sublayer-output norms)",
+}
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)} (got {value!r})")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The architecture. ``eps`` is the same for LayerNorm and RMSNorm (and the QK norms), so
+    that the two differ only by centring (and LayerNorm's bias); by default torch.nn.LayerNorm's
+    1e-5. DyT has no eps; ``dyt_alpha`` is its alpha at initialisation."""
+
+    norm: str = "rms"
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 64
+    block_size: int = 64
+    vocab_size: int = BYTE_VOCAB
+    eps: float = DEFAULT_LAYER_EPS
+    # How the norm layers compute (``labs.training.kernels``); "lab" is what the shipped runs use.
+    kernel: str = "lab"
+    placement: str = "pre"
+    qk_norm: str = "off"
+    dyt_alpha: float = DEFAULT_DYT_ALPHA
+
+    def __post_init__(self) -> None:
+        _choice("norm", self.norm, MODEL_NORMS)
+        _choice("placement", self.placement, PLACEMENTS)
+        _choice("qk_norm", self.qk_norm, QK_NORMS)
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {list(KERNELS)} (got {self.kernel!r})")
+        for name in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer (got {value!r})")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head")
+        for name in ("eps", "dyt_alpha"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, float | int):
+                raise ValueError(f"{name} must be a finite number > 0 (got {value!r})")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0 (got {value!r})")
+
+
+def dyt(x: torch.Tensor, alpha: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor):
+    r"""Dynamic Tanh, :math:`y = g \odot \tanh(\alpha x) + b`: (..., d) -> (..., d)."""
+    return weight * torch.tanh(alpha * x) + bias
+
+
+class Norm(nn.Module):
+    """One norm layer: LayerNorm, RMSNorm, DyT or the identity.
+
+    ``where`` names its place ("pre-attention", "post-MLP", "attention output", "query",
+    "final", ...). ``bypass = True`` turns it into the identity with the weights kept, to time a
+    forward pass without the norm.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        d: int,
+        eps: float,
+        where: str,
+        kernel: str = "lab",
+        alpha: float = DEFAULT_DYT_ALPHA,
+    ) -> None:
+        super().__init__()
+        self.kind, self.eps, self.where, self.kernel = kind, float(eps), where, kernel
+        self.bypass = False
+        self.fn = norm_function(kind, kernel) if kind in ("layer", "rms") else None
+        if kind == "dyt":
+            # A (1,)-shaped scalar, as in the paper's code: safetensors and AdamW take it as is.
+            self.alpha = nn.Parameter(torch.full((1,), float(alpha)))
+        if kind in ("layer", "rms", "dyt"):
+            self.weight = nn.Parameter(torch.ones(d))
+        if kind in ("layer", "dyt"):
+            self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kind == "none" or self.bypass:
+            return x
+        if self.kind == "dyt":
+            return dyt(x, self.alpha, self.weight, self.bias)
+        return self.fn(x, self.weight, getattr(self, "bias", None), self.eps)
+
+    def extra_repr(self) -> str:
+        if self.kind == "dyt":
+            return f"DyT, where={self.where!r}"
+        return f"{NORM_CLASSES[self.kind]}, eps={self.eps}, where={self.where!r}"
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.n_head = config.n_head
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=False)  # q, k, v at once
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=False)
+        self.qk_norm = config.qk_norm != "off"
+        if self.qk_norm:
+            d_head, kind = config.n_embd // config.n_head, config.qk_norm
+            self.q_norm = Norm(kind, d_head, config.eps, "query", config.kernel)
+            self.k_norm = Norm(kind, d_head, config.eps, "key", config.kernel)
+
+    def heads(self, qkv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``c_attn``'s output as queries, keys (after the QK norms, if any) and values:
+        (b, t, 3c) -> 3 x (b, heads, t, c / heads)."""
+        b, t, c = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
+        q, k, v = qkv.split(c, dim=2)
+        q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        return q, k, v
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.heads(self.c_attn(x))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=False)
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c_proj(F.gelu(self.c_fc(x)))
+
+
+def _stream_norm(config: ModelConfig, where: str) -> Norm:
+    """A norm of the residual stream's width, of ``config.norm``'s kind."""
+    return Norm(config.norm, config.n_embd, config.eps, where, config.kernel, config.dyt_alpha)
+
+
+class Block(nn.Module):
+    """One block in ``config.placement``'s layout (``BLOCK_LAYOUTS``); the modules are
+    registered in forward order, so ``GPT.norms()`` lists them in the order they compute."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.placement = config.placement
+        for name, where in BLOCK_LAYOUTS[config.placement]:
+            if name == "attn":
+                self.attn = CausalSelfAttention(config)
+            elif name == "mlp":
+                self.mlp = MLP(config)
+            else:
+                setattr(self, name, _stream_norm(config, where))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.placement == "pre":
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+        if self.placement == "post":
+            x = self.ln_1(x + self.attn(x))
+            return self.ln_2(x + self.mlp(x))
+        x = x + self.ln_1_out(self.attn(self.ln_1(x)))
+        return x + self.ln_2_out(self.mlp(self.ln_2(x)))
+
+
+class GPT(nn.Module):
+    """Token and position embeddings, ``n_layer`` blocks, a final norm (``ln_f``, None in the
+    post-norm layout) and an output head.
+
+    The head is not tied to the token embedding: with a 256-byte vocabulary it is a small share
+    of the weights, and untied tensors save to safetensors as they are.
+    """
+
+    def __init__(self, config: ModelConfig, *, seed: int | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = _stream_norm(config, "final") if config.placement != "post" else None
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        if seed is not None:
+            init_weights(self, seed)
+
+    def embed(self, idx: torch.Tensor) -> torch.Tensor:
+        """The residual stream entering block 0: (b, t) byte ids -> (b, t, n_embd)."""
+        t = idx.shape[1]
+        if t > self.config.block_size:
+            raise ValueError(f"sequence length {t} exceeds block_size {self.config.block_size}")
+        return self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
+
+    def forward(
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logits (b, t, vocab) and, with targets (b, t), the mean cross-entropy in nats."""
+        x = self.embed(idx)
+        for block in self.blocks:
+            x = block(x)
+        if self.ln_f is not None:
+            x = self.ln_f(x)
+        logits = self.lm_head(x)
+        if targets is None:
+            return logits, None
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+        return logits, loss
+
+    def norms(self) -> list[tuple[str, Norm]]:
+        """Every norm layer with its module name, in the order the forward pass meets them."""
+        return [(name, m) for name, m in self.named_modules() if isinstance(m, Norm)]
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def init_weights(model: GPT, seed: int) -> None:
+    """Draw every non-norm weight from ``torch.Generator().manual_seed(seed)`` (nanoGPT's init).
+
+    Parameters are visited in name order and norm parameters consume no draws (gains 1, biases
+    0, DyT's alpha ``config.dyt_alpha``), so a variant with another norm, placement or QK norm
+    gets the same numbers in every tensor the two have in common.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    residual_std = INIT_STD / math.sqrt(2 * model.config.n_layer)
+    norm_fill = {"weight": 1.0, "bias": 0.0, "alpha": float(model.config.dyt_alpha)}
+    norm_names = {
+        f"{name}.{p}": value for name, _ in model.norms() for p, value in norm_fill.items()
+    }
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            if name in norm_names:
+                p.fill_(norm_names[name])
+                continue
+            std = residual_std if name.endswith("c_proj.weight") else INIT_STD
+            p.normal_(0.0, std, generator=generator)
+
+
+@contextmanager
+def norms_bypassed(model: GPT) -> Iterator[GPT]:
+    """Every norm layer of ``model`` (QK norms and DyT included) acts as the identity inside
+    the block (weights kept)."""
+    layers = [m for _, m in model.norms()]
+    try:
+        for m in layers:
+            m.bypass = True
+        yield model
+    finally:
+        for m in layers:
+            m.bypass = False
+
+
+def dyt_alphas(model: GPT) -> list[float] | None:
+    """Each DyT layer's alpha in forward order; None for a model without DyT."""
+    alphas = [float(m.alpha.detach()[0]) for _, m in model.norms() if m.kind == "dyt"]
+    return alphas or None
+
+
+class Probe:
+    r"""What ``probe`` read during the forward passes it watched.
+
+    ``hidden_rms()``: the RMS of the residual stream after the embedding and after each block
+    (L + 1 values), each over every position and coordinate of every pass,
+    :math:`\sqrt{\sum h^2 / N}`. ``max_logit()``: the largest
+    :math:`|q \cdot k| / \sqrt{d_{head}}` over causal pairs (key at or before the query), heads
+    and layers, with q and k as the attention uses them (after the QK norms, if any).
+    """
+
+    def __init__(self, n_layer: int) -> None:
+        self.sums = [0.0] * (n_layer + 1)
+        self.counts = [0] * (n_layer + 1)
+        self.logits: list[float] = []
+
+    def stream(self, index: int, h: torch.Tensor) -> None:
+        self.sums[index] += float(h.detach().square().sum(dtype=torch.float64))
+        self.counts[index] += h.numel()
+
+    def attention(self, attn: CausalSelfAttention, qkv: torch.Tensor) -> None:
+        """From ``c_attn``'s output, as the attention reads it (no second matrix product)."""
+        with torch.no_grad():
+            q, k, _ = attn.heads(qkv)
+            t = q.shape[-2]
+            scores = (q @ k.transpose(-1, -2)).abs_()  # (b, h, t, t)
+            future = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+            # |logit| >= 0, so a zero in every future place leaves the causal maximum (or NaN).
+            top = scores.masked_fill_(future, 0.0).amax()
+            self.logits.append(float(top) / math.sqrt(q.shape[-1]))
+
+    def hidden_rms(self) -> list[float]:
+        return [
+            math.sqrt(s / n) if n else math.nan for s, n in zip(self.sums, self.counts, strict=True)
+        ]
+
+    def max_logit(self) -> float:
+        """NaN if any pass met a NaN (or none was watched)."""
+        if not self.logits or any(math.isnan(v) for v in self.logits):
+            return math.nan
+        return max(self.logits)
+
+
+@contextmanager
+def probe(model: GPT) -> Iterator[Probe]:
+    """Hooks that fill a ``Probe`` during every forward pass inside the block; removed after.
+    They read and change nothing, so the passes compute exactly what they would without them."""
+    reading = Probe(len(model.blocks))
+    handles = [model.blocks[0].register_forward_pre_hook(lambda _m, a: reading.stream(0, a[0]))]
+    for i, block in enumerate(model.blocks):
+        handles += [
+            block.register_forward_hook(lambda _m, _a, out, i=i: reading.stream(i + 1, out)),
+            block.attn.c_attn.register_forward_hook(
+                lambda _m, _a, out, attn=block.attn: reading.attention(attn, out)
+            ),
+        ]
+    try:
+        yield reading
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def describe(config: ModelConfig) -> dict[str, Any]:
+    """The architecture as plain data: every field, the norm's class, and each norm's place.
+
+    ``norm_layers`` lists, in forward order, the state-dict prefix of each norm, where it sits
+    (``BLOCK_LAYOUTS``'s places, "query" and "key" for the QK norms, "final"), the block it
+    belongs to (None for the final norm), its class and its parameters; the identity variant
+    lists the same places with no parameters. A post-norm model has no final norm.
+    """
+    layers: list[dict[str, Any]] = []
+
+    def add(name: str, where: str, block: int | None, kind: str) -> None:
+        layer = {"name": name, "where": where, "block": block, "class": NORM_CLASSES[kind]}
+        layers.append({**layer, "params": list(NORM_PARAMS[kind])})
+
+    for i in range(config.n_layer):
+        for name, where in BLOCK_LAYOUTS[config.placement]:
+            if where is not None:
+                add(f"blocks.{i}.{name}", where, i, config.norm)
+            elif name == "attn" and config.qk_norm != "off":
+                add(f"blocks.{i}.attn.q_norm", "query", i, config.qk_norm)
+                add(f"blocks.{i}.attn.k_norm", "key", i, config.qk_norm)
+    if config.placement != "post":
+        add("ln_f", "final", None, config.norm)
+    return {
+        **asdict(config),
+        "architecture": ARCHITECTURES[config.placement],
+        "norm_class": NORM_CLASSES[config.norm],
+        "norm_formula": NORM_FORMULAS[config.norm],
+        "norm_layers": layers,
+        "qk_norm_class": None if config.qk_norm == "off" else NORM_CLASSES[config.qk_norm],
+        "mlp": "Linear(d, 4d) -> GELU -> Linear(4d, d), no biases",
+        "attention": "causal multi-head, scaled dot product, no biases",
+        "tied_embeddings": False,
+        "positional": "learned absolute",
+    }

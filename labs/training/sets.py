@@ -1,0 +1,208 @@
+r"""Two shipped sets beyond the two norms: where the norm sits, and QK-norm against the step size.
+
+Both train RMSNorm models of ``labs.training.model`` on the reference corpus, one torch thread,
+one run after another (seed by seed, the variants in turn), and record at every validation the
+loss, the residual stream's RMS after the embedding and each block (``hidden_rms``) and the
+largest attention logit (``labs.training.model.probe``):
+
+- ``placement`` (``PLACEMENT``): ``pre``, ``post`` and ``peri`` norms, ``PLACEMENT_DEPTH``
+  blocks deep, ``PLACEMENT_SEEDS``;
+- ``qknorm`` (``QKNORM``): queries and keys as they are (``off``) and RMS-normalised per head
+  (``rms``), at every peak learning rate of ``QKNORM_LRS``, ``QKNORM_SEEDS``.
+
+``python -m labs.training.runs --set placement`` (or ``--set qknorm``) writes
+``assets/train/placement.json`` (``qknorm.json``): the machine, the corpus, and per run its
+variant, settings, how it stopped and the validation curves. Losses are rounded to
+``LOSS_DECIMALS`` decimals, RMS values and logits to ``SIGNIFICANT`` significant digits (float32
+holds about seven); no checkpoints. ``load_set(name)`` reads a set back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from core.device import torch_threads
+from labs.training.corpus import load_corpus
+from labs.training.reference import (
+    LOSS_DECIMALS,
+    REFERENCE,
+    REFERENCE_DIR,
+    REFERENCE_THREADS,
+    machine_record,
+)
+from labs.training.train import TrainConfig, TrainResult, train
+
+SET_FILES = {"placement": "placement.json", "qknorm": "qknorm.json"}
+SIGNIFICANT = 7
+# Validations per run, about, when a test shortens a set (``steps``).
+VALIDATIONS = 8
+
+# Deep enough that the stream passes many residual additions (each placement adds to it, or
+# renormalises it, 2 L times), short enough for three placements and three seeds in about
+# seven minutes on a loaded two-core machine. Peak learning rate, batches and width are the
+# reference's.
+PLACEMENT_DEPTH = 8
+SET_PLACEMENTS = ("pre", "peri", "post")
+PLACEMENT_SEEDS = (0, 1, 2)
+PLACEMENT = replace(
+    REFERENCE,
+    model=replace(REFERENCE.model, n_layer=PLACEMENT_DEPTH),
+    steps=400,
+    eval_every=50,
+    timing_repeats=0,
+)
+
+# From the reference's 3e-3 up and down by about 3x a rung: at 1e-1 the plain model's attention
+# logits reach thousands within a hundred steps (measured with short trials); the minimum of the
+# cosine schedule is a tenth of the peak, as in the reference.
+QKNORM_LRS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+QKNORM_MODES = ("off", "rms")
+QKNORM_SEEDS = (0, 1)
+QKNORM = replace(REFERENCE, steps=240, eval_every=40, timing_repeats=0)
+
+
+def _shortened(config: TrainConfig, steps: int | None) -> TrainConfig:
+    """``config`` with ``steps`` steps (a quick version for tests): about ``VALIDATIONS``
+    validations, the warm-up at most a tenth of the steps."""
+    if steps is None:
+        return config
+    return replace(
+        config,
+        steps=int(steps),
+        eval_every=max(1, math.ceil(int(steps) / VALIDATIONS)),
+        warmup=min(config.warmup, int(steps) // 10),
+    )
+
+
+def placement_configs(
+    *, steps: int | None = None, seeds: Sequence[int] = PLACEMENT_SEEDS
+) -> list[TrainConfig]:
+    """``PLACEMENT`` for every seed and placement of ``SET_PLACEMENTS``, seed-major."""
+    base = _shortened(PLACEMENT, steps)
+    return [
+        replace(base, model=replace(base.model, placement=p), seed=seed)
+        for seed in seeds
+        for p in SET_PLACEMENTS
+    ]
+
+
+def qknorm_configs(
+    *,
+    steps: int | None = None,
+    seeds: Sequence[int] = QKNORM_SEEDS,
+    lrs: Sequence[float] = QKNORM_LRS,
+) -> list[TrainConfig]:
+    """``QKNORM`` for every seed, peak learning rate and QK-norm mode, seed-major."""
+    base = _shortened(QKNORM, steps)
+    return [
+        replace(base, model=replace(base.model, qk_norm=mode), seed=seed, lr=lr, min_lr=lr / 10)
+        for seed in seeds
+        for lr in lrs
+        for mode in QKNORM_MODES
+    ]
+
+
+def _digits(value: float) -> float:
+    """``value`` to ``SIGNIFICANT`` significant digits (NaN and infinities as they are)."""
+    return float(f"{value:.{SIGNIFICANT}g}")
+
+
+class _Recorder:
+    """A ``train`` callback that keeps the stream's RMS of every validation (the result keeps
+    only the last one's)."""
+
+    def __init__(self) -> None:
+        self.hidden_rms: list[list[float]] = []
+
+    def __call__(self, result: TrainResult) -> None:
+        if len(result.val_steps) > len(self.hidden_rms):
+            self.hidden_rms.append(list(result.hidden_rms or []))
+
+
+def set_record(result: TrainResult, hidden_rms: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """A run as the set files keep it: the variant, the settings, how it stopped and the
+    validation curves, rounded (module docstring)."""
+    config = result.config
+    return {
+        "placement": config.model.placement,
+        "qk_norm": config.model.qk_norm,
+        "lr": config.lr,
+        "seed": config.seed,
+        "config": config.as_dict(),
+        "steps_done": result.steps_done,
+        "stopped_by": result.stopped_by,
+        "wall_seconds": round(result.wall_seconds, 3),
+        "val_steps": list(result.val_steps),
+        "val_loss": [round(v, LOSS_DECIMALS) for v in result.val_loss],
+        "val_max_logit": [_digits(v) for v in result.val_max_logit],
+        "val_hidden_rms": [[_digits(v) for v in row] for row in hidden_rms],
+    }
+
+
+def _make(
+    name: str,
+    configs: Sequence[TrainConfig],
+    directory: str | Path,
+    threads: int,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Train ``configs`` one after another, write the set's file, return its summary."""
+    corpus = load_corpus()
+    started, load_before = time.perf_counter(), os.getloadavg()
+    runs = []
+    with torch_threads(threads):
+        for config in configs:
+            recorder = _Recorder()
+            result = train(config, corpus=corpus, callback=recorder)
+            runs.append(set_record(result, recorder.hidden_rms))
+            model = config.model
+            log(
+                f"{name} {model.placement}/qk {model.qk_norm} lr {config.lr:g} seed "
+                f"{config.seed}: val {result.val_loss[-1]:.4f}, largest logit "
+                f"{max(result.val_max_logit):.4g}, {result.wall_seconds:.1f} s"
+            )
+    machine = machine_record(threads, started, load_before)
+    data = {"set": name, "machine": machine, "data": corpus.describe(), "runs": runs}
+    path = Path(directory) / SET_FILES[name]
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    return {"set": name, "file": str(path), "machine": machine, "runs": len(runs)}
+
+
+def make_placement(
+    directory: str | Path = REFERENCE_DIR,
+    *,
+    threads: int = REFERENCE_THREADS,
+    steps: int | None = None,
+    seeds: Sequence[int] = PLACEMENT_SEEDS,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Train the placement set and write ``placement.json`` into ``directory``."""
+    return _make("placement", placement_configs(steps=steps, seeds=seeds), directory, threads, log)
+
+
+def make_qknorm(
+    directory: str | Path = REFERENCE_DIR,
+    *,
+    threads: int = REFERENCE_THREADS,
+    steps: int | None = None,
+    seeds: Sequence[int] = QKNORM_SEEDS,
+    lrs: Sequence[float] = QKNORM_LRS,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Train the QK-norm set and write ``qknorm.json`` into ``directory``."""
+    configs = qknorm_configs(steps=steps, seeds=seeds, lrs=lrs)
+    return _make("qknorm", configs, directory, threads, log)
+
+
+def load_set(name: str, directory: str | Path = REFERENCE_DIR) -> dict[str, Any]:
+    """The set ``name`` (``placement`` or ``qknorm``) as written."""
+    if name not in SET_FILES:
+        raise ValueError(f"set must be one of {sorted(SET_FILES)} (got {name!r})")
+    return json.loads((Path(directory) / SET_FILES[name]).read_text())

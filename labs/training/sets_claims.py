@@ -1,0 +1,275 @@
+r"""What the two shipped sets say, in sentences: the claims (``labkit.claims``) of the placement
+and QK-norm sections, each chosen by a verdict computed from a view's numbers
+(``labs.training.sets_view``). Text keys are ``training_sets.*``.
+
+Placement, from the residual stream's RMS :math:`r_0, \dots, r_L` at the last validation: per
+placement the growth :math:`r_L / r_1` and the band :math:`\max_{l \ge 1} r_l / \min_{l \ge 1}
+r_l` of each seed ("grows" or "shrinks" only when every seed agrees; "within a band" when every
+band is at most ``BAND``); Pre-LN's growth against Peri-LN's (only where every seed's exceeds
+every seed's of the other); the final losses pair by pair, one called lower only where the gap
+between means exceeds the seed spread.
+
+QK norm, from each run's peak attention logit: the plain model's peak against the learning rate;
+the blow-up :math:`\min_s P^{off}_s / \max_s P^{rms}_s` per learning rate (the largest factor,
+and the smallest learning rate where it exceeds 1); the final losses as for the placements; each
+mode's best learning rate; each chart's words (``labkit.chart_words.runs_words``).
+
+The functions read a ``labs.training.sets_view.PlacementView`` or ``QKNormView`` (which import
+this module, so it names them only here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from labkit.chart_words import runs_words
+from labkit.claims import Claim, at_most
+
+NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN"}
+# A stream whose RMS over blocks 1 to L stays within this factor is "within a band": a quarter
+# more from its lowest block to its highest, a change a reader of a log-scaled chart can see.
+BAND = 1.25
+# The pairs of placements whose final losses are compared, in the page's order.
+PAIRS = (("pre", "post"), ("pre", "peri"), ("peri", "post"))
+PREFIX = "training_sets."
+
+
+def _finite(values: np.ndarray) -> bool:
+    return bool(np.all(np.isfinite(values)))
+
+
+def loss_pair(a: np.ndarray, b: np.ndarray) -> tuple[str, dict[str, Any]]:
+    """Two variants' final losses over their seeds (finite): ``beyond`` (the gap between the
+    means exceeds the larger max − min), ``within`` (the spread covers the gap) or ``one_seed``,
+    with the means, the gap and the spread; ``lower`` says whether ``a``'s mean is the lower."""
+    mean_a, mean_b = float(np.mean(a)), float(np.mean(b))
+    fields: dict[str, Any] = {"a_loss": mean_a, "b_loss": mean_b, "gap": abs(mean_a - mean_b)}
+    if min(a.size, b.size) < 2:
+        return "one_seed", fields
+    spread = max(float(np.ptp(a)), float(np.ptp(b)))
+    fields |= {"spread": spread, "lower": mean_a < mean_b}
+    return ("within" if at_most(abs(mean_a - mean_b), spread) else "beyond"), fields
+
+
+# --- Placement --------------------------------------------------------------------------------
+
+
+def _depth_claim(p: str, rms: np.ndarray, n_layer: int) -> Claim:
+    """Whether placement ``p``'s stream grows with depth after block 1 (module docstring)."""
+    name = NAMES[p]
+    blocks = rms[:, 1:]
+    if not (_finite(rms) and np.all(blocks > 0)):
+        return Claim(f"{PREFIX}place_depth_unreadable", {"name": name})
+    growth = blocks[:, -1] / blocks[:, 0]
+    bands = blocks.max(axis=1) / blocks.min(axis=1)
+    fields = {
+        "name": name,
+        "blocks": n_layer,
+        "emb": float(np.mean(rms[:, 0])),
+        "first": float(np.mean(blocks[:, 0])),
+        "last": float(np.mean(blocks[:, -1])),
+        "lo": float(blocks.min()),
+        "hi": float(blocks.max()),
+        "band": float(bands.max()),
+        "limit": BAND,
+        "factor_lo": float(growth.min()),
+        "factor_hi": float(growth.max()),
+    }
+    if np.all(blocks[:, -1] > blocks[:, 0]):
+        key = "grows"
+    elif np.all(blocks[:, -1] < blocks[:, 0]):
+        key = "shrinks"
+    else:
+        key = "mixed"
+    if at_most(float(bands.max()), BAND):
+        key += "_within"
+    return Claim(f"{PREFIX}place_depth_{key}", fields)
+
+
+def _growth_claim(view: Any) -> Claim | None:
+    """Pre-LN's growth from block 1 to block L against Peri-LN's, seed ranges apart or not."""
+    if not {"pre", "peri"} <= set(view.placements):
+        return None
+    pre, peri = view.growth["pre"], view.growth["peri"]
+    if not (_finite(pre) and _finite(peri)) or min(pre.size, peri.size) == 0:
+        return None
+    fields = {
+        "blocks": view.n_layer,
+        "pre_lo": float(pre.min()),
+        "pre_hi": float(pre.max()),
+        "peri_lo": float(peri.min()),
+        "peri_hi": float(peri.max()),
+    }
+    if pre.min() > peri.max():
+        return Claim(f"{PREFIX}place_growth_pre_more", fields)
+    if peri.min() > pre.max():
+        return Claim(f"{PREFIX}place_growth_peri_more", fields)
+    return Claim(f"{PREFIX}place_growth_overlap", fields)
+
+
+def _loss_claim(view: Any, a: str, b: str) -> Claim | None:
+    if not (_finite(view.val_loss[a]) and _finite(view.val_loss[b])):
+        return None  # the diverged placement's own sentence says why
+    kind, fields = loss_pair(view.final_loss[a], view.final_loss[b])
+    fields |= {"a": NAMES[a], "b": NAMES[b], "step": int(view.val_steps[-1])}
+    if kind == "beyond":
+        lower = fields.pop("lower")
+        winner, loser = (a, b) if lower else (b, a)
+        fields |= {
+            "winner": NAMES[winner],
+            "loser": NAMES[loser],
+            "w_loss": min(fields["a_loss"], fields["b_loss"]),
+            "l_loss": max(fields["a_loss"], fields["b_loss"]),
+        }
+    fields.pop("lower", None)
+    return Claim(f"{PREFIX}place_loss_{kind}", fields)
+
+
+def placement_claims(view: Any) -> dict[str, Claim]:
+    """The placement section's sentences, by slot: ``depth_<p>``, ``growth``, ``diverged_<p>``,
+    ``loss_<a>_<b>``, and the two charts' words ``chart_loss_*`` and ``chart_rms_*``."""
+    claims: dict[str, Claim] = {}
+    for p in view.placements:
+        if not _finite(view.val_loss[p]):
+            claims[f"diverged_{p}"] = Claim(f"{PREFIX}place_diverged", {"name": NAMES[p]})
+    if view.n_layer >= 2:
+        for p in view.placements:
+            claims[f"depth_{p}"] = _depth_claim(p, view.hidden_rms[p], view.n_layer)
+        growth = _growth_claim(view)
+        if growth is not None:
+            claims["growth"] = growth
+    for a, b in PAIRS:
+        if a in view.placements and b in view.placements:
+            claim = _loss_claim(view, a, b)
+            if claim is not None:
+                claims[f"loss_{a}_{b}"] = claim
+    charts = {
+        "loss": (view.val_steps, view.val_loss),
+        "rms": (np.arange(view.n_layer + 1), view.hidden_rms),
+    }
+    for chart, (where, grids) in charts.items():
+        groups = {
+            p: [(seed, where, row) for seed, row in zip(view.seeds[p], grids[p], strict=True)]
+            for p in view.placements
+        }
+        keys = {p: f"{PREFIX}place_{chart}_words_{p}" for p in view.placements}
+        words = runs_words(keys, groups, chart=f"{PREFIX}place_{chart}")
+        claims |= {f"chart_{chart}_{slot}": claim for slot, claim in words.items()}
+    return claims
+
+
+# --- QK norm ----------------------------------------------------------------------------------
+
+
+def _comparable(view: Any) -> np.ndarray:
+    """The learning rates at which every run of both modes has a finite, positive peak."""
+    off, rms = view.peak_logit["off"], view.peak_logit["rms"]
+    ok = np.all(np.isfinite(off), axis=0) & np.all(np.isfinite(rms), axis=0)
+    return ok & np.all(rms > 0, axis=0) & np.all(off > 0, axis=0)
+
+
+def _rise_claim(view: Any, ok: np.ndarray) -> Claim | None:
+    """The plain model's mean peak over the seeds against the learning rate: rising at every
+    step up, or not; QK norm's beside it."""
+    if np.count_nonzero(ok) < 2:
+        return None
+    lrs = view.lrs[ok]
+    off = view.peak_logit["off"][:, ok].mean(axis=0)
+    rms = view.peak_logit["rms"][:, ok].mean(axis=0)
+    rising = bool(np.all(np.diff(off) > 0))
+    fields = {
+        "lr_lo": float(lrs[0]),
+        "lr_hi": float(lrs[-1]),
+        "off_first": float(off[0]),
+        "off_last": float(off[-1]),
+        "off_ratio": float(off[-1] / off[0]),
+        "rms_first": float(rms[0]),
+        "rms_last": float(rms[-1]),
+        "rms_ratio": float(rms[-1] / rms[0]),
+    }
+    return Claim(f"{PREFIX}qk_rise" if rising else f"{PREFIX}qk_rise_not_in_order", fields)
+
+
+def _blowup_claim(view: Any, ok: np.ndarray) -> Claim:
+    """The largest factor by which every plain run's peak exceeds every QK-norm run's, at one
+    learning rate, and the smallest learning rate where that factor exceeds 1."""
+    off, rms = view.peak_logit["off"], view.peak_logit["rms"]
+    factors = np.full(view.lrs.size, np.nan)
+    factors[ok] = off[:, ok].min(axis=0) / rms[:, ok].max(axis=0)
+    above = np.flatnonzero(ok & (np.nan_to_num(factors, nan=0.0) > 1.0))
+    if not above.size:
+        return Claim(f"{PREFIX}qk_blowup_none", {})
+    best = int(above[np.argmax(factors[above])])
+    first = int(above[0])
+    return Claim(
+        f"{PREFIX}qk_blowup",
+        {
+            "lr": float(view.lrs[best]),
+            "off_lo": float(off[:, best].min()),
+            "off_hi": float(off[:, best].max()),
+            "rms_hi": float(rms[:, best].max()),
+            "factor": float(factors[best]),
+            "first_lr": float(view.lrs[first]),
+            "first_factor": float(factors[first]),
+        },
+    )
+
+
+def _lr_loss_claim(view: Any, i: int) -> Claim:
+    """The final losses with and without QK norm at the ``i``-th learning rate."""
+    off, rms = view.final_loss["off"][:, i], view.final_loss["rms"][:, i]
+    lr = float(view.lrs[i])
+    if not (_finite(off) and _finite(rms)):
+        return Claim(f"{PREFIX}qk_loss_diverged", {"lr": lr})
+    kind, pair = loss_pair(rms, off)
+    fields = {"lr": lr, "off_loss": pair["b_loss"], "rms_loss": pair["a_loss"], "gap": pair["gap"]}
+    if kind != "one_seed":
+        fields["spread"] = pair["spread"]
+    if kind == "beyond":
+        kind = "lower" if pair["lower"] else "higher"
+    return Claim(f"{PREFIX}qk_loss_{kind}", fields)
+
+
+def _best_claim(view: Any) -> Claim | None:
+    """Each mode's learning rate with the lowest mean final loss over the seeds (rates where a
+    run diverged left out; the first of equal means)."""
+    fields: dict[str, float] = {}
+    for mode in ("off", "rms"):
+        loss = view.final_loss[mode]
+        finite = np.all(np.isfinite(loss), axis=0)
+        if not finite.any():
+            return None
+        means = np.full(view.lrs.size, np.inf)
+        means[finite] = loss[:, finite].mean(axis=0)
+        i = int(np.argmin(means))
+        fields |= {f"{mode}_lr": float(view.lrs[i]), f"{mode}_loss": float(means[i])}
+    return Claim(f"{PREFIX}qk_best", fields)
+
+
+def qknorm_claims(view: Any) -> dict[str, Claim]:
+    """The QK-norm section's sentences, by slot: ``rise``, ``blowup``, ``loss_<i>`` (one per
+    learning rate, ascending), ``best``, and the two charts' words ``chart_logit_*`` and
+    ``chart_loss_*``."""
+    claims: dict[str, Claim] = {}
+    if {"off", "rms"} <= set(view.modes):
+        ok = _comparable(view)
+        rise = _rise_claim(view, ok)
+        if rise is not None:
+            claims["rise"] = rise
+        claims["blowup"] = _blowup_claim(view, ok)
+        for i in range(view.lrs.size):
+            claims[f"loss_{i}"] = _lr_loss_claim(view, i)
+        best = _best_claim(view)
+        if best is not None:
+            claims["best"] = best
+    for chart, grids in (("logit", view.peak_logit), ("loss", view.final_loss)):
+        groups = {
+            m: [(seed, view.lrs, row) for seed, row in zip(view.seeds, grids[m], strict=True)]
+            for m in view.modes
+        }
+        keys = {m: f"{PREFIX}qk_{chart}_words_{m}" for m in view.modes}
+        words = runs_words(keys, groups, chart=f"{PREFIX}qk_{chart}")
+        claims |= {f"chart_{chart}_{slot}": claim for slot, claim in words.items()}
+    return claims

@@ -1,0 +1,183 @@
+"""The training lab's sections on the two sets beyond the two norms (``labs.training.sets_view``):
+where the norm sits (Pre-LN, Post-LN, Peri-LN) and QK norm against the learning rate.
+
+``pages/training.py`` calls :func:`placement_section` and :func:`qknorm_section` after the shipped
+runs. Every number comes from the core's view of ``assets/train/placement.json`` and
+``qknorm.json``; every sentence is one of its claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import streamlit as st
+
+from labs.training.sets_claims import NAMES
+from labs.training.sets_figures import spread_figure
+from labs.training.sets_view import (
+    PlacementView,
+    QKNormView,
+    shipped_placement_view,
+    shipped_qknorm_view,
+)
+from ui import fmt
+from ui.chart import chart
+from ui.frame import readable
+from ui.i18n import Translator
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def placement() -> PlacementView:
+    """The shipped placement set, read once per server process. Read-only."""
+    return shipped_placement_view()
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def qknorm() -> QKNormView:
+    """The shipped QK-norm set, read once per server process. Read-only."""
+    return shipped_qknorm_view()
+
+
+def _series(
+    tr: Translator, kind: str, name: str, x: np.ndarray, grid: np.ndarray
+) -> dict[str, object]:
+    """A variant's seeds (rows of ``grid``) as the figure's band and mean."""
+    return {
+        "kind": kind,
+        "name": name,
+        "band": tr("training_sets.seeds_band", name=name),
+        "x": x,
+        "lo": grid.min(axis=0),
+        "hi": grid.max(axis=0),
+        "mean": grid.mean(axis=0),
+    }
+
+
+def _table(
+    tr: Translator, x_key: str, value_key: str, lines: Sequence[tuple[str, Sequence, Sequence]]
+) -> dict[str, list]:
+    """Every seed's values a chart's band spans: position, the run (variant, seed), value."""
+    table: dict[str, list] = {x_key: [], "run": [], value_key: []}
+    for label, x, values in lines:
+        table[x_key] += [float(v) for v in x]
+        table["run"] += [label] * len(values)
+        table[value_key] += [float(v) for v in values]
+    return table
+
+
+def _words(claims: Mapping, chart_name: str, tr: Translator) -> str:
+    prefix = f"chart_{chart_name}_"
+    return " ".join(tr.claim(c) for slot, c in claims.items() if slot.startswith(prefix))
+
+
+def _say(tr: Translator, claims: Mapping, slots: Sequence[str]) -> None:
+    for slot in slots:
+        if slot in claims:
+            st.markdown(tr.claim(claims[slot]))
+
+
+def _seed_label(tr: Translator, name: str, seed: int) -> str:
+    return f"{name}, {tr('training.seed')} {seed}"
+
+
+def _placement_chart(view: PlacementView, tr: Translator, what: str) -> None:
+    """The validation loss against the step, or the stream's RMS against the position."""
+    if what == "loss":
+        x, grids = view.val_steps, view.val_loss
+        x_key, x_title, y_key, y_title = (
+            "step",
+            tr("training.step_axis"),
+            "loss",
+            tr("training.loss"),
+        )
+    else:
+        x, grids = np.arange(view.n_layer + 1), view.hidden_rms
+        x_key, x_title = "position", tr("training_sets.place_position_axis")
+        y_key, y_title = "rms", tr("training_sets.place_rms_axis")
+    series = [_series(tr, p, NAMES[p], x, grids[p]) for p in view.placements]
+    lines = [
+        (_seed_label(tr, NAMES[p], seed), x, row)
+        for p in view.placements
+        for seed, row in zip(view.seeds[p], grids[p], strict=True)
+    ]
+    fig = spread_figure(series, x_title=x_title, y_title=y_title, log_y=True, whole_x=what == "rms")
+    st.markdown(f"**{tr(f'training_sets.place_{what}_heading')}**")
+    chart(
+        readable(fig),
+        key=f"sets_place_{what}",
+        title=tr(f"training_sets.place_{what}_chart"),
+        words=_words(view.claims, what, tr),
+        table=_table(tr, x_key, y_key, lines),
+        headers={
+            x_key: tr("training_sets.place_position") if what == "rms" else x_title,
+            "run": tr("training.run"),
+            y_key: y_title,
+        },
+        lang=tr.lang,
+        file_name=f"normlab-training-placement-{what}.csv",
+    )
+
+
+def placement_section(tr: Translator) -> None:
+    """The placement set: its setup, the two charts and what the runs say."""
+    view = placement()
+    st.header(tr("training_sets.place_heading"))
+    st.caption(tr("training_sets.place_setup", **view.setup))
+    st.markdown(tr("training_sets.place_why"))
+    left, right = st.columns(2, gap="large")
+    with left:
+        _placement_chart(view, tr, "loss")
+    with right:
+        _placement_chart(view, tr, "rms")
+    slots = [f"diverged_{p}" for p in view.placements]
+    slots += [f"depth_{p}" for p in view.placements] + ["growth"]
+    slots += [slot for slot in view.claims if slot.startswith("loss_")]
+    _say(tr, view.claims, slots)
+
+
+def _qk_chart(view: QKNormView, tr: Translator, what: str) -> None:
+    """The largest attention logit, or the final loss, against the learning rate."""
+    grids = view.peak_logit if what == "logit" else view.final_loss
+    y_title = tr(f"training_sets.qk_{what}_axis")
+    names = {m: tr(f"training_sets.qk_mode_{m}") for m in view.modes}
+    series = [_series(tr, m, names[m], view.lrs, grids[m]) for m in view.modes]
+    lines = [
+        (_seed_label(tr, names[m], seed), view.lrs, row)
+        for m in view.modes
+        for seed, row in zip(view.seeds, grids[m], strict=True)
+    ]
+    fig = spread_figure(
+        series,
+        x_title=tr("training_sets.qk_lr_axis"),
+        y_title=y_title,
+        log_x=True,
+        log_y=what == "logit",
+    )
+    st.markdown(f"**{tr(f'training_sets.qk_{what}_heading')}**")
+    chart(
+        readable(fig),
+        key=f"sets_qk_{what}",
+        title=tr(f"training_sets.qk_{what}_chart"),
+        words=_words(view.claims, what, tr),
+        table=_table(tr, "lr", what, lines),
+        headers={"lr": tr("training_sets.qk_lr_axis"), "run": tr("training.run"), what: y_title},
+        lang=tr.lang,
+        file_name=f"normlab-training-qknorm-{what}.csv",
+    )
+
+
+def qknorm_section(tr: Translator) -> None:
+    """The QK-norm set: its setup, why QK norm bounds a logit, the two charts and what the runs
+    say."""
+    view = qknorm()
+    st.header(tr("training_sets.qk_heading"))
+    st.caption(tr("training_sets.qk_setup", **view.setup, lrs=fmt.vector(view.lrs, tr.lang)))
+    st.markdown(tr("training_sets.qk_why", d_head=view.setup["d_head"]))
+    left, right = st.columns(2, gap="large")
+    with left:
+        _qk_chart(view, tr, "logit")
+        _say(tr, view.claims, ["rise", "blowup"])
+    with right:
+        _qk_chart(view, tr, "loss")
+        _say(tr, view.claims, [f"loss_{i}" for i in range(view.lrs.size)] + ["best"])

@@ -1,0 +1,87 @@
+"""The training lab beyond the two norms: the placement and QK-norm controls of a live run, and
+DyT's learned alpha, layer by layer (``labs.training.dyt_claims``).
+
+``pages/training.py`` adds ``ARCHITECTURE_PARAMS`` to its link parameters, draws
+:func:`architecture_controls` in its sidebar, names the choices in its settings sentence with
+:func:`architecture_names`, and calls :func:`alpha_section` for a set of runs with DyT in it.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from labs.training.curves import TrainingView
+from labs.training.figures import alpha_figure
+from labs.training.model import PLACEMENTS, QK_NORMS
+from ui import widgets
+from ui.chart import chart
+from ui.frame import readable
+from ui.i18n import Translator
+from ui.params import ChoiceParam
+
+ARCHITECTURE_PARAMS = (
+    ChoiceParam("placement", "pre", PLACEMENTS),
+    ChoiceParam("qk_norm", "off", QK_NORMS),
+)
+_P = {p.key: p for p in ARCHITECTURE_PARAMS}
+
+
+def architecture_controls(tr: Translator) -> None:
+    """Where the norm layers sit and the QK norm, each a select box in the page's language,
+    bound to the link (``placement``, ``qk_norm``). Call inside the sidebar."""
+    for key in _P:
+        widgets.labelled_choice(
+            _P[key],
+            tr(f"training.{key}_label"),
+            lambda value, key=key: tr(f"training.{key}_option_{value}"),
+            help=tr(f"training.{key}_help"),
+        )
+
+
+def architecture_names(state: dict, tr: Translator) -> dict[str, str]:
+    """The chosen placement and QK norm by their names in the page's language."""
+    return {key: tr(f"training.{key}_option_{state[key]}") for key in _P}
+
+
+def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:
+    """DyT's alpha at the end of training per layer, over the seeds, with its words and
+    whether it moved from its initial value; nothing where no DyT run recorded its alpha."""
+    alphas = view.alphas
+    if alphas is None:
+        return
+    st.subheader(tr("training.alpha_heading"))
+    st.caption(tr("training.alpha_note", init=alphas.init))
+    labels = {
+        "dyt": tr("training.variant_dyt"),
+        "seed": tr("training.seed"),
+        "mean": tr("training.mean"),
+        "alpha": tr("training.alpha_axis"),
+        "init": tr("training.alpha_init"),
+        "layer": tr("training.alpha_layer"),
+    }
+    fig = alpha_figure(alphas.layers, alphas.seeds, alphas.values, alphas.init, labels)
+    table = {"layer": list(alphas.layers)}
+    for seed, row in zip(alphas.seeds, alphas.values, strict=True):
+        table[f"seed {seed}"] = [float(v) for v in row]
+    headers = {"layer": labels["layer"]}
+    headers |= {f"seed {seed}": f"{labels['seed']} {seed}" for seed in alphas.seeds}
+    if len(alphas.seeds) > 1:
+        table["mean"] = [float(v) for v in alphas.mean]
+        headers["mean"] = labels["mean"]
+    table["init"] = [alphas.init] * len(alphas.layers)  # the dashed line
+    headers["init"] = labels["init"]
+    words = " ".join(
+        tr.claim(claim) for slot, claim in view.claims.items() if slot.startswith("chart_alpha_")
+    )
+    chart(
+        readable(fig),
+        key=f"{key}_alpha",
+        title=tr("training.alpha_chart"),
+        words=words,
+        table=table,
+        headers=headers,
+        lang=tr.lang,
+        file_name=f"normlab-training-{key}-dyt-alpha.csv",
+    )
+    if "alpha" in view.claims:
+        st.markdown(tr.claim(view.claims["alpha"]))

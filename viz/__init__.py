@@ -1,1 +1,0 @@
-"""Figure builders: plain functions that take arrays and labels and return Plotly figures."""
