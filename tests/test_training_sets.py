@@ -1,4 +1,4 @@
-"""The two sets beyond the two norms (labs.training.sets, sets_view, sets_findings): a quick run of
+"""The two sets beyond the two norms (labs.training.sets, sets_view, sets_claims): a quick run of
 each writes the file it documents and reads back into the page's view; hand-made records reach
 every sentence's branch, each checked by its independent oracle (tests/claims/training_sets.py);
 a file that is not a grid is refused."""

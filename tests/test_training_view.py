@@ -1,4 +1,4 @@
-"""labs.training.lab_view (with its curves and findings): live settings and caps, the work and
+"""labs.training.lab_view (with its curves and claims): live settings and caps, the work and
 memory bounds, and the page state computed from run records (shipped and hand-made), against
 plain recomputations."""
 

@@ -10,7 +10,7 @@ cache leftovers fall on all alike. Two timings: a training step (``WARMUP_STEPS`
 then ``MEASURED_STEPS``) and the norm layer's forward and backward alone on a fixed activation
 (``LAYER_REPEATS`` times).
 
-Each ratio is RMSNorm's median over LayerNorm's, with the training findings' paired comparisons
+Each ratio is RMSNorm's median over LayerNorm's, with the training claims' paired comparisons
 (``labs.training.claims.paired_ratios``, ``step_order``); the saving
 :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}` stands beside the paper's 7-64 % only where the
 parts agree. ``python -m labs.training.fair`` writes ``assets/train/kernels.json`` (about three
