@@ -1,5 +1,6 @@
-"""labs.training.model: the forward pass against a plain implementation written here, the norm
-layers being the ones named, shared initial weights, and gradients through the core's norms."""
+"""labs.training.model: the forward pass against a plain implementation (tests/model_util.py),
+the norm layers being the ones named, shared initial weights, and gradients through the core's
+norms."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from labs.training.model import (
     describe,
     norms_bypassed,
 )
+from tests.model_util import perturbed, reference_forward
 
 SMALL = dict(n_layer=2, n_head=4, n_embd=32, block_size=16)
 
@@ -27,75 +29,27 @@ def small(norm: str, **overrides) -> ModelConfig:
     return ModelConfig(norm=norm, **{**SMALL, **overrides})
 
 
-def trained_like(model: GPT, seed: int = 5) -> GPT:
-    """Perturb every parameter, norm gains and biases included, so that a test cannot pass
-    because gains are 1 and biases 0."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn(p.shape, generator=generator, dtype=p.dtype))
-    return model
-
-
-def reference_norm(kind: str, x, sd: dict, prefix: str, eps: float):
-    """The textbook norms, one formula step per line."""
-    if kind == "none":
-        return x
-    if kind == "dyt":
-        return torch.tanh(sd[f"{prefix}.alpha"] * x) * sd[f"{prefix}.weight"] + sd[f"{prefix}.bias"]
-    if kind == "rms":
-        ms = (x * x).mean(-1, keepdim=True)  # (..., d) -> (..., 1)
-        return x / torch.sqrt(ms + eps) * sd[f"{prefix}.weight"]
-    mu = x.mean(-1, keepdim=True)  # (..., d) -> (..., 1)
-    var = ((x - mu) ** 2).mean(-1, keepdim=True)  # (..., d) -> (..., 1)
-    return (x - mu) / torch.sqrt(var + eps) * sd[f"{prefix}.weight"] + sd[f"{prefix}.bias"]
-
-
-def reference_forward(config: ModelConfig, sd: dict, idx: torch.Tensor) -> torch.Tensor:
-    """A decoder-only pre-norm transformer from the state dict alone: explicit causal mask,
-    softmax, exact GELU; (b, t) -> (b, t, vocab)."""
-    b, t = idx.shape
-    d, heads, eps = config.n_embd, config.n_head, config.eps
-    x = sd["wte.weight"][idx] + sd["wpe.weight"][:t]
-    mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
-    for i in range(config.n_layer):
-        p = f"blocks.{i}"
-        h = reference_norm(config.norm, x, sd, f"{p}.ln_1", eps)
-        q, k, v = (h @ sd[f"{p}.attn.c_attn.weight"].T).split(d, dim=-1)
-        q, k, v = (z.reshape(b, t, heads, d // heads).transpose(1, 2) for z in (q, k, v))
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(d // heads)
-        att = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, d)
-        x = x + y @ sd[f"{p}.attn.c_proj.weight"].T
-        h = reference_norm(config.norm, x, sd, f"{p}.ln_2", eps)
-        hidden = h @ sd[f"{p}.mlp.c_fc.weight"].T
-        hidden = 0.5 * hidden * (1.0 + torch.erf(hidden / math.sqrt(2.0)))
-        x = x + hidden @ sd[f"{p}.mlp.c_proj.weight"].T
-    x = reference_norm(config.norm, x, sd, "ln_f", eps)
-    return x @ sd["lm_head.weight"].T
-
-
 @pytest.mark.parametrize("norm", MODEL_NORMS)
 def test_forward_matches_plain_implementation_float64(norm: str) -> None:
     config = small(norm)
-    model = trained_like(GPT(config, seed=0)).double()
+    model = perturbed(GPT(config, seed=0), scale=0.1).double()
     idx = torch.randint(256, (3, config.block_size), generator=torch.Generator().manual_seed(1))
     logits, _ = model(idx)
     sd = {k: v.detach() for k, v in model.state_dict().items()}
-    expected = reference_forward(config, sd, idx)
+    expected, _ = reference_forward(config, sd, idx)
     np.testing.assert_allclose(logits.detach().numpy(), expected.numpy(), rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("norm", MODEL_NORMS)
 def test_forward_matches_plain_implementation_float32_with_loss(norm: str) -> None:
     config = small(norm)
-    model = trained_like(GPT(config, seed=0))
+    model = perturbed(GPT(config, seed=0), scale=0.1)
     gen = torch.Generator().manual_seed(2)
     idx = torch.randint(256, (2, 11), generator=gen)  # shorter than block_size
     targets = torch.randint(256, (2, 11), generator=gen)
     logits, loss = model(idx, targets)
     sd = {k: v.detach() for k, v in model.state_dict().items()}
-    expected = reference_forward(config, sd, idx)
+    expected, _ = reference_forward(config, sd, idx)
     # float32 through two blocks: differences of a few ulps of the logits' size.
     np.testing.assert_allclose(logits.detach().numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
     expected_loss = F.cross_entropy(expected.reshape(-1, 256), targets.reshape(-1))
@@ -198,7 +152,7 @@ def test_init_scales_follow_nanogpt() -> None:
 
 
 def test_norms_bypassed_gives_identity_and_restores() -> None:
-    model = trained_like(GPT(small("layer"), seed=0))
+    model = perturbed(GPT(small("layer"), seed=0), scale=0.1)
     idx = torch.randint(256, (1, 16), generator=torch.Generator().manual_seed(9))
     before, _ = model(idx)
     with norms_bypassed(model):
@@ -216,13 +170,15 @@ def test_norms_bypassed_gives_identity_and_restores() -> None:
 @pytest.mark.parametrize("norm", ["rms", "layer"])
 def test_gradients_through_core_norms_match_autograd_of_plain_model(norm: str) -> None:
     config = small(norm)
-    model = trained_like(GPT(config, seed=0)).double()
+    model = perturbed(GPT(config, seed=0), scale=0.1).double()
     gen = torch.Generator().manual_seed(10)
     idx, targets = (torch.randint(256, (2, 16), generator=gen) for _ in range(2))
     _, loss = model(idx, targets)
     loss.backward()
     sd = {k: v.detach().clone().requires_grad_(True) for k, v in model.state_dict().items()}
-    expected = F.cross_entropy(reference_forward(config, sd, idx).reshape(-1, 256), targets.ravel())
+    expected = F.cross_entropy(
+        reference_forward(config, sd, idx)[0].reshape(-1, 256), targets.ravel()
+    )
     expected.backward()
     for name, p in model.named_parameters():
         assert p.grad is not None, name
