@@ -22,7 +22,7 @@ from labs.inspector import (
     load,
 )
 from labs.inspector.figures import Series, gain_histogram, readings_figure
-from labs.inspector.readings import RATIO_FORMULAS, SHARE_FORMULAS
+from labs.inspector.readings import DEFAULT_PROMPT, RATIO_FORMULAS, SHARE_FORMULAS
 from labs.inspector.report import CHART_READINGS
 from labs.inspector.snippet import inspector_code
 from labs.inspector.sources import GIB, valid_hub_id
@@ -410,6 +410,8 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
     st.markdown(tr("inspector.readings_intro"))
     # The visitor's own text: shown as plain text, never as Markdown.
     st.code(prompt, language=None, wrap_lines=True)
+    if prompt == DEFAULT_PROMPT:
+        st.caption(tr("inspector.prompt_default"))
     for side, sv in view.sides.items():
         st.markdown(
             f"**{tr(f'inspector.side_{side}')} · {sv.summary.label}**: "
@@ -475,7 +477,7 @@ def main() -> None:
     ready = {
         side: link for side, link in wanted.items() if _load_with_progress(tr, side, link, catalog)
     }
-    prompt = state["prompt"].strip()[:MAX_TEXT] or tr("inspector.prompt")
+    prompt = state["prompt"].strip()[:MAX_TEXT] or DEFAULT_PROMPT
     if ready:
         try:
             view = compute(tuple(ready.items()), prompt, catalog.settings)

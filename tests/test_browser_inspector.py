@@ -15,6 +15,7 @@ import pytest
 
 from benchmarks.live import READY, live_app
 from labs.inspector import Settings, inspect_view
+from labs.inspector.readings import DEFAULT_PROMPT
 from tests.browser_util import open_page
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
@@ -150,7 +151,7 @@ def test_typed_text_runs_and_its_link_reproduces_it(inspector_url: str, browser)
     """Typing into "Your own text" reruns the page on that text (no error: the link name is
     the page's own), the URL carries it, and the URL opened afresh shows the same."""
     typed = "Hello class: norms divide by the RMS."
-    assert shares(typed) != shares(t("inspector.prompt", "en"))
+    assert shares(typed) != shares(DEFAULT_PROMPT)
     query = "model=local:tiny-llama&compare=none&lang=en"
     page, outside = open_page(browser, f"{inspector_url}/inspector?{query}")
     wait_for_charts(page, ("readings_share",))

@@ -8,6 +8,7 @@ import pytest
 
 from labs.inspector import Settings, clear_cache, inspect_view
 from labs.inspector import sources as sources_module
+from labs.inspector.readings import DEFAULT_PROMPT
 from tests.apptest_util import assert_claims_shown, figures, open_app, shown_text
 from tests.inspector_fixture import offline_hub_cache, tiny_dir
 from ui.i18n import t
@@ -42,20 +43,20 @@ def test_the_shipped_pair_in_both_languages(lang: str, tiny: Path) -> None:
     assert at.title[0].value == t("inspector.title", lang)
     assert at.selectbox(key="model").value == "rms-seed0"
     assert at.selectbox(key="compare").value == "layer-seed0"
-    prompt = t("inspector.prompt", lang)
-    view = expected_view({"a": "rms-seed0", "b": "layer-seed0"}, prompt, tiny)
+    # One link, one text in both languages: the same readings (a translated default gave 53
+    # tokens in English and 60 in Indonesian), and a caption that says why it is English.
+    view = expected_view({"a": "rms-seed0", "b": "layer-seed0"}, DEFAULT_PROMPT, tiny)
     assert_claims_shown(at, view.claims, lang)
     assert FIGURES | {"gains_b"} <= set(figures(at))
-    assert [c.value for c in at.code][0] == prompt
+    assert [c.value for c in at.code][0] == DEFAULT_PROMPT
+    assert t("inspector.prompt_default", lang) in [c.value for c in at.caption]
     assert not errors(at)
 
 
 def test_local_models_from_a_link(tiny: Path) -> None:
     at = open_app("inspector", model="local:tiny-gemma", compare="local:tiny-olmo2", lang="en")
     assert not at.exception
-    view = expected_view(
-        {"a": "local:tiny-gemma", "b": "local:tiny-olmo2"}, t("inspector.prompt", "en"), tiny
-    )
+    view = expected_view({"a": "local:tiny-gemma", "b": "local:tiny-olmo2"}, DEFAULT_PROMPT, tiny)
     assert_claims_shown(at, view.claims, "en")
     assert view.claims["a_gain"].key == "inspector.gain_offset"
     page = "\n".join(shown_text(at))
@@ -102,7 +103,7 @@ def test_the_presenter_text_size_is_not_the_models_text(prompt: str | None, tiny
     )  # fmt: skip
     assert not at.exception, [e.value for e in at.exception]
     assert not at.warning, [w.value for w in at.warning]
-    read = prompt or t("inspector.prompt", "id")
+    read = prompt or DEFAULT_PROMPT
     assert at.code[0].value == read
     assert_claims_shown(at, expected_view({"a": "rms-seed0"}, read, tiny).claims, "id")
     assert at.query_params["text"] == "large"
@@ -117,14 +118,14 @@ def test_an_old_text_link_is_the_text_size_with_its_notice(tiny: Path) -> None:
     assert not at.exception
     notices = "\n".join(w.value for w in at.warning)
     assert "`text`" in notices and "`Hello class`" in notices
-    assert at.code[0].value == t("inspector.prompt", "en")
+    assert at.code[0].value == DEFAULT_PROMPT
     assert at.text_input(key="prompt").value == ""
 
 
 def test_a_model_without_tokenizer_shows_its_contract(tiny: Path) -> None:
     at = open_app("inspector", model="local:tiny-bare", compare="none", lang="id")
     assert not at.exception
-    view = expected_view({"a": "local:tiny-bare"}, t("inspector.prompt", "id"), tiny)
+    view = expected_view({"a": "local:tiny-bare"}, DEFAULT_PROMPT, tiny)
     assert_claims_shown(at, view.claims, "id")
     assert "readings_share" not in figures(at)
 
@@ -153,9 +154,7 @@ def test_a_hub_id_typed_in_the_box(hub: Path) -> None:
     assert at.selectbox(key="model").value == "normlab/tiny-llama"
     assert "A · normlab/tiny-llama" in "\n".join(shown_text(at))
     assert not errors(at)
-    view = inspect_view(
-        {"a": "normlab/tiny-llama"}, t("inspector.prompt", "en"), Settings(hub=True)
-    )
+    view = inspect_view({"a": "normlab/tiny-llama"}, DEFAULT_PROMPT, Settings(hub=True))
     assert_claims_shown(at, view.claims, "en")
 
 

@@ -35,6 +35,9 @@ RATIO_FORMULAS = (
 
 # Enough tokens for a sentence; a forward pass over them stays cheap on two cores.
 MAX_TOKENS = 64
+# The text the models read when the link names none: one sentence for every language, so that one
+# link gives one set of readings (the shipped models learned English, from Python's docs).
+DEFAULT_PROMPT = "Each token vector is divided by its root mean square."
 # How many of the largest coordinates a reading names.
 TOP_DIMS = 3
 

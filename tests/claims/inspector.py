@@ -34,11 +34,11 @@ from safetensors.torch import load_file
 
 from labkit.claims import Claim
 from labs.inspector import Settings, inspect_view
+from labs.inspector.readings import DEFAULT_PROMPT
 from labs.inspector.sources import SHIPPED_DIR
 from labs.training.store import CONFIG_KEY
 from tests.claims.oracle import check_pair_words, check_series_words, ulps
 from tests.inspector_fixture import tiny_dir
-from ui.i18n import t
 
 MAX_TEXT = 300
 MAX_TOKENS = 64
@@ -57,7 +57,7 @@ def settings() -> Settings:
 MODELS = (*SHIPPED, *(f"local:tiny-{f}" for f in (*FAMILIES, "bare")))
 TEXTS = st.one_of(
     st.sampled_from(("", " ", "x" * MAX_TEXT, "é" * MAX_TEXT, "a")),
-    st.sampled_from(tuple(t("inspector.prompt", lang) for lang in ("en", "id"))),
+    st.just(DEFAULT_PROMPT),
     st.text(max_size=MAX_TEXT),
 )
 STATES = st.fixed_dictionaries(
@@ -71,9 +71,9 @@ STATES = st.fixed_dictionaries(
 
 
 def prompt_for(state: dict) -> str:
-    """The text the page runs: the visitor's, cut to MAX_TEXT, else the sentence in the
-    reader's language."""
-    return state["text"].strip()[:MAX_TEXT] or t("inspector.prompt", state["lang"])
+    """The text the page runs: the visitor's, cut to MAX_TEXT, else the page's sentence (one
+    for both languages)."""
+    return state["text"].strip()[:MAX_TEXT] or DEFAULT_PROMPT
 
 
 def view(state: dict):
