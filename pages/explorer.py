@@ -190,8 +190,8 @@ def metrics(tr: Translator, view: ExplorerView) -> None:
         ("metric_rms", fmt.num(u.rms)),
         ("metric_std", fmt.num(u.std)),
         ("metric_mean", fmt.num(u.mean, noise=u.mean_noise)),
-        ("metric_norm_rms", fmt.num(view.norms["rms"])),
-        ("metric_norm_layer", fmt.num(view.norms["layer"])),
+        ("metric_norm_rms", fmt.num(view.norm_rms)),
+        ("metric_norm_layer", fmt.num(view.norm_layer)),
     )
     with st.container(horizontal=True, gap="small"):
         for key, shown in values:

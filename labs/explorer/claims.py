@@ -4,12 +4,13 @@ computed beside it, at a tolerance relative to what it compares."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from core.geometry import PlaneImages, Sphere3D
-from core.stats import cosine, second_moment_identity
+from core.messages import Message
+from core.stats import VectorStats, cosine, second_moment_identity
 from labkit.chart_words import pair_words, point_words
 from labkit.claims import Claim, at_least, at_most, both, close, pick
 from labs.explorer.chart import envelope_width
@@ -29,45 +30,94 @@ from labs.explorer.units import (
 )
 
 
-def claims_of(ctx: dict[str, Any]) -> dict[str, Claim]:
+@dataclass(frozen=True)
+class Pass:
+    """The one pass (arrays are float64 numpy): both outputs as the compute dtype holds them,
+    their normalised vectors ``x_hat``, and what the dtype computed on the way."""
+
+    x: np.ndarray  # x as normalised (cast to the dtype)
+    y_rms: np.ndarray
+    y_layer: np.ndarray
+    xhat_rms: np.ndarray
+    xhat_layer: np.ndarray
+    k: int  # the coordinates RMSNorm's statistic reads: ceil(p d)
+    rms_stat: float  # the denominators as the chosen dtype computed them
+    layer_stat: float
+    layer_mean: float  # the mean LayerNorm subtracted, as the dtype computed it
+    layer_var: float
+    held_bias: float  # beta as the dtype holds it
+    alerts: tuple[Message, ...]
+    notes: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class Facts(Pass):
+    """What the sentences read: the one pass, the settings, and what derives from them."""
+
+    d: int
+    dtype: str  # the dtype the norms computed in
+    gain: np.ndarray
+    stats: dict[str, VectorStats]  # "x", "rms", "layer"
+    norm_rms: float  # |y_rms| and |y_layer|, free of underflow in their squares
+    norm_layer: float
+    units: Units
+    plane: PlaneImages
+    sphere: Sphere3D | None
+    eps: float
+    g_plane: float  # the plane's gain: the link's, or 1 under a gain pattern
+    bias: float  # beta as the link gives it
+    rms_bias: float
+    partial: float
+    backend: str
+
+    @property
+    def same_denominators(self) -> bool:
+        """Whether rms_stat and layer_stat are the float64 picture's denominators (units.den_k,
+        units.den_layer) to float64 rounding: not so in a reduced dtype, nor where float64's own
+        squares of x underflow (x = 1e-200) or overflow."""
+        pairs = ((self.rms_stat, self.units.den_k), (self.layer_stat, self.units.den_layer))
+        return all(math.isclose(a, b, rel_tol=1e-9) for a, b in pairs)
+
+
+def claims_of(facts: Facts) -> dict[str, Claim]:
     """Every sentence about the numbers, each chosen by the verdict computed beside it."""
-    claims = _coords_claims(ctx)
-    claims |= _why_claims(ctx)
-    claims |= _centring_claims(ctx)
-    claims |= _plane_claims(ctx)
-    claims |= _extra_claims(ctx)
-    claims |= _chart_words(ctx)
+    claims = _coords_claims(facts)
+    claims |= _why_claims(facts)
+    claims |= _centring_claims(facts)
+    claims |= _plane_claims(facts)
+    claims |= _extra_claims(facts)
+    claims |= _chart_words(facts)
     return claims
 
 
-def _chart_words(ctx: dict[str, Any]) -> dict[str, Claim]:
+def _chart_words(facts: Facts) -> dict[str, Claim]:
     """Each chart's summary, its caption and accessible name: the coordinates' extremes and
     where the two outputs differ most; where the plane (and at d = 3 the sphere) puts them."""
-    words = pair_words("explorer.coords_words", range(ctx["d"]), ctx["y_rms"], ctx["y_layer"])
+    words = pair_words("explorer.coords_words", range(facts.d), facts.y_rms, facts.y_layer)
     claims = {f"coords_{slot}": claim for slot, claim in words.items()}
-    plane: PlaneImages = ctx["plane"]
+    plane = facts.plane
     (xa, xb), radius = plane.point, plane.radius
     claims["plane_words"] = point_words(
         "explorer.plane_words", plane.rms, plane.layer, xa=xa, xb=xb, radius=radius
     )
-    sphere: Sphere3D | None = ctx["sphere"]
+    sphere = facts.sphere
     if sphere is not None:
         x = {f"x_{i}": float(v) for i, v in enumerate(sphere.point)}
         claims["sphere_words"] = point_words("explorer.sphere_words", sphere.rms, sphere.layer, **x)
     return claims
 
 
-def _coords_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
-    s, run, d, x = ctx["stats"], ctx["run"], ctx["d"], ctx["x"]
+def _coords_claims(facts: Facts) -> dict[str, Claim]:
+    s, d, x = facts.stats, facts.d, facts.x
     return {
         "coords": Claim(
             "explorer.coords_caption",
             {"d": d, "m_rms": s["rms"].mean, "m_layer": s["layer"].mean},
-            {"m_rms": sum_noise(ctx["y_rms"]), "m_layer": sum_noise(ctx["y_layer"])},
+            {"m_rms": sum_noise(facts.y_rms), "m_layer": sum_noise(facts.y_layer)},
         ),
         "divisors": Claim(
             "explorer.coords_divisors",
-            {"rms": run["rms_stat"], "mean": run["layer_mean"], "std": run["layer_stat"]},
+            {"rms": facts.rms_stat, "mean": facts.layer_mean, "std": facts.layer_stat},
             # The mean the dtype computed, "≈ 0" only where float64 could not tell it from 0.
             {"mean": sum_noise(x)},
         ),
@@ -86,13 +136,12 @@ def _envelope_claims(d: int) -> dict[str, Claim]:
     }
 
 
-def _why_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
-    u: Units = ctx["units"]
-    x = ctx["x"]
+def _why_claims(facts: Facts) -> dict[str, Claim]:
+    u, x = facts.units, facts.x
     # RMSNorm(x) before its bias, up to a positive factor: the direction of g * x / RMS does not
     # depend on the size of g, and dividing g by its largest entry keeps a gain of 1e-320 (a
     # valid link) from underflowing into a different direction.
-    v_rms = unit_scale(ctx["g"]) * u.unit_rms
+    v_rms = unit_scale(facts.gain) * u.unit_rms
     finite = bool(np.all(np.isfinite(v_rms)))
     cos_rms = float(cosine(v_rms, x)) if finite else math.nan
     claims = {"why_scale": _direction_claim(v_rms, cos_rms, u.den_k)}
@@ -184,7 +233,7 @@ def _direction_claim(v: np.ndarray, cos: float, rms: float) -> Claim:
     return Claim("explorer.why_scale_turned", fields)
 
 
-def _centring_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
+def _centring_claims(facts: Facts) -> dict[str, Claim]:
     """LayerNorm(x) = RMSNorm(x - mu 1), computed, and equal to RMSNorm(x) when mu = 0.
 
     Both sides divide the same x - mu (LayerNorm's x_hat, ``units.unit_layer``, is (x - mu) over
@@ -192,8 +241,8 @@ def _centring_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
     plain float64, squares of x - mu and all, as :func:`core.norms.rms_norm` would compute it,
     and applied at the largest |x_i - mu|, where the two vectors differ most.
     """
-    u: Units = ctx["units"]
-    diff_c = _centring_gap(ctx["x"] - u.mean, u.unit_layer, ctx["eps"])
+    u = facts.units
+    diff_c = _centring_gap(facts.x - u.mean, u.unit_layer, facts.eps)
     # Both sides carry the rounding of x - mu and of one division: a few ulps of the operands
     # (of LayerNorm's own vector: the other side may have overflowed where its squares did not).
     tol = u.layer_noise + VECTOR_ULPS * U64 * float(np.max(np.abs(u.unit_layer)))
@@ -238,10 +287,8 @@ def _centring_gap(centred: np.ndarray, unit_layer: np.ndarray, eps: float) -> fl
         return float(np.abs(unit_layer[i] - rms_side))
 
 
-def _plane_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
-    u: Units = ctx["units"]
-    plane: PlaneImages = ctx["plane"]
-    x, d = ctx["x"], ctx["d"]
+def _plane_claims(facts: Facts) -> dict[str, Claim]:
+    u, plane, x, d = facts.units, facts.plane, facts.x, facts.d
     a, b = plane.point
     top = float(np.max(np.abs(x)))
     # a sums d coordinates; b is the length of x - (x . u) u, whose every coordinate carries that
@@ -260,25 +307,23 @@ def _plane_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
         # The zero vector has no direction: no angle with 1 to quote.
         else Claim("explorer.plane_position_zero")
     }
-    claims |= _plane_points(ctx)
+    claims |= _plane_points(facts)
     if not u.flat:
-        claims["plane_eps"] = _eps_claim(u, ctx["eps"], plane.radius, ctx["g_plane"])
+        claims["plane_eps"] = _eps_claim(u, facts.eps, plane.radius, facts.g_plane)
     return claims
 
 
-def _plane_points(ctx: dict[str, Any]) -> dict[str, Claim]:
+def _plane_points(facts: Facts) -> dict[str, Claim]:
     """Where the plane puts RMSNorm(x) and LayerNorm(x). The plane is float64; where the page's
     own computation is not that (a reduced dtype, or float64 whose squares of x underflow),
     each sentence says so and quotes the computed outputs' lengths, the metrics', beside it."""
-    u: Units = ctx["units"]
-    plane: PlaneImages = ctx["plane"]
-    g, d = ctx["g_plane"], ctx["d"]
+    u, plane, g, d = facts.units, facts.plane, facts.g_plane, facts.d
     drawn_rms, drawn_layer = math.hypot(*plane.rms), math.hypot(*plane.layer)
-    apart = ctx["dtype"] != "float64" or not ctx["same_denominators"]
-    computed = {"dtype": ctx["dtype"], "r_rms": ctx["norms"]["rms"]}
+    apart = facts.dtype != "float64" or not facts.same_denominators
+    computed = {"dtype": facts.dtype, "r_rms": facts.norm_rms}
     if not math.isfinite(drawn_rms):  # a zero RMS estimate (pRMSNorm, eps = 0), even times g = 0
         rms = Claim("explorer.plane_rms_infinite")
-    elif g == 0 or not np.any(ctx["x"]):
+    elif g == 0 or not np.any(facts.x):
         rms = Claim("explorer.plane_origin", {"r_rms": drawn_rms})
     else:
         key = "explorer.plane_same" if g > 0 else "explorer.plane_opposite"
@@ -289,7 +334,7 @@ def _plane_points(ctx: dict[str, Any]) -> dict[str, Claim]:
     key = "explorer.plane_layer_flat" if u.flat else "explorer.plane_layer"
     fields = {"la": plane.layer[0], "r_layer": drawn_layer}
     if apart:
-        fields |= {"r_exact": drawn_layer, "dtype": ctx["dtype"], "r_layer": ctx["norms"]["layer"]}
+        fields |= {"r_exact": drawn_layer, "dtype": facts.dtype, "r_layer": facts.norm_layer}
         key += "_dtype"
     # What is left along 1 is the mean of LayerNorm's vector, times g sqrt(d): rounding.
     noise_la = abs(g) * math.sqrt(d) * (sum_noise(u.unit_layer) + u.layer_noise)
@@ -319,45 +364,38 @@ def _shrink(root: float, den: float) -> float:
     return root / den if den > 0 else 1.0
 
 
-def _extra_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
+def _extra_claims(facts: Facts) -> dict[str, Claim]:
     """The d = 3 sphere, pRMSNorm, the torch precision and LayerNorm's rounding noise."""
     claims: dict[str, Claim] = {}
-    sphere: Sphere3D | None = ctx["sphere"]
+    sphere = facts.sphere
     if sphere is not None:
         # "Here" is the outputs as computed in the dtype, the numbers the metrics show.
-        claims["sphere"] = Claim(
-            "explorer.sphere_caption",
-            {
-                "radius": sphere.radius,
-                "dtype": ctx["dtype"],
-                "r_rms": ctx["norms"]["rms"],
-                "r_layer": ctx["norms"]["layer"],
-            },
-        )
-    if ctx["partial"] < 1.0:
-        claims["partial"] = _partial_claim(ctx)
-    if ctx["backend"] == "torch":
-        claims |= _precision_claims(ctx)
-    noise = _noise_claim(ctx)
+        fields = {"dtype": facts.dtype, "r_rms": facts.norm_rms, "r_layer": facts.norm_layer}
+        claims["sphere"] = Claim("explorer.sphere_caption", {"radius": sphere.radius, **fields})
+    if facts.partial < 1.0:
+        claims["partial"] = _partial_claim(facts)
+    if facts.backend == "torch":
+        claims |= _precision_claims(facts)
+    noise = _noise_claim(facts)
     if noise is not None:
         claims["noise"] = noise
     return claims
 
 
-def _partial_claim(ctx: dict[str, Any]) -> Claim:
+def _partial_claim(facts: Facts) -> Claim:
     """RMS of the first k against RMS(x), both without eps; the denominators are quoted as such."""
-    u: Units = ctx["units"]
+    u = facts.units
     with np.errstate(invalid="ignore"):
         diff = float(np.max(np.abs(u.unit_rms - u.unit_full)))
     top = float(np.max(np.abs(u.unit_full)))
     fields = {
         "k": u.k,
-        "d": ctx["d"],
-        "p_pct": ctx["partial"],
+        "d": facts.d,
+        "p_pct": facts.partial,
         "rms_k": u.rms_k,
         "rms": u.rms,
         "ratio_pct": u.rms_k / u.rms if u.rms > 0 else 1.0,
-        "eps": ctx["eps"],
+        "eps": facts.eps,
         "den_k": u.den_k,
         "den": u.den_full,
         "diff": diff,
@@ -376,7 +414,7 @@ def _partial_claim(ctx: dict[str, Any]) -> Claim:
     )
 
 
-def _precision_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
+def _precision_claims(facts: Facts) -> dict[str, Claim]:
     """The page's torch outputs against torch.nn.functional's own norms (float32 opmath).
 
     F.layer_norm and F.rms_norm normalise x again, on purpose: these sentences say whether the
@@ -385,19 +423,19 @@ def _precision_claims(ctx: dict[str, Any]) -> dict[str, Claim]:
     import torch
     import torch.nn.functional as F  # noqa: N812
 
-    kind = getattr(torch, ctx["dtype"])
-    d, eps = ctx["d"], ctx["eps"]
-    xt, gt = (torch.tensor(a, dtype=kind) for a in (ctx["x"], ctx["g"]))
-    bt = torch.full((d,), ctx["bias"], dtype=kind)
+    kind = getattr(torch, facts.dtype)
+    d, eps = facts.d, facts.eps
+    xt, gt = (torch.tensor(a, dtype=kind) for a in (facts.x, facts.gain))
+    bt = torch.full((d,), facts.bias, dtype=kind)
     claims = {}
-    refs = {"layer": F.layer_norm(xt, (d,), gt, bt, eps)}
-    if ctx["partial"] == 1.0:
+    refs = {"layer": (facts.y_layer, F.layer_norm(xt, (d,), gt, bt, eps))}
+    if facts.partial == 1.0:
         ref = F.rms_norm(xt, (d,), gt, eps)
-        if ctx["rms_bias"]:
-            ref = ref + torch.full((d,), ctx["rms_bias"], dtype=kind)
-        refs["rms"] = ref
-    for name, ref in refs.items():
-        diff, count = _mismatch(ctx[f"y_{name}"], ref.double().numpy())
+        if facts.rms_bias:
+            ref = ref + torch.full((d,), facts.rms_bias, dtype=kind)
+        refs["rms"] = (facts.y_rms, ref)
+    for name, (ours, ref) in refs.items():
+        diff, count = _mismatch(ours, ref.double().numpy())
         claims[f"precision_{name}"] = pick(
             count == 0,
             f"explorer.precision_{name}_same",
@@ -419,16 +457,16 @@ def _mismatch(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
     return float(np.max(np.where(same, 0.0, gap))), int(np.count_nonzero(~same))
 
 
-def _noise_claim(ctx: dict[str, Any]) -> Claim | None:
+def _noise_claim(facts: Facts) -> Claim | None:
     """A constant x leaves LayerNorm only rounding to divide; say so where it shows."""
-    u: Units = ctx["units"]
-    if not u.flat or not np.any(ctx["x"]):
+    u = facts.units
+    if not u.flat or not np.any(facts.x):
         return None
     with np.errstate(invalid="ignore"):
-        out = float(np.max(np.abs(ctx["y_layer"] - ctx["run"]["bias"])))
-    if not (out > 0 and ctx["run"]["layer_var"] > 0):
+        out = float(np.max(np.abs(facts.y_layer - facts.held_bias)))
+    if not (out > 0 and facts.layer_var > 0):
         return None
     return Claim(
         "explorer.noise_caption",
-        {"dtype": ctx["dtype"], "var": ctx["run"]["layer_var"], "eps": ctx["eps"], "out": out},
+        {"dtype": facts.dtype, "var": facts.layer_var, "eps": facts.eps, "out": out},
     )

@@ -12,12 +12,12 @@ import numpy as np
 
 from core.geometry import PlaneImages, Sphere3D, sphere_from
 from core.inputs import gain_vector
-from core.messages import Message, NormWarning
+from core.messages import NormWarning
 from core.norms import layer_norm_report, rms_norm_report
-from core.stats import VectorStats, second_moment_identity, vector_stats
+from core.stats import second_moment_identity, vector_stats
 from labkit.claims import Claim
 from labs.explorer.chart import Series, chart_of
-from labs.explorer.claims import claims_of
+from labs.explorer.claims import Facts, Pass, claims_of
 from labs.explorer.units import Units, length, units_of
 
 # The link's bounds for the explorer's sliders: offsets, gains and biases beyond these teach
@@ -30,31 +30,12 @@ PAPER_PARTIAL = 1 / 16
 
 
 @dataclass(frozen=True)
-class ExplorerView:
-    """Everything the explorer shows for one setting (arrays are float64 numpy)."""
+class ExplorerView(Facts):
+    """Everything the explorer shows for one setting: the facts, the chart and the sentences."""
 
-    d: int
-    dtype: str  # the dtype the norms computed in
     dtype_asked: str  # the dtype the link asked for (x may not fit in it)
-    x: np.ndarray  # x as normalised (cast to the dtype), in float64
-    gain: np.ndarray
-    y_rms: np.ndarray
-    y_layer: np.ndarray
-    stats: dict[str, VectorStats]  # "x", "rms", "layer"
-    norms: dict[str, float]  # |y_rms| and |y_layer|, free of underflow in their squares
-    units: Units
-    rms_stat: float  # the denominators as the chosen dtype computed them
-    layer_stat: float
-    # Whether those are the float64 picture's denominators (units.den_k, units.den_layer) to
-    # float64 rounding: not so in a reduced dtype, nor where float64's own squares of x
-    # underflow (x = 1e-200) or overflow.
-    same_denominators: bool
     identity: tuple[float, float, float]
-    plane: PlaneImages
-    sphere: Sphere3D | None
     chart: dict[str, Series]
-    alerts: tuple[Message, ...]
-    notes: tuple[Message, ...]
     claims: dict[str, Claim]
 
 
@@ -81,9 +62,8 @@ def explore(
     g = gain_vector(d, pattern=gain_pattern, value=gain, seed=seed)
     computed = dtype if backend != "torch" or fits(x, dtype) else "float64"
     run = _normalise(x, g, bias, rms_bias, eps, partial, backend, device, computed)
-    x64, y_rms, y_layer = run["x"], run["y_rms"], run["y_layer"]
-    units = units_of(x64, eps, run["k"], run["xhat_rms"], run["xhat_layer"])
-    # The geometry draws the normalised vectors with a constant gain (g = 1 under a pattern).
+    x64, y_rms, y_layer = run.x, run.y_rms, run.y_layer
+    units = units_of(x64, eps, run.k, run.xhat_rms, run.xhat_layer)
     g_plane = gain if gain_pattern == "constant" else 1.0
     plane, sphere = _geometry(x64, units, g_plane, eps)
     stats = {
@@ -91,20 +71,14 @@ def explore(
         "rms": vector_stats(y_rms, finite=False),
         "layer": vector_stats(y_layer, finite=False),
     }
-    chart = chart_of(x64, y_rms, y_layer, stats)
-    norms = {"rms": length(y_rms), "layer": length(y_layer)}
-    same = _same_denominators(run, units)
-    ctx = dict(
-        d=d, eps=eps, g=g, g_plane=g_plane, bias=bias, rms_bias=rms_bias, partial=partial,
-        backend=backend, dtype=computed, x=x64, units=units, stats=stats, y_rms=y_rms,
-        y_layer=y_layer, run=run, plane=plane, sphere=sphere, norms=norms, same_denominators=same,
+    facts = Facts(
+        **vars(run), d=d, dtype=computed, gain=g, stats=stats, norm_rms=length(y_rms),
+        norm_layer=length(y_layer), units=units, plane=plane, sphere=sphere, eps=eps,
+        g_plane=g_plane, bias=bias, rms_bias=rms_bias, partial=partial, backend=backend,
     )  # fmt: skip
     return ExplorerView(
-        d=d, dtype=computed, dtype_asked=dtype, x=x64, gain=g, y_rms=y_rms, y_layer=y_layer,
-        stats=stats, norms=norms, units=units, rms_stat=run["rms_stat"],
-        layer_stat=run["layer_stat"], same_denominators=same,
-        identity=second_moment_identity(x64), plane=plane, sphere=sphere, chart=chart,
-        alerts=run["alerts"], notes=run["notes"], claims=claims_of(ctx),
+        **vars(facts), dtype_asked=dtype, identity=second_moment_identity(x64),
+        chart=chart_of(x64, y_rms, y_layer, stats), claims=claims_of(facts),
     )  # fmt: skip
 
 
@@ -134,11 +108,6 @@ def _geometry(
         return plane, None
     rms, layer = g * units.unit_rms, g * units.unit_layer
     return plane, sphere_from(x, rms, layer, plane)
-
-
-def _same_denominators(run: dict[str, Any], units: Units) -> bool:
-    pairs = ((run["rms_stat"], units.den_k), (run["layer_stat"], units.den_layer))
-    return all(math.isclose(a, b, rel_tol=1e-9) for a, b in pairs)
 
 
 def _scaled(value: float, g: float, den: float) -> float:
@@ -173,9 +142,8 @@ def _normalise(
     backend: str,
     device: str,
     dtype: str,
-) -> dict[str, Any]:
-    """The one pass: ``rms_norm_report`` and ``layer_norm_report`` with the chosen settings, their
-    outputs in the compute dtype and their float64 normalised vectors ``x_hat``."""
+) -> Pass:
+    """The one pass: ``rms_norm_report`` and ``layer_norm_report`` with the chosen settings."""
     d = x.shape[-1]
     args = [x, g, np.full(d, bias), np.full(d, rms_bias)]
     if backend == "torch":
@@ -192,21 +160,15 @@ def _normalise(
     notes = [*rep_rms.notes, *rep_layer.notes]
     # The mean LayerNorm subtracted, as the dtype computed it (the report's is float64).
     layer_mean = float(xs.mean()) if backend == "torch" else float(np.mean(xs))
-    return {
-        "x": _to_float64(xs),
-        "y_rms": _to_float64(rep_rms.output),
-        "y_layer": _to_float64(rep_layer.output),
-        "xhat_rms": rep_rms.x_hat,
-        "xhat_layer": rep_layer.x_hat,
-        "rms_stat": float(rep_rms.stat.ravel()[0]),
-        "layer_stat": float(rep_layer.stat.ravel()[0]),
-        "layer_var": float(rep_layer.variance.ravel()[0]),
-        "layer_mean": layer_mean,
-        "bias": float(_to_float64(bs)[0]),  # beta as the dtype holds it
-        "k": int(rep_rms.settings.get("partial_size", d)),
-        "alerts": tuple(dict.fromkeys(alerts)),
-        "notes": tuple(dict.fromkeys(n for n in notes if n not in alerts)),
-    }
+    return Pass(
+        x=_to_float64(xs), y_rms=_to_float64(rep_rms.output),
+        y_layer=_to_float64(rep_layer.output), xhat_rms=rep_rms.x_hat, xhat_layer=rep_layer.x_hat,
+        k=int(rep_rms.settings.get("partial_size", d)), rms_stat=float(rep_rms.stat.ravel()[0]),
+        layer_stat=float(rep_layer.stat.ravel()[0]), layer_mean=layer_mean,
+        layer_var=float(rep_layer.variance.ravel()[0]), held_bias=float(_to_float64(bs)[0]),
+        alerts=tuple(dict.fromkeys(alerts)),
+        notes=tuple(dict.fromkeys(n for n in notes if n not in alerts)),
+    )  # fmt: skip
 
 
 def _to_float64(a: Any) -> np.ndarray:
