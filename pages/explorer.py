@@ -198,7 +198,7 @@ def metrics(tr: Translator, view: ExplorerView) -> None:
             st.metric(tr(f"explorer.{key}"), shown, width=metric_width())
 
 
-def labels(tr: Translator) -> dict[str, str]:
+def figure_labels(tr: Translator) -> dict[str, str]:
     keys = ("axis_a", "axis_b", "circle", "ray", "x_short", "sphere", "plane", "circle3d", "ones")
     return {
         "input": tr("common.input"),
@@ -212,7 +212,7 @@ def labels(tr: Translator) -> dict[str, str]:
     }
 
 
-def coordinates(tr: Translator, view: ExplorerView, names: dict, scale: float) -> None:
+def coordinates(tr: Translator, view: ExplorerView, labels: dict, scale: float) -> None:
     st.subheader(tr("explorer.coords_heading"))
     c = view.claims
     words = " ".join(tr.claim(c[s]) for s in ("coords_words", "coords_not_finite") if s in c)
@@ -229,7 +229,7 @@ def coordinates(tr: Translator, view: ExplorerView, names: dict, scale: float) -
             k: full[k][index].astype(s.values.dtype) for k, s in view.chart.items()
         }
 
-    build = lambda: _coords_spec(tr, view, names, scale)  # noqa: E731
+    build = lambda: _coords_spec(tr, view, labels, scale)  # noqa: E731
     fig = figure_for(view, ("coords", scale), build, lang=tr.lang)
     chart(
         fig,
@@ -238,27 +238,27 @@ def coordinates(tr: Translator, view: ExplorerView, names: dict, scale: float) -
         words=words,
         more=more,
         table=table,
-        headers={"i": tr("explorer.table_index"), **{k: names[k] for k in full}},
+        headers={"i": tr("explorer.table_index"), **{k: labels[k] for k in full}},
         lang=tr.lang,
         config=style.chart_config("normlab-coordinates"),
     )
 
 
-def _coords_spec(tr: Translator, view: ExplorerView, names: dict, scale: float) -> dict:
+def _coords_spec(tr: Translator, view: ExplorerView, labels: dict, scale: float) -> dict:
     # The figure names the envelope in a line short enough for a phone (and its own export);
     # the caption under it says the rest.
-    label = view.claims.get("envelope_label")
-    note = tr.claim(label) if label is not None else ""
+    envelope = view.claims.get("envelope_label")
+    note = tr.claim(envelope) if envelope is not None else ""
     series = {k: (s.index, s.values) for k, s in view.chart.items()}
     means = {k: s.mean for k, s in view.chart.items()}
-    return coordinates_spec(series, means, names, d=view.d, note=note, font_scale=scale)
+    return coordinates_spec(series, means, labels, d=view.d, note=note, font_scale=scale)
 
 
-def statistics(tr: Translator, view: ExplorerView, names: dict) -> None:
+def statistics(tr: Translator, view: ExplorerView, labels: dict) -> None:
     st.subheader(tr("explorer.stats_heading"))
     # A Markdown table: the same cells as st.table, without a dataframe round trip per rerun.
     # Short headers ("RMSNorm", not "RMSNorm(x)"), so the table fits a phone's width.
-    head = [tr("explorer.stat_column"), *(names[k].removesuffix("(x)") for k in view.stats)]
+    head = [tr("explorer.stat_column"), *(labels[k].removesuffix("(x)") for k in view.stats)]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for n in (name for name in STAT_NAMES if name != "d"):
         cells = (fmt.num(getattr(view.stats[k], n)) for k in view.stats)
@@ -293,7 +293,7 @@ def _lines(*rows: str) -> str:
     return r"\begin{gathered}" + r" \\[0.6em] ".join(rows) + r"\end{gathered}"
 
 
-def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale: float) -> None:
+def geometry(tr: Translator, view: ExplorerView, state: dict, labels: dict, scale: float) -> None:
     st.subheader(tr("explorer.geometry_heading"))
     plane, claims = view.plane, view.claims
     left, right = st.columns(2, gap="large")
@@ -304,7 +304,7 @@ def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale
             view,
             ("plane", scale),
             lambda: plane_spec(
-                plane.point, plane.rms, plane.layer, plane.radius, names, font_scale=scale
+                plane.point, plane.rms, plane.layer, plane.radius, labels, font_scale=scale
             ),
             lang=tr.lang,
         )
@@ -313,7 +313,7 @@ def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale
             key="plane",
             title=tr("explorer.plane_chart"),
             words=tr.claim(claims["plane_words"]),
-            table=_points_table(names, (plane.point, plane.rms, plane.layer), "ab"),
+            table=_points_table(labels, (plane.point, plane.rms, plane.layer), "ab"),
             headers=points,
             lang=tr.lang,
             file_name="normlab-plane.csv",
@@ -329,12 +329,12 @@ def geometry(tr: Translator, view: ExplorerView, state: dict, names: dict, scale
         if state["gain_pattern"] != "constant" or state["bias"] or state["rms_bias"]:
             st.caption(tr("explorer.plane_gain_note"))
     if view.sphere is not None:
-        sphere(tr, view, names, scale)
+        sphere(tr, view, labels, scale)
     elif not presenting():
         st.info(tr("explorer.sphere_hint"))
 
 
-def sphere(tr: Translator, view: ExplorerView, names: dict, scale: float) -> None:
+def sphere(tr: Translator, view: ExplorerView, labels: dict, scale: float) -> None:
     """d = 3 gets the full width: the sphere needs it to be read."""
     s = view.sphere
     st.markdown(f"**{tr('explorer.sphere_title')}**")
@@ -342,7 +342,7 @@ def sphere(tr: Translator, view: ExplorerView, names: dict, scale: float) -> Non
         view,
         ("sphere", scale),
         lambda: sphere_spec(
-            s.plane, s.circle, s.sphere, (s.point, s.rms, s.layer), names, font_scale=scale
+            s.plane, s.circle, s.sphere, (s.point, s.rms, s.layer), labels, font_scale=scale
         ),
         lang=tr.lang,
     )
@@ -352,7 +352,7 @@ def sphere(tr: Translator, view: ExplorerView, names: dict, scale: float) -> Non
         title=tr("explorer.sphere_chart"),
         words=tr.claim(view.claims["sphere_words"]),
         more=tr.claim(view.claims["sphere"]),
-        table=_points_table(names, (s.point, s.rms, s.layer), ("x1", "x2", "x3")),
+        table=_points_table(labels, (s.point, s.rms, s.layer), ("x1", "x2", "x3")),
         headers={"point": tr("charts.point"), "x1": "x₁", "x2": "x₂", "x3": "x₃"},
         lang=tr.lang,
         file_name="normlab-sphere.csv",
@@ -360,9 +360,9 @@ def sphere(tr: Translator, view: ExplorerView, names: dict, scale: float) -> Non
     )
 
 
-def _points_table(names: dict, points: tuple, axes) -> dict:
+def _points_table(labels: dict, points: tuple, axes) -> dict:
     """One row per point drawn (x, RMSNorm(x), LayerNorm(x)), one column per axis."""
-    table: dict = {"point": [names[k] for k in ("x", "rms", "layer")]}
+    table: dict = {"point": [labels[k] for k in ("x", "rms", "layer")]}
     for i, axis in enumerate(axes):
         table[axis] = [float(p[i]) for p in points]
     return table
@@ -419,7 +419,7 @@ def _note(tr: Translator, note: Message) -> str:
     return tr(f"explorer.{key}", eps=eps)
 
 
-def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> Saving:
+def downloads(tr: Translator, view: ExplorerView, state: dict, labels: dict) -> Saving:
     """The explorer's files, built only when their button is clicked."""
     arrays = {"x": view.x, "gain": view.gain, "rmsnorm": view.y_rms, "layernorm": view.y_layer}
     stats = {
@@ -447,7 +447,7 @@ def downloads(tr: Translator, view: ExplorerView, state: dict, names: dict) -> S
         ),
         (
             "common.save_figure",
-            lambda: figure(_coords_spec(tr, view, names, 1.0)).to_html(
+            lambda: figure(_coords_spec(tr, view, labels, 1.0)).to_html(
                 include_plotlyjs=True, full_html=True
             ),
             "normlab-coordinates.html",
@@ -464,24 +464,24 @@ def main() -> None:
     state, text = controls(tr)
     x = input_vector(state, text, tr)
     view = compute(x, **{k: state[k] for k in SETTINGS})
-    names = labels(tr)
+    labels = figure_labels(tr)
     scale = style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0
     if presenting():  # the chart on the projector's first screen, its numbers under it
-        coordinates(tr, view, names, scale)
+        coordinates(tr, view, labels, scale)
         metrics(tr, view)
     else:
         metrics(tr, view)
-        coordinates(tr, view, names, scale)
+        coordinates(tr, view, labels, scale)
     messages(tr, view)
     left, right = st.columns(2, gap="large")
     with left:
         formulas(tr, view, state["eps"])
     with right:
-        statistics(tr, view, names)
-    geometry(tr, view, state, names, scale)
+        statistics(tr, view, labels)
+    geometry(tr, view, state, labels, scale)
     explanations(tr, view)
     code_section(tr, explorer_code({**state, "dtype": view.dtype}))
-    share_box(PARAMS, lang, saving=downloads(tr, view, state, names))
+    share_box(PARAMS, lang, saving=downloads(tr, view, state, labels))
 
 
 if __name__ == "__main__":
