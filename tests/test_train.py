@@ -274,16 +274,13 @@ def test_checkpoint_round_trip(tmp_path) -> None:
 
 # The new variants: DyT, the placements, QK norms, and what a run reads at its end.
 
-# Two blocks of width 16, two steps, validations after 0 and 2 steps on 4 windows, no timing.
-SMOKE = TrainConfig(
-    model=ModelConfig(norm="rms", n_layer=2, n_head=2, n_embd=16, block_size=16),
-    steps=2,
-    batch_size=2,
-    warmup=1,
-    eval_every=2,
-    eval_windows=4,
-    timing_repeats=0,
-)
+# Two steps, validations after 0 and 2 steps on 4 windows, no timing.
+SMOKE = tiny(steps=2, batch_size=2, warmup=1, eval_every=2, eval_windows=4, timing_repeats=0)
+
+
+def smoke(**model: object) -> TrainConfig:
+    """A SMOKE run of two blocks of width 16, with the model's fields in ``model``."""
+    return replace(SMOKE, model=replace(SMOKE.model, n_layer=2, **model))
 
 
 def norm_count(config: ModelConfig) -> int:
@@ -294,7 +291,7 @@ def norm_count(config: ModelConfig) -> int:
 
 def test_every_variant_trains_and_records_its_readings() -> None:
     configs = [
-        replace(SMOKE, model=replace(SMOKE.model, norm=n, placement=p, qk_norm=q))
+        smoke(norm=n, placement=p, qk_norm=q)
         for n in MODEL_NORMS
         for p in PLACEMENTS
         for q in QK_NORMS
@@ -323,7 +320,7 @@ def test_every_variant_trains_and_records_its_readings() -> None:
 
 
 def test_the_readings_are_the_last_validations_and_leave_the_loss_unchanged() -> None:
-    config = replace(SMOKE, model=replace(SMOKE.model, norm="dyt", placement="peri"))
+    config = smoke(norm="dyt", placement="peri")
     with torch_threads(1):
         result = train(config)
         windows = val_windows(load_corpus().val, config.model.block_size, config.eval_windows)
