@@ -416,30 +416,35 @@ def check_none(state: dict, claim) -> None:
     none = runs_of(state, "none")
     assert none and finite(none)
     assert equal_step(state) > 0  # a comparison after training, not of the initial weights
-    others = {
+    best, theirs = best_norm(state, claim)
+    f = claim.fields
+    mine = mean_at(state, "none", "steps")
+    near(f["none_loss"], mine)
+    near(f["best_loss"], theirs)
+    scale = max(abs(mine), abs(theirs))
+    expected = {
+        "higher" if up else "lower" if down else "tie"
+        for up in sides(mine, theirs, scale)
+        for down in sides(theirs, mine, scale)
+        if not (up and down)
+    }
+    assert claim.key.removeprefix("training.none_") in expected, expected
+    near(f["diff"], abs(mine - theirs), scale=scale)
+
+
+def best_norm(state: dict, claim) -> tuple[str, float]:
+    """The better of RMSNorm and LayerNorm by mean validation loss at the equal step (either,
+    where their means agree within rounding), as the claim names it, and that mean."""
+    means = {
         n: mean_at(state, n, "steps")
         for n in ("rms", "layer")
         if runs_of(state, n) and finite(runs_of(state, n))
     }
-    others = {n: v for n, v in others.items() if math.isfinite(v)}
-    lowest = min(others.values())
-    # The better norm (either, where their means agree within rounding).
-    best = {NAMES[n]: n for n, v in others.items() if sides(v, lowest, abs(lowest)) != {True}}
-    f = claim.fields
-    assert f["best"] in best, (f["best"], others)
-    best = best[f["best"]]
-    mine = mean_at(state, "none", "steps")
-    near(f["none_loss"], mine)
-    near(f["best_loss"], others[best])
-    scale = max(abs(mine), abs(others[best]))
-    expected = {
-        "higher" if up else "lower" if down else "tie"
-        for up in sides(mine, others[best], scale)
-        for down in sides(others[best], mine, scale)
-        if not (up and down)
-    }
-    assert claim.key.removeprefix("training.none_") in expected, expected
-    near(f["diff"], abs(mine - others[best]), scale=scale)
+    means = {n: v for n, v in means.items() if math.isfinite(v)}
+    lowest = min(means.values())
+    best = {NAMES[n]: n for n, v in means.items() if sides(v, lowest, abs(lowest)) != {True}}
+    assert claim.fields["best"] in best, (claim.fields["best"], means)
+    return best[claim.fields["best"]], means[best[claim.fields["best"]]]
 
 
 def check_diverged(state: dict, claim) -> None:
@@ -825,20 +830,11 @@ def check_dyt(state: dict, claim) -> None:
     dyt = runs_of(state, "dyt")
     assert dyt and finite(dyt)
     mine = mean_at(state, "dyt", "steps")
-    norms = {
-        n: mean_at(state, n, "steps")
-        for n in ("rms", "layer")
-        if runs_of(state, n) and finite(runs_of(state, n))
-    }
-    norms = {n: v for n, v in norms.items() if math.isfinite(v)}
-    lowest = min(norms.values())
-    best = {NAMES[n]: n for n, v in norms.items() if sides(v, lowest, abs(lowest)) != {True}}
-    assert f["best"] in best, (f["best"], norms)
-    best = best[f["best"]]
+    best, theirs = best_norm(state, claim)
     near(f["dyt_loss"], mine)
-    near(f["best_loss"], norms[best])
-    scale = max(abs(mine), abs(norms[best]))
-    near(f["gap"], abs(mine - norms[best]), scale=scale)
+    near(f["best_loss"], theirs)
+    scale = max(abs(mine), abs(theirs))
+    near(f["gap"], abs(mine - theirs), scale=scale)
     if claim.key == "training.dyt_one_seed":
         assert min(len(dyt), len(runs_of(state, best))) == 1
         return
@@ -848,13 +844,13 @@ def check_dyt(state: dict, claim) -> None:
     by_seed = {r["seed"]: at_step(r, step) for r in runs_of(state, best)}
     pairs = [(at_step(r, step), by_seed[r["seed"]]) for r in dyt if r["seed"] in by_seed]
     assert f["pairs"] == len(pairs) and f["wins"] == sum(x < y for x, y in pairs)
-    beyond = sides(abs(mine - norms[best]), spread, scale)
+    beyond = sides(abs(mine - theirs), spread, scale)
     if claim.key == "training.dyt_within_spread":
         assert False in beyond
         return
     assert True in beyond
-    lower = sides(norms[best], mine, scale)  # whether DyT's mean is the lower
-    assert (claim.key == "training.dyt_lower") in lower, (claim.key, mine, norms[best])
+    lower = sides(theirs, mine, scale)  # whether DyT's mean is the lower
+    assert (claim.key == "training.dyt_lower") in lower, (claim.key, mine, theirs)
 
 
 def check_chart_words(state: dict, claim) -> None:
