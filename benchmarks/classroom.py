@@ -46,7 +46,7 @@ import numpy as np
 from benchmarks import live
 from benchmarks.st_private import protos
 from benchmarks.target import wait_until_ready
-from benchmarks.ws_visitor import Cookies, Run, fetch_page, open_stream
+from benchmarks.ws_visitor import Cookies, Run, fetch_page, open_stream, receive_run
 from labs.lesson.class_section import SEAT_COOKIE, seat_id
 from labs.lesson.options import LESSON, OPTIONS, STEP_IDS, letter
 from serve.classroom.backends import open_store
@@ -186,28 +186,9 @@ class Student:
             state.widget_states.widgets.append(pick)
         state.context_info.locale, state.context_info.timezone = "en-US", "UTC"
         await self.conn.send(msg.SerializeToString())
-        self.shown = await self.receive()
+        self.shown = await receive_run(self.conn)
         if PICK not in self.shown.ids:
             raise RuntimeError(f"no {PICK} on the page: {self.shown.exceptions[:1]}")
-
-    async def receive(self) -> Run:
-        ForwardMsg = protos().ForwardMsg  # noqa: N806
-
-        run = Run()
-        while True:
-            msg = ForwardMsg()
-            msg.ParseFromString(await self.conn.recv())
-            kind = msg.WhichOneof("type")
-            if kind == "new_session":
-                run = Run()
-            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                run.take(msg.delta.new_element)
-            elif kind == "script_finished":
-                if msg.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                    continue
-                if msg.script_finished != ForwardMsg.FINISHED_SUCCESSFULLY:
-                    raise RuntimeError(f"the run ended with status {msg.script_finished}")
-                return run
 
     async def reconnect(self) -> None:
         """The websocket again, with the pick held, as often as it takes (bounded)."""

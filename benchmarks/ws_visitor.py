@@ -17,7 +17,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any
@@ -165,6 +165,33 @@ async def open_stream(base_url: str, cookies: Cookies, timeout_s: float, source:
     return conn
 
 
+async def receive_run(conn, note: Callable[[str, object], None] | None = None) -> Run:
+    """Read ``ForwardMsg`` from ``conn`` until a run finishes: what that run showed. A run stopped
+    early for a rerun is followed by a new one, and only the last counts; ``note`` is told of
+    every other message (its type, the message)."""
+    ForwardMsg = protos().ForwardMsg  # noqa: N806
+
+    run = Run()
+    while True:
+        msg = ForwardMsg()
+        msg.ParseFromString(await conn.recv())
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            run = Run(page=msg.new_session.page_script_hash)
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            run.take(msg.delta.new_element)
+        elif kind == "script_finished":
+            status = msg.script_finished
+            if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                continue
+            if status != ForwardMsg.FINISHED_SUCCESSFULLY:
+                name = ForwardMsg.ScriptFinishedStatus.Name(status)
+                raise NoEffect(f"the script finished with {name}")
+            return run
+        elif note is not None:
+            note(kind, msg)
+
+
 class WsVisitor(Visitor):
     """A visitor as a Streamlit session over the websocket, speaking the frontend's protocol.
 
@@ -275,39 +302,21 @@ class WsVisitor(Visitor):
         try:
             await self.conn.send(msg.SerializeToString())
             self.shown = await asyncio.wait_for(
-                self.receive_run(), timeout_s if timeout_s is not None else self.step_timeout_s
+                receive_run(self.conn, self.note),
+                timeout_s if timeout_s is not None else self.step_timeout_s,
             )
         except ConnectionClosed as exc:
             raise WorkerLost(str(exc)) from exc
         return time.perf_counter() - start
 
-    async def receive_run(self) -> Run:
-        ForwardMsg = protos().ForwardMsg  # noqa: N806
-
-        run = Run()
-        while True:
-            msg = ForwardMsg()
-            msg.ParseFromString(await self.conn.recv())
-            kind = msg.WhichOneof("type")
-            if kind == "new_session":
-                # A run stopped early for a rerun is followed by a new one; only the last counts.
-                run = Run(page=msg.new_session.page_script_hash)
-            elif kind == "navigation":
-                self.pages = {
-                    (p.url_pathname or HOME): p.page_script_hash for p in msg.navigation.app_pages
-                }
-            elif kind == "session_event" and msg.session_event.script_changed_on_disk:
-                self.source_changed = True
-            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-                run.take(msg.delta.new_element)
-            elif kind == "script_finished":
-                status = msg.script_finished
-                if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                    continue
-                if status != ForwardMsg.FINISHED_SUCCESSFULLY:
-                    name = ForwardMsg.ScriptFinishedStatus.Name(status)
-                    raise NoEffect(f"the script finished with {name}")
-                return run
+    def note(self, kind: str, msg) -> None:
+        """What the server says besides a run: the app's pages, and a source changed on disk."""
+        if kind == "navigation":
+            self.pages = {
+                (p.url_pathname or HOME): p.page_script_hash for p in msg.navigation.app_pages
+            }
+        elif kind == "session_event" and msg.session_event.script_changed_on_disk:
+            self.source_changed = True
 
     async def think(self) -> bool:
         """Read the page; a browser notices a closed websocket at once, and so does this one."""
