@@ -25,7 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,8 +126,7 @@ def compiled(path: str) -> object:
 def server_time(d: int, interactions: int) -> dict[str, list[float]]:
     """Seconds of script time per interaction: the explorer and the slider floor, both run by
     Streamlit's AppTest (each press of the offset slider misses the cache), and core alone."""
-    folder = Path(tempfile.mkdtemp(prefix="normlab-floor-"))
-    (folder / "floor_slider.py").write_text(SLIDER_FLOOR)
+    folder = floor_folder({"floor_slider.py": SLIDER_FLOOR})
     with shared_script_cache():
         return _interactions(d, interactions, folder / "floor_slider.py")
 
@@ -176,6 +175,20 @@ def _serve(script: Path | None) -> tuple[object, str]:
     return server, url
 
 
+def floor_folder(files: Mapping[str, str]) -> Path:
+    """A fresh folder with the floor pages ``files`` (file name: source) written into it."""
+    folder = Path(tempfile.mkdtemp(prefix="normlab-floor-"))
+    for name, source in files.items():
+        (folder / name).write_text(source)
+    return folder
+
+
+def serve_floors(folder: Path, floors: Mapping[str, str]) -> dict[str, tuple[object, str]]:
+    """``app.py`` as "app", then each floor page (name: its file in ``folder``), started in
+    that order: (process, base URL) by name."""
+    return {"app": _serve(None), **{name: _serve(folder / file) for name, file in floors.items()}}
+
+
 def _first_render(browser, url: str) -> float:
     context = browser.new_context(viewport={"width": 1366, "height": 900})
     page = context.new_page()
@@ -221,14 +234,8 @@ def browser_times(repeats: int, presses: int) -> dict[str, list[float]]:
     """First renders and slider latencies of the explorer and the floors, interleaved."""
     from playwright.sync_api import sync_playwright
 
-    folder = Path(tempfile.mkdtemp(prefix="normlab-floor-"))
-    (folder / "floor_page.py").write_text(FLOOR_PAGE)
-    (folder / "floor_slider.py").write_text(SLIDER_FLOOR)
-    servers = {
-        "app": _serve(None),
-        "floor": _serve(folder / "floor_page.py"),
-        "slider": _serve(folder / "floor_slider.py"),
-    }
+    folder = floor_folder({"floor_page.py": FLOOR_PAGE, "floor_slider.py": SLIDER_FLOOR})
+    servers = serve_floors(folder, {"floor": "floor_page.py", "slider": "floor_slider.py"})
     out: dict[str, list[float]] = {}
     try:
         with sync_playwright() as pw:

@@ -24,7 +24,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,8 +33,9 @@ from benchmarks.app import (
     FLOOR_PAGE,
     SHUTDOWN_GRACE_S,
     TARGET_FIRST_RENDER,
-    _serve,
+    floor_folder,
     load_line,
+    serve_floors,
 )
 from benchmarks.live import (
     CHROMIUM,
@@ -189,16 +189,11 @@ def browser_visits(repeats: int, others: dict[str, Path]) -> dict[str, list[Visi
     visited too, in the same rounds."""
     from playwright.sync_api import sync_playwright
 
-    folder = Path(tempfile.mkdtemp(prefix="normlab-floor-"))
-    (folder / "floor_page.py").write_text(FLOOR_PAGE)
-    (folder / "element_floor.py").write_text(ELEMENT_FLOOR)
-    (folder / "replay.py").write_text(REPLAY_PAGE)
-    servers = {
-        "app": _serve(None),
-        "floor": _serve(folder / "floor_page.py"),
-        "elements": _serve(folder / "element_floor.py"),
-        "replay": _serve(folder / "replay.py"),
-    }
+    folder = floor_folder(
+        {"floor_page.py": FLOOR_PAGE, "element_floor.py": ELEMENT_FLOOR, "replay.py": REPLAY_PAGE}
+    )
+    floors = {"floor": "floor_page.py", "elements": "element_floor.py", "replay": "replay.py"}
+    servers = serve_floors(folder, floors)
     for name, root in others.items():
         servers[name] = _serve_copy(root)
     urls = {name: url for name, (_, url) in servers.items()}
