@@ -197,3 +197,28 @@ def test_eps_mistake_says_the_computed_ratio() -> None:
     shown = re.search(r"([0-9.,]+) times smaller", text)
     assert shown and abs(shown_number(shown.group(1), "en") / ratio - 1) < 1e-3
     assert "400" not in text
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+@pytest.mark.parametrize(
+    ("query", "key"),
+    [
+        # float16 at scale 1: ε's change (4.5e-6) is below one rounding (4.9e-4); no "648 times".
+        (
+            {"eps_a": "1e-5", "eps_b": "1e-6", "scale": "0.01", "dtype": "float16", "d": "4096"},
+            "contracts.explain_eps_rounding_at_1",
+        ),
+        # d = 3: B's float32-accumulated mean is off by more than the bfloat16 loop; no "only".
+        (
+            {"red_b": "bfloat16", "dtype": "bfloat16", "scale": "1.0", "d": "3"},
+            "contracts.explain_bf16_loop",
+        ),
+    ],
+)
+def test_a_mistake_says_what_the_numbers_make_true(query: dict, key: str, lang: str) -> None:
+    query = {"a": "llama", "b": "llama", "checkpoint": "a", **query}
+    at = open_app("contracts", lang=lang, **query)
+    assert not at.exception
+    view = contracts_view(link_state(**query))
+    assert [c.key for c in view.claims.values() if c.key.startswith("contracts.explain")] == [key]
+    assert_claims_shown(at, view.claims, lang)
