@@ -201,32 +201,25 @@ def show_figures(view: SpeedView, tr: Translator) -> None:
     spread = {k: (view.q1_ms[k], view.q3_ms[k]) for k in view.median_ms}
     shapes = [shape_text([s]) for s in view.run.shapes()]
     shape_header = f"{tr('speed.col_batch')} × {tr('speed.col_width')}"
-    left, right = st.columns(2, gap="large")
     techniques = [t for t in ("composite", "fused") if f"rms_{t}" in view.median_ms]
-    with left:
-        st.markdown(f"**{tr('speed.time_heading')}**")
-        chart(
-            readable(time_figure(view.axis, view.median_ms, spread, labels, fmt.num)),
-            key="time",
-            title=tr("speed.time_chart"),
-            words=_words(view, tr, *(f"time_{t}" for t in techniques)),
-            table={"shape": shapes, **view.median_ms},
-            headers={"shape": shape_header, **names},
-            lang=tr.lang,
-            file_name="normlab-speed-time.csv",
-        )
-    with right:
-        st.markdown(f"**{tr('speed.bandwidth_heading')}**")
-        chart(
-            readable(bandwidth_figure(view.axis, view.gb_per_s, labels, fmt.num)),
-            key="bandwidth",
-            title=tr("speed.bandwidth_chart"),
-            words=_words(view, tr, *(f"bandwidth_{t}" for t in techniques)),
-            table={"shape": shapes, **view.gb_per_s},
-            headers={"shape": shape_header, **names},
-            lang=tr.lang,
-            file_name="normlab-speed-bandwidth.csv",
-        )
+    figures = {
+        "time": (time_figure(view.axis, view.median_ms, spread, labels, fmt.num), view.median_ms),
+        "bandwidth": (bandwidth_figure(view.axis, view.gb_per_s, labels, fmt.num), view.gb_per_s),
+    }
+    columns = st.columns(2, gap="large")
+    for column, (name, (fig, values)) in zip(columns, figures.items(), strict=True):
+        with column:
+            st.markdown(f"**{tr(f'speed.{name}_heading')}**")
+            chart(
+                readable(fig),
+                key=name,
+                title=tr(f"speed.{name}_chart"),
+                words=_words(view, tr, *(f"{name}_{t}" for t in techniques)),
+                table={"shape": shapes, **values},
+                headers={"shape": shape_header, **names},
+                lang=tr.lang,
+                file_name=f"normlab-speed-{name}.csv",
+            )
 
 
 def show_headlines(view: SpeedView, tr: Translator) -> None:
