@@ -9,7 +9,14 @@ import pytest
 
 from core import layer_norm, rms_norm
 from core.inputs import gain_vector, make_input
-from tests.apptest_util import figures, open_app, open_page_alone, open_share, trace
+from tests.apptest_util import (
+    assert_claims_shown,
+    figures,
+    open_app,
+    open_page_alone,
+    open_share,
+    trace,
+)
 
 
 def outputs(at) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -356,14 +363,14 @@ CLAIM_LINKS = [
     {"d": "16", "dist": "constant", "scale": "0", "offset": "0.1", "eps": "0", "backend": "torch",
      "dtype": "float32"},
     {"d": "64", "backend": "torch", "dtype": "bfloat16", "offset": "3"},
+    # eps is negligible against mean(x²) = 24.74, not against Var(x) = 0.0077: LayerNorm's only.
+    {"eps": "0.001", "scale": "0.1", "offset": "5"},
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])
 @pytest.mark.parametrize("link", CLAIM_LINKS, ids=lambda link: "&".join(link) or "default")
 def test_the_page_shows_exactly_the_sentences_the_core_chose(link: dict, lang: str) -> None:
-    from tests.apptest_util import assert_claims_shown
-
     at = open_app(lang=lang, **link)
     assert not at.exception
     assert_claims_shown(at, core_view(**link).claims, lang)
@@ -472,3 +479,15 @@ def test_every_figure_passes_plotly_validation(link: dict) -> None:
         built.append(sphere_figure(s.plane, s.circle, s.sphere, (s.point, s.rms, s.layer), names))
     for fig in built:
         go.Figure(fig.to_dict())  # raises ValueError on any invalid property
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_eps_named_against_the_moment_it_is_not_negligible_to(lang: str) -> None:
+    """mean(x²) = 24.74 dwarfs ε = 0.001 (RMSNorm's radius × 0.99998), Var(x) = 0.0077 does not."""
+    link = {"eps": "0.001", "scale": "0.1", "offset": "5"}
+    claim = core_view(**link).claims["plane_eps"]
+    assert claim.key == "explorer.plane_eps_visible_layer"
+    assert claim.fields["f_rms_pct"] > 0.9999 > 0.99 > claim.fields["f_layer_pct"]
+    at = open_app(lang=lang, **link)
+    assert not at.exception
+    assert_claims_shown(at, {"plane_eps": claim}, lang)

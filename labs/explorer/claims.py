@@ -344,10 +344,13 @@ def _plane_points(facts: Facts) -> dict[str, Claim]:
 def _eps_claim(u: Units, eps: float, radius: float, gain: float) -> Claim:
     """Whether eps alone pulls the normalised vectors visibly inside the circle."""
     f_rms, f_layer = _shrink(u.rms, u.den_full), _shrink(u.std, u.den_layer)
+    # mean(x²) = Var(x) + mean², so eps is negligible against the variance only if against both;
+    # against mean(x²) alone, it pulls in LayerNorm's point only.
+    rms_on = at_least(f_rms, 1.0 - RADIUS_TOL)
     return pick(
-        at_least(min(f_rms, f_layer), 1.0 - RADIUS_TOL),
+        at_least(f_layer, 1.0 - RADIUS_TOL) if rms_on else False,
         "explorer.plane_eps_negligible",
-        "explorer.plane_eps_visible",
+        "explorer.plane_eps_visible_layer" if rms_on else "explorer.plane_eps_visible",
         eps=eps,
         ms=u.ms,
         var=u.var,

@@ -582,7 +582,11 @@ def check_plane_eps(state: dict, claim) -> None:
     _near(f["radius"], math.sqrt(r.d) * abs(r.g_plane), rtol=1e-12, what="radius")
     assert f["gain"] == r.g_plane  # the g the sentence's √d·|g| names
     assert f["eps"] == r.eps
-    _decided(claim.key.endswith("visible"), min(f_rms, f_layer), 1 - 1e-3, "negligible")
+    # Each norm's radius is named as pulled in or not: RMSNorm's by mean(x²), LayerNorm's by Var(x).
+    rms_in = claim.key == "explorer.plane_eps_visible"
+    layer_in = claim.key != "explorer.plane_eps_negligible"
+    _decided(rms_in, f_rms, 1 - 1e-3, "negligible against mean(x²)")
+    _decided(layer_in, f_layer, 1 - 1e-3, "negligible against Var(x)")
 
 
 def check_sphere(state: dict, claim) -> None:
@@ -743,6 +747,7 @@ CHECKS = {
                                                           "layer_flat_dtype")},
     "explorer.plane_eps_negligible": check_plane_eps,
     "explorer.plane_eps_visible": check_plane_eps,
+    "explorer.plane_eps_visible_layer": check_plane_eps,
     "explorer.sphere_caption": check_sphere,
     "explorer.partial_close": check_partial,
     "explorer.partial_far": check_partial,
