@@ -105,9 +105,9 @@ class Knobs:
     kind: str
     preset: Preset | None
     eps: float | None  # given explicitly, else None (the preset's or the default, per dtype)
-    placement: str
-    reduction: str | None  # None (the input's dtype), "opmath" or a dtype name
-    gain: str
+    eps_placement: str
+    reduction_dtype: str | None  # None (the input's dtype), "opmath" or a dtype name
+    gain_mode: str
     cast: str
     partial: float
     device: str | None
@@ -118,7 +118,7 @@ class Knobs:
         if p is None:
             return False
         own = (p.eps_placement, p.reduction_dtype, p.gain_mode, p.cast)
-        return (self.placement, self.reduction, self.gain, self.cast) == own
+        return (self.eps_placement, self.reduction_dtype, self.gain_mode, self.cast) == own
 
 
 @dataclass
@@ -127,7 +127,7 @@ class Call:
 
     knobs: Knobs
     in_dtype: str
-    red: str  # the reduction dtype
+    reduction_dtype: str  # the reduction dtype, resolved for the input
     d: int
     ops: Any = None  # _backend.NumpyOps or TorchOps
     x: Any = None  # on the compute backend, in the input dtype
@@ -160,9 +160,9 @@ def resolve(kind: str, s: Settings) -> Knobs:
         kind=kind,
         preset=p,
         eps=_check_eps(s.eps) if s.eps is not None else None,
-        placement=knob("eps_placement", s.eps_placement, EPS_PLACEMENTS, "inside"),
-        reduction=knob("reduction_dtype", s.reduction_dtype, REDUCTION_DTYPES, None),
-        gain=knob("gain_mode", s.gain_mode, GAIN_MODES, "direct"),
+        eps_placement=knob("eps_placement", s.eps_placement, EPS_PLACEMENTS, "inside"),
+        reduction_dtype=knob("reduction_dtype", s.reduction_dtype, REDUCTION_DTYPES, None),
+        gain_mode=knob("gain_mode", s.gain_mode, GAIN_MODES, "direct"),
         cast=knob("cast", s.cast, CASTS, "after"),
         partial=_check_partial(s.partial),
         device=resolve_device(s.device) if s.device is not None else None,
@@ -200,7 +200,7 @@ def _check_partial(partial: Any) -> float:
 def prepare(knobs: Knobs, x: Any, weight: Any, bias: Any) -> Call:
     """Validate the input, choose the backend and dtypes, place every array, resolve eps and k."""
     x_np, in_dtype, d = _read_x(x)
-    call = Call(knobs, in_dtype=in_dtype, red=_reduction_dtype(knobs.reduction, in_dtype), d=d)
+    call = Call(knobs, in_dtype, _reduction_dtype(knobs.reduction_dtype, in_dtype), d)
     _place(call, x, x_np, weight, bias)
     call.weight = _param(weight, "weight", call)
     call.bias = _param(bias, "bias", call)
@@ -240,14 +240,14 @@ def _place(call: Call, x: Any, x_np: np.ndarray | None, weight: Any, bias: Any) 
     """Compute on numpy, or on torch when a tensor, a device or a half reduction asks for it."""
     knobs = call.knobs
     any_torch = any(_backend.is_torch(a) for a in (x, weight, bias))
-    half = call.red in _backend.HALF_NAMES
+    half = call.reduction_dtype in _backend.HALF_NAMES
     if not (knobs.device is not None or any_torch or half):
         call.ops, call.x = _backend.NumpyOps(), x_np
         return
     if not torch_available():
         raise ValueError(
-            f"reduction_dtype {call.red!r} needs torch (numpy has no bfloat16 and no float32-"
-            "accumulating float16 sum), which is not installed"
+            f"reduction_dtype {call.reduction_dtype!r} needs torch (numpy has no bfloat16 and no "
+            "float32-accumulating float16 sum), which is not installed"
         )
     call.ops = _backend.TorchOps()
     call.return_torch = x_np is None or knobs.device is not None
@@ -257,7 +257,7 @@ def _place(call: Call, x: Any, x_np: np.ndarray | None, weight: Any, bias: Any) 
     on = next((a.device for a in (weight, bias) if _backend.is_torch(a)), "cpu")
     call.x = call.ops.torch.from_numpy(np.ascontiguousarray(x_np)).to(knobs.device or on)
     if not any_torch and knobs.device is None:
-        call.say("numpy_half_reduction", dtype=call.red)
+        call.say("numpy_half_reduction", dtype=call.reduction_dtype)
 
 
 def _as_numpy(x: Any, name: str, dtype: Any = None) -> np.ndarray:
@@ -307,8 +307,8 @@ def _resolve_eps(call: Call) -> float:
         call.say("eps_preset", eps=p.eps, preset=p.name)
         return p.eps
     if p is not None:
-        value = call.ops.finfo_eps(call.red)
-        call.say("eps_finfo", dtype=call.red, eps=value, preset=p.name)
+        value = call.ops.finfo_eps(call.reduction_dtype)
+        call.say("eps_finfo", dtype=call.reduction_dtype, eps=value, preset=p.name)
         return value
     value = DEFAULT_RMS_EPS if knobs.kind == "rms" else DEFAULT_LAYER_EPS
     call.say(f"eps_default_{knobs.kind}", eps=value)

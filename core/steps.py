@@ -142,7 +142,7 @@ def _upstream_kernel(call: Call) -> Any:
     kernel = knobs.preset.kernel if knobs.preset is not None else None
     if kernel is None or not knobs.is_presets_own() or ops.name != "torch" or call.k != call.d:
         return None
-    x = call.x if knobs.reduction == "opmath" else ops.cast(call.x, call.red)
+    x = call.x if knobs.reduction_dtype == "opmath" else ops.cast(call.x, call.reduction_dtype)
     if not all(_kernel_takes(ops, x, p, call.d) for p in (call.weight, call.bias)):
         return None
     functional = ops.torch.nn.functional
@@ -154,7 +154,7 @@ def _upstream_kernel(call: Call) -> Any:
         y = functional.layer_norm(x, (call.d,), call.weight, call.bias, call.eps)
     if not ops.all_finite(y):
         return None
-    call.say("kernel_used", preset=knobs.preset.name, kernel=kernel, dtype=call.red)
+    call.say("kernel_used", preset=knobs.preset.name, kernel=kernel, dtype=call.reduction_dtype)
     return ops.cast(y, call.in_dtype)
 
 
@@ -174,11 +174,11 @@ def _kernel_takes(ops: Any, x: Any, p: Any, d: int) -> bool:
 def _statistic(call: Call) -> _Statistic:
     """x in the reduction dtype, centred for LayerNorm, reduced to what the denominator needs."""
     ops, kind = call.ops, call.knobs.kind
-    xr = ops.cast(call.x, call.red)
+    xr = ops.cast(call.x, call.reduction_dtype)
     mu = ops.mean_last(xr) if kind == "layer" else None  # (..., d) -> (..., 1)
     centred = xr if mu is None else xr - mu
     used = centred if call.k == call.d else centred[..., : call.k]
-    if call.knobs.placement == "inside":
+    if call.knobs.eps_placement == "inside":
         stat = _Statistic(centred, mu, second=ops.mean_last(ops.square(used)), norm=None)
     else:
         stat = _Statistic(centred, mu, second=None, norm=ops.norm_last(used))
@@ -188,9 +188,9 @@ def _statistic(call: Call) -> _Statistic:
         if not ops.all_finite(call.x):
             raise ValueError("x must be finite (found NaN or Inf)")
         code = _overflow_code(call, used, mu)
-        fields = {"dtype": call.red}
+        fields = {"dtype": call.reduction_dtype}
         if code.startswith("overflow_norm"):
-            fields["accumulator"] = _backend.opmath(call.red)
+            fields["accumulator"] = _backend.opmath(call.reduction_dtype)
         call.say(code, warn=True, **fields)
     return stat
 
@@ -198,15 +198,15 @@ def _statistic(call: Call) -> _Statistic:
 def _overflow_code(call: Call, used: Any, mu: Any) -> str:
     """Which step overflowed, found by redoing it in the dtype the reduction used: the mean
     (LayerNorm), a single square, their sum, or (for a norm) its rounding to a half dtype."""
-    ops, kind = call.ops, call.knobs.kind
+    ops, kind, dtype = call.ops, call.knobs.kind, call.reduction_dtype
     if mu is not None and not ops.all_finite(mu):
         return "overflow_mean_layer"
-    # x.norm() of a half x accumulates in float32; the mean-square path squares in red itself.
-    accumulator = call.red if call.knobs.placement == "inside" else _backend.opmath(call.red)
+    # x.norm() of a half x accumulates in float32; the mean-square path squares in dtype itself.
+    accumulator = dtype if call.knobs.eps_placement == "inside" else _backend.opmath(dtype)
     wide = ops.cast(used, accumulator)
     if not ops.all_finite(ops.square(wide)):
         return f"overflow_square_{kind}"
-    if call.knobs.placement == "inside" or not ops.all_finite(ops.norm_last(wide)):
+    if call.knobs.eps_placement == "inside" or not ops.all_finite(ops.norm_last(wide)):
         return f"overflow_sum_{kind}"
     return f"overflow_norm_{kind}"
 
@@ -217,13 +217,13 @@ def _overflow_code(call: Call, used: Any, mu: Any) -> str:
 def _denominator(call: Call, stat: _Statistic) -> tuple[Any, Any]:
     """(xhat, the per-row denominator): eps inside the root, outside it, or as a floor on the
     norm; the outside and clamp forms in the order their upstream code computes them."""
-    ops, placement, k = call.ops, call.knobs.placement, call.k
+    ops, placement, k = call.ops, call.knobs.eps_placement, call.k
     if placement == "inside":
         shifted = stat.second + call.eps  # (..., 1)
         inv = ops.rsqrt(shifted)
         if call.knobs.cast == "t5":
             # T5 multiplies the un-cast x by the float32 rsqrt: type promotion picks the dtype.
-            wide = _backend.promote(call.in_dtype, call.red)
+            wide = _backend.promote(call.in_dtype, call.reduction_dtype)
             xhat = ops.cast(call.x, wide) * ops.cast(inv, wide)
         else:
             xhat = stat.centred * inv
@@ -251,7 +251,7 @@ def _zero_convention(call: Call, zero: Any, centred: Any, xhat: Any) -> Any:
         if call.eps == 0.0:
             call.say(code, warn=True)
         else:
-            call.say(f"{code}_eps_lost", warn=True, eps=call.eps, dtype=call.red)
+            call.say(f"{code}_eps_lost", warn=True, eps=call.eps, dtype=call.reduction_dtype)
     if not ops.all_finite(xhat):
         call.say("zero_stat_inf", warn=True)
     return xhat
@@ -265,18 +265,18 @@ def _gain_and_cast(call: Call, xhat: Any) -> Any:
     ops, w, b, in_dtype = call.ops, call.weight, call.bias, call.in_dtype
     rule = call.knobs.cast
     if rule == "after":
-        y = _gain(xhat, w, call.knobs.gain, ops.dtype_name(xhat), ops)
+        y = _gain(xhat, w, call.knobs.gain_mode, ops.dtype_name(xhat), ops)
         y = y if b is None else y + ops.cast(b, ops.dtype_name(y))
         return ops.cast(y, in_dtype)
     if rule == "promote":
-        y = _gain(xhat, w, call.knobs.gain, None, ops)
+        y = _gain(xhat, w, call.knobs.gain_mode, None, ops)
         return ops.cast(y if b is None else y + b, in_dtype)
     if rule == "before":
         y = ops.cast(xhat, in_dtype)
     else:  # "t5": cast to the weight's dtype only when that is half
         w_half = w is not None and ops.dtype_name(w) in _backend.HALF_NAMES
         y = ops.cast(xhat, ops.dtype_name(w)) if w_half else xhat
-    y = _gain(y, w, call.knobs.gain, None, ops)
+    y = _gain(y, w, call.knobs.gain_mode, None, ops)
     return y if b is None else y + b
 
 
@@ -323,9 +323,9 @@ def _report(call: Call, stat: _Statistic, denominator: Any, y: Any) -> NormRepor
         "kind": knobs.kind,
         "preset": knobs.preset.name if knobs.preset else None,
         "eps": call.eps,
-        "eps_placement": knobs.placement,
-        "reduction_dtype": call.red,
-        "gain_mode": knobs.gain,
+        "eps_placement": knobs.eps_placement,
+        "reduction_dtype": call.reduction_dtype,
+        "gain_mode": knobs.gain_mode,
         "cast": knobs.cast,
         "partial": knobs.partial,
         "partial_size": call.k,
@@ -366,9 +366,9 @@ def _x_hat(call: Call, x64: np.ndarray) -> np.ndarray:
     else:
         centred = x64
     rms = unit * np.sqrt(np.mean(scaled**2, axis=-1, keepdims=True))  # no eps: (..., 1)
-    if knobs.placement == "inside":
+    if knobs.eps_placement == "inside":
         den = np.hypot(rms, math.sqrt(call.eps))  # $\sqrt{\mathrm{RMS}^2 + \epsilon}$
-    elif knobs.placement == "outside":
+    elif knobs.eps_placement == "outside":
         den = rms + call.eps
     else:
         root_k = math.sqrt(k)
