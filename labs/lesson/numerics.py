@@ -12,6 +12,7 @@ import numpy as np
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER
 from core.inputs import make_input
 from core.jacobian import layer_norm_jacobian, rms_norm_jacobian
+from core.knobs import EPS_PLACEMENTS
 from core.norms import rms_norm
 from core.stats import vector_stats
 from labkit.claims import pick
@@ -33,7 +34,6 @@ from labs.residual.model import residual_view
 TINY_SCALE = 1e-3
 # Input RMS values for the eps-placement curves: from far below sqrt(eps) to far above it.
 EPS_CURVE_SCALES = np.logspace(-5, 1, 121)
-EPS_PLACEMENTS = ("inside", "outside", "clamp")
 # A relative difference of output RMS above this is one a reader would notice in a plot.
 VISIBLE_CHANGE = 0.01
 

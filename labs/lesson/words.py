@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.knobs import EPS_PLACEMENTS
 from labkit.chart_words import lines_words, pair_words, point_words, series_words
 from labkit.claims import Claim
 
@@ -24,7 +25,6 @@ PAIRS = {
 }
 # The changes the scales step draws, one row of panels each, by their prefix in ``arrays``.
 SCALE_CHANGES = ("neg", "coord")
-EPS_PLACEMENTS = ("inside", "outside", "clamp")
 
 
 def moves(arrays: dict[str, np.ndarray], norm: str, prefix: str = "") -> np.ndarray:
