@@ -81,6 +81,8 @@ def _config_eps(default_of: str) -> str:
     )
 
 
+# An upstream that casts nothing: x's dtype throughout, the weight's dtype by type promotion.
+_UNCAST = {"reduction_dtype": None, "cast": "before"}
 _ALL = (
     Preset(
         name="torch",
@@ -173,8 +175,7 @@ _ALL = (
         title="RMSNorm paper's PyTorch code (rmsnorm_torch.py)",
         eps=PAPER_EPS,
         eps_placement="outside",
-        reduction_dtype=None,
-        cast="before",
+        **_UNCAST,
         formula=r"y = g \odot \frac{x}{\lVert x \rVert_2 / \sqrt{d} + \epsilon}",
         source="bzhangGo/rmsnorm: rmsnorm_torch.py: RMSNorm",
         notes=(
@@ -190,8 +191,7 @@ _ALL = (
         title="x-transformers (RMSNorm via F.normalize)",
         eps=NORMALIZE_EPS,
         eps_placement="clamp",
-        reduction_dtype=None,
-        cast="before",
+        **_UNCAST,
         formula=r"y = g \odot \sqrt{d}\,\frac{x}{\max(\lVert x \rVert_2,\ \epsilon)}",
         source="lucidrains/x-transformers: x_transformers/x_transformers.py: RMSNorm",
         notes=(
