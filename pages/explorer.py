@@ -402,6 +402,11 @@ def messages(tr: Translator, view: ExplorerView) -> None:
     if view.dtype != view.dtype_asked:
         limit = dtype_max(view.dtype_asked)
         st.warning(tr("explorer.dtype_overflow", dtype=view.dtype_asked, limit=limit))
+    # The link keeps torch's settings for when torch is picked; under numpy they are not drawn.
+    for key in ("device", "dtype") if view.backend == "numpy" and torch_available() else ():
+        value, problem = P[key].parse(st.query_params.get(key, P[key].default))
+        if value != P[key].default and problem is None:
+            st.info(tr("explorer.torch_only", setting=f"`{key}={value}`"))
     for alert in view.alerts:
         st.warning(tr.message(alert))
     if view.notes:

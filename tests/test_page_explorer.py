@@ -17,6 +17,7 @@ from tests.apptest_util import (
     open_share,
     trace,
 )
+from ui.i18n import t
 
 
 def outputs(at) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -491,3 +492,15 @@ def test_eps_named_against_the_moment_it_is_not_negligible_to(lang: str) -> None
     at = open_app(lang=lang, **link)
     assert not at.exception
     assert_claims_shown(at, {"plane_eps": claim}, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_a_torch_setting_under_numpy_is_named_not_silently_dropped(lang: str) -> None:
+    """``dtype=float16`` with the numpy backend: the page computes float64 and says so, and the
+    link keeps the setting for when the visitor picks torch."""
+    at = open_app(lang=lang, dtype="float16")
+    assert not at.exception
+    notice = t("explorer.torch_only", lang, setting="`dtype=float16`")
+    assert [i.value for i in at.info if "float16" in i.value] == [notice]
+    assert at.query_params["dtype"] == "float16"
+    assert not [i for i in open_app(lang=lang).info if "backend=torch" in i.value]
