@@ -88,12 +88,6 @@ def formulas(tr: Translator) -> None:
     st.latex(fmt.stacked(LAYER_JACOBIAN_FORMULA))
 
 
-def _words(view: BackwardView, tr: Translator, chart_key: str) -> str:
-    """A chart's summary: its words, and a count of values it cannot draw where there are any."""
-    slots = (f"{chart_key}_words", f"{chart_key}_not_finite")
-    return " ".join(tr.claim(view.claims[s]) for s in slots if s in view.claims)
-
-
 def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None:
     lesson = view.lesson
     d = lesson.x.shape[-1]
@@ -103,7 +97,7 @@ def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
         readable(jacobian_figure(lesson.jacobian_rms, lesson.jacobian_layer, names)),
         key="jacobians",
         title=tr("backward.heatmap_chart"),
-        words=_words(view, tr, "heatmap"),
+        words=tr.chart_words(view.claims, "heatmap"),
         more=tr.claim(view.claims["heatmap"]),
         table={
             "row": rows,
@@ -120,7 +114,7 @@ def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
         readable(spectrum_figure(lesson.eig_rms, lesson.eig_layer, names)),
         key="spectrum",
         title=tr("backward.spectrum_chart"),
-        words=_words(view, tr, "spectrum"),
+        words=tr.chart_words(view.claims, "spectrum"),
         table={"k": np.arange(1, d + 1), "rms": lesson.eig_rms, "layer": lesson.eig_layer},
         headers={"k": "k", "rms": names["rms"], "layer": names["layer"]},
         lang=tr.lang,
@@ -149,7 +143,7 @@ def gradients(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
             readable(gradient_figure(lesson.upstream, lesson.grad_rms, lesson.grad_layer, names)),
             key="gradients",
             title=tr("backward.gradient_chart"),
-            words=_words(view, tr, "gradient"),
+            words=tr.chart_words(view.claims, "gradient"),
             table={
                 "i": np.arange(lesson.x.shape[-1]),
                 "upstream": lesson.upstream,

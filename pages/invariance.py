@@ -98,7 +98,7 @@ def case_section(lab: InvarianceLab, tr: Translator) -> None:
         readable(before_after_figure(case.pre, case.outputs["rms"], case.outputs["layer"], names)),
         key="before_after",
         title=tr("invariance.before_after_chart"),
-        words=_words(lab, tr, "before_after"),
+        words=tr.chart_words(lab.claims, "before_after"),
         more=" ".join(tr.claim(lab.claims[s]) for s in ("case_intro", "case_rms", "case_layer")),
         table=columns,
         headers=headers,
@@ -158,7 +158,7 @@ def sweep_section(lab: InvarianceLab, tr: Translator) -> None:
         readable(sweep_figure(sweep, names)),
         key="sweep",
         title=tr("invariance.sweep_chart"),
-        words=_words(lab, tr, "sweep"),
+        words=tr.chart_words(lab.claims, "sweep"),
         more=" ".join(tr.claim(lab.claims[s]) for s in ("sweep_layer", "sweep_rms", "sweep_limit")),
         table={
             "c": sweep["offsets"],
@@ -175,12 +175,6 @@ def sweep_section(lab: InvarianceLab, tr: Translator) -> None:
         lang=tr.lang,
         file_name="normlab-invariance-sweep.csv",
     )
-
-
-def _words(lab: InvarianceLab, tr: Translator, chart_key: str) -> str:
-    """A chart's summary: its words, and a count of values it cannot draw where there are any."""
-    slots = (f"{chart_key}_words", f"{chart_key}_not_finite")
-    return " ".join(tr.claim(lab.claims[s]) for s in slots if s in lab.claims)
 
 
 def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
@@ -211,7 +205,7 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
         readable(figure),
         key="collapse",
         title=tr("invariance.collapse_chart"),
-        words=_words(lab, tr, "collapse"),
+        words=tr.chart_words(lab.claims, "collapse"),
         more=tr.claim(lab.claims["collapse"]),
         table={"c": s.offsets, **series, "slope": np.asarray(slope, dtype=float)},
         headers={"c": "c", **{k: fig_labels[k] for k in (*series, "slope")}},
@@ -235,7 +229,7 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
         readable(pair_figure(s.pair_rms, s.pair_layer, pair_labels)),
         key="pair",
         title=tr("invariance.pair_chart"),
-        words=_words(lab, tr, "pair"),
+        words=tr.chart_words(lab.claims, "pair"),
         more=tr.claim(lab.claims["pair"]),
         table=pair_table,
         headers=pair_headers,

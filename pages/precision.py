@@ -92,12 +92,6 @@ def axis_labels(tr: Translator, view: PrecisionView) -> dict[str, str]:
     }
 
 
-def _words(view: PrecisionView, tr: Translator, chart_key: str) -> str:
-    """A chart's summary: its words, and a count of values it cannot draw where there are any."""
-    slots = (f"{chart_key}_words", f"{chart_key}_not_finite")
-    return " ".join(tr.claim(view.claims[s]) for s in slots if s in view.claims)
-
-
 def eps_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -> None:
     st.subheader(tr("precision.eps_heading"))
     left, right = st.columns(2)
@@ -118,7 +112,7 @@ def eps_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -> 
         ),
         key="norm_sweep",
         title=tr("precision.norm_chart"),
-        words=_words(view, tr, "norm"),
+        words=tr.chart_words(view.claims, "norm"),
         more=tr.claim(view.claims["norm_caption"]),
         table=table,
         headers=headers,
@@ -141,7 +135,7 @@ def matched_section(view: PrecisionView, tr: Translator, labels: dict[str, str])
         ),
         key="matched",
         title=tr("precision.matched_chart"),
-        words=_words(view, tr, "matched"),
+        words=tr.chart_words(view.claims, "matched"),
         table={"scale": SWEEP_SCALES, **view.matched},
         headers={"scale": labels["scale"], **names},
         lang=tr.lang,
@@ -180,7 +174,7 @@ def dtype_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -
         readable(error_vs_scale_figure(SWEEP_SCALES, view.errors, shown, view.scale, labels)),
         key="error_sweep",
         title=tr("precision.error_chart"),
-        words=_words(view, tr, "error"),
+        words=tr.chart_words(view.claims, "error"),
         table={"scale": SWEEP_SCALES, **view.errors},
         headers={"scale": labels["scale"]},
         lang=tr.lang,
@@ -207,7 +201,7 @@ def drift_section(view: PrecisionView, tr: Translator) -> None:
         readable(running_sum_figure(view.sums, FLOAT16_MAX, labels)),
         key="running_sum",
         title=tr("precision.drift_chart"),
-        words=_words(view, tr, "drift"),
+        words=tr.chart_words(view.claims, "drift"),
         more=tr.claim(view.claims["drift_caption"]),
         table={"i": np.arange(1, view.d + 1), **view.sums},
         headers={"i": labels["index"]},

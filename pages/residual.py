@@ -152,13 +152,6 @@ def reading_table(view: ResidualView, tr: Translator, names: dict[str, str]) -> 
     return frame
 
 
-def words(claims: dict, tr: Translator, *charts: str) -> str:
-    """Charts' summaries: each one's words, and a count of the values it cannot draw where
-    there are any."""
-    slots = [f"{c}_{part}" for c in charts for part in ("words", "not_finite")]
-    return " ".join(tr.claim(claims[s]) for s in slots if s in claims)
-
-
 def panels_table(layers, readings, panels, titles, norms) -> tuple[dict, dict[str, str]]:
     """A figure of panels as a table: the layer l, then each panel's reading of each model."""
     table: dict = {"l": np.asarray(layers)}
@@ -190,7 +183,7 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int) -> None:
         readable(layers_figure(view.layers, view.readings, PANELS, titles)),
         key="layers_figure",
         title=tr("residual.figure_chart"),
-        words=words(view.claims, tr, "figure_stream_mean", "figure_input_cos_ones"),
+        words=tr.chart_words(view.claims, "figure_stream_mean", "figure_input_cos_ones"),
         more=f"{claims['offset']} {claims['length']}",
         table=table,
         headers=headers,
@@ -272,7 +265,7 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
         ),
         key="trained_figure",
         title=tr("residual.trained_figure_chart"),
-        words=words(view.claims, tr, "trained_figure", "trained_figure_none"),
+        words=tr.chart_words(view.claims, "trained_figure", "trained_figure_none"),
         table=table,
         headers=headers,
         lang=tr.lang,
@@ -289,7 +282,7 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
         readable(coordinates_figure(view.relative_magnitude, TRAINED_NORMS, names)),
         key="coordinates_figure",
         title=tr("residual.coordinates_chart"),
-        words=words(view.claims, tr, "coordinates"),
+        words=tr.chart_words(view.claims, "coordinates"),
         table={
             "l": layer_of,
             "i": coordinate_of,

@@ -184,12 +184,6 @@ def show_notes(view: SpeedView, tr: Translator) -> None:
     st.caption(tr("speed.run_info", **vars(view.run)))
 
 
-def _words(view: SpeedView, tr: Translator, *charts: str) -> str:
-    """A chart's summary: its words (per technique), and a count of values it cannot draw."""
-    slots = [f"{c}_{slot}" for c in charts for slot in ("words", "not_finite")]
-    return " ".join(tr.claim(view.claims[s]) for s in slots if s in view.claims)
-
-
 def show_figures(view: SpeedView, tr: Translator) -> None:
     names = kernel_names(tr, view.run.labels)
     labels = {
@@ -214,7 +208,7 @@ def show_figures(view: SpeedView, tr: Translator) -> None:
                 readable(fig),
                 key=name,
                 title=tr(f"speed.{name}_chart"),
-                words=_words(view, tr, *(f"{name}_{t}" for t in techniques)),
+                words=tr.chart_words(view.claims, *(f"{name}_{t}" for t in techniques)),
                 table={"shape": shapes, **values},
                 headers={"shape": shape_header, **names},
                 lang=tr.lang,
@@ -251,7 +245,7 @@ def show_partial(view: SpeedView, tr: Translator) -> None:
         readable(partial_figure(ps, ratio, spread, error, labels, fmt.pct)),
         key="partial",
         title=tr("speed.partial_chart"),
-        words=_words(view, tr, "partial_chart"),
+        words=tr.chart_words(view.claims, "partial_chart"),
         table={"p": [fmt.pct(p, lang=tr.lang) for p in PARTIALS], "ratio": ratio, "error": error},
         headers={"p": "p", **labels},
         lang=tr.lang,

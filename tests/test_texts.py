@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ui.i18n import LANGUAGES, TEXT_DIR, catalogue, language_from_locale, t
+from labkit.claims import Claim
+from ui.i18n import LANGUAGES, TEXT_DIR, Translator, catalogue, language_from_locale, t
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = sorted(catalogue())
@@ -67,6 +68,16 @@ def test_lookup_substitutes_fields_and_falls_back_to_english() -> None:
     assert t("common.param_above", "id", key="d", raw="`9`", limit="8") == (
         "Parameter tautan `d`: `9` melebihi batas atas; memakai batas atas, 8."
     )
+
+
+def test_chart_words_are_each_chart_s_words_then_its_count_of_values_not_drawn() -> None:
+    no_finite = Claim("charts.no_finite", {"total": 4})
+    not_finite = Claim("charts.not_finite", {"count": 1, "total": 4})
+    claims = {"b_words": no_finite, "a_not_finite": not_finite, "a_words": no_finite}
+    tr = Translator("en")
+    said = [tr.claim(no_finite), tr.claim(not_finite), tr.claim(no_finite)]
+    assert tr.chart_words(claims, "a", "b") == " ".join(said)
+    assert tr.chart_words(claims, "c") == ""  # no such chart
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,8 @@ def _render(key: str, lang: str, values: Mapping[str, Any], noise: Any) -> str:
 
 
 class Translator:
-    """Texts in one language: ``tr(key, **values)``, ``tr.claim(c)``, ``tr.message(m)``."""
+    """Texts in one language: ``tr(key, **values)``, ``tr.claim(c)``, ``tr.chart_words(claims,
+    chart)``, ``tr.message(m)``."""
 
     def __init__(self, lang: str) -> None:
         self.lang = lang if lang in LANGUAGES else DEFAULT_LANGUAGE
@@ -107,6 +108,12 @@ class Translator:
         if not is_claim(claim.key):
             raise ValueError(f"{claim.key} is not marked claim = true in its text file")
         return _render(claim.key, self.lang, claim.fields, claim.noise)
+
+    def chart_words(self, claims: Mapping[str, Claim], *charts: str) -> str:
+        """Charts' summaries from the claims a view chose: each chart's words (``<chart>_words``)
+        and the count of the values it cannot draw (``<chart>_not_finite``), where there are."""
+        slots = [f"{chart}_{part}" for chart in charts for part in ("words", "not_finite")]
+        return " ".join(self.claim(claims[s]) for s in slots if s in claims)
 
     def message(self, message: Message) -> str:
         """A core note or warning, by its code."""

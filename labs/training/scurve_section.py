@@ -129,12 +129,11 @@ def r2_chart(view: ScurveView, claims: dict[str, str], tr: Translator) -> None:
         for i, form in enumerate(FIT_FORMS):
             table[f"{norm}_{i}"] = r2[norm][form]
             headers[f"{norm}_{i}"] = trace_name(NORM_NAMES[norm], form)
-    words = " ".join(claims[s] for s in ("r2_words", "r2_not_finite") if s in claims)
     chart(
         readable(r2_figure(layers, r2, names)),
         key="scurve_r2",
         title=tr("scurve.r2_chart"),
-        words=words,
+        words=tr.chart_words(view.claims, "r2"),
         table=table,
         headers=headers,
         lang=tr.lang,
