@@ -278,14 +278,21 @@ def formulas(tr: Translator, view: ExplorerView, eps: float) -> None:
     """RMSNorm first, then LayerNorm, each labelled, each with today's numbers."""
     st.subheader(tr("explorer.formulas_heading"))
     u, e = view.units, fmt.tex(eps)
+    apart = not view.same_denominators  # then the dtype's denominator follows in brackets
+
+    def root(moment: float, exact: float, computed: float) -> str:
+        dtype = rf"\quad(\mathrm{{{view.dtype}}}:\ {fmt.tex(computed)})" if apart else ""
+        return rf"\sqrt{{{fmt.tex(moment)} + {e}}} = {fmt.tex(exact)}{dtype}"
+
     st.markdown(tr("explorer.formula_rms"))
-    st.latex(_lines(RMS_FORMULA, rf"\sqrt{{{fmt.tex(u.ms_k)} + {e}}} = {fmt.tex(view.rms_stat)}"))
+    st.latex(_lines(RMS_FORMULA, root(u.ms_k, u.den_k, view.rms_stat)))
     if u.k < view.d:
         st.caption(tr("explorer.formula_partial", k=u.k, d=view.d))
     st.markdown(tr("explorer.formula_layer"))
-    mean = fmt.tex(u.mean, noise=u.mean_noise)
-    numbers = rf"\mu = {mean},\quad \sqrt{{{fmt.tex(u.var)} + {e}}} = {fmt.tex(view.layer_stat)}"
-    st.latex(_lines(LAYER_FORMULA, numbers))
+    mean = rf"\mu = {fmt.tex(u.mean, noise=u.mean_noise)},\quad "
+    st.latex(_lines(LAYER_FORMULA, mean + root(u.var, u.den_layer, view.layer_stat)))
+    if apart:
+        st.caption(tr("explorer.formula_dtype", dtype=view.dtype))
 
 
 def _lines(*rows: str) -> str:

@@ -17,6 +17,7 @@ from tests.apptest_util import (
     open_share,
     trace,
 )
+from ui import fmt
 from ui.i18n import t
 
 
@@ -504,3 +505,38 @@ def test_a_torch_setting_under_numpy_is_named_not_silently_dropped(lang: str) ->
     assert [i.value for i in at.info if "float16" in i.value] == [notice]
     assert at.query_params["dtype"] == "float16"
     assert not [i for i in open_app(lang=lang).info if "backend=torch" in i.value]
+
+
+FORMULA_LINKS = [
+    {"backend": "torch", "dtype": "float16", "offset": "20", "scale": "1000", "d": "64",
+     "eps": "1e-8"},
+    {"backend": "torch", "dtype": "bfloat16", "d": "2", "scale": "100", "eps": "1", "seed": "4"},
+    {"backend": "torch", "dtype": "float32", "d": "8", "offset": "0.3"},
+    {"d": "16", "eps": "0.01", "partial": "0.5"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+@pytest.mark.parametrize("link", FORMULA_LINKS, ids=lambda link: link.get("dtype", "numpy"))
+def test_each_root_in_the_formulas_is_one_precision_and_says_which(link: dict, lang: str) -> None:
+    """Both sides of √(mean(x²) + ε) = … in float64, from exact sums over the x the norms saw
+    (tests.claims.explorer.Ref); a reduced dtype's denominator follows under its name, with a
+    caption (a float64 left side once stood beside a float16 ∞)."""
+    from pages.explorer import PARAMS
+    from tests.claims.explorer import Ref
+
+    state = {p.key: p.parse(link[p.key])[0] if p.key in link else p.default for p in PARAMS}
+    r = Ref({**state, "typed": None, "torch": state["backend"] == "torch"})
+    at = open_app(lang=lang, **link)
+    assert not at.exception
+    tex = lambda v: fmt.tex(v, lang=lang)  # noqa: E731
+    e = tex(r.eps)
+    blocks = [b.value for b in at.latex if r"\sqrt{" in b.value]
+    assert rf"\sqrt{{{tex(r.rms_k**2)} + {e}}} = {tex(r.den_k)}" in blocks[0]
+    assert rf"\sqrt{{{tex(r.var)} + {e}}} = {tex(r.den_layer)}" in blocks[1]
+    reduced = r.dtype != "float64"
+    assert (rf"(\mathrm{{{r.dtype}}}:\ " in blocks[0]) == reduced
+    captions = [c.value for c in at.caption]
+    assert (t("explorer.formula_dtype", lang, dtype=r.dtype) in captions) == reduced
+    if link.get("dtype") == "float16":
+        assert r"(\mathrm{float16}:\ \infty)" in blocks[0]  # mean(x²) = 8.4e5 overflows
