@@ -98,7 +98,7 @@ def controls(tr: Translator) -> dict:
     return state
 
 
-def names(tr: Translator) -> dict[str, str]:
+def figure_labels(tr: Translator) -> dict[str, str]:
     keys = ("validation", "training", "loss", "seed", "mean", "step_axis", "seconds_axis")
     return {
         **{n: tr(f"training.variant_{n}") for n in NORM_KINDS},
@@ -161,6 +161,23 @@ def seed_table(runs: Sequence[dict], labels: dict, mean: dict | None = None) -> 
     return table
 
 
+def seed_chart(
+    view: TrainingView, tr: Translator, labels: dict, fig, key: str, text: str, table: dict
+) -> None:
+    """A chart of values by seed, ``table`` its data (:func:`seed_table`): ``key`` names its
+    widget and, with dashes, its file; ``text`` its title and words."""
+    chart(
+        readable(fig),
+        key=key,
+        title=tr(f"training.{text}_chart"),
+        words=chart_words(view, tr, text),
+        table=table,
+        headers={"seed": labels["seed"], **labels},
+        lang=tr.lang,
+        file_name=f"normlab-training-{key.replace('_', '-')}.csv",
+    )
+
+
 def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     """Loss against step and against training time, side by side, and what they say."""
     left, right = st.columns(2, gap="large")
@@ -206,16 +223,8 @@ def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     # The chart draws the means as lines where a variant has several seeds.
     several = any(len(s.seeds) > 1 for s in view.norms.values())
     means = {n: s.mean_at_step for n, s in view.norms.items()} if several else None
-    chart(
-        readable(final_loss_figure(data, labels)),
-        key=f"{key}_finals",
-        title=tr("training.finals_chart"),
-        words=chart_words(view, tr, "finals"),
-        table=seed_table(seeds, labels, means),
-        headers={"seed": labels["seed"], **labels},
-        lang=tr.lang,
-        file_name=f"normlab-training-{key}-finals.csv",
-    )
+    fig = final_loss_figure(data, labels)
+    seed_chart(view, tr, labels, fig, f"{key}_finals", "finals", seed_table(seeds, labels, means))
     show_claims(view, tr, ["spread", "none", "dyt"])
 
 
@@ -237,16 +246,8 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     ]
     with left:
         st.markdown(f"**{tr('training.step_time_heading')}**")
-        chart(
-            readable(per_run_figure(step_runs, labels, y_title=tr("training.ms_axis"))),
-            key=f"{key}_step_time",
-            title=tr("training.ms_chart"),
-            words=chart_words(view, tr, "ms"),
-            table=seed_table(step_runs, labels),
-            headers={"seed": labels["seed"], **labels},
-            lang=tr.lang,
-            file_name=f"normlab-training-{key}-step-time.csv",
-        )
+        fig = per_run_figure(step_runs, labels, y_title=tr("training.ms_axis"))
+        seed_chart(view, tr, labels, fig, f"{key}_step_time", "ms", seed_table(step_runs, labels))
     with right:
         st.markdown(f"**{tr('training.share_heading')}**")
         if any(run["value"] is not None for run in share_runs):
@@ -258,16 +259,7 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
                 {**run, "value": None if run["value"] is None else 100 * run["value"]}
                 for run in share_runs
             ]
-            chart(
-                readable(fig),
-                key=f"{key}_share",
-                title=tr("training.share_chart"),
-                words=chart_words(view, tr, "share"),
-                table=seed_table(percent, labels),
-                headers={"seed": labels["seed"], **labels},
-                lang=tr.lang,
-                file_name=f"normlab-training-{key}-share.csv",
-            )
+            seed_chart(view, tr, labels, fig, f"{key}_share", "share", seed_table(percent, labels))
         else:  # a chart of axes alone: say instead why it has nothing to draw
             st.info(tr("training.share_nothing"))
     show_claims(view, tr, ["step_time", "share", "noise", "why", "paper", "machine"])
@@ -384,7 +376,7 @@ def main() -> None:
         share_box(PARAMS, tr.lang)
         return
     state = controls(tr)
-    labels = names(tr)
+    labels = figure_labels(tr)
     shipped_section(tr, labels)
     kernels_section(tr)
     placement_section(tr)
