@@ -49,15 +49,9 @@ def current_language() -> str:
     lang = _LANG.get()
     if lang is not None:
         return lang
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    import streamlit as st  # only here: ui.fmt needs no Streamlit outside a page
 
-    ctx = get_script_run_ctx(suppress_warning=True)
-    if ctx is None:
-        return DEFAULT_LANGUAGE
-    try:
-        lang = ctx.session_state["lang"]
-    except KeyError:
-        return DEFAULT_LANGUAGE
+    lang = st.session_state.get("lang", DEFAULT_LANGUAGE)
     return lang if lang in LANGUAGES else DEFAULT_LANGUAGE
 
 
