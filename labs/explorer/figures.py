@@ -50,15 +50,10 @@ def _merge(base: dict, extra: dict) -> dict:
 
 def figure(spec: dict) -> go.Figure:
     """A Plotly figure from a spec of this module (``{"data": [...], "layout": {...}}``, plain
-    dicts), without Plotly's per-property validation.
-
-    Validation costs 15-20 ms per figure on every rerun (most of the explorer's server time);
-    the dicts built here are checked once by the tests instead (tests/test_page_explorer.py
-    rebuilds every figure with validation on). The explorer draws the specs themselves
-    (``ui.chart.chart`` takes one): building the figure and copying it back to dicts, as
-    Streamlit does with a figure, took about a quarter of an interaction at d = 4096.
-    """
-    return go.Figure(data=spec["data"], layout=spec["layout"], _validate=False)
+    dicts), for the lesson's steps and the explorer's HTML download; Plotly's validation adds
+    1.2-2.5 ms a figure. The explorer's charts draw the specs unvalidated (``ui.chart.chart``),
+    and tests/test_page_explorer.py validates them."""
+    return go.Figure(data=spec["data"], layout=spec["layout"])
 
 
 def coordinates_figure(*args: object, **kwargs: object) -> go.Figure:
