@@ -3,14 +3,11 @@
 Each chart gets the figure, named for screen readers by its title and summary (``alt``); a
 caption with the same summary and the page's sentences; a collapsed "Data" expander with its data
 as drawn; and its full data (``repr`` of every float) as a CSV in the share dialog, through the
-list ``begin_page`` empties. :func:`figure_for` keeps the figures built for a computed view.
+list ``begin_page`` empties.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 
 import pandas as pd
@@ -27,36 +24,13 @@ from ui.st_private import plotly_spec
 Figure = go.Figure | dict
 # The session key of a chart's Data expander: this prefix and the chart's key.
 DATA_KEY = "_data_"
-# How many built figures ``figure_for`` keeps, the most recently used.
-FIGURES_KEPT = 32
-_figures: OrderedDict[tuple, tuple[weakref.ref, Figure]] = OrderedDict()
-_figures_lock = threading.Lock()
 
 
 def figure_for(source: object, key: Hashable, build: Callable[[], Figure], *, lang: str) -> Figure:
-    """The figure ``build()`` returns with its numbers in ``lang`` (``localised``), built once per
-    ``source`` object, ``key`` and ``lang``.
-
-    ``source`` is what the figure is drawn from, as a page's cached computation returns it
-    (``st.cache_resource`` hands every run the same object for the same settings), and ``key``
-    names the figure and whatever else it depends on (its text size). A rerun that changes none
-    of them (a section opened, the share dialog) draws the figure it built before, in every
-    session. The figure is shared, so nothing changes it after ``build`` (``chart`` does not).
-    ``source`` is held weakly and compared by identity: a new object never gets an old object's
-    figure.
-    """
-    slot = (id(source), key, lang)
-    with _figures_lock:
-        kept = _figures.get(slot)
-        if kept is not None and kept[0]() is source:
-            _figures.move_to_end(slot)
-            return kept[1]
-    fig = localised(build(), lang)
-    with _figures_lock:
-        _figures[slot] = (weakref.ref(source), fig)
-        while len(_figures) > FIGURES_KEPT:
-            _figures.popitem(last=False)
-    return fig
+    """The figure ``build()`` returns, with its numbers in ``lang`` (``localised``), built on
+    every run: ``source`` (what it is drawn from) and ``key`` (which figure) are not read. A cache
+    of figures by source and key saved 0.03-0.06 ms a figure, of a 20-35 ms explorer rerun."""
+    return localised(build(), lang)
 
 
 def localised(fig: Figure, lang: str) -> Figure:
