@@ -1,4 +1,4 @@
-"""The one place that touches Streamlit's private API (Streamlit is pinned in requirements.txt).
+"""The one place that touches Streamlit's and Plotly's internals (pinned in requirements-base.txt).
 
 A bound widget (``bind="query-params"``) seeds itself from a snapshot of the query string taken
 at page load. A corrected link value (``d=7.5`` becomes 8 with a notice) has to replace the raw
@@ -70,14 +70,15 @@ def plotly_spec(spec: dict) -> BaseFigure:
     """A figure given as plain dicts (``{"data": [...], "layout": {...}}``), in the form
     ``st.plotly_chart`` takes, without building a ``go.Figure``.
 
-    Streamlit reads a figure only through its ``to_dict()`` (in Plotly's
-    ``tools.return_figure_from_figure_or_data``; a plain dict it would validate property by
-    property instead). A ``go.Figure`` builds an object per trace and a copy of every dict,
-    reads Plotly's configuration file, then ``to_dict`` copies everything back: a quarter of an
-    explorer interaction at d = 4096. The object returned here answers ``to_dict()`` with what
-    ``go.Figure(data=..., layout=..., _validate=False).to_dict()`` answers (the same dicts,
-    Plotly's default template where the layout names none, numpy arrays as typed arrays), and
-    nothing else of a figure. ``tests/test_st_private.py`` holds the two to the same JSON.
+    Streamlit reads a figure only through its ``to_dict()`` (a plain dict it validates property
+    by property, in Plotly's ``tools.return_figure_from_figure_or_data``). The object returned
+    here answers ``to_dict()`` with what ``go.Figure(data=..., layout=..., _validate=False)``
+    would (the same dicts, Plotly's default template where the layout names none, numpy arrays
+    as typed arrays) and nothing else of a figure; ``tests/test_st_private.py`` holds the two to
+    the same JSON. Measured, ``st.plotly_chart`` in a script run: the explorer's coordinates at
+    d = 4096 in 0.6 ms against 6.0 ms handed as dicts or as a figure, its plane in 0.65 ms against
+    3.1-4.9 ms; an explorer interaction in AppTest took about 1.4x as long without it at
+    d = 4096, 1.4-1.6x at d = 3 (coordinates, plane and sphere).
     """
     return _Spec(spec)
 
