@@ -327,3 +327,104 @@ def test_tests_import_their_helpers_one_way() -> None:
         if isinstance(node, ast.ImportFrom) and node.module in helpers
     ]
     assert bare == []
+
+
+# Streamlit's and Plotly's public modules (a Plotly figure's own classes too: ``go.layout``).
+# Anything else of theirs, or a name with a leading underscore (``_plotly_utils``, Plotly's
+# ``_validate=False``), is private: only the adapters use it, each use with what it buys.
+PUBLIC_MODULES = ("streamlit", "streamlit.column_config", "streamlit.components.v1",
+                  "streamlit.delta_generator", "streamlit.testing.v1", "plotly", "plotly.express",
+                  "plotly.graph_objects", "plotly.io", "plotly.subplots")  # fmt: skip
+LIBRARIES = ("streamlit", "plotly", "_plotly_utils")
+ADAPTERS = ("ui.st_private", "benchmarks.st_private")
+
+
+def is_private(name: str) -> bool:
+    """Whether ``name`` (``streamlit.runtime.exists``) reaches below Streamlit's or Plotly's public
+    API: a part with a leading underscore, or a module on its way that is not public."""
+    import importlib
+    import inspect
+
+    parts = name.split(".")
+    if any(part.startswith("_") and not part.endswith("__") for part in parts):
+        return True
+    here, depth = importlib.import_module(parts[0]), 1
+    for part in parts[1:]:
+        there = getattr(here, part, None)
+        if there is None:
+            try:
+                there = importlib.import_module(f"{here.__name__}.{part}")
+            except ImportError:
+                break
+        if not inspect.ismodule(there):
+            break
+        here, depth = there, depth + 1
+    module = ".".join(parts[:depth])
+    public = any(m == module or m.startswith(f"{module}.") for m in PUBLIC_MODULES)
+    return not (public or module.startswith("plotly.graph_objects."))
+
+
+def private_names(source: str) -> list[str]:
+    """``line: name`` of every private Streamlit or Plotly name ``source`` uses: imported (by a
+    statement or ``import_module``), read off one of their modules (``st._config``,
+    ``st.runtime.exists``), or a keyword argument with a leading underscore."""
+    tree = ast.parse(source)
+    named, bound = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+            for alias in node.names:
+                full = alias.name
+                if isinstance(node, ast.ImportFrom):
+                    full = f"{node.module}.{alias.name}"
+                named.append((node.lineno, full))
+                if isinstance(node, ast.Import) and alias.asname is None:  # import a.b binds a
+                    full = full.partition(".")[0]
+                bound[alias.asname or full.rpartition(".")[2]] = full
+    named += [(call.lineno, literal_name(call) or "") for call, _ in import_calls(tree)]
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or id(node) in inner:
+            continue
+        chain = []
+        while isinstance(node, ast.Attribute):
+            chain.insert(0, node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in bound:
+            named.append((node.lineno, ".".join([bound[node.id], *chain])))
+    found = {f"{n}: {name}" for n, name in named
+             if name.partition(".")[0] in LIBRARIES and is_private(name)}  # fmt: skip
+    found |= {f"{k.value.lineno}: {k.arg}=" for k in ast.walk(tree)
+              if isinstance(k, ast.keyword) and (k.arg or "").startswith("_")}  # fmt: skip
+    return sorted(found, key=lambda hit: (int(hit.partition(":")[0]), hit))
+
+
+def test_no_private_streamlit_or_plotly_name_outside_the_adapters() -> None:
+    found = {name: private_names(path.read_text()) for name, path in MODULES.items()}
+    assert {name: hits for name, hits in found.items() if hits and name not in ADAPTERS} == {}
+    assert found["ui.st_private"] and found["benchmarks.st_private"]  # the rule sees theirs
+
+
+def test_the_private_name_rule_catches_each_way_in() -> None:
+    source = """import streamlit as st
+import plotly.graph_objects as go
+from streamlit.delta_generator import DeltaGenerator
+import streamlit.components.v1 as components
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from _plotly_utils.utils import convert_to_base64
+from plotly.io import _json
+from streamlit import runtime
+importlib.import_module("streamlit.elements.lib")
+st.plotly_chart(go.Figure(go.Scatter(), layout=go.layout.Template()), key="k")
+st.session_state.get("lang"), st.session_state._state, st.runtime.exists()
+go.Figure(data=[], _validate=False)
+"""
+    assert private_names(source) == [
+        "5: streamlit.runtime.scriptrunner.get_script_run_ctx",
+        "6: _plotly_utils.utils.convert_to_base64",
+        "7: plotly.io._json",
+        "8: streamlit.runtime",
+        "9: streamlit.elements.lib",
+        "11: streamlit.runtime.exists",
+        "11: streamlit.session_state._state",
+        "12: _validate=",
+    ]
