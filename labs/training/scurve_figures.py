@@ -61,27 +61,15 @@ def scurve_figure(
             hovertemplate=hover,
         )
     ]
-    if fit_y is not None:
-        traces.append(
-            go.Scattergl(
-                x=x,
-                y=fit_y,
-                mode="lines",
-                name=names["tanh"],
-                line={"color": FIT_COLOR, "width": 3},
-                hovertemplate=hover,
-            )
-        )
-    traces.append(
-        go.Scattergl(
-            x=x,
-            y=line_y,
-            mode="lines",
-            name=names["line"],
-            line={"color": LINE_COLOR, "width": 2.5, "dash": "dash"},
-            hovertemplate=hover,
-        )
+    curves = (
+        ("tanh", fit_y, {"color": FIT_COLOR, "width": 3}),
+        ("line", line_y, {"color": LINE_COLOR, "width": 2.5, "dash": "dash"}),
     )
+    traces += [
+        go.Scattergl(x=x, y=curve, mode="lines", name=names[key], line=line, hovertemplate=hover)
+        for key, curve, line in curves
+        if curve is not None
+    ]
     lo, hi = float(np.min(y)), float(np.max(y))
     pad = Y_PAD * (hi - lo) if hi > lo else 1.0
     layout = style.layout(height=height)
