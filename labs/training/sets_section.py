@@ -81,42 +81,54 @@ def _seed_label(tr: Translator, name: str, seed: int) -> str:
     return f"{name}, {tr('training.seed')} {seed}"
 
 
+def _spread_chart(
+    view: PlacementView | QKNormView,
+    tr: Translator,
+    stems: tuple[str, str],
+    what: str,
+    x: np.ndarray,
+    variants: Mapping[str, tuple[str, Sequence[int], np.ndarray]],
+    columns: Mapping[str, str],
+    **axes: object,
+) -> None:
+    """The chart ``what`` of a set (``stems``: its texts' and its file's, "qk" and "qknorm"):
+    each variant's seeds (variant: its name, the seeds, their rows against ``x``) as a band and
+    a mean line. ``columns``: the table's position and value, each with its header; ``axes``:
+    :func:`spread_figure`'s titles and scales."""
+    series = [_series(tr, v, name, x, grid) for v, (name, _, grid) in variants.items()]
+    lines = [
+        (_seed_label(tr, name, seed), x, row)
+        for name, seeds, grid in variants.values()
+        for seed, row in zip(seeds, grid, strict=True)
+    ]
+    (x_key, x_header), (y_key, y_header) = columns.items()
+    st.markdown(f"**{tr(f'training_sets.{stems[0]}_{what}_heading')}**")
+    chart(
+        readable(spread_figure(series, **axes)),
+        key=f"sets_{stems[0]}_{what}",
+        title=tr(f"training_sets.{stems[0]}_{what}_chart"),
+        words=_words(view.claims, what, tr),
+        table=_table(tr, x_key, y_key, lines),
+        headers={x_key: x_header, "run": tr("training.run"), y_key: y_header},
+        lang=tr.lang,
+        file_name=f"normlab-training-{stems[1]}-{what}.csv",
+    )
+
+
 def _placement_chart(view: PlacementView, tr: Translator, what: str) -> None:
     """The validation loss against the step, or the stream's RMS against the position."""
     if what == "loss":
-        x, grids = view.val_steps, view.val_loss
-        x_key, x_title, y_key, y_title = (
-            "step",
-            tr("training.step_axis"),
-            "loss",
-            tr("training.loss"),
-        )
+        x, grids, step = view.val_steps, view.val_loss, tr("training.step_axis")
+        columns = {"step": step, "loss": tr("training.loss")}
+        axes = {"x_title": step, "y_title": columns["loss"]}
     else:
         x, grids = np.arange(view.n_layer + 1), view.hidden_rms
-        x_key, x_title = "position", tr("training_sets.place_position_axis")
-        y_key, y_title = "rms", tr("training_sets.place_rms_axis")
-    series = [_series(tr, p, NAMES[p], x, grids[p]) for p in view.placements]
-    lines = [
-        (_seed_label(tr, NAMES[p], seed), x, row)
-        for p in view.placements
-        for seed, row in zip(view.seeds[p], grids[p], strict=True)
-    ]
-    fig = spread_figure(series, x_title=x_title, y_title=y_title, log_y=True, whole_x=what == "rms")
-    st.markdown(f"**{tr(f'training_sets.place_{what}_heading')}**")
-    chart(
-        readable(fig),
-        key=f"sets_place_{what}",
-        title=tr(f"training_sets.place_{what}_chart"),
-        words=_words(view.claims, what, tr),
-        table=_table(tr, x_key, y_key, lines),
-        headers={
-            x_key: tr("training_sets.place_position") if what == "rms" else x_title,
-            "run": tr("training.run"),
-            y_key: y_title,
-        },
-        lang=tr.lang,
-        file_name=f"normlab-training-placement-{what}.csv",
-    )
+        columns = {"position": tr("training_sets.place_position")}
+        columns["rms"] = tr("training_sets.place_rms_axis")
+        axes = {"x_title": tr("training_sets.place_position_axis"), "y_title": columns["rms"]}
+        axes["whole_x"] = True
+    variants = {p: (NAMES[p], view.seeds[p], grids[p]) for p in view.placements}
+    _spread_chart(view, tr, ("place", "placement"), what, x, variants, columns, log_y=True, **axes)
 
 
 def placement_section(tr: Translator) -> None:
@@ -139,32 +151,11 @@ def placement_section(tr: Translator) -> None:
 def _qk_chart(view: QKNormView, tr: Translator, what: str) -> None:
     """The largest attention logit, or the final loss, against the learning rate."""
     grids = view.peak_logit if what == "logit" else view.final_loss
-    y_title = tr(f"training_sets.qk_{what}_axis")
-    names = {m: tr(f"training_sets.qk_mode_{m}") for m in view.modes}
-    series = [_series(tr, m, names[m], view.lrs, grids[m]) for m in view.modes]
-    lines = [
-        (_seed_label(tr, names[m], seed), view.lrs, row)
-        for m in view.modes
-        for seed, row in zip(view.seeds, grids[m], strict=True)
-    ]
-    fig = spread_figure(
-        series,
-        x_title=tr("training_sets.qk_lr_axis"),
-        y_title=y_title,
-        log_x=True,
-        log_y=what == "logit",
-    )
-    st.markdown(f"**{tr(f'training_sets.qk_{what}_heading')}**")
-    chart(
-        readable(fig),
-        key=f"sets_qk_{what}",
-        title=tr(f"training_sets.qk_{what}_chart"),
-        words=_words(view.claims, what, tr),
-        table=_table(tr, "lr", what, lines),
-        headers={"lr": tr("training_sets.qk_lr_axis"), "run": tr("training.run"), what: y_title},
-        lang=tr.lang,
-        file_name=f"normlab-training-qknorm-{what}.csv",
-    )
+    lr, y_title = tr("training_sets.qk_lr_axis"), tr(f"training_sets.qk_{what}_axis")
+    variants = {m: (tr(f"training_sets.qk_mode_{m}"), view.seeds, grids[m]) for m in view.modes}
+    axes = {"x_title": lr, "y_title": y_title, "log_x": True, "log_y": what == "logit"}
+    columns = {"lr": lr, what: y_title}
+    _spread_chart(view, tr, ("qk", "qknorm"), what, view.lrs, variants, columns, **axes)
 
 
 def qknorm_section(tr: Translator) -> None:
