@@ -5,6 +5,7 @@ exact GELU."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import torch
 
@@ -19,6 +20,20 @@ def perturbed(model: GPT, seed: int = 5, scale: float = 0.2) -> GPT:
         for p in model.parameters():
             p.add_(scale * torch.randn(p.shape, generator=generator, dtype=p.dtype))
     return model
+
+
+def record_io(model: GPT, idx: torch.Tensor, modules: Mapping[str, torch.nn.Module]) -> dict:
+    """(input, output) of each of ``modules``, by name, during one forward pass of ``idx``."""
+    seen: dict[str, tuple] = {}
+    handles = [
+        m.register_forward_hook(lambda _m, a, out, n=n: seen.__setitem__(n, (a[0], out)))
+        for n, m in modules.items()
+    ]
+    with torch.no_grad():
+        model(idx)
+    for handle in handles:
+        handle.remove()
+    return seen
 
 
 def norm_of(kind: str, x, sd: dict, prefix: str, eps: float):

@@ -20,7 +20,7 @@ from labs.training.model import (
     describe,
     norms_bypassed,
 )
-from tests.model_util import perturbed, reference_forward
+from tests.model_util import perturbed, record_io, reference_forward
 
 SMALL = dict(n_layer=2, n_head=4, n_embd=32, block_size=16)
 
@@ -56,25 +56,11 @@ def test_forward_matches_plain_implementation_float32_with_loss(norm: str) -> No
     np.testing.assert_allclose(loss.item(), expected_loss.item(), rtol=1e-6)
 
 
-def norm_outputs(model: GPT, idx: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """(input, output) of every norm layer during one forward pass."""
-    seen: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-    handles = [
-        m.register_forward_hook(lambda _m, a, out, name=name: seen.__setitem__(name, (a[0], out)))
-        for name, m in model.norms()
-    ]
-    with torch.no_grad():
-        model(idx)
-    for h in handles:
-        h.remove()
-    return seen
-
-
 def test_each_variant_norm_is_the_one_named() -> None:
     idx = torch.randint(256, (2, 16), generator=torch.Generator().manual_seed(3))
     for norm in MODEL_NORMS:
         model = GPT(small(norm), seed=0).double()
-        seen = norm_outputs(model, idx)
+        seen = record_io(model, idx, dict(model.norms()))
         assert len(seen) == 2 * SMALL["n_layer"] + 1
         for name, (x, y) in seen.items():
             row_mean = y.mean(-1).abs().max().item()

@@ -31,7 +31,7 @@ from labs.training.model import (
 )
 from labs.training.store import load_checkpoint, read_config, save_checkpoint
 from labs.training.train import TrainConfig
-from tests.model_util import norm_of, perturbed, queries_keys, reference_forward
+from tests.model_util import norm_of, perturbed, queries_keys, record_io, reference_forward
 
 SMALL = dict(n_layer=2, n_head=2, n_embd=8, block_size=8)
 COMBOS = list(itertools.product(MODEL_NORMS, PLACEMENTS, QK_NORMS))
@@ -186,22 +186,13 @@ def test_each_placement_builds_the_modules_it_names(placement: str) -> None:
     assert [name for name, _ in model.norms()] == expected  # forward order
 
 
-def record_io(model: GPT, idx) -> dict[str, tuple]:
+def block_io(model: GPT, idx) -> dict[str, tuple]:
     """(input, output) of every module of block 0, the block itself, ln_f and lm_head."""
-    seen: dict[str, tuple] = {}
     modules = {f"b.{n}": m for n, m in model.blocks[0].named_children()}
     modules |= {"block": model.blocks[0], "last": model.blocks[-1], "head": model.lm_head}
     if model.ln_f is not None:
         modules["ln_f"] = model.ln_f
-    handles = [
-        m.register_forward_hook(lambda _m, a, out, n=n: seen.__setitem__(n, (a[0], out)))
-        for n, m in modules.items()
-    ]
-    with torch.no_grad():
-        model(idx)
-    for handle in handles:
-        handle.remove()
-    return seen
+    return record_io(model, idx, modules)
 
 
 @pytest.mark.parametrize("placement", PLACEMENTS)
@@ -210,7 +201,7 @@ def test_each_placement_wires_its_sublayers_as_named(placement: str) -> None:
     reads the raw stream (no pre-norm), peri-norm normalises both input and output."""
     model = perturbed(GPT(small("rms", placement=placement), seed=0)).double()
     idx = torch.randint(256, (2, 8), generator=torch.Generator().manual_seed(5))
-    io = record_io(model, idx)
+    io = block_io(model, idx)
     h = io["block"][0]
 
     def equal(a, b):
