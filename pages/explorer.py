@@ -31,7 +31,7 @@ from labs.explorer import (
 from labs.explorer.figures import coordinates_spec, figure, plane_spec, sphere_spec
 from labs.explorer.snippet import explorer_code
 from ui import fmt, widgets
-from ui.chart import chart, figure_for
+from ui.chart import chart, localised
 from ui.code import code_section
 from ui.export import coordinates_csv, statistics_csv, view_json
 from ui.frame import Saving, begin_page, metric_width, presenting, share_box, view_mode
@@ -229,8 +229,7 @@ def coordinates(tr: Translator, view: ExplorerView, labels: dict, scale: float) 
             k: full[k][index].astype(s.values.dtype) for k, s in view.chart.items()
         }
 
-    build = lambda: _coords_spec(tr, view, labels, scale)  # noqa: E731
-    fig = figure_for(view, ("coords", scale), build, lang=tr.lang)
+    fig = localised(_coords_spec(tr, view, labels, scale), tr.lang)
     chart(
         fig,
         key="coords",
@@ -307,14 +306,10 @@ def geometry(tr: Translator, view: ExplorerView, state: dict, labels: dict, scal
     with left:
         st.markdown(f"**{tr('explorer.plane_title')}**")
         points = {"point": tr("charts.point"), "a": "a", "b": "b"}
-        fig = figure_for(
-            view,
-            ("plane", scale),
-            lambda: plane_spec(
-                plane.point, plane.rms, plane.layer, plane.radius, labels, font_scale=scale
-            ),
-            lang=tr.lang,
+        spec = plane_spec(
+            plane.point, plane.rms, plane.layer, plane.radius, labels, font_scale=scale
         )
+        fig = localised(spec, tr.lang)
         chart(
             fig,
             key="plane",
@@ -345,14 +340,9 @@ def sphere(tr: Translator, view: ExplorerView, labels: dict, scale: float) -> No
     """d = 3 gets the full width: the sphere needs it to be read."""
     s = view.sphere
     st.markdown(f"**{tr('explorer.sphere_title')}**")
-    fig = figure_for(
-        view,
-        ("sphere", scale),
-        lambda: sphere_spec(
-            s.plane, s.circle, s.sphere, (s.point, s.rms, s.layer), labels, font_scale=scale
-        ),
-        lang=tr.lang,
-    )
+    points = (s.point, s.rms, s.layer)
+    spec = sphere_spec(s.plane, s.circle, s.sphere, points, labels, font_scale=scale)
+    fig = localised(spec, tr.lang)
     chart(
         fig,
         key="sphere",

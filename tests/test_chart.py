@@ -5,24 +5,18 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from ui.chart import DATA_KEY, figure_for
+from ui.chart import DATA_KEY, localised
 
 
 def test_a_figure_gets_its_numbers_in_the_page_language() -> None:
-    built: list = []
-
     def build() -> dict:
-        built.append(1)
         return {"data": [{"type": "scatter", "x": [1.5], "y": [2.5]}], "layout": {}}
 
-    fig = figure_for(object(), ("coords", 1.0), build, lang="en")
+    fig = localised(build(), "en")
     assert fig["layout"]["separators"] == ".," and fig["data"][0]["y"] == [2.5]
-    indonesian = figure_for(object(), ("coords", 1.0), build, lang="id")
-    assert indonesian is not fig and indonesian["layout"]["separators"] == ",."
-    assert fig["layout"]["separators"] == ".,"  # a figure built for one run is not changed
-    assert len(built) == 2
+    assert localised(build(), "id")["layout"]["separators"] == ",."
     kept = {"data": [], "layout": {"separators": ", "}}
-    assert figure_for(None, "set", lambda: kept, lang="id")["layout"]["separators"] == ", "
+    assert localised(kept, "id")["layout"]["separators"] == ", "  # a figure's own marks stay
 
 
 def _page() -> None:
