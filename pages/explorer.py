@@ -288,8 +288,9 @@ def formulas(tr: Translator, view: ExplorerView, eps: float) -> None:
     if u.k < view.d:
         st.caption(tr("explorer.formula_partial", k=u.k, d=view.d))
     st.markdown(tr("explorer.formula_layer"))
-    mean = rf"\mu = {fmt.tex(u.mean, noise=u.mean_noise)},\quad "
-    st.latex(_lines(LAYER_FORMULA, mean + root(u.var, u.den_layer, view.layer_stat)))
+    mean = rf"\mu = {fmt.tex(u.mean, noise=u.mean_noise)}"  # on a row of its own when apart
+    rows = (mean, root(u.var, u.den_layer, view.layer_stat))
+    st.latex(_lines(LAYER_FORMULA, *(rows if apart else [r",\quad ".join(rows)])))
     if apart:
         st.caption(tr("explorer.formula_dtype", dtype=view.dtype))
 
