@@ -10,6 +10,7 @@ import pytest
 from ui.export import (
     MAX_JSON_BYTES,
     ViewFileError,
+    columns_csv,
     coordinates_csv,
     restore_state,
     statistics_csv,
@@ -31,6 +32,12 @@ def test_coordinates_csv_round_trips_exactly() -> None:
     assert rows[0] == ["i", "x", "twice"]
     np.testing.assert_array_equal([float(r[1]) for r in rows[1:]], x)
     np.testing.assert_array_equal([int(r[0]) for r in rows[1:]], range(5))
+
+
+def test_a_value_not_measured_is_an_empty_cell() -> None:
+    """The training lab's charts by seed hold None where a share was not measured: the CSV of
+    such a chart was a TypeError, not a file."""
+    assert columns_csv({"seed": [0, 1], "share": [0.4259, None]}) == "seed,share\n0,0.4259\n1,\n"
 
 
 def test_statistics_csv_has_one_row_per_statistic() -> None:

@@ -34,7 +34,8 @@ def coordinates_csv(columns: Mapping[str, np.ndarray]) -> str:
 
 def columns_csv(columns: Columns) -> str:
     """One row per point, one column per named array (numbers as Python's ``repr``: a decimal
-    point, every digit, ``inf`` and ``nan`` as such); strings stay as they are."""
+    point, every digit, ``inf`` and ``nan`` as such); strings stay as they are, and a value not
+    measured (None) is an empty cell."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     names = list(columns)
@@ -45,6 +46,8 @@ def columns_csv(columns: Columns) -> str:
 
 
 def _cell(value: object) -> object:
+    if value is None:
+        return ""
     if isinstance(value, (bool, np.bool_, str)):
         return value
     if isinstance(value, (int, np.integer)):
