@@ -158,3 +158,28 @@ def test_running_sums_stay_apart_where_they_coincide() -> None:
     assert widths == sorted(widths, reverse=True) and len(set(widths)) == len(widths)
     marked = [set(np.flatnonzero(np.asarray(t.marker.size) > 0)) for t in lines]
     assert all(marked) and sum(map(len, marked)) == len(set().union(*marked))
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_the_caption_does_not_put_a_curve_below_a_knee_it_is_above(lang: str) -> None:
+    """d = 2, seed 125: RMS(x) = 2.6, so ε = 1e-8 outside the root has its knee at 3.8e-9, below
+    the sweep's s = 1e-8; the caption said every curve there was below its knee."""
+    query = {"d": "2", "seed": "125"}
+    at = open_app("precision", lang=lang, **query)
+    assert not at.exception
+    state = {"d": 2, "seed": 125, "placement": "both", "scale": 1.0, "eps": 1e-6}
+    claim = precision_view(**state, dtypes=DTYPES).claims["norm_caption"]
+    assert claim.key == "precision.norm_caption_knee" and claim.fields["knee_low"] < 1e-8
+    assert_claims_shown(at, {"norm_caption": claim}, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_the_float16_sentence_names_only_causes_that_apply(lang: str) -> None:
+    """d = 2, seed 0, ε = 0: just below float16's good range no square is under 2⁻²⁴, so the
+    sentence names the squares under 2⁻¹⁴ only (it quoted "0 % … round to 0" as a cause)."""
+    at = open_app("precision", lang=lang, d="2", seed="0", eps="0")
+    assert not at.exception
+    state = {"d": 2, "seed": 0, "placement": "both", "scale": 1.0, "eps": 0.0}
+    claim = precision_view(**state, dtypes=DTYPES).claims["error_f16_low"]
+    assert claim.key == "precision.error_f16_low_subnormal" and claim.fields["underflow_pct"] == 0
+    assert_claims_shown(at, {"error_f16_low": claim}, lang)

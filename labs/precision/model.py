@@ -268,10 +268,16 @@ def _eps_claims(view: PrecisionView) -> dict[str, Claim]:
         for p in KNEE_PLACEMENTS
         for e in SWEEP_EPS
     }
+    # A curve falls in proportion to the input only below its knee: the sweep's smallest scale
+    # is below every knee, or the caption counts the curves still above theirs.
+    low = [eps_knee(e, placement=p, rms=rms) for p in view.norms for e in SWEEP_EPS]
+    above = sum(knee <= SWEEP_SCALES[0] for knee in low)
+    fields |= {"above": above, "curves": len(low), "knee_low": min(low)} if above else {}
+    settled = "precision.norm_caption_knee" if above else "precision.norm_caption"
     claims = {
         "norm_caption": pick(
             at_most(fields["top_gap_pct"], FLAT_GAP),
-            "precision.norm_caption",
+            settled,
             "precision.norm_caption_unsettled",
             **fields,
         ),
@@ -386,21 +392,22 @@ def _float16_claims(errors: np.ndarray, z: np.ndarray, limits: Float16Limits) ->
         below = float(SWEEP_SCALES[lo - 1])
         with np.errstate(over="ignore"):
             x16 = np.abs((below * z).astype(np.float16).astype(np.float64))
-        claims["error_f16_low"] = Claim(
-            "precision.error_f16_low",
-            {
-                "below": below,
-                "error": float(errors[lo - 1]),
-                "underflow_pct": float(np.mean(x16 * x16 < FLOAT16_TINY)),
-                # A square under 2^-14 is a float16 subnormal (or 0): it keeps fewer bits.
-                "subnormal_pct": float(
-                    np.mean((x16 * x16).astype(np.float16) < FLOAT16_MIN_NORMAL)
-                ),
-                "tiny": FLOAT16_TINY,
-                "tiny_x": math.sqrt(FLOAT16_TINY),
-                "min_normal": FLOAT16_MIN_NORMAL,
-            },
+        squares = x16 * x16
+        fields = {
+            "below": below,
+            "error": float(errors[lo - 1]),
+            "underflow_pct": float(np.mean(squares < FLOAT16_TINY)),
+            # A square under 2^-14 is a float16 subnormal (or 0): it keeps fewer bits.
+            "subnormal_pct": float(np.mean(squares.astype(np.float16) < FLOAT16_MIN_NORMAL)),
+            "tiny": FLOAT16_TINY,
+            "tiny_x": math.sqrt(FLOAT16_TINY),
+            "min_normal": FLOAT16_MIN_NORMAL,
+        }
+        # Only the causes that apply: squares lost below 2^-24, squares short of bits below 2^-14.
+        cause = (
+            "" if fields["underflow_pct"] else "_subnormal" if fields["subnormal_pct"] else "_other"
         )
+        claims["error_f16_low"] = Claim(f"precision.error_f16_low{cause}", fields)
     claims["error_f16_high"] = _float16_high_claim(errors, limits)
     return claims
 

@@ -110,7 +110,17 @@ def check_norm_caption(state: dict, claim) -> None:
     near(f["top_gap_pct"], top_gap, rtol=1e-6, atol=ulps(64, 1.0))  # a curve over sqrt(d)
     near(f["low_pct"], np.max(curves[:, 0] / sqrt_d), rtol=1e-9)
     assert (f["s_max"], f["s_min"], f["sqrt_d"]) == (SCALES[-1], SCALES[0], sqrt_d)
-    assert (claim.key == "precision.norm_caption") == (top_gap <= 0.01)
+    assert (claim.key != "precision.norm_caption_unsettled") == (top_gap <= 0.01)
+    # The knee: eps against the mean square inside the root (s r = sqrt(eps)), against the RMS
+    # outside it (s r = eps); "below its knee" holds for a curve only where s_min < its knee.
+    r = rms(z)
+    knees = [math.sqrt(e) / r if p == "inside" else e / r for p in shown for e in SWEEP_EPS]
+    above = sum(k <= SCALES[0] for k in knees)
+    if claim.key == "precision.norm_caption":
+        assert above == 0, knees
+    elif claim.key == "precision.norm_caption_knee":
+        assert (f["above"], f["curves"]) == (above, len(knees)) and above > 0
+        near(f["knee_low"], min(knees), rtol=1e-9)
 
 
 def check_norm_explain(state: dict, claim) -> None:
@@ -248,6 +258,12 @@ def check_f16_low(state: dict, claim) -> None:
     subnormal = squares < 2.0**-14
     near(f["subnormal_pct"], np.count_nonzero(subnormal) / subnormal.size, rtol=ulps(1, 1.0))
     assert (f["tiny"], f["tiny_x"], f["min_normal"]) == (tiny, 2.0**-12, 2.0**-14)
+    # A cause is named only where some square has it.
+    named = {
+        "precision.error_f16_low": (True, True),
+        "precision.error_f16_low_subnormal": (False, True),
+    }
+    assert named.get(claim.key, (False, False)) == (bool(under.any()), bool(subnormal.any()))
 
 
 def _square_is_inf(scale: float, z: np.ndarray) -> bool:
@@ -400,6 +416,7 @@ CHECKS = {
     "charts.lines_no_finite": check_chart_words,
     "precision.norm_caption": check_norm_caption,
     "precision.norm_caption_unsettled": check_norm_caption,
+    "precision.norm_caption_knee": check_norm_caption,
     "precision.norm_explain": check_norm_explain,
     "precision.matched_caption": check_matched,
     "precision.matched_zero": check_matched_zero,
@@ -411,6 +428,8 @@ CHECKS = {
     "precision.error_f16_range": check_f16_range,
     "precision.error_f16_range_none": check_f16_range,
     "precision.error_f16_low": check_f16_low,
+    "precision.error_f16_low_subnormal": check_f16_low,
+    "precision.error_f16_low_other": check_f16_low,
     "precision.error_f16_high": check_f16_high,
     "precision.error_f16_high_plain": check_f16_high,
     "precision.error_f16_high_none": check_f16_high,
