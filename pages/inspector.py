@@ -487,7 +487,7 @@ def main() -> None:
             contract_section(tr, view)
             gains_section(tr, view)
             readings_section(tr, view, prompt)
-            code_section(tr, inspector_code(dict(ready), prompt))
+            code_section(tr, inspector_code(dict(ready), prompt), "inspector.code_caption")
     share_box(PARAMS, lang)
 
 

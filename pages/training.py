@@ -382,7 +382,7 @@ def main() -> None:
     placement_section(tr)
     qknorm_section(tr)
     live_section(state, tr, labels)
-    code_section(tr, training_code())
+    code_section(tr, training_code(), "training.code_caption")
     share_box(PARAMS, tr.lang)
 
 

@@ -313,3 +313,18 @@ def test_a_snippet_runs_alone_from_the_project_root(pages) -> None:
         path.unlink()
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == output
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+@pytest.mark.parametrize("page", ["training", "inspector"])
+def test_a_snippet_that_prints_part_of_the_page_says_which_part(page: str, lang: str) -> None:
+    """The training and inspector snippets print some of their page's numbers: the caption
+    lists what they print (it promised "the numbers above")."""
+    at = open_app(page, lang=lang)
+    code = snippet_of(at)
+    captions = [c.value for c in at.caption]
+    assert translator(lang)(f"{page}.code_caption") in captions
+    assert translator(lang)("common.code_caption") not in captions
+    said = {"training": ("validation loss at the equal step", "median ms per step")}
+    said["inspector"] = ("parameters", "dtype", "width", "norm modules", "place")
+    assert all(f"{word} =" in code for word in said[page])

@@ -13,9 +13,10 @@ from ui.i18n import Translator
 CODE_KEY = "_code_open"
 
 
-def code_section(tr: Translator, code: str) -> None:
-    """The collapsed section, in the page's language; ``code`` is the page's snippet. None in
-    the presenter view, which shows figures and their explanations only.
+def code_section(tr: Translator, code: str, caption: str = "common.code_caption") -> None:
+    """The collapsed section, in the page's language; ``code`` is the page's snippet, ``caption``
+    the text key that says which numbers it prints. None in the presenter view, which shows
+    figures and their explanations only.
 
     The snippet is drawn only while the section is open (opening it reruns the page): a code
     block, even in a closed expander, makes the browser fetch and run Streamlit's syntax
@@ -27,5 +28,5 @@ def code_section(tr: Translator, code: str) -> None:
     section = st.expander(tr("common.code_heading"), key=CODE_KEY, on_change="rerun")
     if section.open:
         with section:
-            st.caption(tr("common.code_caption"))
+            st.caption(tr(caption))
             st.code(code, language="python")
