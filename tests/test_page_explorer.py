@@ -540,3 +540,24 @@ def test_each_root_in_the_formulas_is_one_precision_and_says_which(link: dict, l
     assert (t("explorer.formula_dtype", lang, dtype=r.dtype) in captions) == reduced
     if link.get("dtype") == "float16":
         assert r"(\mathrm{float16}:\ \infty)" in blocks[0]  # mean(x²) = 8.4e5 overflows
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        {"eps": "0.001", "d": "16"},  # factors 0.99941 and 0.99935: both read 99.9 %
+        {"eps": "0.01", "scale": "2", "d": "8192", "dist": "uniform"},  # 0.99876
+        {"eps": "1e-5"},
+        {"eps": "0.01", "d": "8", "offset": "2", "scale": "0.1", "partial": "0.5"},
+    ],
+)
+def test_one_quoted_factor_never_gives_both_verdicts(link: dict) -> None:
+    """"Negligible" quotes factors that read 100 %, "visible" ones that read 99.9 % or less
+    (both once read 99.9 %); with p < 1 the RMSNorm factor is named as p = 1's."""
+    claim = core_view(**link).claims["plane_eps"]
+    shown = [fmt.pct(claim.fields[k], lang="en") for k in ("f_rms_pct", "f_layer_pct")]
+    if claim.key == "explorer.plane_eps_negligible":
+        assert shown == ["100 %", "100 %"]
+    else:
+        assert "100 %" not in shown[1:] and (claim.key.endswith("layer") or shown[0] != "100 %")
+    assert "p = 1" in t(claim.key, "en", **{k: 0 for k in claim.fields})
