@@ -208,7 +208,12 @@ def test_eps_mistake_says_the_computed_ratio() -> None:
             {"eps_a": "1e-5", "eps_b": "1e-6", "scale": "0.01", "dtype": "float16", "d": "4096"},
             "contracts.explain_eps_rounding_at_1",
         ),
-        # d = 3: B's float32-accumulated mean is off by more than the bfloat16 loop; no "only".
+        # d = 2: ε's change at scale 1 (2.7e-4) is half a rounding: ε and rounding together.
+        (
+            {"eps_a": "1e-5", "eps_b": "1e-6", "scale": "0.01", "dtype": "float16", "d": "2"},
+            "contracts.explain_eps_near_rounding_at_1",
+        ),
+        # d = 3: B's float32-accumulated mean is off no less than the bfloat16 loop; no "only".
         (
             {"red_b": "bfloat16", "dtype": "bfloat16", "scale": "1.0", "d": "3"},
             "contracts.explain_bf16_loop",

@@ -281,6 +281,12 @@ def _parts(c: Comparison) -> bool:
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 
 
+def _bfloat16(value: float) -> float:
+    import torch
+
+    return float(torch.tensor(value, dtype=torch.float64).to(torch.bfloat16))
+
+
 def _held(state: dict[str, Any], scale: float) -> np.ndarray:
     """The input at ``scale`` as the model holds it: rounded to the model dtype, as float64."""
     x = make_input(state["d"], seed=state["seed"], scale=scale)
@@ -306,7 +312,8 @@ def _mistake_claim(
     mean_square = float(np.mean(x**2))  # (d,) -> ()
     if name == "eps":
         return _eps_mistake_claim(c, numbers, mean_square, state, compare)
-    loop = running_sum_of_squares(x, "bfloat16")[-1] / x.size
+    # The loop's mean rounded to bfloat16 as B's is, so the two differ by the running total only.
+    loop = _bfloat16(running_sum_of_squares(x, "bfloat16")[-1] / x.size)
     errors = {
         "ms_err_pct": abs(c.mean_square_b - mean_square) / mean_square,
         "loop_err_pct": abs(loop - mean_square) / mean_square,
@@ -341,8 +348,10 @@ def _eps_mistake_claim(
     fields["estimate_1"] = abs(eps_a - eps_b) / (2 * fields["mean_square_1"])
     if at_one.max_abs == 0:
         return Claim("contracts.explain_eps_same_at_1", fields)
-    if fields["estimate_1"] < UNIT_ROUNDOFF[state["dtype"]]:
-        # At scale 1 the change eps makes is below one rounding: what differs there is rounding.
-        unit = {"unit": UNIT_ROUNDOFF[state["dtype"]]}
-        return Claim("contracts.explain_eps_rounding_at_1", fields | unit)
+    unit = UNIT_ROUNDOFF[state["dtype"]]
+    if fields["estimate_1"] < unit:
+        # At scale 1 eps's change is under one rounding: far under it (a sixteenth), what differs
+        # there is rounding; nearer, eps tips roundings, and the two are not told apart.
+        key = "rounding" if fields["estimate_1"] < unit / 16 else "near_rounding"
+        return Claim(f"contracts.explain_eps_{key}_at_1", fields | {"unit": unit})
     return Claim("contracts.explain_eps", {**fields, "ratio": c.relative / at_one.relative})
