@@ -10,7 +10,7 @@ import pytest
 
 from core.defaults import DTYPES
 from core.inputs import make_input
-from labs.precision.model import output_norm_vs_scale, precision_view
+from labs.precision.model import SWEEP_SCALES, output_norm_vs_scale, precision_view
 from labs.precision.reduced import reduction_error
 from tests.apptest_util import assert_claims_shown, figures, open_app, trace
 from ui import fmt
@@ -182,4 +182,36 @@ def test_the_float16_sentence_names_only_causes_that_apply(lang: str) -> None:
     state = {"d": 2, "seed": 0, "placement": "both", "scale": 1.0, "eps": 0.0}
     claim = precision_view(**state, dtypes=DTYPES).claims["error_f16_low"]
     assert claim.key == "precision.error_f16_low_subnormal" and claim.fields["underflow_pct"] == 0
+    assert_claims_shown(at, {"error_f16_low": claim}, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+@pytest.mark.parametrize("query", [{"d": "2", "seed": "125"}, {}])
+def test_the_table_at_a_swept_scale_reads_as_the_chart(query: dict, lang: str) -> None:
+    """d = 2, seed 125, float16 at s = 1: the chart drew 2.722e-4 and the table 4.655e-4 (torch's
+    half root of one row rounded apart from the batch); the default view's caption said s = 1e-8
+    was below every knee, 0.91 of the way to one."""
+    state = {"d": 64, "seed": 0, "placement": "both", "scale": 1.0, "eps": 1e-6}
+    state.update({k: type(state[k])(v) for k, v in query.items()})
+    view = precision_view(**state, dtypes=DTYPES)
+    at_one = int(np.flatnonzero(SWEEP_SCALES == 1.0)[0])
+    for row in view.rows:
+        if row.dtype != "float64":
+            assert row.output_error == view.errors[row.dtype][at_one]
+    assert view.claims["norm_caption"].key == "precision.norm_caption_knee"
+    at = open_app("precision", lang=lang, **query)
+    assert not at.exception
+    assert_claims_shown(at, {"norm_caption": view.claims["norm_caption"]}, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_where_eps_outweighs_the_squares_they_are_not_named_the_cause(lang: str) -> None:
+    """d = 64, ε = 0.01: just below float16's good run mean(x²)/ε is 2.6e-10, so flushing every
+    square to 0 moves the output by 1.3e-10 of an error of 0.0105; the sentence blamed the
+    squares, and now says so and names x's own float16 subnormals."""
+    state = {"d": 64, "seed": 0, "placement": "both", "scale": 1.0, "eps": 0.01}
+    claim = precision_view(**state, dtypes=DTYPES).claims["error_f16_low"]
+    assert claim.key == "precision.error_f16_low_eps" and claim.fields["x_subnormal_pct"] > 0
+    at = open_app("precision", lang=lang, eps="0.01")
+    assert not at.exception
     assert_claims_shown(at, {"error_f16_low": claim}, lang)

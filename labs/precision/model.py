@@ -190,14 +190,20 @@ def precision_view(
         ],
     }
     sweep = reduction_error(SWEEP_SCALES[:, None] * z, dtypes, eps=eps)
-    here = reduction_error((scale * z)[None, :], dtypes, eps=eps)
+    # At a scale the sweep holds, the table is the sweep's row: torch's half root of a lone row
+    # may round apart from the same row in a batch, and the table would not read as the chart.
+    on_grid = np.flatnonzero(SWEEP_SCALES == scale)
+    if on_grid.size:
+        here, k = sweep, int(on_grid[0])
+    else:
+        here, k = reduction_error((scale * z)[None, :], dtypes, eps=eps), 0
     rows = tuple(
         DtypeRow(
             dt,
-            float(r.mean_square[0]),
-            float(r.mean_square_error[0]),
-            float(r.output_error[0]),
-            bool(r.overflow[0]),
+            float(r.mean_square[k]),
+            float(r.mean_square_error[k]),
+            float(r.output_error[k]),
+            bool(r.overflow[k]),
         )
         for dt, r in here.items()
     )
@@ -268,10 +274,10 @@ def _eps_claims(view: PrecisionView) -> dict[str, Claim]:
         for p in KNEE_PLACEMENTS
         for e in SWEEP_EPS
     }
-    # A curve falls in proportion to the input only below its knee: the sweep's smallest scale
-    # is below every knee, or the caption counts the curves still above theirs.
+    # A curve falls in proportion to the input only well below its knee (a tenth of it): the
+    # sweep's smallest scale is, for every curve, or the caption counts the curves it is not.
     low = [eps_knee(e, placement=p, rms=rms) for p in view.norms for e in SWEEP_EPS]
-    above = sum(knee <= SWEEP_SCALES[0] for knee in low)
+    above = sum(knee < 10 * SWEEP_SCALES[0] for knee in low)
     fields |= {"above": above, "curves": len(low), "knee_low": min(low)} if above else {}
     settled = "precision.norm_caption_knee" if above else "precision.norm_caption"
     claims = {
@@ -334,7 +340,7 @@ def _dtype_claims(view: PrecisionView, x: np.ndarray, z: np.ndarray) -> dict[str
     if "bfloat16" in errors:
         claims["error_bf16"] = _finite_range_claim("bfloat16", errors["bfloat16"])
     if "float16" in errors:
-        claims.update(_float16_claims(errors["float16"], z, view.limits))
+        claims.update(_float16_claims(errors["float16"], z, view.limits, view.eps))
         claims["limits"] = Claim(
             "precision.limits_explain",
             {
@@ -373,7 +379,9 @@ def _good_run(errors: np.ndarray) -> tuple[int, int] | None:
     return lo, hi
 
 
-def _float16_claims(errors: np.ndarray, z: np.ndarray, limits: Float16Limits) -> dict[str, Claim]:
+def _float16_claims(
+    errors: np.ndarray, z: np.ndarray, limits: Float16Limits, eps: float
+) -> dict[str, Claim]:
     run = _good_run(errors)
     if run is None:
         return {"error_f16_range": Claim("precision.error_f16_range_none", {"tol_pct": AGREE})}
@@ -389,27 +397,42 @@ def _float16_claims(errors: np.ndarray, z: np.ndarray, limits: Float16Limits) ->
         )
     }
     if lo > 0:
-        below = float(SWEEP_SCALES[lo - 1])
-        with np.errstate(over="ignore"):
-            x16 = np.abs((below * z).astype(np.float16).astype(np.float64))
-        squares = x16 * x16
-        fields = {
-            "below": below,
-            "error": float(errors[lo - 1]),
-            "underflow_pct": float(np.mean(squares < FLOAT16_TINY)),
-            # A square under 2^-14 is a float16 subnormal (or 0): it keeps fewer bits.
-            "subnormal_pct": float(np.mean(squares.astype(np.float16) < FLOAT16_MIN_NORMAL)),
-            "tiny": FLOAT16_TINY,
-            "tiny_x": math.sqrt(FLOAT16_TINY),
-            "min_normal": FLOAT16_MIN_NORMAL,
-        }
-        # Only the causes that apply: squares lost below 2^-24, squares short of bits below 2^-14.
-        cause = (
-            "" if fields["underflow_pct"] else "_subnormal" if fields["subnormal_pct"] else "_other"
+        claims["error_f16_low"] = _float16_low_claim(
+            float(SWEEP_SCALES[lo - 1]), errors[lo - 1], z, eps
         )
-        claims["error_f16_low"] = Claim(f"precision.error_f16_low{cause}", fields)
     claims["error_f16_high"] = _float16_high_claim(errors, limits)
     return claims
+
+
+def _float16_low_claim(below: float, error: float, z: np.ndarray, eps: float) -> Claim:
+    """Just below float16's good run: the causes that apply, and only those. Where even every
+    square lost would move the output by under a tenth of the error, the squares are not it;
+    x's own float16 subnormals may be (under 2^-14 a float16 keeps fewer bits). Else squares
+    lost under 2^-24, or short of bits under 2^-14."""
+    with np.errstate(over="ignore"):
+        x16 = np.abs((below * z).astype(np.float16).astype(np.float64))
+    squares = x16 * x16
+    fields = {
+        "below": below,
+        "error": float(error),
+        "underflow_pct": float(np.mean(squares < FLOAT16_TINY)),
+        "subnormal_pct": float(np.mean(squares.astype(np.float16) < FLOAT16_MIN_NORMAL)),
+        "x_subnormal_pct": float(np.mean(x16 < FLOAT16_MIN_NORMAL)),
+        "eps": eps,
+        "ms": float(np.mean(squares)),
+        "tiny": FLOAT16_TINY,
+        "tiny_x": math.sqrt(FLOAT16_TINY),
+        "min_normal": FLOAT16_MIN_NORMAL,
+    }
+    # Every square lost (mean square 0) moves the output by sqrt(1 + ms / eps) - 1 at most.
+    fields["bound"] = math.expm1(math.log1p(fields["ms"] / eps) / 2) if eps > 0 else math.inf
+    if fields["bound"] < error / 10:
+        cause = "_eps" if fields["x_subnormal_pct"] else "_eps_only"
+    elif fields["underflow_pct"]:
+        cause = ""
+    else:
+        cause = "_subnormal" if fields["subnormal_pct"] else "_other"
+    return Claim(f"precision.error_f16_low{cause}", fields)
 
 
 def _float16_high_claim(errors: np.ndarray, limits: Float16Limits) -> Claim:

@@ -112,10 +112,11 @@ def check_norm_caption(state: dict, claim) -> None:
     assert (f["s_max"], f["s_min"], f["sqrt_d"]) == (SCALES[-1], SCALES[0], sqrt_d)
     assert (claim.key != "precision.norm_caption_unsettled") == (top_gap <= 0.01)
     # The knee: eps against the mean square inside the root (s r = sqrt(eps)), against the RMS
-    # outside it (s r = eps); "below its knee" holds for a curve only where s_min < its knee.
+    # outside it (s r = eps); "below its knee" holds for a curve only where s_min is a tenth of
+    # its knee or less.
     r = rms(z)
     knees = [math.sqrt(e) / r if p == "inside" else e / r for p in shown for e in SWEEP_EPS]
-    above = sum(k <= SCALES[0] for k in knees)
+    above = sum(k < 10 * SCALES[0] for k in knees)  # "well below its knee": under a tenth of it
     if claim.key == "precision.norm_caption":
         assert above == 0, knees
     elif claim.key == "precision.norm_caption_knee":
@@ -258,7 +259,22 @@ def check_f16_low(state: dict, claim) -> None:
     subnormal = squares < 2.0**-14
     near(f["subnormal_pct"], np.count_nonzero(subnormal) / subnormal.size, rtol=ulps(1, 1.0))
     assert (f["tiny"], f["tiny_x"], f["min_normal"]) == (tiny, 2.0**-12, 2.0**-14)
-    # A cause is named only where some square has it.
+    # Where every square lost (x / sqrt(eps) against x / sqrt(ms + eps)) would move the output by
+    # under a tenth of the error, the squares are not named: x's own float16 subnormals are, if
+    # any. Else a cause is named only where some square has it.
+    held = x16.double().numpy()
+    ms, x_sub = float(np.mean(held**2)), float(np.mean(np.abs(held) < 2.0**-14))
+    r = ms / state["eps"] if state["eps"] else math.inf  # sqrt(1 + r) - 1, without cancelling:
+    bound = r / (math.sqrt(1 + r) + 1) if state["eps"] else math.inf
+    if bound < f["error"] / 10:
+        near(f["bound"], bound, rtol=1e-9)
+        assert claim.key == (
+            "precision.error_f16_low_eps" if x_sub else "precision.error_f16_low_eps_only"
+        )
+        near(f["ms"], ms, rtol=1e-12)
+        near(f["x_subnormal_pct"], x_sub, rtol=ulps(1, 1.0))
+        assert f["eps"] == state["eps"]
+        return
     named = {
         "precision.error_f16_low": (True, True),
         "precision.error_f16_low_subnormal": (False, True),
@@ -430,6 +446,8 @@ CHECKS = {
     "precision.error_f16_low": check_f16_low,
     "precision.error_f16_low_subnormal": check_f16_low,
     "precision.error_f16_low_other": check_f16_low,
+    "precision.error_f16_low_eps": check_f16_low,
+    "precision.error_f16_low_eps_only": check_f16_low,
     "precision.error_f16_high": check_f16_high,
     "precision.error_f16_high_plain": check_f16_high,
     "precision.error_f16_high_none": check_f16_high,
