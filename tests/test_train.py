@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+import labs.training.train as train_module
 from core.device import torch_threads
 from labs.training.corpus import VAL_FRACTION, corpus_text, decode, encode, load_corpus
 from labs.training.fair import measure
@@ -37,11 +38,13 @@ from labs.training.store import load_checkpoint, read_config, save_checkpoint
 from labs.training.train import (
     Batches,
     TrainConfig,
+    TrainResult,
     evaluate,
     evaluate_probed,
     learning_rate,
     start,
     stream_seeds,
+    time_forward,
     train,
     train_step,
     train_together,
@@ -234,6 +237,49 @@ def test_runs_trained_together_stop_together() -> None:
     stopped = train_together(uncapped, callback=lambda rs: False if rs[0].steps_done == 2 else None)
     assert [r.stopped_by for r in stopped] == ["callback", "callback"]
     assert [r.steps_done for r in stopped] == [2, 2]
+
+
+def test_runs_trained_together_take_turns_going_first(monkeypatch) -> None:
+    """Live runs stepped LayerNorm first in every round, right after the chart was redrawn: the
+    first step of a round paid for the redraw, always the same run's. Each round now starts one
+    run later: over the rounds every run goes first equally often, and each does one piece."""
+    pieces: list[str] = []
+
+    class Recorder:
+        def __init__(self, config, corpus) -> None:
+            self.result = TrainResult(config=config, parameters=1)
+
+        def advance(self) -> bool:
+            if pieces.count(self.result.config.model.norm) == 6:
+                self.result.stopped_by = "steps"
+                return False
+            pieces.append(self.result.config.model.norm)
+            return True
+
+        def finish(self) -> TrainResult:
+            return self.result
+
+    monkeypatch.setattr(train_module, "_Run", Recorder)
+    norms = ("layer", "rms", "none")
+    train_together([tiny(model=replace(TINY.model, norm=n)) for n in norms], corpus=object())
+    rounds = [pieces[i : i + 3] for i in range(0, len(pieces), 3)]
+    assert len(rounds) == 6 and all(sorted(r) == sorted(norms) for r in rounds)
+    assert [r[0] for r in rounds] == ["layer", "rms", "none"] * 2
+
+
+def test_time_forward_alternates_which_pass_goes_first() -> None:
+    """The pass with the norms went first in every repeat, so a load that rose during the
+    timing fell on the pass without them. Now the two alternate which leads: after the warm-up
+    pair, each leads in half of an even number of repeats."""
+    model = GPT(TINY.model, seed=0)
+    layer = model.norms()[0][1]
+    bypassed: list[bool] = []
+    model.register_forward_pre_hook(lambda module, args: bypassed.append(layer.bypass))
+    x = torch.zeros(1, TINY.model.block_size, dtype=torch.long)
+    with_norm, without = time_forward(model, x, 4)
+    assert with_norm > 0 and without > 0
+    pairs = [bypassed[i : i + 2] for i in range(0, len(bypassed), 2)]
+    assert pairs == [[False, True], [True, False], [False, True], [True, False], [False, True]]
 
 
 @pytest.mark.parametrize(

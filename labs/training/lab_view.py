@@ -58,9 +58,9 @@ LIVE_WORK = 2e11
 # One thread: on a shared two-core machine a second thread makes each step wait for it (see
 # labs.training.reference), and the other core stays free for the other visitors.
 LIVE_THREADS = 1
-# Validations per live run (about), and the forward-timing repeats once a run completes.
+# Validations per live run (about), and the forward-timing repeats once a run completes (even).
 LIVE_VALIDATIONS = 20
-LIVE_TIMING_REPEATS = 5
+LIVE_TIMING_REPEATS = 6
 # One live training per server process: two at once would each time the other's load, and
 # queued runs would stack up CPU work that nobody waits for.
 TRAIN_LOCK = threading.Lock()

@@ -26,6 +26,7 @@ import copy
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from typing import Any
@@ -197,20 +198,18 @@ def train_step(
 
 def time_forward(model: GPT, x: torch.Tensor, repeats: int) -> tuple[float, float]:
     """Median seconds of a training-mode forward pass (autograd recording) with the model's
-    norms, and with every norm replaced by the identity (same weights); runs alternate so that
-    a change in the machine's load touches both alike. One warm-up pass of each first."""
-    with_norm, without = [], []
+    norms, and with every norm replaced by the identity (same weights); they alternate, each
+    first in every other repeat, so that a change in the machine's load touches both alike."""
+    times: tuple[list[float], list[float]] = ([], [])  # with the norms, without
     for i in range(repeats + 1):
-        t0 = time.perf_counter()
-        model(x)
-        t1 = time.perf_counter()
-        with norms_bypassed(model):
-            model(x)
-        t2 = time.perf_counter()
-        if i > 0:
-            with_norm.append(t1 - t0)
-            without.append(t2 - t1)
-    return float(np.median(with_norm)), float(np.median(without))
+        for bypass in (i % 2, 1 - i % 2):
+            with norms_bypassed(model) if bypass else nullcontext():
+                t0 = time.perf_counter()
+                model(x)
+                seconds = time.perf_counter() - t0
+            if i > 0:
+                times[bypass].append(seconds)
+    return float(np.median(times[0])), float(np.median(times[1]))
 
 
 @dataclass
@@ -328,7 +327,7 @@ def train_together(
     callback: Callable[[list[TrainResult]], bool | None] | None = None,
     corpus: Corpus | None = None,
 ) -> list[TrainResult]:
-    """Train several runs step by step in turn: run 1's step s, run 2's step s, ..., then s + 1.
+    """Train several runs step by step in turn: each run's step s, then s + 1 (``_round``).
 
     Each run is the same as ``train(config)`` alone (its own seeded weights and batches, its own
     caps), but a change in the machine's load falls on every run alike, which makes their step
@@ -338,9 +337,9 @@ def train_together(
     """
     corpus = corpus or load_corpus()
     runs = [_Run(config, corpus) for config in configs]
-    active = list(runs)
+    active, rounds = list(runs), 0
     while active:
-        active = _round(active)
+        active, rounds = _round(active, rounds), rounds + 1
         if callback is not None and callback([run.result for run in runs]) is False:
             for run in active:
                 run.stop("callback")
@@ -348,18 +347,17 @@ def train_together(
     return [run.finish() for run in runs]
 
 
-def _round(active: list[_Run]) -> list[_Run]:
-    """One piece of each run; the runs still going. The wall clock is shared: once it stops
-    one run, it stops the others at once, so they end at most one step apart."""
-    going = []
-    for run in active:
-        if run.advance():
-            going.append(run)
-        elif run.result.stopped_by == "wall_clock":
+def _round(active: list[_Run], first: int) -> list[_Run]:
+    """One piece of each run from the ``first``-th on, so that each goes first as often (and pays
+    alike for what ran between rounds); the runs still going. The wall clock is shared: once
+    it stops one run, it stops the others at once, so they end at most one step apart."""
+    k = first % len(active)
+    for run in active[k:] + active[:k]:
+        if not run.advance() and run.result.stopped_by == "wall_clock":
             for other in active:
                 other.stop("wall_clock")
             return []
-    return going
+    return [run for run in active if run.result.stopped_by is None]
 
 
 class _Run:
