@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.defaults import DEFAULT_LAYER_EPS
 from labkit.lock import exclusive
-from labs.training.claims import shown_share
+from labs.training.claims import drawn_shares
 from labs.training.curves import RunCurves, TrainingView
 from labs.training.figures import final_loss_figure, loss_figure, per_run_figure
 from labs.training.kernels_section import kernels_section
@@ -32,7 +32,7 @@ from labs.training.lab_view import (
     train_live,
     training_view,
 )
-from labs.training.model import NORM_KINDS
+from labs.training.model import NORM_CLASSES, NORM_KINDS
 from labs.training.reference import REFERENCE
 from labs.training.scurve_section import SCURVE_PARAMS, VIEW, choose_view, scurve_section
 from labs.training.sets_section import placement_section, qknorm_section
@@ -98,12 +98,13 @@ def controls(tr: Translator) -> dict:
     return state
 
 
-def figure_labels(tr: Translator) -> dict[str, str]:
+def figure_labels(tr: Translator, qk_norm: str = "off") -> dict[str, str]:
+    """The variants' names (without a block norm, the QK norm it computes) and the charts'."""
     keys = ("validation", "training", "loss", "seed", "mean", "step_axis", "seconds_axis")
-    return {
-        **{n: tr(f"training.variant_{n}") for n in NORM_KINDS},
-        **{k: tr(f"training.{k}") for k in keys},
-    }
+    labels = {n: tr(f"training.variant_{n}") for n in NORM_KINDS}
+    if qk_norm != "off":
+        labels["none"] = tr("training.variant_none_qk", qk=NORM_CLASSES[qk_norm])
+    return labels | {k: tr(f"training.{k}") for k in keys}
 
 
 def figure_runs(runs: Sequence[RunCurves], x: str) -> list[dict]:
@@ -237,13 +238,9 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
             st.metric(labels[norm], ms, width=metric_width())
     left, right = st.columns(2, gap="large")
     step_runs = [{"norm": r.norm, "seed": r.seed, "value": r.median_step_ms} for r in view.runs]
-    # The norms' share, where it exceeds the timing noise; the no-norm variant's reading is that
-    # noise (the sentence under the charts quotes it), not a share of anything.
-    share_runs = [
-        {"norm": r.norm, "seed": r.seed, "value": shown_share(r.norm_share, view.share_noise)}
-        for r in view.runs
-        if r.norm != "none"
-    ]
+    # The norms' share where the sentences give one (the no-norm variant's is no share at all).
+    shares = zip(view.runs, drawn_shares(view, view.claims.get("share")), strict=True)
+    share_runs = [dict(norm=r.norm, seed=r.seed, value=s) for r, s in shares if r.norm != "none"]
     with left:
         st.markdown(f"**{tr('training.step_time_heading')}**")
         fig = per_run_figure(step_runs, labels, y_title=tr("training.ms_axis"))
@@ -254,11 +251,8 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
             fig = per_run_figure(
                 share_runs, labels, y_title=tr("training.share_axis"), percent=True
             )
-            # In percent, as the chart draws them.
-            percent = [
-                {**run, "value": None if run["value"] is None else 100 * run["value"]}
-                for run in share_runs
-            ]
+            # In percent, as the chart draws them (None: no bar).
+            percent = [{**run, "value": run["value"] and 100 * run["value"]} for run in share_runs]
             seed_chart(view, tr, labels, fig, f"{key}_share", "share", seed_table(percent, labels))
         else:  # a chart of axes alone: say instead why it has nothing to draw
             st.info(tr("training.share_nothing"))
@@ -277,7 +271,7 @@ def shipped_section(tr: Translator, labels: dict) -> None:
 
 
 def settings_text(state: dict, tr: Translator) -> str:
-    variants = ", ".join(tr(f"training.variant_{n}") for n in state["norms"]) or "–"
+    variants = ", ".join(figure_labels(tr, state["qk_norm"])[n] for n in state["norms"]) or "–"
     fields = {k: state[k] for k in ("width", "depth", "eps", "lr", "steps", "seed")}
     return tr(
         "training.live_settings", variants=variants, **architecture_names(state, tr), **fields
@@ -361,7 +355,7 @@ def live_section(state: dict, tr: Translator, labels: dict) -> None:
         return
     if live["state"] != state:
         st.caption(tr("training.stale", settings=settings_text(live["state"], tr)))
-    view = live["view"]
+    view, labels = live["view"], figure_labels(tr, live["state"]["qk_norm"])
     show_claims(view, tr, ["stopped"])
     curves(view, tr, labels, "live")
     finals(view, tr, labels, "live")
@@ -381,7 +375,7 @@ def main() -> None:
     kernels_section(tr)
     placement_section(tr)
     qknorm_section(tr)
-    live_section(state, tr, labels)
+    live_section(state, tr, figure_labels(tr, state["qk_norm"]))
     code_section(tr, training_code(), "training.code_caption")
     share_box(PARAMS, tr.lang)
 

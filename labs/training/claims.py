@@ -2,9 +2,9 @@ r"""What the training runs say, in sentences: the claims (``labkit.claims``) of 
 page, each chosen by a verdict computed from a ``TrainingView``'s numbers: the seed spread of
 the loss against the gap between the norms; time per step, a side named only when at least
 ``MIN_PAIRS`` paired comparisons agree (a sign test); the norms' share of a forward pass,
-:math:`(t_{norm} - t_{identity}) / t_{norm}`, quoted only beyond the timing noise the variant
-without a norm shows; the RMSNorm paper's 7-64 % (Zhang & Sennrich 2019) beside this machine's
-saving :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`; the machine; each chart's words.
+:math:`(t_{norm} - t_{identity}) / t_{norm}`, quoted only beyond the timing noise (``share_noise``);
+the RMSNorm paper's 7-64 % (Zhang & Sennrich 2019) beside this machine's saving
+:math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`; the machine; each chart's words.
 """
 
 from __future__ import annotations
@@ -48,12 +48,19 @@ def run_claims(
     shipped runs when ``machine`` is given; how the training stopped when ``live``."""
     claims = _loss_claims(view, reference_spread)
     claims.update(_time_claims(view))
-    claims.update(chart_claims(view))
+    claims.update(chart_claims(view, claims.get("share")))
     if machine is not None:
         claims["machine"] = machine_claim(machine)
     if live:
         claims["stopped"] = _stopped_claim(view.runs)
-    return claims
+    return {s: _named(c, view.runs) if s.endswith("none") else c for s, c in claims.items()}
+
+
+def _named(claim: Claim, runs: Sequence[RunCurves]) -> Claim:
+    """A claim about the variant without a norm, named by what it computes: where it still
+    normalises every head's queries and keys, the text ``<key>_qk`` naming that QK norm."""
+    qk = {r.qk_norm for r in runs if r.norm == "none"} - {"off"}
+    return Claim(f"{claim.key}_qk", {**claim.fields, "qk": NORM_CLASSES[qk.pop()]}) if qk else claim
 
 
 def _pair(view: TrainingView) -> tuple[NormSummary, NormSummary] | None:
@@ -93,8 +100,9 @@ def _gap_claim(
     equal time, with several seeds, also whether the gap exceeds the seeds' spread there."""
     field = "mean_at_step" if kind == "steps" else "mean_at_time"
     a, b = getattr(rms, field), getattr(layer, field)
-    if reached <= 0:
-        return Claim(f"training.{kind}_untrained", dict(where))
+    if reached <= 0:  # at 0 s some run validated only at step 0: there is no time to compare at
+        untrained = "unvalidated" if where.get("seconds") == 0 else "untrained"
+        return Claim(f"training.{kind}_{untrained}", dict(where))
     if a == b:
         return Claim(f"training.{kind}_tie", {**where, "loss": a})
     winner, loser = (rms, layer) if a < b else (layer, rms)
@@ -199,12 +207,12 @@ def paired_ratios(rms: Sequence[Timed], layer: Sequence[Timed]) -> list[float]:
     return ratios
 
 
-def step_order(ratios: Sequence[float]) -> str:
-    """``slower`` or ``faster`` when every paired ratio lies on that side of 1 and there are
-    ``MIN_PAIRS`` of them; ``few`` when they agree but are fewer; ``mixed`` otherwise."""
-    if all(r > 1 for r in ratios):
+def step_order(ratios: Sequence[float], center: float = 1.0) -> str:
+    """``slower`` or ``faster`` when every ratio lies on that side of ``center`` (0 for differences)
+    and there are ``MIN_PAIRS`` of them; ``few`` when they agree but are fewer; else ``mixed``."""
+    if all(r > center for r in ratios):
         side = "slower"
-    elif all(r < 1 for r in ratios):
+    elif all(r < center for r in ratios):
         side = "faster"
     else:
         return "mixed"
@@ -219,7 +227,7 @@ def _time_claims(view: TrainingView) -> dict[str, Claim]:
     noise = share_noise(view.runs)
     claims = {"share": _share_claim(rms, layer, noise)}
     if noise is not None:
-        claims["noise"] = Claim("training.noise", {"noise_pct": noise})
+        claims["noise"] = _noise_claim(view.runs, noise)
     ratios = paired_ratios(rms, layer)
     ratio = view.time_ratio
     if not (ratios and ratio is not None and math.isfinite(ratio) and ratio > 0):
@@ -272,10 +280,27 @@ def paper_claim(ratio: float, order: str, *, prefix: str = "training.paper") -> 
 
 
 def share_noise(runs: Sequence[RunCurves]) -> float | None:
-    """The timing noise of a share: the variant without a norm times the same computation
-    twice, so its largest ``|share|`` is what noise alone makes (None when it was not timed)."""
-    readings = [abs(r.norm_share) for r in runs if r.norm == "none" and _measured(r.norm_share)]
-    return max(readings) if readings else None
+    """The timing noise of a share, at least: the largest ``|share|`` of a run timing one
+    computation twice (no norm, no QK norm) and of a negative share; None where neither is."""
+    timed = [r.norm_share for r in runs if _measured(r.norm_share)]
+    same = [abs(r.norm_share) for r in runs if _same_work(r)]
+    return max(same + [-s for s in timed if s < 0], default=None)
+
+
+def _same_work(run: RunCurves) -> bool:
+    return run.norm == "none" and run.qk_norm == "off" and _measured(run.norm_share)
+
+
+def _noise_claim(runs: Sequence[RunCurves], noise: float) -> Claim:
+    """Where the noise was read: one computation timed twice (``noise``), beyond it a negative
+    share (``noise_slower``), or a negative share alone (``noise_unpaired``)."""
+    same = max((abs(r.norm_share) for r in runs if _same_work(r)), default=None)
+    timed = [r.norm_share for r in runs if _measured(r.norm_share)]
+    fields = {"noise_pct": noise, "slower": sum(s < 0 for s in timed), "timed": len(timed)}
+    if same is None:
+        return Claim("training.noise_unpaired", fields)
+    key = "training.noise" if same >= noise else "training.noise_slower"
+    return Claim(key, fields | {"same_pct": same})
 
 
 def _measured(share: float | None) -> bool:
@@ -290,12 +315,22 @@ def shown_share(share: float | None, noise: float | None) -> float | None:
     return share
 
 
+def drawn_shares(view: TrainingView, share: Claim | None) -> list[float | None]:
+    """Each run's share as the share chart draws it: ``shown_share`` for a variant with a norm,
+    and none where the sentence ``share`` says these timings give the norms no share."""
+    noisy = share is not None and share.key == "training.share_noisy"
+    return [
+        None if noisy or r.norm == "none" else shown_share(r.norm_share, view.share_noise)
+        for r in view.runs
+    ]
+
+
 def _share_claim(
     rms: Sequence[RunCurves], layer: Sequence[RunCurves], noise: float | None
 ) -> Claim:
     """The norms' share of a forward pass with RMSNorm and with LayerNorm, seed by seed, held
-    to the timing noise: a share is quoted only above it, and one norm's share is called
-    larger only where every seed's difference exceeds it."""
+    to the timing noise: a share is quoted only above it, and one norm's share is called larger
+    only where every seed's difference exceeds it one way, in ``MIN_PAIRS`` seeds (a sign test)."""
     by_seed = {r.seed: r.norm_share for r in layer}
     pairs = [
         (a.norm_share, by_seed[a.seed])
@@ -316,14 +351,11 @@ def _share_claim(
         return Claim("training.share_uncompared", fields)
     fields["noise_pct"] = noise
     diff = shares[:, 0] - shares[:, 1]
-    if (diff > noise).all():
-        key = "rms_larger"
-    elif (diff < -noise).all():
-        key = "layer_larger"
-    elif (np.abs(diff) > noise).all():
-        key = "mixed"
-    else:
-        key = "close"
+    order = "close" if (np.abs(diff) <= noise).any() else step_order(diff, center=0.0)
+    key = {"slower": "rms_larger", "faster": "layer_larger"}.get(order, order)
+    if key == "few":
+        fields |= {"larger": NORM_CLASSES["rms" if diff[0] > 0 else "layer"]}
+        fields |= {"chance_pct": 2.0 ** (1 - len(pairs))}
     return Claim(f"training.share_{key}", fields)
 
 
@@ -361,12 +393,12 @@ def _stopped_claim(runs: Sequence[RunCurves]) -> Claim:
     return Claim("training.stopped_steps", fields)
 
 
-def chart_claims(view: TrainingView) -> dict[str, Claim]:
+def chart_claims(view: TrainingView, share: Claim | None = None) -> dict[str, Claim]:
     """The words of the page's five charts, in slots ``chart_<chart>_<variant>`` (and
     ``chart_<chart>_not_finite``): the validation losses against the step and the seconds (each
     run a line named by its seed), the losses at the equal step, the median step times and the
-    shares of a forward pass drawn (each variant's bars, by seed; a share is drawn only beyond the
-    timing noise, in percent as the chart draws it)."""
+    shares of a forward pass drawn (each variant's bars, by seed; ``drawn_shares``, in percent
+    as the chart draws them). A variant with one point drawn has the words ``<key>_one``."""
     by_norm = {n: [r for r in view.runs if r.norm == n] for n in view.norms}
     charts = {
         f"loss_{x}": {
@@ -380,21 +412,17 @@ def chart_claims(view: TrainingView) -> dict[str, Claim]:
         n: [(n, [r.seed for r in runs], [r.median_step_ms for r in runs])]
         for n, runs in by_norm.items()
     }
-    shown = {
-        n: [(r.seed, shown_share(r.norm_share, view.share_noise)) for r in runs]
-        for n, runs in by_norm.items()
-        if n != "none"
-    }
-    shown = {n: [(seed, s) for seed, s in pairs if s is not None] for n, pairs in shown.items()}
-    charts["share"] = {
-        n: [(n, [seed for seed, _ in pairs], [100 * s for _, s in pairs])]
-        for n, pairs in shown.items()
-        if pairs
-    }
+    shares: dict[str, list] = {}
+    for r, s in zip(view.runs, drawn_shares(view, share), strict=True):
+        if s is not None:
+            shares.setdefault(r.norm, []).append((r.seed, 100 * s))
+    charts["share"] = {n: [(n, *zip(*pairs, strict=True))] for n, pairs in shares.items()}
     claims = {}
     for chart, groups in charts.items():
         keys = {n: f"training.{chart}_words_{n}" for n in groups}
         count = "training.val_not_finite" if chart.startswith("loss") else "charts.not_finite"
         words = runs_words(keys, groups, chart=f"training.{chart}", not_finite=count)
-        claims |= {f"chart_{chart}_{slot}": claim for slot, claim in words.items()}
+        for slot, claim in words.items():
+            one = slot in groups and sum(int(np.isfinite(v).sum()) for *_, v in groups[slot]) == 1
+            claims[f"chart_{chart}_{slot}"] = Claim(claim.key + "_one" * one, claim.fields)
     return claims

@@ -48,6 +48,7 @@ class RunCurves:
     finite: bool  # every loss it recorded is a finite number
     max_seconds: float | None
     max_work: float | None
+    qk_norm: str = "off"  # the QK norm on every head's queries and keys (off, rms, layer)
     # DyT's alpha at the end, per DyT layer (``dyt_layers``, forward order); None: not recorded.
     dyt_alpha: np.ndarray | None = None
     dyt_layers: tuple[str, ...] = ()
@@ -119,7 +120,7 @@ class TrainingView:
     equal_seconds: float
     operations: dict[str, int]
     time_ratio: float | None  # RMSNorm's median step over LayerNorm's
-    share_noise: float | None  # the no-norm variant's largest |share| (None: not timed)
+    share_noise: float | None  # at least the timing noise (claims.share_noise; None: not timed)
     claims: dict[str, Claim]
     alphas: AlphaSummary | None = None  # DyT's learned alpha (None: no DyT run recorded it)
 
@@ -185,6 +186,7 @@ def run_curves(record: Mapping[str, Any]) -> RunCurves:
         finite=bool(np.isfinite(loss).all() and np.isfinite(val_loss).all()),
         max_seconds=record["config"].get("max_seconds"),
         max_work=record["config"].get("max_work"),
+        qk_norm=record["config"]["model"].get("qk_norm", "off"),
         **_alphas(record),
     )
 

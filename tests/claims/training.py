@@ -7,8 +7,9 @@ as the page recorded them (``training_live.json`` and ``training_live_dyt.json``
 file); and synthetic records drawn by hypothesis: one to four variants, one to three seeds, runs
 cut short at any step (none at all included), losses that diverge, equal losses and equal step
 times (ties), forward timings present, missing or slower without the norms (timing noise), every
-stop reason, machines under any load, and DyT's final alpha per layer in every placement (equal
-to its initial value, equal across seeds, not finite, or not recorded).
+stop reason, machines under any load, DyT's final alpha per layer in every placement (equal
+to its initial value, equal across seeds, not finite, or not recorded), and every QK norm (the
+variant without a block norm then still normalises queries and keys, and is named so).
 
 Each check reads the records it was given (``state["records"]``), never the view's arrays, and
 recomputes with ``statistics``, ``math.fsum`` and ``fractions``: medians, means, the paired
@@ -21,6 +22,7 @@ import itertools
 import json
 import math
 import statistics
+from dataclasses import replace
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
@@ -195,16 +197,21 @@ MACHINES = st.fixed_dictionaries(
 # most: 3 peri-norm blocks of four and the final one), the initial alpha stated or not.
 MODELS = st.fixed_dictionaries(
     {"n_layer": st.integers(1, 3), "placement": st.sampled_from(["pre", "post", "peri"])},
-    optional={"dyt_alpha": st.sampled_from([0.5, 0.25, 1.0])},
+    optional={
+        "dyt_alpha": st.sampled_from([0.5, 0.25, 1.0]),
+        "qk_norm": st.sampled_from(["off", "rms", "layer"]),
+    },
 )
 
 
 @st.composite
 def synthetic(draw, complete: bool = False) -> dict:
-    """Runs of any shape; ``complete``: every variant, two or three seeds, every run finished
-    and timed (the states where the timing sentences compare the norms)."""
+    """Runs of any shape; ``complete``: every variant, two, three or six seeds (enough for one
+    norm's share to be named the larger), every run finished and timed (the states where the
+    timing sentences compare the norms)."""
     if complete:
-        norms, seeds = list(NORM_KINDS), draw(st.sampled_from([[0, 1], [0, 1, 2], [3, 1, 4]]))
+        seeds = draw(st.sampled_from([[0, 1], [0, 1, 2], [3, 1, 4], [0, 1, 2, 3, 4, 5]]))
+        norms = list(NORM_KINDS)
     else:
         norms = draw(st.lists(st.sampled_from(NORM_KINDS), min_size=1, max_size=4, unique=True))
         seeds = draw(st.lists(st.integers(0, 4), min_size=1, max_size=3, unique=True))
@@ -383,8 +390,17 @@ def check_untrained(state: dict, claim) -> None:
     _both_finite(state, "steps" if "steps" in claim.key else "time")
     if claim.key == "training.steps_untrained":
         assert equal_step(state) == 0
+    elif claim.key == "training.time_unvalidated":
+        # Some run stopped before its first validation after step 0 (it has no step to quote a
+        # time at, so the runs share none).
+        assert equal_seconds(state) == 0
+        assert any(
+            not [s for s in r["val_steps"] if s > 0] and len(r["train_loss"]) < r["config"]["steps"]
+            for r in state["records"]
+        )
     else:
         T = equal_seconds(state)
+        assert T > 0
         near(claim.fields["seconds"], T)
         assert all(at_time(r, T)[1] <= 0 for n in ("rms", "layer") for r in runs_of(state, n))
 
@@ -537,10 +553,24 @@ def share_pairs(state: dict) -> list[tuple[float, float]]:
     ]
 
 
+def qk_of(run: dict) -> str:
+    return run["config"]["model"].get("qk_norm", "off")
+
+
+def noise_readings(state: dict) -> tuple[list[float], list[float], int]:
+    """What tells the timing noise: the |share| of each run that times one computation twice (no
+    norm layer, no QK norm), the magnitude of each negative share (the pass without the norms
+    did no more work, yet took longer), and how many runs were timed."""
+    shares = [(r, share_of(r)) for r in state["records"]]
+    timed = [(r, s) for r, s in shares if s is not None]
+    same = [abs(s) for r, s in timed if r["norm"] == "none" and qk_of(r) == "off"]
+    return same, [-s for _, s in timed if s < 0], len(timed)
+
+
 def timing_noise(state: dict) -> float | None:
-    """The no-norm variant times one computation twice: its largest |share| is noise alone."""
-    readings = [abs(s) for s in map(share_of, runs_of(state, "none")) if s is not None]
-    return max(readings) if readings else None
+    """At least the noise: the largest of those readings (None without one)."""
+    same, slower, _ = noise_readings(state)
+    return max(same + slower) if same + slower else None
 
 
 def share_keys(state: dict) -> set[str]:
@@ -565,11 +595,14 @@ def share_keys(state: dict) -> set[str]:
             if not (up and down)
         }
         classes.append(options)
+    # One norm is named only where every seed's difference is beyond the noise the same way and
+    # that many seeds would agree by chance no more often than SIGNIFICANCE: else "few".
+    named = chance_all_agree(len(pairs)) <= SIGNIFICANCE
     for combo in itertools.product(*classes):
         if set(combo) == {"+"}:
-            keys.add("rms_larger")
+            keys.add("rms_larger" if named else "few_rms")
         elif set(combo) == {"-"}:
-            keys.add("layer_larger")
+            keys.add("layer_larger" if named else "few_layer")
         elif "0" in combo:
             keys.add("close")
         else:
@@ -579,6 +612,9 @@ def share_keys(state: dict) -> set[str]:
 
 def check_share(state: dict, claim) -> None:
     kind = claim.key.removeprefix("training.share_")
+    if kind == "few":
+        kind = {"RMSNorm": "few_rms", "LayerNorm": "few_layer"}[claim.fields["larger"]]
+        assert Fraction(claim.fields["chance_pct"]) == chance_all_agree(claim.fields["pairs"])
     assert kind in share_keys(state), (kind, share_keys(state))
     if kind == "unmeasured":
         return
@@ -594,10 +630,19 @@ def check_share(state: dict, claim) -> None:
 
 
 def check_noise(state: dict, claim) -> None:
-    noise = timing_noise(state)
+    """The noise quoted, and where it was read: one computation timed twice, which a negative
+    share may exceed (both may be said within rounding of each other), or a negative share
+    alone, where no run timed one computation twice."""
+    noise, (same, slower, timed), f = timing_noise(state), noise_readings(state), claim.fields
     assert noise is not None
-    near(claim.fields["noise_pct"], noise, scale=1.0)
-    assert claim.fields["noise_pct"] >= 0
+    near(f["noise_pct"], noise, scale=1.0)
+    assert f["noise_pct"] >= 0 and f["timed"] == timed and f["slower"] == len(slower)
+    if claim.key == "training.noise_unpaired":
+        assert not same and slower
+        return
+    near(f["same_pct"], max(same), scale=1.0)
+    beyond = sides(max(slower, default=0.0), max(same), 1.0)  # a negative share above the rest
+    assert (claim.key == "training.noise_slower") in beyond, (claim.key, same, slower)
 
 
 def autograd_nodes(kind: str, kernel: str = "lab") -> list[str]:
@@ -737,12 +782,15 @@ def drawn_groups(state: dict, chart: str) -> dict:
     raise AssertionError(chart)
 
 
-def check_share_words(state: dict, claim) -> None:
+def check_share_words(state: dict, claim, one: bool) -> None:
     """The shares drawn: a run's share, in percent, where the pass without the norms was faster
-    by more than the timing noise (0 when the no-norm variant was not timed). A share within
-    rounding of that floor may be drawn or not; one clearly above it must lie within the
-    quoted extremes, and each extreme is the share of the seed it names."""
+    by more than the timing noise (0 when it is not measured), and none where the sentence
+    says the timings give no share. A share within rounding of that floor may be drawn or not;
+    one clearly above it must lie within the quoted extremes, and each extreme is the share of
+    the seed it names; ``one`` point drawn, or several."""
     norm = claim.key.removeprefix("training.share_words_")
+    if runs_of(state, "rms") and runs_of(state, "layer"):
+        assert share_keys(state) != {"noisy"}, share_keys(state)
     noise = timing_noise(state)
     floor = 0.0 if noise is None else noise
     shares = {r["seed"]: share_of(r) for r in runs_of(state, norm)}
@@ -757,6 +805,7 @@ def check_share_words(state: dict, claim) -> None:
         assert f[end] > 0  # a share is never drawn negative
     for s in sure.values():
         assert f["lo"] <= 100 * s + 100 * RTOL and f["hi"] >= 100 * s - 100 * RTOL
+    assert len(sure) <= 1 <= len(maybe) if one else len(maybe) >= 2, (one, shares, floor)
 
 
 # --- Checks: DyT ------------------------------------------------------------------------------
@@ -855,26 +904,53 @@ def check_dyt(state: dict, claim) -> None:
 
 def check_chart_words(state: dict, claim) -> None:
     """Each variant's extremes as the chart draws them, recomputed from the records (the
-    medians by ``statistics``), and the count of values not drawn."""
+    medians by ``statistics``), and the count of values not drawn. A variant with one value
+    drawn has the words ``<key>_one`` (that value, as lowest and highest), else the extremes."""
+    one = claim.key.endswith("_one")
+    claim = replace(claim, key=claim.key.removesuffix("_one"))
     chart = claim.fields.get("chart", claim.key).removeprefix("training.")
     chart = chart.split("_words_")[0]
     if chart == "share":
-        check_share_words(state, claim)
+        check_share_words(state, claim, one)
         return
-    check_runs_words(claim, drawn_groups(state, chart), rtol=RTOL if chart == "ms" else 0.0)
+    groups = drawn_groups(state, chart)
+    check_runs_words(claim, groups, rtol=RTOL if chart == "ms" else 0.0)
     if claim.key.startswith("training.finals"):
         assert claim.fields["lo_line"] == claim.fields["hi_line"]
+    if "count" not in claim.fields and chart != "alpha":  # alpha: labs.training.dyt_claims
+        norm = claim.key.rsplit("_", 1)[-1]
+        drawn = [v for *_, values in groups[norm] for v in values if math.isfinite(v)]
+        assert (len(drawn) == 1) == one, (claim.key, one, drawn)
+
+
+def check_named(state: dict, claim) -> None:
+    """A sentence about the variant without a norm names what it computes: where it still
+    normalises every head's queries and keys, the text ``<key>_qk`` with that QK norm's name;
+    else the plain text. Then the plain text's check."""
+    qk = {qk_of(r) for r in runs_of(state, "none")}
+    if claim.key.endswith("_qk"):
+        assert len(qk) == 1 and claim.fields["qk"] == NAMES[qk.pop()], (qk, claim.fields)
+    else:
+        assert qk == {"off"}, qk
+    fields = {k: v for k, v in claim.fields.items() if k != "qk"}
+    plain = replace(claim, key=claim.key.removesuffix("_qk"), fields=fields)
+    PLAIN[plain.key](state, plain)
 
 
 CHECKS = {
     "training.val_not_finite": check_chart_words,
     "charts.not_finite": check_chart_words,
     **{
-        f"training.{chart}_words_{n}": check_chart_words
+        f"training.{chart}_words_{n}{one}": check_chart_words
         for chart in ("loss_step", "loss_seconds", "finals", "ms")
         for n in NORM_KINDS
+        for one in ("", "_one")
     },
-    **{f"training.share_words_{n}": check_chart_words for n in ("rms", "layer", "dyt")},
+    **{
+        f"training.share_words_{n}{one}": check_chart_words
+        for n in ("rms", "layer", "dyt")
+        for one in ("", "_one")
+    },
     "training.alpha_words_dyt": check_chart_words,
     **{f"training.alpha_{k}": check_alpha for k in ("one_seed", "moved_all", "moved_some")},
     "training.alpha_moved_none": check_alpha,
@@ -884,6 +960,7 @@ CHECKS = {
     "training.time_gap_beyond_spread": check_gap,
     "training.steps_untrained": check_untrained,
     "training.time_untrained": check_untrained,
+    "training.time_unvalidated": check_untrained,
     **{
         f"training.{k}": check_spread
         for k in ("spread_exceeds_gap", "gap_exceeds_spread", "spread_one_seed", "spread_unknown")
@@ -898,12 +975,13 @@ CHECKS = {
             "layer_larger",
             "mixed",
             "close",
+            "few",
             "uncompared",
             "noisy",
             "unmeasured",
         )
     },  # fmt: skip
-    "training.noise": check_noise,
+    **{f"training.noise{k}": check_noise for k in ("", "_slower", "_unpaired")},
     "training.why_slower": check_why,
     "training.why_not_slower": check_why,
     **{
@@ -916,3 +994,11 @@ CHECKS = {
         for k in ("steps", "wall_clock", "work", "interrupted")
     },
 }
+# The sentences naming the variant without a norm (``words_none``, ``diverged_none``, ``none_*``;
+# not ``alpha_moved_none``): each checked by ``check_named``, which names it, then by its own.
+PLAIN = {
+    key: check
+    for key, check in CHECKS.items()
+    if key.endswith(("words_none", "words_none_one", "diverged_none")) or "training.none_" in key
+}
+CHECKS |= {key + qk: check_named for key in PLAIN for qk in ("", "_qk")}
