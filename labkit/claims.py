@@ -1,22 +1,10 @@
-"""Sentences held to the numbers: verdicts the core computes, and the claims they choose.
+"""Sentences held to the numbers: a lab computes the condition behind a sentence as a
+:class:`Verdict` (whether it holds, the number it looked at, the tolerance) and returns a
+:class:`Claim`, the key of the text true in this state with the numbers it quotes; where the
+condition fails a different, true sentence is chosen, never none (docs/claims.md)::
 
-A page never decides on its own that two outputs are "the same" or that an offset "is gone". The
-core computes the condition behind such a sentence as a :class:`Verdict` (whether it holds, the
-number it looked at and the tolerance it used) and returns a :class:`Claim`: the key of the text
-that is true in this state, with the numbers the text quotes. The page renders the claim
-(``Translator.claim``); it shows a different, true sentence where the condition fails, never
-none.
-
-A key in ``assets/text/*.toml`` that states a fact carries ``claim = true``: the translator
-renders it only through a :class:`Claim`, and ``tests/test_claims.py`` requires an independent
-check of it (``tests/claims/``) on random link states (docs/claims.md).
-
-Each page's core function returns its claims in a mapping from slot (where the page shows it) to
-:class:`Claim`::
-
-    verdict = at_most(abs(mean_layer), tol=1e-9 * scale)
-    claims["why_offset"] = pick(verdict, "explorer.offset_cancelled", "explorer.offset_left",
-                                mean=mean_layer)
+    claims["why_offset"] = pick(at_most(abs(mean), tol), "explorer.offset_cancelled",
+                                "explorer.offset_left", mean=mean)
 """
 
 from __future__ import annotations

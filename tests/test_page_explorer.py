@@ -552,7 +552,7 @@ def test_each_root_in_the_formulas_is_one_precision_and_says_which(link: dict, l
     ],
 )
 def test_one_quoted_factor_never_gives_both_verdicts(link: dict) -> None:
-    """"Negligible" quotes factors that read 100 %, "visible" ones that read 99.9 % or less
+    """ "Negligible" quotes factors that read 100 %, "visible" ones that read 99.9 % or less
     (both once read 99.9 %); with p < 1 the RMSNorm factor is named as p = 1's."""
     claim = core_view(**link).claims["plane_eps"]
     shown = [fmt.pct(claim.fields[k], lang="en") for k in ("f_rms_pct", "f_layer_pct")]

@@ -1,34 +1,13 @@
-"""The class store: one small interface, two backends.
+"""The class store: one small interface (:class:`ClassStore`), two backends beside it,
+``sqlite_store`` (one host, the default) and ``redis_store`` (several hosts).
 
 A class is a join code, a hash of the teacher's key, the step the teacher has open, each step's
-phase, the students' seats and their answers. A seat is a random token the browser keeps (the
-``normlab_seat`` cookie) and a number in its class: no names, no addresses. Each step runs peer
-instruction (Crouch and Mazur 2001):
-
-``vote``
-    students answer (round 1); the teacher sees how many have answered, not the spread;
-``discuss``
-    the teacher shows the spread and the class discusses; answers are closed;
-``vote2``
-    students answer again (round 2), starting from their first answer;
-``revealed``
-    the answer is shown; answers are closed. The teacher may reveal from any earlier phase.
-
-Every answer is checked against the lesson and committed before the call returns, so a student
-told "recorded" holds an answer that a killed worker cannot take back.
-
-- ``sqlite_store.SqliteStore``, the default: one file in WAL mode under ``NORMLAB_DATA_DIR``
-  (default ``.normlab/``), shared by every worker on the host; each write one transaction.
-- ``redis_store.RedisStore``, where ``NORMLAB_CLASS_STORE=redis://[:password@]host:port/db``:
-  several hosts share one Redis; each write is one Lua script, which Redis runs atomically.
-
-Bounds (environment variables, :meth:`Limits.from_env`): a class lives ``NORMLAB_CLASS_HOURS``
-(24) and takes ``NORMLAB_CLASS_STUDENTS`` (500); a store holds ``NORMLAB_CLASSES`` (200) live
-classes. Per client address (a keyed hash of it, kept for the window only):
-``NORMLAB_CLIENT_CLASSES`` new classes an hour (10), ``NORMLAB_CLIENT_SEATS`` new seats in one
-class (150) and ``NORMLAB_CLIENT_GUESSES`` unknown codes in ten minutes (20). Past one, a call
-raises :class:`ClassError` with a code the page turns into a notice; a store that cannot be
-reached raises ``down``, and the first failure of a kind is logged with its cause.
+phase, the students' seats (a hashed browser token and a number, no names, no addresses) and
+their answers. Each step runs peer instruction (Crouch and Mazur 2001), phases only forward:
+``vote`` (round 1), ``discuss`` (closed, the spread shown), ``vote2`` (round 2), ``revealed``.
+Every answer is checked against the lesson and committed before the call returns. The bounds,
+the per-client limits and the environment variables that set them: docs/serving.md, "The class
+store"; a call past one raises :class:`ClassError` with a code the page turns into a notice.
 """
 
 from __future__ import annotations
