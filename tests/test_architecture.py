@@ -428,3 +428,14 @@ go.Figure(data=[], _validate=False)
         "11: streamlit.session_state._state",
         "12: _validate=",
     ]
+
+
+def test_each_labs_tests_sit_together() -> None:
+    """A lab's page test is in ``tests/labs/<lab>/`` (its model's and browser tests beside it),
+    and every lab has that folder."""
+    labs = {p.name for p in (ROOT / "labs").iterdir() if (p / "__init__.py").exists()}
+    pages = {p.stem for p in (ROOT / "pages").glob("*.py")}
+    assert pages <= labs
+    placed = {p.parent.name: p for p in (ROOT / "tests" / "labs").glob("*/test_page_*.py")}
+    assert set(placed) == labs
+    assert sorted((ROOT / "tests").glob("test_page_*.py")) == []

@@ -1,7 +1,7 @@
 """The class benchmark (``benchmarks/classroom.py``): its pass rule, the store checked seat by seat
 (answers lost, counted twice, the head count) on a real store with no server, and the benchmark
-in small through the launcher with a worker killed mid-vote (``tests/test_browser_classroom.py``
-runs it on its own server without a kill)."""
+in small through the launcher with a worker killed mid-vote
+(``tests/labs/lesson/test_browser_classroom.py`` runs it on its own server without a kill)."""
 
 from __future__ import annotations
 

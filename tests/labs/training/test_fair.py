@@ -2,7 +2,7 @@
 shipped measurement, and records the view refuses.
 
 The measurement here times the kernels of separate operations only (numba's kernels are called
-in tests/test_kernels.py alone); the shipped record holds every variant.
+in tests/labs/training/test_kernels.py alone); the shipped record holds every variant.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from ui.i18n import t
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path(os.environ.get("NORMLAB_SHOTS", Path(__file__).resolve().parent.parent / "artifacts"))
+SHOTS = Path(os.environ.get("NORMLAB_SHOTS", Path(__file__).resolve().parents[3] / "artifacts"))
 CHARTS = 9  # three keys figures, three bar charts under the query, three at the best query
 
 # Every Plotly chart's smallest text: ticks and axis titles (2D axes or 3D scene axes) and the

@@ -14,7 +14,7 @@ from tests.browser_util import open_page
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path(os.environ.get("NORMLAB_SHOTS", Path(__file__).resolve().parent.parent / "artifacts"))
+SHOTS = Path(os.environ.get("NORMLAB_SHOTS", Path(__file__).resolve().parents[3] / "artifacts"))
 # Small enough to finish in a few seconds on a busy two-core machine, long enough for several
 # redraws of the growing chart (every 0.5 s).
 LIVE = "width=16&depth=1&steps=300&seed=1"

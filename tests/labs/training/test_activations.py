@@ -29,7 +29,7 @@ from labs.training.corpus import encode
 from labs.training.model import GPT, NORM_KINDS, ModelConfig
 from labs.training.runs import CHECKPOINT_NORMS, REFERENCE_DIR, REFERENCE_SEEDS, checkpoint_path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 SMALL = ModelConfig(norm="rms", n_layer=3, n_head=2, n_embd=16, block_size=32)
 
 

@@ -22,7 +22,7 @@ from ui.i18n import t
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path(os.environ.get("NORMLAB_SHOTS", Path(__file__).resolve().parent.parent / "artifacts"))
+SHOTS = Path(os.environ.get("NORMLAB_SHOTS", Path(__file__).resolve().parents[3] / "artifacts"))
 CHARTS = ("readings_share", "readings_rms", "readings_top", "gains_a")
 
 # Trace names and the smallest font size of each readings chart, read from Plotly's own state.

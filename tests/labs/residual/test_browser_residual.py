@@ -37,7 +37,7 @@ TITLES = """() => Array.from(
 @pytest.fixture(scope="module", autouse=True)
 def routed(app_url, browser) -> None:
     """Open the landing page first: a server's first deep link reruns through the router once
-    (ui.frame.ensure_router; see tests/test_browser_training.py)."""
+    (ui.frame.ensure_router; see tests/labs/training/test_browser_training.py)."""
     page, _ = open_page(browser, f"{app_url}/")
     page.close()
 

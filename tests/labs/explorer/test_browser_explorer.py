@@ -15,7 +15,7 @@ from tests.browser_util import open_page
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path(os.environ.get("NORMLAB_SHOTS", Path(__file__).resolve().parent.parent / "artifacts"))
+SHOTS = Path(os.environ.get("NORMLAB_SHOTS", Path(__file__).resolve().parents[3] / "artifacts"))
 
 # The y values of the RMSNorm and LayerNorm traces in the coordinates chart (key "coords").
 READ_OUTPUTS = """() => {
