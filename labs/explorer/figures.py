@@ -52,7 +52,7 @@ def figure(spec: dict) -> go.Figure:
     """A Plotly figure from a spec of this module (``{"data": [...], "layout": {...}}``, plain
     dicts), for the lesson's steps and the explorer's HTML download; Plotly's validation adds
     1.2-2.5 ms a figure. The explorer's charts draw the specs unvalidated (``ui.chart.chart``),
-    and tests/test_page_explorer.py validates them."""
+    and tests/labs/explorer/test_page_explorer.py validates them."""
     return go.Figure(data=spec["data"], layout=spec["layout"])
 
 
