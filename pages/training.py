@@ -204,7 +204,8 @@ def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
 
 def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     """The validation loss at the equal step: per norm over its seeds."""
-    st.subheader(tr("training.final_heading", step=view.equal_step))
+    heading = "final_heading" if view.equal_step else "final_heading_start"  # a run stopped early
+    st.subheader(tr(f"training.{heading}", step=view.equal_step))
     with metric_row():
         for norm, summary in view.norms.items():
             with st.container(width=metric_width(), gap=None):

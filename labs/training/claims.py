@@ -309,8 +309,9 @@ def _measured(share: float | None) -> bool:
 
 def shown_share(share: float | None, noise: float | None) -> float | None:
     """A run's share of a forward pass as the page shows it: only when the pass without the
-    norms was faster by more than the timing noise (0 when unmeasured), so never below it."""
-    if not _measured(share) or share <= (noise or 0.0):
+    norms was faster by more than the timing noise, so never below it; none where the noise
+    was not measured."""
+    if noise is None or not _measured(share) or share <= noise:
         return None
     return share
 
@@ -339,6 +340,8 @@ def _share_claim(
     ]
     if not pairs:
         return Claim("training.share_unmeasured", {})
+    if noise is None:  # no share is quoted where no noise says what a share beyond it is
+        return Claim("training.share_uncompared", {"pairs": len(pairs)})
     shares = np.array(pairs)
     if any(shown_share(s, noise) is None for s in shares.ravel()):
         return Claim("training.share_noisy", {"pairs": len(pairs)})
@@ -346,10 +349,8 @@ def _share_claim(
         "rms_pct": float(np.median(shares[:, 0])),
         "layer_pct": float(np.median(shares[:, 1])),
         "pairs": len(pairs),
+        "noise_pct": noise,
     }
-    if noise is None:
-        return Claim("training.share_uncompared", fields)
-    fields["noise_pct"] = noise
     diff = shares[:, 0] - shares[:, 1]
     order = "close" if (np.abs(diff) <= noise).any() else step_order(diff, center=0.0)
     key = {"slower": "rms_larger", "faster": "layer_larger"}.get(order, order)

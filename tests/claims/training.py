@@ -579,13 +579,13 @@ def share_keys(state: dict) -> set[str]:
     pairs, noise = share_pairs(state), timing_noise(state)
     if not pairs:
         return {"unmeasured"}
-    floor = 0.0 if noise is None else noise
+    if noise is None:  # no share quoted without a noise to hold it to
+        return {"uncompared"}
+    floor = noise
     above = [sides(s, floor) for pair in pairs for s in pair]
     keys = {"noisy"} if any(False in a for a in above) else set()
     if not all(True in a for a in above):
         return keys
-    if noise is None:
-        return keys | {"uncompared"}
     classes = []
     for a, b in pairs:
         options = {
@@ -620,13 +620,12 @@ def check_share(state: dict, claim) -> None:
         return
     pairs, f = share_pairs(state), claim.fields
     assert f["pairs"] == len(pairs) >= 1
-    if kind == "noisy":
+    if kind in ("noisy", "uncompared"):
         return
     near(f["rms_pct"], statistics.median(a for a, _ in pairs), scale=1.0)
     near(f["layer_pct"], statistics.median(b for _, b in pairs), scale=1.0)
     assert f["rms_pct"] > 0 and f["layer_pct"] > 0  # a share is never shown negative
-    if kind != "uncompared":
-        near(f["noise_pct"], timing_noise(state), scale=1.0)
+    near(f["noise_pct"], timing_noise(state), scale=1.0)
 
 
 def check_noise(state: dict, claim) -> None:
@@ -784,7 +783,7 @@ def drawn_groups(state: dict, chart: str) -> dict:
 
 def check_share_words(state: dict, claim, one: bool) -> None:
     """The shares drawn: a run's share, in percent, where the pass without the norms was faster
-    by more than the timing noise (0 when it is not measured), and none where the sentence
+    by more than the timing noise (none where it is not measured), and none where the sentence
     says the timings give no share. A share within rounding of that floor may be drawn or not;
     one clearly above it must lie within the quoted extremes, and each extreme is the share of
     the seed it names; ``one`` point drawn, or several."""
@@ -792,7 +791,8 @@ def check_share_words(state: dict, claim, one: bool) -> None:
     if runs_of(state, "rms") and runs_of(state, "layer"):
         assert share_keys(state) != {"noisy"}, share_keys(state)
     noise = timing_noise(state)
-    floor = 0.0 if noise is None else noise
+    assert noise is not None  # no share is drawn where the noise was not measured
+    floor = noise
     shares = {r["seed"]: share_of(r) for r in runs_of(state, norm)}
     shares = {seed: s for seed, s in shares.items() if s is not None}
     maybe = {seed: s for seed, s in shares.items() if True in sides(s, floor)}
