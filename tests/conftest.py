@@ -3,6 +3,7 @@ repository root on the import path)."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -95,9 +96,12 @@ def pytest_configure(config: pytest.Config) -> None:
 # collection order, and a long file handed out last keeps one process busy while the other has
 # nothing left to do. So the files go out longest first: longest by what their selected tests
 # took the last time they ran, from a cache every run updates (.pytest_cache/v/normlab/durations,
-# seconds by test id). A test the cache does not know is guessed from its markers.
+# seconds by test id). A fresh clone (as CI runs) has no cache: there a test takes its file's
+# share of the seconds a whole run recorded (tests/durations.json: file -> [seconds, tests],
+# written by a full run with NORMLAB_WRITE_DURATIONS=1). Else a test is guessed from its markers.
 DURATIONS_KEY = "normlab/durations"
 DURATIONS = pytest.StashKey[dict[str, float]]()
+RECORDED = Path(__file__).with_name("durations.json")
 GUESS_S = {"browser": 8.0, "slow": 3.0}
 GUESS_OTHER_S = 0.1
 
@@ -137,11 +141,24 @@ class _Durations:
         root = self.config.rootpath
         merged = {k: v for k, v in merged.items() if (root / k.split("::")[0]).exists()}
         cache.set(DURATIONS_KEY, merged)
+        if os.environ.get("NORMLAB_WRITE_DURATIONS"):
+            files: dict[str, list] = {}
+            for test, seconds in sorted(self.ran.items()):
+                entry = files.setdefault(test.split("::")[0], [0.0, 0])
+                entry[0], entry[1] = round(entry[0] + seconds, 1), entry[1] + 1
+            lines = (f"{json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(files.items()))
+            RECORDED.write_text("{\n" + ",\n".join(lines) + "\n}\n")
 
 
-def _seconds(item: pytest.Item, known: dict[str, float]) -> float:
+def _recorded() -> dict[str, list]:
+    return json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
+
+
+def _seconds(item: pytest.Item, known: dict[str, float], recorded: dict[str, list]) -> float:
     if item.nodeid in known:
         return known[item.nodeid]
+    if (file := recorded.get(item.nodeid.split("::")[0])) and file[1]:
+        return file[0] / file[1]
     return next(
         (s for marker, s in GUESS_S.items() if item.get_closest_marker(marker)), GUESS_OTHER_S
     )
@@ -160,8 +177,9 @@ def longest_files_first(config: pytest.Config, items: list[pytest.Item]) -> None
     """The selected tests (this runs after ``-m`` and ``-k``), their files longest first; each
     file's tests keep their order."""
     known = config.stash.get(DURATIONS, {})
+    recorded = {} if known else _recorded()
     total: dict[Path, float] = {}
     for item in items:
-        total[item.path] = total.get(item.path, 0.0) + _seconds(item, known)
+        total[item.path] = total.get(item.path, 0.0) + _seconds(item, known, recorded)
     first = {path: i for i, path in reversed(list(enumerate(item.path for item in items)))}
     items.sort(key=lambda item: (-total[item.path], first[item.path]))

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apptest_util import page_params
 from tests.browser_util import WIDGETS
 from tests.scenario_util import said, visit
-from ui.params import TextParam
 
 pytestmark = pytest.mark.browser
 
@@ -68,14 +66,4 @@ def test_inspector(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "inspector")
     v.select("compare", said("inspector.option_none"))
     v.select("model", "LayerNorm (seed 0)")
-    v.finish()
-
-
-def test_inspector_own_text(scenario_server, browser) -> None:
-    """The models read the visitor's own sentence (its box's key is the page's text parameter,
-    which must not be the app-wide ``text`` of the presenter's view)."""
-    key = next(p.key for p in page_params("inspector") if isinstance(p, TextParam))
-    v = visit(scenario_server, browser, "inspector", "compare=none")
-    v.type_text(key, "The cat sat on the mat.")
-    assert "The cat sat on the mat." in v.page.locator("[data-testid='stCode']").first.inner_text()
     v.finish()
