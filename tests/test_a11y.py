@@ -129,14 +129,15 @@ def settle(page) -> None:
     stayed so for a moment (a first visit may rerun once through the router, and charts mount
     after the script ends). Until KaTeX's fonts arrive a formula is laid out in a fallback font,
     which may stick out of its box: on a busy machine axe once found two formulas scrollable, and
-    unfinished fonts are the likeliest cause found (it did not happen again in isolation)."""
+    unfinished fonts are the likeliest cause found (it did not happen again in isolation). Two
+    looks 300 ms apart must agree."""
     charts = -1
     for _ in range(30):
         page.wait_for_selector(READY, timeout=90_000)
         page.wait_for_function(CHARTS_DRAWN, timeout=90_000)
         page.wait_for_function("document.fonts.status === 'loaded'", timeout=90_000)
         drawn = page.locator("[data-testid='stPlotlyChart']").count()
-        page.wait_for_timeout(500)
+        page.wait_for_timeout(300)
         if drawn == charts and page.locator(READY).count() == 1:
             return
         charts = drawn
