@@ -16,13 +16,12 @@ from serve.classroom.store import (
     STORE_ENV,
     ClassError,
     ClassStore,
+    Lesson,
     Limits,
 )
 
-Steps = tuple[tuple[str, ...], ...]
 
-
-def open_store(lesson: Steps, env: Mapping[str, str] = os.environ) -> ClassStore:
+def open_store(lesson: Lesson, env: Mapping[str, str] = os.environ) -> ClassStore:
     """The store this host is set up for, of classes that follow ``lesson`` (each step's option
     ids, hashable: one store per lesson): Redis where ``NORMLAB_CLASS_STORE`` names one, else
     SQLite under ``NORMLAB_DATA_DIR``. One per process and setting; raises ``down`` if it cannot
@@ -38,10 +37,10 @@ def open_store(lesson: Steps, env: Mapping[str, str] = os.environ) -> ClassStore
 
 
 @lru_cache(maxsize=8)
-def _sqlite(data_dir: str, limits: Limits, lesson: Steps) -> ClassStore:
+def _sqlite(data_dir: str, limits: Limits, lesson: Lesson) -> ClassStore:
     return SqliteStore(data_dir, limits, lesson)
 
 
 @lru_cache(maxsize=8)
-def _redis(url: str, limits: Limits, lesson: Steps) -> ClassStore:
+def _redis(url: str, limits: Limits, lesson: Lesson) -> ClassStore:
     return RedisStore(url, limits, lesson)

@@ -19,7 +19,7 @@ import math
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from serve.classroom.codes import KEY_MAX_LEN, normal_code
@@ -43,7 +43,7 @@ GUESS_WINDOW_S = 600.0
 
 # The lesson a class follows: for step k (from 1), the ids of its options (the caller's, so the
 # store knows no lesson: ``labs.lesson.options.LESSON``).
-Lesson = Sequence[Sequence[str]]
+Lesson = tuple[tuple[str, ...], ...]  # hashable: one store is opened per lesson
 
 log = logging.getLogger("normlab.classroom")
 
