@@ -7,6 +7,13 @@ sentence counts the values that are not finite.
 
 ``where`` holds the chart's positions (coordinate indices, offsets, widths); an extreme shared by
 several positions is quoted at the first of them.
+
+``noise``: the rounding level of the drawn values, from what they were computed from (a chart
+of LayerNorm's moves under an offset it cancels draws float64 rounding, not a move). A value
+below it reads ``≈ 0``; a group of values (a norm, a curve) whose largest minus smallest is at
+most it is flat, and its words say so instead of quoting extremes at positions: the key gains
+``_flat`` when every group is flat, else ``_<group>_flat`` for each flat group. A chart whose
+caller gives no noise (0) has no flat groups.
 """
 
 from __future__ import annotations
@@ -20,6 +27,18 @@ from labkit.claims import Claim
 # The sentence for a chart with no finite value of one of its two norms to quote.
 NO_FINITE = "charts.no_finite"
 NOT_FINITE = "charts.not_finite"
+# Rounding of a float64 value relative to the size of what it was computed from, a few ulps
+# summed over a few thousand coordinates: ``noise = ROUNDING * scale`` for most charts.
+ROUNDING = 1e-12
+
+
+def rounding_of(*arrays: object) -> float:
+    """``ROUNDING`` times the largest finite |value| in ``arrays`` (0 when none is finite)."""
+    values = np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in arrays])
+    values = np.abs(values[np.isfinite(values)])
+    return ROUNDING * float(values.max()) if values.size else 0.0
+
+
 # The sentence for a chart of lines with a group that has no finite value to quote.
 LINES_NO_FINITE = "charts.lines_no_finite"
 
@@ -47,14 +66,29 @@ def _position(value: object) -> object:
     return value
 
 
-def pair_words(key: str, where: Sequence, rms: np.ndarray, layer: np.ndarray) -> dict[str, Claim]:
+def _flat_suffix(flat: Sequence[str], names: Sequence[str]) -> str:
+    """The key's ending for the flat groups ``flat`` among ``names`` (see the module's note)."""
+    if not flat:
+        return ""
+    return "_flat" if len(flat) == len(names) else "".join(f"_{n}" for n in flat) + "_flat"
+
+
+def _noise_of(fields: Mapping[str, object], noise: float) -> dict[str, float]:
+    """The rounding level of each value field (positions, rows and lines are not values)."""
+    positions = ("_at", "_row", "_col", "_line")
+    return {k: noise for k in fields if not k.endswith(positions)} if noise > 0 else {}
+
+
+def pair_words(
+    key: str, where: Sequence, rms: np.ndarray, layer: np.ndarray, *, noise: float = 0.0
+) -> dict[str, Claim]:
     """The summary of a chart that draws ``rms`` and ``layer`` at the positions ``where``.
 
     Returns ``{"words": claim}`` and, when some drawn value is not finite, ``{"not_finite":
     claim}`` too. The words' key is ``key`` when the two norms part somewhere, ``key + "_equal"``
-    when they are equal at every position where both are finite, and ``charts.no_finite``
-    when a norm has no finite value to quote (those two carry ``chart``: ``key``, which chart
-    they speak of).
+    when they are equal at every position where both are finite (within ``noise``), a flat
+    ending where a norm is flat (see the module's note), and ``charts.no_finite`` when a norm
+    has no finite value to quote (those two carry ``chart``: ``key``, which chart they speak of).
     """
     rms = np.asarray(rms, dtype=np.float64)
     layer = np.asarray(layer, dtype=np.float64)
@@ -72,29 +106,42 @@ def pair_words(key: str, where: Sequence, rms: np.ndarray, layer: np.ndarray) ->
     gaps = np.where(both, np.abs(rms - layer), -np.inf)
     at = int(np.argmax(gaps))
     fields |= {"gap": float(gaps[at]), "gap_at": _position(where[at])}
-    out["words"] = Claim(key if gaps[at] > 0 else f"{key}_equal", fields)
+    flat = [
+        n for n in ("rms", "layer") if noise > 0 and fields[f"{n}_hi"] - fields[f"{n}_lo"] <= noise
+    ]
+    if flat:
+        key += _flat_suffix(flat, ("rms", "layer"))
+    elif gaps[at] <= noise:
+        key += "_equal"
+    out["words"] = Claim(key, fields, _noise_of(fields, noise))
     return out
 
 
-def point_words(key: str, rms: Sequence[float], layer: Sequence[float], **fields: float) -> Claim:
+def point_words(
+    key: str, rms: Sequence[float], layer: Sequence[float], *, noise: float = 0.0, **fields: float
+) -> Claim:
     """The summary of a picture of points: where RMSNorm(x) and LayerNorm(x) sit (their
     coordinates ``rms_0``, ``rms_1``, … and ``layer_0``, …) and ``gap``, the straight-line
     distance between them; ``fields`` are the other numbers the sentence quotes. A point with a
-    coordinate that is not finite gets the key ``key + "_not_finite"`` and no distance."""
+    coordinate that is not finite gets the key ``key + "_not_finite"`` and no distance. A
+    coordinate or a distance below ``noise`` reads ``≈ 0``."""
     a = np.asarray(rms, dtype=np.float64)
     b = np.asarray(layer, dtype=np.float64)
     values = {f"rms_{i}": float(v) for i, v in enumerate(a)}
     values |= {f"layer_{i}": float(v) for i, v in enumerate(b)}
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         # A point at infinity is not drawn; the sentence says so instead of quoting a distance.
-        return Claim(f"{key}_not_finite", values | dict(fields))
+        return Claim(f"{key}_not_finite", values | dict(fields), _noise_of(values, noise))
     # In units of the larger coordinate, so that the squares neither overflow nor underflow.
     scale = float(np.max(np.abs(np.concatenate([a, b]))))
     gap = float(np.linalg.norm((a - b) / scale)) * scale if scale > 0 else 0.0
-    return Claim(key, values | {"gap": gap} | dict(fields))
+    values["gap"] = gap
+    return Claim(key, values | dict(fields), _noise_of(values, noise))
 
 
-def grid_words(key: str, rms: np.ndarray, layer: np.ndarray) -> dict[str, Claim]:
+def grid_words(
+    key: str, rms: np.ndarray, layer: np.ndarray, *, noise: float = 0.0
+) -> dict[str, Claim]:
     """The summary of two heat maps of one shape (rows, columns), RMSNorm's and LayerNorm's:
     :func:`pair_words` over their entries, each position quoted as ``{name}_row`` and
     ``{name}_col`` (from 0, as the heat maps' axes count) instead of ``{name}_at``."""
@@ -104,7 +151,7 @@ def grid_words(key: str, rms: np.ndarray, layer: np.ndarray) -> dict[str, Claim]
         raise ValueError("rms and layer must be matrices of one shape")
     rows, cols = rms.shape
     where = [(i, j) for i in range(rows) for j in range(cols)]
-    out = pair_words(key, where, rms.ravel(), layer.ravel())
+    out = pair_words(key, where, rms.ravel(), layer.ravel(), noise=noise)
     words = out["words"]
     fields: dict[str, object] = {}
     for name, value in words.fields.items():
@@ -118,7 +165,12 @@ def grid_words(key: str, rms: np.ndarray, layer: np.ndarray) -> dict[str, Claim]
 
 
 def lines_words(
-    key: str, rows: Sequence, where: Sequence, grids: Mapping[str, np.ndarray]
+    key: str,
+    rows: Sequence,
+    where: Sequence,
+    grids: Mapping[str, np.ndarray],
+    *,
+    noise: float = 0.0,
 ) -> dict[str, Claim]:
     """The summary of a chart of lines that are not a pair of norms (eps values, dtypes, running
     sums): ``grids[name]`` has one line per entry of ``rows`` (what names it: an eps, a dtype)
@@ -129,7 +181,8 @@ def lines_words(
     largest finite value, the line and the position that hold it (the first line, then the
     first position, of several). Values that are not finite add ``{"not_finite": claim}``
     (``charts.not_finite``, counted over the whole chart); a group with no finite value at all
-    makes the words ``charts.lines_no_finite`` instead, which counts them too.
+    makes the words ``charts.lines_no_finite`` instead, which counts them too. A group whose
+    values lie within ``noise`` of each other is flat (see the module's note).
     """
     shaped = {}
     for name, grid in grids.items():
@@ -155,7 +208,8 @@ def lines_words(
             fields[f"{name}_{end}"] = float(grid[row, at])
             fields[f"{name}_{end}_row"] = _position(rows[row])
             fields[f"{name}_{end}_at"] = _position(where[at])
-    out["words"] = Claim(key, fields)
+    flat = [n for n in shaped if noise > 0 and fields[f"{n}_hi"] - fields[f"{n}_lo"] <= noise]
+    out["words"] = Claim(key + _flat_suffix(flat, list(shaped)), fields, _noise_of(fields, noise))
     return out
 
 

@@ -86,3 +86,23 @@ def test_chart_words_are_each_chart_s_words_then_its_count_of_values_not_drawn()
 )
 def test_language_from_browser_locale(locale: str | None, lang: str) -> None:
     assert language_from_locale(locale) == lang
+
+
+def test_a_pair_chart_that_can_be_flat_has_words_for_either_norm_and_both() -> None:
+    """``labkit.chart_words.pair_words`` with a rounding level names the flat norms by the key's
+    ending: a chart with any of those endings has all three, and the flat words quote no
+    position of the norm they call flat."""
+    endings = ("_rms_flat", "_layer_flat", "_flat")
+    bases = {k.removesuffix(e) for k in KEYS for e in endings if k.endswith(e)}
+    bases = {b for b in bases if f"{b}_equal" in catalogue()}  # pair charts (lines have no equal)
+    missing = [b + e for b in sorted(bases) for e in endings if b + e not in catalogue()]
+    assert not missing, missing
+    for base in bases:
+        for ending, flat in (("_rms_flat", "rms"), ("_layer_flat", "layer"), ("_flat", "")):
+            for lang, text in catalogue()[base + ending].items():
+                named = {n for _, n, _, _ in string.Formatter().parse(text) if n}
+                quoted = {n for n in named if n.endswith(("_at", "_row", "_col", "_lo"))}
+                assert not {n for n in quoted if n.startswith(flat or ("rms", "layer"))}, (
+                    base + ending,
+                    lang,
+                )

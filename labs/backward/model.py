@@ -185,12 +185,23 @@ def _chart_words(lesson: BackwardLesson, noise: float) -> dict[str, Claim]:
     1) and of the two input gradients (by coordinate), and the six bars of the components."""
     d = lesson.x.shape[-1]
     charts = {
-        "heatmap": grid_words("backward.heatmap_words", lesson.jacobian_rms, lesson.jacobian_layer),
-        "spectrum": pair_words(
-            "backward.spectrum_words", list(range(1, d + 1)), lesson.eig_rms, lesson.eig_layer
+        "heatmap": grid_words(
+            "backward.heatmap_words", lesson.jacobian_rms, lesson.jacobian_layer, noise=noise
         ),
+        "spectrum": pair_words(
+            "backward.spectrum_words",
+            list(range(1, d + 1)),
+            lesson.eig_rms,
+            lesson.eig_layer,
+            noise=noise,
+        ),
+        # The gradient sums d entries of a row against a unit g: at most sqrt(d) entries' noise.
         "gradient": pair_words(
-            "backward.gradient_words", list(range(d)), lesson.grad_rms, lesson.grad_layer
+            "backward.gradient_words",
+            list(range(d)),
+            lesson.grad_rms,
+            lesson.grad_layer,
+            noise=noise * math.sqrt(d),
         ),
     }
     claims = {

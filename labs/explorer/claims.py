@@ -11,7 +11,7 @@ import numpy as np
 from core.geometry import PlaneImages, Sphere3D
 from core.messages import Message
 from core.stats import VectorStats, cosine, second_moment_identity
-from labkit.chart_words import pair_words, point_words
+from labkit.chart_words import pair_words, point_words, rounding_of
 from labkit.claims import Claim, at_least, at_most, both, close, pick
 from labs.explorer.chart import envelope_width
 from labs.explorer.units import (
@@ -97,13 +97,17 @@ def _chart_words(facts: Facts) -> dict[str, Claim]:
     claims = {f"coords_{slot}": claim for slot, claim in words.items()}
     plane = facts.plane
     (xa, xb), radius = plane.point, plane.radius
+    noise = rounding_of(plane.rms, plane.layer)  # the plane is float64
     claims["plane_words"] = point_words(
-        "explorer.plane_words", plane.rms, plane.layer, xa=xa, xb=xb, radius=radius
+        "explorer.plane_words", plane.rms, plane.layer, noise=noise, xa=xa, xb=xb, radius=radius
     )
     sphere = facts.sphere
     if sphere is not None:
         x = {f"x_{i}": float(v) for i, v in enumerate(sphere.point)}
-        claims["sphere_words"] = point_words("explorer.sphere_words", sphere.rms, sphere.layer, **x)
+        noise = rounding_of(sphere.rms, sphere.layer)
+        claims["sphere_words"] = point_words(
+            "explorer.sphere_words", sphere.rms, sphere.layer, noise=noise, **x
+        )
     return claims
 
 

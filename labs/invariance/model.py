@@ -19,7 +19,7 @@ from core.defaults import DEFAULT_RMS_EPS
 from core.geometry import ones_direction
 from core.norms import layer_norm, rms_norm
 from core.stats import _as_float_array, cosine
-from labkit.chart_words import pair_words
+from labkit.chart_words import ROUNDING, pair_words, rounding_of
 from labkit.claims import Claim, at_least, at_most, close, pick
 from labs.invariance.table import (
     NORMS,
@@ -222,15 +222,24 @@ def moves(pair: Pair) -> np.ndarray:
 def _chart_words(case: CaseView, s: ShiftView) -> dict[str, Claim]:
     """Each chart's summary (its caption and accessible name), by ``labkit.chart_words``."""
     coords = range(case.pre[0].shape[-1])
+    # Rounding, relative to what each chart's values come from: the outputs a move is taken
+    # between, a cosine's 1, the distances themselves.
+    outputs = rounding_of(*case.outputs["rms"], *case.outputs["layer"])
+    images = rounding_of(*s.pair_rms, *s.pair_layer)
     charts = {
-        "before_after": (coords, moves(case.outputs["rms"]), moves(case.outputs["layer"])),
-        "sweep": (s.sweep["offsets"], s.sweep["rms_cosine"], s.sweep["layer_cosine"]),
-        "collapse": (s.offsets, s.dist_rms, s.dist_layer),
-        "pair": (range(s.pair_rms[0].shape[-1]), moves(s.pair_rms), moves(s.pair_layer)),
+        "before_after": (coords, moves(case.outputs["rms"]), moves(case.outputs["layer"]), outputs),
+        "sweep": (s.sweep["offsets"], s.sweep["rms_cosine"], s.sweep["layer_cosine"], ROUNDING),
+        "collapse": (
+            s.offsets,
+            s.dist_rms,
+            s.dist_layer,
+            rounding_of(s.dist_rms, s.dist_layer),
+        ),
+        "pair": (range(s.pair_rms[0].shape[-1]), moves(s.pair_rms), moves(s.pair_layer), images),
     }
     claims = {}
-    for chart, (where, rms, layer) in charts.items():
-        words = pair_words(f"invariance.{chart}_words", list(where), rms, layer)
+    for chart, (where, rms, layer, noise) in charts.items():
+        words = pair_words(f"invariance.{chart}_words", list(where), rms, layer, noise=noise)
         claims |= {f"{chart}_{slot}": claim for slot, claim in words.items()}
     return claims
 

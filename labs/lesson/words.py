@@ -11,8 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from core.knobs import EPS_PLACEMENTS
-from labkit.chart_words import lines_words, pair_words, point_words, series_words
+from labkit.chart_words import (
+    ROUNDING,
+    lines_words,
+    pair_words,
+    point_words,
+    rounding_of,
+    series_words,
+)
 from labkit.claims import Claim
+from labs.residual.model import SUMMARY_NOISE
 
 # The steps whose figure draws one case before and after a change, as the invariance lab does.
 BEFORE_AFTER = ("rescale", "shift", "recenter")
@@ -48,6 +56,7 @@ def chart_words(
             "explorer.plane_words",
             a["rms"],
             a["layer"],
+            noise=rounding_of(a["rms"], a["layer"]),
             xa=float(a["point"][0]),
             xb=float(a["point"][1]),
             radius=numbers["radius"],
@@ -55,7 +64,10 @@ def chart_words(
         return {"words": claim}
     if step_id in BEFORE_AFTER:
         key, where = "invariance.before_after_words", range(a["rms_after"].size)
-        return pair_words(key, where, moves(a, "rms"), moves(a, "layer"))
+        outputs = [a[f"{n}_{when}"] for n in ("rms", "layer") for when in ("before", "after")]
+        return pair_words(
+            key, where, moves(a, "rms"), moves(a, "layer"), noise=rounding_of(*outputs)
+        )
     if step_id == "scales":
         grids = {
             n: np.stack([moves(a, n, f"{change}_") for change in SCALE_CHANGES])
@@ -64,21 +76,28 @@ def chart_words(
         return lines_words(key, SCALE_CHANGES, range(a["s"].size), grids)
     if step_id == "sweep":
         where = list(a["offsets"])
-        return pair_words("invariance.sweep_words", where, a["rms_cosine"], a["layer_cosine"])
+        cosines = a["rms_cosine"], a["layer_cosine"]
+        return pair_words("invariance.sweep_words", where, *cosines, noise=ROUNDING)
     if step_id == "eps":
         curves = {p: a[p] for p in EPS_PLACEMENTS}  # one curve each: a group of one line
-        return lines_words(key, ("curve",), list(a["input_rms"]), curves)
+        noise = rounding_of(*curves.values())
+        return lines_words(key, ("curve",), list(a["input_rms"]), curves, noise=noise)
     if step_id == "precision":
         return series_words(key, list(a["ulps"]), a["counts"])
     if step_id == "gradient":
         keep = a["eps"] > 0  # a log axis has no place for eps = 0: the figure leaves it out
-        return pair_words(key, list(a["eps"][keep]), a["rms"][keep], a["layer"][keep])
+        cosines = a["rms"][keep], a["layer"][keep]
+        return pair_words(key, list(a["eps"][keep]), *cosines, noise=ROUNDING)
     if step_id == "residual":
         layers, rms, layer = list(a["layers"]), a["rms_readings"], a["layer_readings"]
         ones = pair_words(
-            "residual.figure_input_cos_ones", layers, rms["input_cos_ones"], layer["input_cos_ones"]
+            "residual.figure_input_cos_ones",
+            layers,
+            rms["input_cos_ones"],
+            layer["input_cos_ones"],
+            noise=SUMMARY_NOISE["input_cos_ones"],
         )
-        tokens = pair_words(key, layers, rms["token_cosine"], layer["token_cosine"])
+        tokens = pair_words(key, layers, rms["token_cosine"], layer["token_cosine"], noise=ROUNDING)
         return ones | _prefixed(tokens, "tokens_")
     first, second = PAIRS[step_id]
     return pair_words(key, range(a[first].size), a[first], a[second])

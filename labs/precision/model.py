@@ -37,7 +37,7 @@ from core.device import torch_available
 from core.inputs import make_input
 from core.messages import NormWarning
 from core.norms import rms_norm
-from labkit.chart_words import lines_words, pair_words
+from labkit.chart_words import lines_words, pair_words, rounding_of
 from labkit.claims import Claim, at_most, pick
 from labs.precision.reduced import (
     FLOAT16_INF_FROM,
@@ -238,7 +238,9 @@ def _chart_words(view: PrecisionView) -> dict[str, Claim]:
     scales = list(SWEEP_SCALES)
     charts = {
         "norm": lines_words(f"precision.norm_words_{shown}", SWEEP_EPS, scales, view.norms),
-        "matched": pair_words("precision.matched_words", scales, inside, outside),
+        "matched": pair_words(
+            "precision.matched_words", scales, inside, outside, noise=rounding_of(inside, outside)
+        ),
         "error": lines_words(
             "precision.error_words",
             list(view.errors),

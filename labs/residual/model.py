@@ -347,6 +347,9 @@ def _norm_claims(readings: dict, last: dict, d: int) -> dict:
 # The panels the figure's summary reads: the offset the stream carries, and the cosine with 1 of
 # what each norm hands on (where the two trunks part).
 SUMMARY_PANELS = ("stream_mean", "input_cos_ones")
+# Their rounding: a cosine's (LayerNorm hands on a centred z, whose cosine with 1 is rounding);
+# the stream's mean is a reading, never flat by rounding alone.
+SUMMARY_NOISE = {"stream_mean": 0.0, "input_cos_ones": ROUNDING}
 
 
 def _chart_words(layers: np.ndarray, readings: dict) -> dict[str, Claim]:
@@ -359,6 +362,7 @@ def _chart_words(layers: np.ndarray, readings: dict) -> dict[str, Claim]:
             list(layers),
             readings["rms"][panel],
             readings["layer"][panel],
+            noise=SUMMARY_NOISE[panel],
         )
         claims |= {f"figure_{panel}_{slot}": claim for slot, claim in words.items()}
     return claims

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from hypothesis import strategies as st
 
 from labs.backward.model import backward_view
-from tests.claims.oracle import check_grid_words, check_pair_words
+from tests.claims.oracle import chart_of, check_grid_words, check_pair_words, pair_keys
 
 # What the page calls flattened or gone: below this share of what the norm passes elsewhere.
 FLAT = 1e-3
@@ -257,28 +257,36 @@ def check_chart_words(state: dict, claim) -> None:
     """A chart's summary, from the arrays its chart draws: the Jacobians entry by entry, the
     spectra by k from 1, the input gradients by coordinate."""
     lesson = view(state).lesson
-    chart = claim.fields.get("chart", claim.key).removeprefix("backward.")
-    chart = chart.removesuffix("_equal").removesuffix("_words")
+    chart = chart_of(claim.fields.get("chart", claim.key).removeprefix("backward."))
+    # An entry is a sum of d terms of size up to 1 / (the smaller statistic): the scale that
+    # bounds its rounding, from x itself.
+    x, d = [float(v) for v in lesson.x], lesson.x.shape[-1]
+    mean = math.fsum(x) / d
+    stats = (
+        math.sqrt(math.fsum(v * v for v in x) / d + lesson.eps),
+        math.sqrt(math.fsum((v - mean) ** 2 for v in x) / d + lesson.eps),
+    )
+    scale = d * math.sqrt(d) / min(stats)
     if chart == "heatmap":
-        check_grid_words(claim, lesson.jacobian_rms, lesson.jacobian_layer)
+        check_grid_words(claim, lesson.jacobian_rms, lesson.jacobian_layer, scale=scale)
         return
-    d = lesson.x.shape[-1]
     if chart == "spectrum":
-        check_pair_words(claim, list(range(1, d + 1)), lesson.eig_rms, lesson.eig_layer)
+        check_pair_words(
+            claim, list(range(1, d + 1)), lesson.eig_rms, lesson.eig_layer, scale=scale
+        )
     else:
         assert chart == "gradient", chart
-        check_pair_words(claim, list(range(d)), lesson.grad_rms, lesson.grad_layer)
+        check_pair_words(claim, list(range(d)), lesson.grad_rms, lesson.grad_layer, scale=scale)
 
 
 CHECKS = {
     "charts.not_finite": check_chart_words,
     "charts.no_finite": check_chart_words,
-    "backward.heatmap_words": check_chart_words,
-    "backward.heatmap_words_equal": check_chart_words,
-    "backward.spectrum_words": check_chart_words,
-    "backward.spectrum_words_equal": check_chart_words,
-    "backward.gradient_words": check_chart_words,
-    "backward.gradient_words_equal": check_chart_words,
+    **{
+        key: check_chart_words
+        for chart in ("heatmap", "spectrum", "gradient")
+        for key in pair_keys(f"backward.{chart}_words")
+    },
     "backward.components_words": check_component_values,
     "backward.components_upstream": check_component_values,
     "backward.heatmap_caption": check_heatmap,

@@ -22,8 +22,10 @@ from tests.claims.oracle import (
     TRANSFORM_IDS,
     UNITS,
     changes,
+    chart_of,
     check_pair_words,
     f_norm,
+    pair_keys,
     preactivations,
     residuals,
     ulps,
@@ -197,38 +199,39 @@ def _apart(pair) -> list[float]:
     return [abs(float(q) - float(p)) for p, q in zip(pair[0], pair[1], strict=True)]
 
 
-def _chart_data(state: dict, chart: str) -> tuple[list, list, list]:
+def _chart_data(state: dict, chart: str) -> tuple[list, list, list, float | None]:
+    """The chart's positions and values, and the size of what its values come from (the
+    outputs a move is taken between; None: the values themselves)."""
     lab = view(state)
     case, shift = lab.case, lab.shift
     if chart == "before_after":
         rms, layer = _apart(case.outputs["rms"]), _apart(case.outputs["layer"])
-        return list(range(len(rms))), rms, layer
+        size = max(abs(float(v)) for pair in case.outputs.values() for y in pair for v in y)
+        return list(range(len(rms))), rms, layer, size
     if chart == "sweep":
         sweep = shift.sweep
-        return list(sweep["offsets"]), list(sweep["rms_cosine"]), list(sweep["layer_cosine"])
+        return list(sweep["offsets"]), list(sweep["rms_cosine"]), list(sweep["layer_cosine"]), None
     if chart == "collapse":
-        return list(shift.offsets), list(shift.dist_rms), list(shift.dist_layer)
+        return list(shift.offsets), list(shift.dist_rms), list(shift.dist_layer), None
     rms, layer = _apart(shift.pair_rms), _apart(shift.pair_layer)
-    return list(range(len(rms))), rms, layer
+    size = max(abs(float(v)) for y in (*shift.pair_rms, *shift.pair_layer) for v in y)
+    return list(range(len(rms))), rms, layer, size
 
 
 def check_chart_words(state: dict, claim: Claim) -> None:
-    key = claim.fields.get("chart", claim.key).removeprefix("invariance.")
-    chart = key.removesuffix("_equal").removesuffix("_words")
-    check_pair_words(claim, *_chart_data(state, chart))
+    chart = chart_of(claim.fields.get("chart", claim.key).removeprefix("invariance."))
+    where, rms, layer, size = _chart_data(state, chart)
+    check_pair_words(claim, where, rms, layer, scale=size)
 
 
 CHECKS = {
     "charts.not_finite": check_chart_words,
     "charts.no_finite": check_chart_words,
-    "invariance.before_after_words": check_chart_words,
-    "invariance.before_after_words_equal": check_chart_words,
-    "invariance.sweep_words": check_chart_words,
-    "invariance.sweep_words_equal": check_chart_words,
-    "invariance.collapse_words": check_chart_words,
-    "invariance.collapse_words_equal": check_chart_words,
-    "invariance.pair_words": check_chart_words,
-    "invariance.pair_words_equal": check_chart_words,
+    **{
+        key: check_chart_words
+        for chart in ("before_after", "sweep", "collapse", "pair")
+        for key in pair_keys(f"invariance.{chart}_words")
+    },
     "invariance.case_intro_moved": check_case_intro,
     "invariance.case_intro_still": check_case_intro,
     "invariance.case_cancelled": check_case_norm,

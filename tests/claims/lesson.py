@@ -28,6 +28,7 @@ from tests.claims.oracle import (
     check_pair_words,
     check_point_words,
     check_series_words,
+    pair_keys,
 )
 
 STATES = st.fixed_dictionaries({"step": st.integers(1, len(STEP_IDS))})
@@ -564,11 +565,11 @@ def check_figure(state: dict, claim: Claim) -> None:
 FIGURE_KEYS = (
     *(f"lesson.{s}_words{e}" for s in (*PAIRED, "gradient", "residual", "precision")
       for e in ("", "_equal")),
-    "lesson.scales_words", "lesson.eps_words",
-    "invariance.before_after_words", "invariance.before_after_words_equal",
-    "invariance.sweep_words", "invariance.sweep_words_equal",
+    "lesson.scales_words", "lesson.eps_words", "lesson.eps_words_clamp_flat",
+    *pair_keys("lesson.gradient_words"),
+    *pair_keys("invariance.before_after_words"), *pair_keys("invariance.sweep_words"),
     "explorer.plane_words", "explorer.plane_words_not_finite",
-    "residual.figure_input_cos_ones", "residual.figure_input_cos_ones_equal",
+    *pair_keys("residual.figure_input_cos_ones"),
     "charts.not_finite", "charts.no_finite", "charts.lines_no_finite", "charts.no_finite_values",
 )  # fmt: skip
 

@@ -23,6 +23,7 @@ from tests.claims.oracle import (
     SIGNIFICAND,
     check_lines_words,
     check_pair_words,
+    pair_keys,
     round_to,
     ulps,
 )
@@ -423,8 +424,7 @@ CHECKS = {
     "precision.norm_words_both": check_chart_words,
     "precision.norm_words_inside": check_chart_words,
     "precision.norm_words_outside": check_chart_words,
-    "precision.matched_words": check_chart_words,
-    "precision.matched_words_equal": check_chart_words,
+    **dict.fromkeys(pair_keys("precision.matched_words"), check_chart_words),
     "precision.error_words": check_chart_words,
     "precision.drift_words": check_chart_words,
     "charts.not_finite": check_chart_words,

@@ -37,10 +37,12 @@ from labs.residual.model import (
 from labs.residual.trained import trained_view
 from labs.training.activations import TEXTS
 from tests.claims.oracle import (
+    FLAT_ENDINGS,
     check_pair_words,
     check_peak_words,
     check_series_words,
     cosines,
+    pair_keys,
     token_cosine,
     trunk,
     ulps,
@@ -462,7 +464,8 @@ def check_chart_words(state: dict, claim: Claim) -> None:
     then no norm); the heat maps' peaks."""
     v = view(state)
     chart = claim.fields.get("chart", claim.key).removeprefix("residual.")
-    chart = chart.removesuffix("_equal")
+    for ending in ("_equal", *FLAT_ENDINGS):
+        chart = chart.removesuffix(ending)
     where = [int(layer) for layer in v.layers]
     if chart.startswith("figure_"):
         panel = chart.removeprefix("figure_")
@@ -484,8 +487,7 @@ CHECKS = {
     "charts.no_finite_panel": check_chart_words,
     "residual.figure_stream_mean": check_chart_words,
     "residual.figure_stream_mean_equal": check_chart_words,
-    "residual.figure_input_cos_ones": check_chart_words,
-    "residual.figure_input_cos_ones_equal": check_chart_words,
+    **dict.fromkeys(pair_keys("residual.figure_input_cos_ones"), check_chart_words),
     "residual.trained_figure_words": check_chart_words,
     "residual.trained_figure_words_equal": check_chart_words,
     "residual.trained_figure_none": check_chart_words,

@@ -159,3 +159,28 @@ def test_presenter_view_keeps_figures_and_explanations():
     assert not at.get("code")  # no share box
     # and no code section (drawn only when opened, so its code block alone would not tell)
     assert t("common.code_heading", "en") not in [e.label for e in at.expander]
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_charts_say_constant_where_layernorm_cancels_the_offset_not_rounding_extremes(lang):
+    """Under an offset LayerNorm cancels, its moves are float64 rounding (about 1e-16) and its
+    cosine and distances are constant: the charts' words say ≈ 0 or one value at every position
+    drawn, instead of quoting rounding as extremes at positions ("by 0 to 1.221e-15 (most at
+    coordinate 6)", "from 1 (c = −20) to 1 (c = −16.8)")."""
+    at = open_page(lang=lang, transform="shift_ones", size="2", seed="0", c_max="20")
+    lab = invariance_lab(transform="shift_ones", size=2.0, seed=0, c_max=20.0)
+    words = {c: lab.claims[f"{c}_words"] for c in ("before_after", "sweep", "collapse")}
+    assert all(claim.key.endswith("_layer_flat") for claim in words.values()), words
+    assert_claims_shown(at, words, lang)
+    # The moves read as rounding, not as numbers: "≈ 0", with no exponent of rounding's size.
+    moved = assert_shown_once(at, words["before_after"], lang)
+    assert "≈ 0" in moved and "e-1" not in moved and "⁻¹" not in moved, moved
+
+
+def assert_shown_once(at: AppTest, claim, lang: str) -> str:
+    """The claim's sentence, which the page shows."""
+    from ui.i18n import translator
+
+    sentence = translator(lang).claim(claim)
+    assert_claims_shown(at, {"words": claim}, lang)
+    return sentence
