@@ -114,3 +114,29 @@ def test_switching_a_pages_view_keeps_the_other_views_settings_in_the_address(
     assert page.locator(".st-key-trained_seed input").input_value() == "2"
     assert outside == []
     page.close()
+
+
+def test_the_page_language_is_the_documents_and_stays_in_the_address(app_url: str, browser):
+    """An Indonesian browser opening a link without ``lang``: the address gains ``lang=id`` (a
+    link copied from it opens in Indonesian anywhere) and ``<html lang>`` is ``id`` for screen
+    readers, not Streamlit's ``en``; both follow a switch of language and a change of page."""
+    context = browser.new_context(locale="id-ID", viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    lang = "() => document.documentElement.lang"
+    page.goto(f"{app_url}/invariance")
+    page.wait_for_function("() => location.search.includes('lang=id')", timeout=60_000)
+    page.wait_for_function(f"() => ({lang})() === 'id'", timeout=60_000)
+    assert page.locator("h1").inner_text() == t("invariance.title", "id")
+    choice = page.locator("[data-testid='stSidebar'] [role='radio']")
+    choice.filter(has_text="en").click()
+    page.wait_for_function("() => location.search.includes('lang=en')", timeout=60_000)
+    page.wait_for_function(f"() => ({lang})() === 'en'", timeout=60_000)
+    choice.filter(has_text="en").click()  # the chosen language again: it stays chosen
+    page.wait_for_selector(READY, timeout=90_000)
+    assert query(page.url)["lang"] == ["en"]
+    page.locator("[data-testid='stSidebarNav'] a[href$='/backward']").click()
+    page.wait_for_function("() => location.pathname.endsWith('/backward')", timeout=60_000)
+    page.wait_for_selector(READY, timeout=90_000)
+    assert query(page.url)["lang"] == ["en"] and page.evaluate(lang) == "en"
+    assert page.locator("h1").inner_text() == t("backward.title", "en")
+    context.close()

@@ -32,6 +32,7 @@ TEXT_SIZE = ChoiceParam("text", "normal", ("normal", "large"))
 # (``app.py``'s widget), the view mode above, and Streamlit's own ``embed`` and ``embed_options``
 # (the presenter's iframe). A page's own parameters take other names (tests/test_params.py).
 LANG_KEY = "lang"
+_LAST_LANG_KEY = "_lang_last"
 APP_KEYS = (LANG_KEY, CONTROLS.key, TEXT_SIZE.key, "embed", "embed_options")
 # Set by app.py just before it runs the chosen page (see ensure_router).
 ROUTED_KEY = "_routed"
@@ -109,6 +110,7 @@ def read_view_mode() -> ViewMode:
 #   table's four columns (two class names among them) fit the 356 px a phone leaves.
 _BASE_CSS = """<style>
 .katex-display { padding: 0 2px; }
+[data-testid="stElementContainer"]:has(script[data-document-lang]) { display: none; }
 [data-testid="stMain"] * { word-break: normal !important; overflow-wrap: break-word !important; }
 [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMetricLabel"] p,
@@ -151,6 +153,22 @@ def apply_view_mode(mode: ViewMode) -> None:
         st.html(_HIDE_CONTROLS_CSS)
     if mode.large_text:
         st.html(_LARGE_TEXT_CSS)
+
+
+def keep_a_language(previous: str) -> None:
+    """The language control's change: a click on the chosen language keeps it (``previous`` is
+    the browser's, the fallback) instead of leaving the page without one."""
+    if st.session_state.get(LANG_KEY) not in LANGUAGES:
+        st.session_state[LANG_KEY] = st.session_state.get(_LAST_LANG_KEY, previous)
+    st.session_state[_LAST_LANG_KEY] = st.session_state[LANG_KEY]
+
+
+def set_document_language(lang: str) -> None:
+    """``<html lang>`` as the page's language, for screen readers and the browser's own words
+    (Streamlit writes ``en`` on every page); run again on every switch and every page."""
+    st.session_state[_LAST_LANG_KEY] = lang
+    script = f'document.documentElement.lang = "{lang}";'  # lang is one of LANGUAGES
+    st.html(f"<script data-document-lang>{script}</script>", unsafe_allow_javascript=True)
 
 
 def view_mode() -> ViewMode:

@@ -235,18 +235,13 @@ def _chart_words(view: PrecisionView) -> dict[str, Claim]:
     sums' extremes over their dtypes."""
     shown = "both" if len(view.norms) == 2 else next(iter(view.norms))
     inside, outside = view.matched["inside"], view.matched["outside"]
-    scales = list(SWEEP_SCALES)
+    scales, errors = list(SWEEP_SCALES), {"error": np.stack(list(view.errors.values()))}
     charts = {
         "norm": lines_words(f"precision.norm_words_{shown}", SWEEP_EPS, scales, view.norms),
         "matched": pair_words(
             "precision.matched_words", scales, inside, outside, noise=rounding_of(inside, outside)
         ),
-        "error": lines_words(
-            "precision.error_words",
-            list(view.errors),
-            scales,
-            {"error": np.stack(list(view.errors.values()))},
-        ),
+        "error": lines_words("precision.error_words", list(view.errors), scales, errors),
         "drift": lines_words(
             "precision.drift_words",
             list(view.sums),
