@@ -5,13 +5,7 @@ norm in a few lines, and every other path is tested against them.
 """
 
 from core.device import available_devices, resolve_device, torch_available
-from core.geometry import (
-    PlaneImages,
-    Sphere3D,
-    decompose,
-    ones_direction,
-    plane_images,
-)
+from core.geometry import PlaneImages, Sphere3D, decompose, ones_direction, plane_images
 from core.jacobian import (
     LAYER_JACOBIAN_FORMULA,
     RMS_JACOBIAN_FORMULA,

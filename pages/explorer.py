@@ -20,14 +20,7 @@ from core.inputs import (
 from core.messages import Message
 from core.stats import IDENTITY_FORMULA, STAT_NAMES
 from labkit import style
-from labs.explorer import (
-    GAIN_LIMIT,
-    OFFSET_LIMIT,
-    PARTIAL_LADDER,
-    ExplorerView,
-    dtype_max,
-    explore,
-)
+from labs.explorer import GAIN_LIMIT, OFFSET_LIMIT, PARTIAL_LADDER, ExplorerView, dtype_max, explore
 from labs.explorer.figures import coordinates_spec, figure, plane_spec, sphere_spec
 from labs.explorer.snippet import explorer_code
 from ui import fmt, widgets
@@ -104,9 +97,7 @@ def controls(tr: Translator) -> tuple[dict, str]:
         st.caption(tr(f"explorer.gain_{pattern}"))
         widgets.number(P["bias"], tr("explorer.bias_label"))
         widgets.number(
-            P["rms_bias"],
-            tr("explorer.rms_bias_label"),
-            help=tr("explorer.rms_bias_help"),
+            P["rms_bias"], tr("explorer.rms_bias_label"), help=tr("explorer.rms_bias_help")
         )
         widgets.ladder(P["partial"], tr("explorer.partial_label"), help=tr("explorer.partial_help"))
         _compute_controls(tr)

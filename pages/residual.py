@@ -27,12 +27,7 @@ from labs.residual.model import (
     residual_view,
 )
 from labs.residual.snippet import residual_code
-from labs.residual.trained import (
-    TRAINED_NORMS,
-    TRAINED_QUANTITIES,
-    TrainedView,
-    trained_view,
-)
+from labs.residual.trained import TRAINED_NORMS, TRAINED_QUANTITIES, TrainedView, trained_view
 from labs.training.activations import SHIPPED_SEEDS, TEXTS
 from ui import fmt, widgets
 from ui.chart import chart
@@ -131,8 +126,7 @@ def metrics(view: ResidualView, tr: Translator, layers: int) -> None:
                 tr(f"residual.{label}", layers=layers),
                 fmt.num(view.last["rms"][quantity], noise=ROUNDING),
                 delta=tr(
-                    "residual.vs_layer",
-                    value=fmt.num(view.last["layer"][quantity], noise=ROUNDING),
+                    "residual.vs_layer", value=fmt.num(view.last["layer"][quantity], noise=ROUNDING)
                 ),
                 delta_color="off",
                 delta_arrow="off",

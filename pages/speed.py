@@ -117,12 +117,7 @@ def show_plan(p: Plan, state: dict, tr: Translator) -> None:
         ps = ", ".join(fmt.pct(v) for v in p.partials)
         st.markdown(tr("speed.plan_partial", shape=shape_text([p.partial_shape]), ps=ps))
     st.caption(
-        tr(
-            "speed.plan_limits",
-            mib=MAX_TENSOR_BYTES >> 20,
-            cap=TIME_CAP_S,
-            rounds=state["repeats"],
-        )
+        tr("speed.plan_limits", mib=MAX_TENSOR_BYTES >> 20, cap=TIME_CAP_S, rounds=state["repeats"])
     )
 
 

@@ -130,10 +130,7 @@ class Launcher:
     def start_worker(self, worker: Worker) -> None:
         # Streamlit's banner names the worker's own port, which visitors must not use.
         worker.proc = subprocess.Popen(
-            worker_command(worker.port),
-            cwd=ROOT,
-            env=self.env,
-            stdout=subprocess.DEVNULL,
+            worker_command(worker.port), cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL
         )
         worker.started = time.monotonic()
 

@@ -128,10 +128,7 @@ def direction_angles(u: np.ndarray) -> tuple[float, float]:
 
 def dial_angles(angle: float, turn: float) -> tuple[int, int]:
     """(angle, turn) rounded to the nearest :data:`DIAL_STEP` degrees the page's controls take."""
-    return (
-        int(DIAL_STEP * round(angle / DIAL_STEP)),
-        int(DIAL_STEP * round(turn / DIAL_STEP)),
-    )
+    return (int(DIAL_STEP * round(angle / DIAL_STEP)), int(DIAL_STEP * round(turn / DIAL_STEP)))
 
 
 def attention(keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,10 +22,7 @@ def jacobian_figure(j_rms: np.ndarray, j_layer: np.ndarray, labels: Mapping[str,
     the two panels; the diagonal is the 1/r or 1/sigma each coordinate passes on to itself.
     """
     fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=(labels["rms"], labels["layer"]),
-        horizontal_spacing=0.1,
+        rows=1, cols=2, subplot_titles=(labels["rms"], labels["layer"]), horizontal_spacing=0.1
     )
     reach = float(max(np.max(np.abs(j_rms)), np.max(np.abs(j_layer)))) or 1.0
     for col, matrix, key in ((1, j_rms, "rms"), (2, j_layer, "layer")):
@@ -153,8 +150,6 @@ def components_figure(
     style.base_layout(fig, height=460)
     # Bar labels at the figure's size: Plotly would shrink an outside label to the bar's width.
     fig.update_layout(
-        barmode="group",
-        bargap=0.25,
-        uniformtext={"minsize": style.FONT_SIZE, "mode": "show"},
+        barmode="group", bargap=0.25, uniformtext={"minsize": style.FONT_SIZE, "mode": "show"}
     )
     return fig

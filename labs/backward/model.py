@@ -361,8 +361,7 @@ def _conclusion_claim(lesson: BackwardLesson) -> Claim:
     layer_image = float(np.linalg.norm(lesson.jacobian_layer @ unit))
     rms_image = float(np.linalg.norm(lesson.jacobian_rms @ unit))
     verdict = both(
-        at_most(layer_image, _noise(lesson)),
-        at_least(rms_image, FLAT_TOLERANCE / lesson.rms_stat),
+        at_most(layer_image, _noise(lesson)), at_least(rms_image, FLAT_TOLERANCE / lesson.rms_stat)
     )
     return pick(
         verdict,

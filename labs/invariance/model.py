@@ -229,12 +229,7 @@ def _chart_words(case: CaseView, s: ShiftView) -> dict[str, Claim]:
     charts = {
         "before_after": (coords, moves(case.outputs["rms"]), moves(case.outputs["layer"]), outputs),
         "sweep": (s.sweep["offsets"], s.sweep["rms_cosine"], s.sweep["layer_cosine"], ROUNDING),
-        "collapse": (
-            s.offsets,
-            s.dist_rms,
-            s.dist_layer,
-            rounding_of(s.dist_rms, s.dist_layer),
-        ),
+        "collapse": (s.offsets, s.dist_rms, s.dist_layer, rounding_of(s.dist_rms, s.dist_layer)),
         "pair": (range(s.pair_rms[0].shape[-1]), moves(s.pair_rms), moves(s.pair_layer), images),
     }
     claims = {}

@@ -120,11 +120,7 @@ def outputs_figure(
 
 
 def residual_figure(
-    names: Sequence[str],
-    rms: np.ndarray,
-    layer: np.ndarray,
-    tol: float,
-    labels: Mapping[str, str],
+    names: Sequence[str], rms: np.ndarray, layer: np.ndarray, tol: float, labels: Mapping[str, str]
 ) -> go.Figure:
     """Horizontal bars, log scale: how far each norm's output moves under each transformation.
 

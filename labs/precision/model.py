@@ -26,13 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core._backend import FLOAT_NAMES
-from core.defaults import (
-    DEFAULT_LAYER_EPS,
-    DEFAULT_RMS_EPS,
-    EPS_LADDER,
-    PAPER_EPS,
-    ladder_upto,
-)
+from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS, EPS_LADDER, PAPER_EPS, ladder_upto
 from core.device import torch_available
 from core.inputs import make_input
 from core.messages import NormWarning

@@ -109,11 +109,7 @@ def dyt_claim(view: TrainingView) -> Claim | None:
     by_seed = dict(zip(best.seeds, best.at_step, strict=True))
     paired = [(a, by_seed[s]) for s, a in zip(dyt.seeds, dyt.at_step, strict=True) if s in by_seed]
     spread = max(dyt.spread, best.spread)
-    fields |= {
-        "spread": spread,
-        "wins": int(sum(a < b for a, b in paired)),
-        "pairs": len(paired),
-    }
+    fields |= {"spread": spread, "wins": int(sum(a < b for a, b in paired)), "pairs": len(paired)}
     if at_most(gap, spread).holds:  # the seeds alone move the loss as much as the variant
         return Claim("training.dyt_within_spread", fields)
     lower = dyt.mean_at_step < best.mean_at_step

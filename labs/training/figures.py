@@ -192,10 +192,7 @@ def final_loss_figure(
     # tickangle left to plotly, which turns labels only where they would overlap).
     names = [labels[norm].replace(" ", "<br>") for norm in finals]
     layout["xaxis"] = _axis(
-        "",
-        tickvals=list(range(len(names))),
-        ticktext=names,
-        range=[-0.6, len(names) - 0.4],
+        "", tickvals=list(range(len(names))), ticktext=names, range=[-0.6, len(names) - 0.4]
     )
     layout["yaxis"] = _axis(labels["loss"], **_span(finals))
     layout["showlegend"] = True

@@ -34,10 +34,7 @@ def kernel_bars(
                 x=[bar["group"] for bar in mine],
                 y=[bar["value"] for bar in mine],
                 name=labels[norm],
-                marker={
-                    "color": COLORS.get(norm, DYT_COLOR),
-                    "pattern": {"shape": PATTERNS[norm]},
-                },
+                marker={"color": COLORS.get(norm, DYT_COLOR), "pattern": {"shape": PATTERNS[norm]}},
                 hovertemplate=f"{labels[norm]}, %{{x}}: %{{y:.4g}}<extra></extra>",
                 **(ALONE if norm == "dyt" else {"offsetgroup": norm}),
             )

@@ -18,10 +18,7 @@ from ui.frame import metric_row, metric_width, readable
 from ui.i18n import Translator
 
 # Each chart: the timing it draws, the unit of its values (the axis's text key) and their scale.
-CHARTS = {
-    "step": ("training.ms_axis", 1e3),
-    "layer": ("training.fair_us_axis", 1e6),
-}
+CHARTS = {"step": ("training.ms_axis", 1e3), "layer": ("training.fair_us_axis", 1e6)}
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)

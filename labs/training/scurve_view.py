@@ -228,8 +228,7 @@ def _claims(view: ScurveView) -> dict[str, Claim]:
         # Every chart draws the same random positions and each layer's extremes: how many in
         # all differs by layer (an extreme may be among the positions), so that is not quoted.
         "sample": Claim(
-            "scurve.sample_caption",
-            {"sample": min(SAMPLE, first.x.size), "points": first.x.size},
+            "scurve.sample_caption", {"sample": min(SAMPLE, first.x.size), "points": first.x.size}
         ),
         "depth": _depth_claim(view),
     }

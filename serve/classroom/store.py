@@ -124,10 +124,7 @@ class ClassStore(ABC):
     bound reached, an unknown class or a store that is down."""
 
     def __init__(
-        self,
-        limits: Limits,
-        lesson: Lesson,
-        clock: Callable[[], float] = time.time,
+        self, limits: Limits, lesson: Lesson, clock: Callable[[], float] = time.time
     ) -> None:
         self.limits = limits
         self.lesson = tuple(tuple(options) for options in lesson)
