@@ -55,7 +55,7 @@ def _series(
 
 
 def _table(
-    tr: Translator, x_key: str, value_key: str, lines: Sequence[tuple[str, Sequence, Sequence]]
+    x_key: str, value_key: str, lines: Sequence[tuple[str, Sequence, Sequence]]
 ) -> dict[str, list]:
     """Every seed's values a chart's band spans: position, the run (variant, seed), value."""
     table: dict[str, list] = {x_key: [], "run": [], value_key: []}
@@ -108,7 +108,7 @@ def _spread_chart(
         key=f"sets_{stems[0]}_{what}",
         title=tr(f"training_sets.{stems[0]}_{what}_chart"),
         words=_words(view.claims, what, tr),
-        table=_table(tr, x_key, y_key, lines),
+        table=_table(x_key, y_key, lines),
         headers={x_key: x_header, "run": tr("training.run"), y_key: y_header},
         lang=tr.lang,
         file_name=f"normlab-training-{stems[1]}-{what}.csv",

@@ -45,7 +45,6 @@ class QKNormView:
     lrs: np.ndarray  # (R,), ascending
     seeds: tuple[int, ...]
     peak_logit: dict[str, np.ndarray]  # largest over the run's validations (finite ones)
-    end_logit: dict[str, np.ndarray]  # at the last validation
     final_loss: dict[str, np.ndarray]
     setup: dict[str, Any]
     claims: dict[str, Claim]
@@ -115,21 +114,13 @@ def qknorm_view(data: Mapping[str, Any]) -> QKNormView:
     cells = {(r["qk_norm"], float(r["lr"]), int(r["seed"])): r for r in runs}
     if len(cells) != len(runs) or len(cells) != len(modes) * len(lrs) * len(seeds):
         raise ValueError("the QK-norm set needs one run for every mode, learning rate and seed")
-    grids: dict[str, dict[str, np.ndarray]] = {"peak": {}, "end": {}, "loss": {}}
+    grids: dict[str, dict[str, np.ndarray]] = {"peak": {}, "loss": {}}
     for m in modes:
         rows = [[cells[(m, lr, s)] for lr in lrs] for s in seeds]
         grids["peak"][m] = np.array([[peak(r["val_max_logit"]) for r in row] for row in rows])
-        grids["end"][m] = np.array([[r["val_max_logit"][-1] for r in row] for row in rows])
         grids["loss"][m] = np.array([[r["val_loss"][-1] for r in row] for row in rows])
     view = QKNormView(
-        modes,
-        np.array(lrs),
-        tuple(seeds),
-        grids["peak"],
-        grids["end"],
-        grids["loss"],
-        _setup(runs),
-        {},
+        modes, np.array(lrs), tuple(seeds), grids["peak"], grids["loss"], _setup(runs), {}
     )
     return replace(view, claims=qknorm_claims(view))
 
