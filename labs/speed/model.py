@@ -43,7 +43,6 @@ class Plan:
     kernels: dict[str, str]
     partials: tuple[float, ...]
     partial_shape: tuple[int, int] | None
-    bytes_largest: int
 
 
 def sweep_points(lo: int, hi: int, *, max_points: int = 8) -> list[int]:
@@ -70,7 +69,6 @@ def sweep_sizes(sweep: str, d: int, batch: int) -> tuple[list[int], list[int]]:
 
 def plan(sweep: str, d: int, batch: int, implementation: str, device: str, dtype: str) -> Plan:
     widths, batches = sweep_sizes(sweep, d, batch)
-    itemsize = np.dtype(dtype).itemsize
     fits, over = shapes_within_cap(widths, batches, dtype)
     largest = max(fits, key=lambda s: s[0] * s[1]) if fits else None
     table = kernel_table(implementation, device) if _backend_ready(implementation) else {}
@@ -80,7 +78,6 @@ def plan(sweep: str, d: int, batch: int, implementation: str, device: str, dtype
         kernels={name: kernel.label for name, kernel in table.items()},
         partials=PARTIALS,
         partial_shape=largest,
-        bytes_largest=2 * largest[0] * largest[1] * itemsize if largest else 0,
     )
 
 
