@@ -86,13 +86,13 @@ def _formulas(x: Any, weight: Any, bias: Any, eps: float) -> dict[tuple[str, str
     return {(k, g): n * gain + shift for k, n in normalised.items() for g, gain in gains.items()}
 
 
-def _behaviour(y: Any, x: Any, weight: Any, bias: Any, eps: float | None) -> tuple[str, str, float]:
-    """(kind, gain convention, relative error) of the formula the module's output follows."""
+def _behaviour(y: Any, x: Any, weight: Any, bias: Any, eps: float | None) -> tuple[str, str]:
+    """(kind, gain convention) of the formula the module's output follows."""
     import torch
 
     x64 = x.double()
     if torch.equal(y.double(), x64):
-        return "none", "none", 0.0
+        return "none", "none"
     w = None if weight is None else weight.double()
     b = None if bias is None else bias.double()
     floor = torch.finfo(x.dtype).eps if eps is None else eps
@@ -102,8 +102,8 @@ def _behaviour(y: Any, x: Any, weight: Any, bias: Any, eps: float | None) -> tup
         errors[key] = float((y.double() - ref).abs().max()) / scale
     (kind, gain), error = min(errors.items(), key=lambda item: item[1])
     if not error <= FORMULA_TOL:
-        return "unknown", "none" if weight is None else "unknown", error
-    return kind, gain, error
+        return "unknown", "none" if weight is None else "unknown"
+    return kind, gain
 
 
 def _preset_deltas(y: Any, x: Any, kind: str, weight: Any, bias: Any, eps: float | None) -> dict:
@@ -177,7 +177,6 @@ class NormModule:
     weight_mean: float
     weight_std: float
     gain_mean: float
-    formula_error: float
     preset: str | None
     delta: float
     deltas: tuple[tuple[str, float], ...]
@@ -259,7 +258,7 @@ def _read_module(name: str, module: Any, place: str, layer: int | None, model: t
     x = probe_input(width, dtype)
     with torch.inference_mode():
         y = module(x)
-        kind, gain, error = _behaviour(y, x, weight, bias, eps)
+        kind, gain = _behaviour(y, x, weight, bias, eps)
         deltas = _preset_deltas(y, x, kind, weight, bias, eps)
     preset = _choose(
         deltas, type(module).__name__, kind, eps, type(module).__module__.startswith("torch.")
@@ -281,7 +280,6 @@ def _read_module(name: str, module: Any, place: str, layer: int | None, model: t
             weight_mean=mean,
             weight_std=std,
             gain_mean=_stats(_effective(stored, gain))[0],
-            formula_error=error,
             preset=preset,
             delta=deltas.get(preset, math.inf) if preset else math.inf,
             deltas=tuple(deltas.items()),
