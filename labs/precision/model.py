@@ -217,7 +217,7 @@ def precision_view(
         claims={},
     )
     view.claims.update(_eps_claims(view))
-    view.claims.update(_dtype_claims(view, scale * z, z))
+    view.claims.update(_dtype_claims(view, z))
     view.claims.update(_drift_claims(view, scale * z))
     view.claims.update(_chart_words(view))
     return view
@@ -325,7 +325,7 @@ def _matched_claim(view: PrecisionView) -> Claim:
     )
 
 
-def _dtype_claims(view: PrecisionView, x: np.ndarray, z: np.ndarray) -> dict[str, Claim]:
+def _dtype_claims(view: PrecisionView, z: np.ndarray) -> dict[str, Claim]:
     errors = view.errors
     claims = {"error_f32": _finite_range_claim("float32", errors["float32"])}
     if "bfloat16" in errors:
