@@ -14,8 +14,7 @@ Run ``python -m benchmarks.app``. Three measurements, each against its floor:
 Both floor apps are served from a temporary folder with the repository root's
 ``.streamlit/config.toml``. Visits alternate, so a busy neighbour slows both; each figure is a
 median over ``--repeats`` visits (or ``--presses``) with its spread. ``markdown`` writes the run
-as docs/speed.md's table.
-"""
+as docs/speed.md's table."""
 
 from __future__ import annotations
 

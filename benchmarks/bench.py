@@ -8,8 +8,7 @@ Normalising is memory bound, so a copy is the floor (on the CPU also a copy into
 as the fused kernels' outputs are, ``core.fast.fresh``). Every case is timed in one run with its
 rounds interleaved in a shuffled order; each case's median is reported with its spread (fastest
 to slowest round), so that one slow round cannot set a headline. On CUDA (no numba kernels) GB/s
-is also given as a share of a device-to-device copy's.
-"""
+is also given as a share of a device-to-device copy's."""
 
 from __future__ import annotations
 
@@ -83,8 +82,7 @@ def cases(
     """The cases timed on ``device_type`` ("cpu" or "cuda"), on the given tensors.
 
     Every norm gets a weight, and LayerNorm a bias, as inside a model layer. The fused numba
-    kernels run on the CPU only; on CUDA torch's own functions are the fused kernels.
-    """
+    kernels run on the CPU only; on CUDA torch's own functions are the fused kernels."""
     buffer = torch.empty_like(x)
     shape = (x.shape[-1],)
     techniques = ("composite", "fused") if device_type == "cpu" else ("composite",)

@@ -1,8 +1,7 @@
 """The browser visitor of ``benchmarks.load``: headless Chromium pressing keys and clicking links.
 
 ``BrowserVisitor`` drives one browser context per visitor as a person does; an interaction's
-latency runs from the key press or click until the run has finished with the new chart drawn.
-"""
+latency runs from the key press or click until the run has finished with the new chart drawn."""
 
 from __future__ import annotations
 

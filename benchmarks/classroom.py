@@ -16,8 +16,7 @@ target 0), the *head count* (seats; target the class), *teacher complete* (from 
 answer* (from the pick sent until the run that says "recorded" has finished; target 1 s), of the
 answers the kill did not cut (those are reported apart).
 
-``--workers 0`` runs one ``streamlit run app.py`` instead of the launcher (no HAProxy needed).
-"""
+``--workers 0`` runs one ``streamlit run app.py`` instead of the launcher (no HAProxy needed)."""
 
 from __future__ import annotations
 

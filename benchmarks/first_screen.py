@@ -14,8 +14,7 @@ neighbour slows them alike. Each records the time to the script's end and to the
 nodes, elements above the fold, figures and their points, websocket messages and bytes, files
 fetched. Unless ``--no-imports``, the modules each app's first run imports in a fresh process
 are counted too. Every time is a median over ``--repeats`` visits, each verdict a ratio of
-medians.
-"""
+medians."""
 
 from __future__ import annotations
 

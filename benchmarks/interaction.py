@@ -8,8 +8,7 @@ The workers take turns, one interaction each, a new offset every round (each run
 cache), so that every app meets the same load; each round also times a rerun that changes
 nothing. Two times per run: the script's wall time (the target's measure) and its thread's CPU
 time, which leaves out waits for a shared core and so varies less. Each is printed as a median
-with its ratio to the floor's, and to the baseline's.
-"""
+with its ratio to the floor's, and to the baseline's."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ Shared by the browser tests (``tests/conftest.py``), the explorer benchmark
 ``streamlit run app.py`` (or any server command) started and stopped, the health check, Debian's
 Chromium with its flags, the selector of a page whose script has finished, and the scripts that
 read Plotly's drawn state in the page. The port, the health check and the worker's command are
-the launcher's (``serve.launcher``).
-"""
+the launcher's (``serve.launcher``)."""
 
 from __future__ import annotations
 
@@ -88,8 +87,7 @@ def start_server(
     ``port`` also goes to the environment (``STREAMLIT_SERVER_PORT``), so a command that names no
     port, such as the container's, still listens there. ``env`` changes this process's
     environment for the server: a string sets a variable, None removes it. With ``own_session``
-    the server leads a process group of its own, which ``stop_server`` then signals whole.
-    """
+    the server leads a process group of its own, which ``stop_server`` then signals whole."""
     changes = {**(env or {}), "PYTHONUNBUFFERED": "1", "STREAMLIT_SERVER_PORT": str(port)}
     server_env = {k: v for k, v in {**os.environ, **changes}.items() if v is not None}
     output = subprocess.DEVNULL if log is None else log.open("ab")

@@ -18,8 +18,7 @@ all have loaded; they reconnect with their link and check the same page and char
 With more visitors than seats, a visitor waits what the busy page's ``Retry-After`` says. The
 report counts each of these (docs/serving.md). ``--sweep 10,20,30`` prints the largest count that
 kept 0 errors and p95 <= 1 s. Memory is the resident set of the server and its children, sampled
-every 0.2 s; a global deadline bounds every run.
-"""
+every 0.2 s; a global deadline bounds every run."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The report of ``benchmarks.load``: its targets, the numbers of one run and their verdict.
 
 ``summarise`` fills a ``Report`` from what each visitor kept (latencies, errors, interactions
-lost in flight, views restored, busy pages); ``Report.lines`` is what the command prints.
-"""
+lost in flight, views restored, busy pages); ``Report.lines`` is what the command prints."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ Run ``python -m benchmarks.profile [--seconds S] [--rate HZ] [--format flamegrap
 [-o FILE]`` (py-spy from requirements-dev.txt; it attaches to this process, so it may need root or
 ptrace permission). The default writes docs/explorer-interaction.svg. py-spy samples every
 thread: the script's own time is the tower under ``ScriptRunner._run_script_thread``, AppTest's
-reading of the result the rest.
-"""
+reading of the result the rest."""
 
 from __future__ import annotations
 

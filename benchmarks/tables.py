@@ -6,8 +6,7 @@ timings, one after the other; prefix it with ``time`` to see how long they take 
 table sits in the document between a pair of markers, ``<!-- speed:NAME -->`` and
 ``<!-- /speed:NAME -->``, and only what lies between them is rewritten: the prose around the
 tables, which says what limits each figure, is written by hand and should be read again when the
-verdicts change.
-"""
+verdicts change."""
 
 from __future__ import annotations
 

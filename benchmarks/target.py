@@ -4,8 +4,7 @@
 serve --workers N`` (N Streamlit workers behind HAProxy), on a free loopback port. Memory is the
 resident set of the process started and all its children (launcher, HAProxy, workers), sampled
 every ``RSS_PERIOD_S`` from ``/proc``. ``Failover`` sends SIGKILL to the worker whose cookie most
-visitors hold and times how long the launcher takes to have it answering again.
-"""
+visitors hold and times how long the launcher takes to have it answering again."""
 
 from __future__ import annotations
 

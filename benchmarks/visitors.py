@@ -8,8 +8,7 @@ bookkeeping (latencies, errors, views lost and restored, busy pages). Two kinds 
 ``benchmarks.ws_visitor.WsVisitor`` (Streamlit's websocket protocol, with a browser's cookies and
 reconnection) and ``benchmarks.browser_visitor.BrowserVisitor`` (headless Chromium). Latency runs
 from the message sent until the run has finished with the result in place; think time is not
-part of it.
-"""
+part of it."""
 
 from __future__ import annotations
 
@@ -45,8 +44,7 @@ class Visitor(ABC):
     Besides ``latencies`` and ``errors`` it keeps, for the report: ``failed`` (interactions in
     flight when its worker died), ``restored_at`` (when each lost view came back, monotonic
     seconds), ``busy_answers`` (seconds each busy page took to arrive) and ``busy_wait_s``
-    (from the first busy page to a seat).
-    """
+    (from the first busy page to a seat)."""
 
     def __init__(
         self,

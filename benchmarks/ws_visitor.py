@@ -6,8 +6,7 @@ busy page, and sends the cookies it was given with every request. When its conne
 worker died), it reconnects as the frontend does, sends only the link of the view it had, and
 checks that the same view comes back. The pieces of the protocol it uses (the address, the
 subprotocol, widget ids, what a run shows, the cookie jar, the page fetch, the websocket) serve
-``benchmarks.classroom`` too.
-"""
+``benchmarks.classroom`` too."""
 
 from __future__ import annotations
 
@@ -198,8 +197,7 @@ class WsVisitor(Visitor):
     Like the browser, it sends a ``rerun_script`` ``BackMsg`` carrying a ``ClientState``: the page
     (``page_script_hash``), the link's query string and the values of the widgets it moved
     (``widget_states``), and it reads ``ForwardMsg`` until ``script_finished``. Widget ids come
-    from the ``new_element`` deltas of the run before, found by the key at their end.
-    """
+    from the ``new_element`` deltas of the run before, found by the key at their end."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """``Visitor``'s arguments; no cookies, connection or page seen yet."""

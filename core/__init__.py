@@ -1,8 +1,7 @@
 """NormLab's numerics: RMSNorm and LayerNorm, their presets and devices (numpy; torch lazily).
 
 Start reading at ``core/norms.py``: ``rms_norm_reference`` and ``layer_norm_reference`` are each
-norm in a few lines, and every other path is tested against them.
-"""
+norm in a few lines, and every other path is tested against them."""
 
 from core.device import available_devices, resolve_device, torch_available
 from core.geometry import PlaneImages, Sphere3D, decompose, ones_direction, plane_images

@@ -3,8 +3,7 @@
 The norms in :mod:`core.norms` are written once against the small set of operations below, so
 the numpy path and the torch path cannot disagree about the math. Dtypes travel as plain names
 ("float64", "float32", "float16", "bfloat16") because numpy has no bfloat16 and the two
-libraries spell their dtypes differently.
-"""
+libraries spell their dtypes differently."""
 
 from __future__ import annotations
 

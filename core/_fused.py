@@ -13,8 +13,7 @@ Sums run in x's own dtype, as the core's reduction does (an overflow shows as it
 split into SIMD lanes. ``_rms_rows`` and ``_layer_rows`` run a block of rows; ``*_parallel``
 spreads the blocks over numba's threads, ``*_serial`` runs one block in the calling thread.
 Importing this module compiles nothing: numba compiles each kernel on its first call and caches
-it on disk. :mod:`core.fast` is the only caller.
-"""
+it on disk. :mod:`core.fast` is the only caller."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Every default and range NormLab uses more than once, defined here and imported elsewhere.
 
-The numbers come from the implementations the app teaches; each says where it comes from.
-"""
+The numbers come from the implementations the app teaches; each says where it comes from."""
 
 from __future__ import annotations
 

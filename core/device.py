@@ -1,8 +1,7 @@
 """Which torch devices this machine offers, without importing torch until asked.
 
 ``import core`` must work on a machine without torch (the numpy path needs nothing else), so
-torch is looked up with :func:`importlib.util.find_spec` and imported inside the functions.
-"""
+torch is looked up with :func:`importlib.util.find_spec` and imported inside the functions."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ def torch_available() -> bool:
 def available_devices() -> list[str]:
     """Devices torch can compute on here: ``["cpu"]``, plus "cuda" and "mps" when present.
 
-    Empty when torch is not installed: the numpy path (``device=None``) is then the only one.
-    """
+    Empty when torch is not installed: the numpy path (``device=None``) is then the only one."""
     if not torch_available():
         return []
     import torch
@@ -53,8 +51,7 @@ def passive_openmp_threads() -> None:
 def torch_threads(n: int) -> Iterator[None]:
     """Run the block on ``n`` torch intra-op threads, then restore the count it found.
 
-    The count is process-wide: callers that may overlap hold a lock around the block.
-    """
+    The count is process-wide: callers that may overlap hold a lock around the block."""
     import torch
 
     before = torch.get_num_threads()
@@ -69,8 +66,7 @@ def resolve_device(name: str) -> str:
     """Turn a device name into one torch can use: "auto" picks cuda, then mps, then cpu.
 
     Raises ValueError naming ``device`` when the name is unknown, the device is absent, or torch
-    is not installed.
-    """
+    is not installed."""
     if name not in DEVICE_NAMES:
         raise ValueError(f"device must be one of {list(DEVICE_NAMES)} or None (got {name!r})")
     devices = available_devices()

@@ -21,8 +21,7 @@ launches instead of spinning against torch's OpenMP threads), one launch at a ti
 numba's pool must not be entered from two threads at once, and the server calls from many.
 
 Neither technique is bit-identical to PyTorch's kernels (the sums run in another order);
-``tests/test_fast.py`` holds them to 2e-6 (float32) and 1e-12 (float64) of the largest output.
-"""
+``tests/test_fast.py`` holds them to 2e-6 (float32) and 1e-12 (float64) of the largest output."""
 
 from __future__ import annotations
 
@@ -151,8 +150,7 @@ def fused_norm(
     ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that met inf or
     nan without another pass over x. A given ``out``, or a fresh one on huge pages, of
     ``STREAM_MIN_BYTES`` or more, in rows of ``STREAM_MIN_ROW_BYTES`` or more, is written with
-    non-temporal stores (the same bits; it is then no longer in cache).
-    """
+    non-temporal stores (the same bits; it is then no longer in cache)."""
     if not fusable(x, weight, bias):
         raise ValueError(
             "the fused kernels take float32/float64 CPU tensors with weight and bias of the same "
@@ -227,8 +225,7 @@ def plain_norm(kind: str, x: Tensor, weight: Param, bias: Param, eps: float) -> 
     LayerNorm of float32/float64 tensors takes torch's own fused kernel (one autograd node, on
     any device), and an RMSNorm takes the general path, which is F.rms_norm's own composite on
     the CPU. None also when a row's statistic is not a positive finite number (nan or inf in x,
-    an overflow), so that the general path can raise or report exactly what happened.
-    """
+    an overflow), so that the general path can raise or report exactly what happened."""
     if not eps > 0 or x.dim() == 0 or x.shape[-1] == 0:
         return None
     if x.numel() >= FUSED_MIN_ELEMENTS and fusable(x, weight, bias):

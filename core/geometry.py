@@ -3,8 +3,7 @@
 Every x in R^d splits into a part along the all-ones direction and a part orthogonal to it.
 LayerNorm deletes the first part and rescales the second; RMSNorm rescales both together. The
 functions here turn that into coordinates a figure can draw, always by calling ``core.norms``, so
-a picture and the numbers printed beside it come from the same computation.
-"""
+a picture and the numbers printed beside it come from the same computation."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ def ones_direction(d: int) -> np.ndarray:
     r"""The unit vector along the all-ones direction, :math:`u = \mathbf{1} / \sqrt{d}`.
 
     This is the one direction LayerNorm removes: adding :math:`c\,\mathbf{1}` to x moves it along
-    u and nowhere else. Shape ``(d,)``.
-    """
+    u and nowhere else. Shape ``(d,)``."""
     if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
         raise ValueError(f"d must be a positive integer; got {d!r}")
     return np.full(int(d), 1.0 / math.sqrt(d))
@@ -57,8 +55,7 @@ def decompose(x: ArrayLike) -> tuple[float | np.ndarray, np.ndarray]:
     Returns ``(along, perp)`` with ``along = <x, u>`` (signed) and ``perp = x - along * u``, so
     ``x = along * u + perp`` and ``<perp, u> = 0``. ``perp`` is x minus its mean: exactly the
     vector LayerNorm goes on to rescale. Shapes: ``(..., d) -> (...), (..., d)``; for a single
-    vector ``along`` is a float.
-    """
+    vector ``along`` is a float."""
     x = _as_float_array(x, name="x")
     u = ones_direction(x.shape[-1])
     along = x @ u  # (..., d) -> (...)
@@ -82,8 +79,7 @@ class PlaneImages(Drawn):
 
     Fields: ``point``, ``layer`` and ``rms`` are ``(a, b)`` pairs for x, LayerNorm(x) and
     RMSNorm(x); ``radius`` is sqrt(d) * |gain|, the circle both images lie on when eps = 0;
-    ``d`` and the :class:`Drawn` fields ``gain``, ``eps_rms``, ``eps_layer`` record the inputs.
-    """
+    ``d`` and the :class:`Drawn` fields ``gain``, ``eps_rms``, ``eps_layer`` record the inputs."""
 
     point: tuple[float, float]
     layer: tuple[float, float]
@@ -101,8 +97,7 @@ def plane_images(
     sqrt(d)|gain|; LayerNorm first drops x onto the b-axis (a = 0) and then scales it to the
     same circle. A positive eps pulls both points slightly inside the circle. The outputs come
     from ``core.norms`` with the constant weight ``gain`` and are projected onto x's own basis,
-    so ``b`` is signed: a negative gain shows up as a reflection through the origin.
-    """
+    so ``b`` is signed: a negative gain shows up as a reflection through the origin."""
     x = _as_float_array(x, name="x", ndim=1)
     rms, layer, drawn = _normalise_both(x, eps_rms=eps_rms, eps_layer=eps_layer, gain=gain)
     return plane_images_from(x, rms, layer, **asdict(drawn))
@@ -137,8 +132,7 @@ def plane_images_from(
     The caller that has normalised x once projects those outputs here instead of normalising
     again. A non-finite output coordinate gives a non-finite point, which a figure leaves out.
     ``on_axis`` says whether x lies on the ones axis (its perp part is rounding); None decides
-    it here, from the size of that part.
-    """
+    it here, from the size of that part."""
     x = _as_float_array(x, name="x", ndim=1)
     d = x.shape[-1]
     u = ones_direction(d)
@@ -201,8 +195,7 @@ class Sphere3D(Drawn):
             sphere of the same radius.
         point, layer, rms: ``(3,)`` input and its LayerNorm and RMSNorm images (with eps).
         radius: sqrt(3)|gain|; with the :class:`Drawn` fields, the numbers the picture was
-            drawn with.
-    """
+            drawn with."""
 
     plane: tuple[np.ndarray, np.ndarray, np.ndarray]
     circle: np.ndarray
@@ -227,8 +220,7 @@ def sphere_from(
     of the given x sit visibly inside those surfaces when x is small.
 
     ``rms`` and ``layer`` are RMSNorm(x) and LayerNorm(x), already computed; ``drawn`` holds the
-    gain and eps they were computed with (a :class:`PlaneImages` of the same outputs is one).
-    """
+    gain and eps they were computed with (a :class:`PlaneImages` of the same outputs is one)."""
     x = _as_float_array(x, name="x", ndim=1)
     if x.shape[-1] != 3:
         raise ValueError(f"x must have d = 3 for the 3-D picture; got d = {x.shape[-1]}")

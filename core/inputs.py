@@ -3,8 +3,7 @@
 Every vector the app shows comes from here, so a link carrying ``d``, ``dist``, ``seed``,
 ``offset`` and ``scale`` (or a typed ``x``) reproduces the same numbers on any machine:
 ``x = scale * z + offset * 1`` where ``z`` is drawn from ``dist`` with
-``np.random.default_rng(seed)``.
-"""
+``np.random.default_rng(seed)``."""
 
 from __future__ import annotations
 
@@ -81,8 +80,7 @@ def gain_vector(
     """The per-coordinate gain ``g`` of width ``d``, shape (d,).
 
     constant: ``g_i = value``; ramp: from ``0.5 value`` to ``1.5 value``; random:
-    ``value (1 + 0.25 z_i)`` with ``z ~ N(0, 1)`` from ``seed``; alternating: ``value (-1)^i``.
-    """
+    ``value (1 + 0.25 z_i)`` with ``z ~ N(0, 1)`` from ``seed``; alternating: ``value (-1)^i``."""
     d = _check_width(d)
     value = _check_finite("gain", value)
     if pattern not in GAIN_PATTERNS:
@@ -106,8 +104,7 @@ class VectorParseError(ValueError):
     ``code`` says what went wrong (``empty``, ``too_many``, ``too_few``, ``not_number``,
     ``not_finite``, ``too_large``); ``token`` and ``position`` (counting values from 1) point at
     the bad value, ``count`` and ``limit`` at the broken limit, so a page can say it in any
-    language.
-    """
+    language."""
 
     _MESSAGES = {
         "empty": "x is empty: type {limit} numbers or fewer, separated by commas",
@@ -162,8 +159,7 @@ def parse_vector(text: str, *, decimal: str = ".", max_width: int = MAX_WIDTH) -
     numbers) or ``"1; -2,5; 3e-2"`` (``decimal=","``: semicolons or whitespace between them)
     into a float64 array.
 
-    Raises ``VectorParseError`` naming the bad token and its position, or the limit broken.
-    """
+    Raises ``VectorParseError`` naming the bad token and its position, or the limit broken."""
     tokens = split_vector(text, decimal=decimal)
     if not tokens:
         raise VectorParseError("empty", limit=max_width)

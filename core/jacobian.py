@@ -2,8 +2,7 @@
 
 The Jacobian says which input directions a norm passes on to the next layer and which it
 flattens. Both norms flatten the direction of x itself (scaling x does not change the output);
-LayerNorm also flattens the ones direction, RMSNorm does not. The eigenvalues make that visible.
-"""
+LayerNorm also flattens the ones direction, RMSNorm does not. The eigenvalues make that visible."""
 
 from __future__ import annotations
 
@@ -109,8 +108,7 @@ def jacobian_spectrum(J: ArrayLike) -> np.ndarray:
     Without a weight both Jacobians are symmetric and positive semidefinite, so the eigenvalues
     are real and ``eigvalsh`` is used. A weight makes J non-symmetric (``diag(g)`` times a
     symmetric matrix); then the general solver runs and only the real parts are kept. The zero
-    eigenvalues count the directions the norm flattens.
-    """
+    eigenvalues count the directions the norm flattens."""
     J = _as_float_array(J, name="J", ndim=2)
     if J.shape[0] != J.shape[1]:
         raise ValueError(f"J must be square; got shape {J.shape}")

@@ -63,8 +63,7 @@ class Message:
 class NormWarning(UserWarning):
     """Something happened that the numbers alone would hide (0/0, an overflow to inf).
 
-    ``args[0]`` is the English text; ``.message`` is the :class:`Message` behind it.
-    """
+    ``args[0]`` is the English text; ``.message`` is the :class:`Message` behind it."""
 
     def __init__(self, message: Message) -> None:
         super().__init__(str(message))

@@ -4,8 +4,7 @@ r"""RMSNorm and LayerNorm: the textbook definitions first, then the public funct
 float64 numpy, one formula step per line; every other path is tested against them. Then the
 formulas the pages render, the statistics the rest of the core shares, and :func:`rms_norm`,
 :func:`layer_norm` and their ``*_report`` twins, whose knobs
-:mod:`core.knobs` resolves and :mod:`core.steps` applies.
-"""
+:mod:`core.knobs` resolves and :mod:`core.steps` applies."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ LAYER_FORMULA = (
 def mean_square(x: Any) -> Any:
     r"""$\overline{x^2} = \frac{1}{d}\sum_j x_j^2$ over the last axis: (..., d) -> (..., 1).
 
-    numpy arrays (or lists) and torch tensors, computed in ``x``'s own dtype and returned in it.
-    """
+    numpy arrays (or lists) and torch tensors, computed in ``x``'s own dtype and returned in it."""
     ops, x = _backend.ops_for(x), _backend_array(x)
     return ops.mean_last(ops.square(x))
 
@@ -71,8 +69,7 @@ def mean_square(x: Any) -> Any:
 def variance(x: Any) -> Any:
     r"""$\sigma^2 = \frac{1}{d}\sum_j (x_j - \mu)^2$ over the last axis: (..., d) -> (..., 1).
 
-    Two passes, the mean first, never E[x²] − μ² (which cancels catastrophically).
-    """
+    Two passes, the mean first, never E[x²] − μ² (which cancels catastrophically)."""
     ops, x = _backend.ops_for(x), _backend_array(x)
     return mean_square(x - ops.mean_last(x))
 
@@ -126,8 +123,7 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> 
 
     Arguments as in :func:`rms_norm` (no ``partial``); ``eps`` defaults to the preset's, else
     ``DEFAULT_LAYER_EPS``. With ``eps_placement`` "outside" or "clamp" the standard deviation
-    takes the place of the RMS.
-    """
+    takes the place of the RMS."""
     settings = Settings.of("layer", options, caller="layer_norm")
     return normalise("layer", x, weight, bias, settings, report=False)
 
@@ -136,8 +132,7 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> 
 def rms_norm_report(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> NormReport:
     """:func:`rms_norm` plus the statistics, resolved settings and notes behind it.
 
-    Takes exactly :func:`rms_norm`'s keywords.
-    """
+    Takes exactly :func:`rms_norm`'s keywords."""
     settings = Settings.of("rms", options, caller="rms_norm_report")
     return normalise("rms", x, weight, bias, settings, report=True)
 
@@ -146,7 +141,6 @@ def rms_norm_report(x: Any, weight: Any = None, bias: Any = None, **options: Any
 def layer_norm_report(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> NormReport:
     """:func:`layer_norm` plus the statistics, resolved settings and notes behind it.
 
-    Takes exactly :func:`layer_norm`'s keywords.
-    """
+    Takes exactly :func:`layer_norm`'s keywords."""
     settings = Settings.of("layer", options, caller="layer_norm_report")
     return normalise("layer", x, weight, bias, settings, report=True)

@@ -23,8 +23,7 @@ no bias. Values that appear only in presets, never as explicit keywords:
   cast to the input dtype.
 - ``kernel``: the torch function that *is* the upstream computation (``F.rms_norm``,
   ``F.layer_norm``). On torch, with the preset's own knobs, the core calls it rather than
-  re-deriving its arithmetic, so the numbers are the kernel's on every device.
-"""
+  re-deriving its arithmetic, so the numbers are the kernel's on every device."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ class Preset:
     """The resolved knobs of one upstream implementation.
 
     ``eps=None`` means the upstream rule ``torch.finfo(dtype).eps`` of the reduction dtype
-    (``torch.nn.RMSNorm(eps=None)``). ``reduction_dtype=None`` means the input's own dtype.
-    """
+    (``torch.nn.RMSNorm(eps=None)``). ``reduction_dtype=None`` means the input's own dtype."""
 
     name: str
     title: str

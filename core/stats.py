@@ -3,8 +3,7 @@
 RMSNorm divides by the root of the *raw* second moment, LayerNorm by the root of the *central*
 one. ``second_moment_identity`` ties the two together with the reader's own numbers: RMS and
 standard deviation agree exactly when the mean is zero, and the RMS grows with the mean while the
-standard deviation ignores it.
-"""
+standard deviation ignores it."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ def _as_float_array(
 
     Shared by the sibling ``core`` modules so every public function rejects bad input with the
     same kind of message: a ``ValueError`` that names the parameter and what is allowed.
-    ``ndim=None`` accepts any shape ``(..., d)`` with at least one axis.
-    """
+    ``ndim=None`` accepts any shape ``(..., d)`` with at least one axis."""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -80,8 +78,7 @@ class VectorStats:
         l2: Euclidean norm :math:`\lVert x \rVert_2 = \sqrt{d}\,\mathrm{RMS}(x)`.
         cos_ones: cosine between ``x`` and the all-ones direction, equal to
             :math:`\mu / \mathrm{RMS}(x)`; defined as 0.0 for the zero vector.
-        d: the width.
-    """
+        d: the width."""
 
     mean: float
     variance: float
@@ -105,8 +102,7 @@ def batch_vector_stats(x: ArrayLike, *, finite: bool = True) -> dict[str, np.nda
     Returns a dict keyed by ``STAT_NAMES``, each value an array of shape ``(...)`` (``d`` too, so
     every column of a table has the same length). Same definitions as ``VectorStats``.
     ``finite=False`` accepts inf and nan (an output that overflowed), whose statistics are then
-    inf or nan as IEEE arithmetic gives them.
-    """
+    inf or nan as IEEE arithmetic gives them."""
     x = _as_float_array(x, name="x", finite=finite)
     d = x.shape[-1]
     mean = np.mean(x, axis=-1)  # (..., d) -> (...)
@@ -128,8 +124,7 @@ def batch_vector_stats(x: ArrayLike, *, finite: bool = True) -> dict[str, np.nda
 def vector_stats(x: ArrayLike, *, finite: bool = True) -> VectorStats:
     """Statistics of one vector ``x`` of shape ``(d,)``; see ``VectorStats`` for the fields.
 
-    ``finite=False`` accepts inf and nan, as :func:`batch_vector_stats` does.
-    """
+    ``finite=False`` accepts inf and nan, as :func:`batch_vector_stats` does."""
     x = _as_float_array(x, name="x", ndim=1, finite=finite)
     with np.errstate(invalid="ignore", over="ignore"):
         columns = batch_vector_stats(x, finite=finite)

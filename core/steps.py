@@ -6,8 +6,7 @@ the fused kernel of :mod:`core.fast` instead; presets whose upstream is a torch 
 kernel. Presets are bit for bit with their upstream code on torch tensors; on numpy arrays the
 same steps run in numpy, equal to rounding. What the core has to say besides the numbers (eps's
 origin, an overflow, 0/0) is a :class:`Message` with a code: in ``NormReport.notes``, and as a
-:class:`NormWarning` where the numbers alone would hide it.
-"""
+:class:`NormWarning` where the numbers alone would hide it."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ class NormReport:
     float64 of x's shape: x (centred for LayerNorm) over the denominator the settings define,
     computed from x as the norm read it (its input dtype) in units of max|x|, so that a tiny or
     huge x keeps its direction (see :func:`_x_hat`). A zero denominator gives 0/0 = 0, as the
-    output does.
-    """
+    output does."""
 
     output: Any
     x_hat: np.ndarray
@@ -89,8 +87,7 @@ def _plain_fast(kind: str, x: Any, weight: Any, bias: Any, eps: Any) -> Any:
     """The fused kernel's output, or None to take the general path (which validates and reports).
 
     Weights that are not tensors of x's dtype and device, eps = 0, nan or inf all go the
-    general way, so errors and notes are the same whichever path a call would have taken.
-    """
+    general way, so errors and notes are the same whichever path a call would have taken."""
     if any(p is not None and not _backend.is_torch(p) for p in (weight, bias)):
         return None
     value = (DEFAULT_RMS_EPS if kind == "rms" else DEFAULT_LAYER_EPS) if eps is None else eps
@@ -136,8 +133,7 @@ def _upstream_kernel(call: Call) -> Any:
 
     Used when the call is exactly the preset's upstream computation on torch: its knobs unchanged
     (eps may differ), every coordinate in the statistic, and weight/bias dtypes torch accepts.
-    A non-finite output also gives None: the general path then raises or says why.
-    """
+    A non-finite output also gives None: the general path then raises or says why."""
     knobs, ops = call.knobs, call.ops
     kernel = knobs.preset.kernel if knobs.preset is not None else None
     if kernel is None or not knobs.is_presets_own() or ops.name != "torch" or call.k != call.d:
@@ -353,8 +349,7 @@ def _x_hat(call: Call, x64: np.ndarray) -> np.ndarray:
     The second moment is taken of x / max|x| (of the first k coordinates, for pRMSNorm), so that
     the squares of a tiny x (1e-200) or a huge one neither underflow nor overflow; its root is
     scaled back before eps joins it, and x itself is divided by the result: no square is taken of
-    x. (..., d) -> (..., d).
-    """
+    x. (..., d) -> (..., d)."""
     knobs, k = call.knobs, call.k
     head = x64 if knobs.kind == "layer" else x64[..., :k]
     top = np.max(np.abs(head), axis=-1, keepdims=True)  # (..., k) -> (..., 1)

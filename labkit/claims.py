@@ -60,8 +60,7 @@ class Claim:
 
     ``noise``: below it a float field is rounding noise and reads ``≈ 0``; one number for every
     field, or a mapping from field name to its own level (fields it leaves out have none).
-    Fields whose names end in ``_pct`` are fractions shown as percentages.
-    """
+    Fields whose names end in ``_pct`` are fractions shown as percentages."""
 
     key: str
     fields: Mapping[str, Any] = field(default_factory=dict)

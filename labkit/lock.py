@@ -17,8 +17,7 @@ def exclusive(lock: threading.Lock = MEASURE_LOCK) -> Iterator[bool]:
     """Try to take the measurement lock without waiting; yield whether it was taken.
 
     ``with exclusive() as ok:`` runs the body either way; when ``ok`` is False another
-    measurement is running and the caller should say "busy" instead of measuring.
-    """
+    measurement is running and the caller should say "busy" instead of measuring."""
     acquired = lock.acquire(blocking=False)
     try:
         yield acquired

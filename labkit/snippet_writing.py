@@ -3,8 +3,7 @@
 A snippet is a short Python program that runs as it stands from NormLab's folder
 (``python snippet.py``): a header that says so (and which optional package it needs), the
 imports, the calls into the public core API with the page's settings written in as literals,
-and prints of the numbers the page shows, at full precision.
-"""
+and prints of the numbers the page shows, at full precision."""
 
 from __future__ import annotations
 

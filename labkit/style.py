@@ -1,8 +1,7 @@
 """Colours and layout shared by every figure.
 
 The palette is Okabe & Ito's (2008), chosen so that the three series stay distinguishable with
-any common colour-vision deficiency; the series also differ in marker shape and dash.
-"""
+any common colour-vision deficiency; the series also differ in marker shape and dash."""
 
 import base64
 import math
@@ -30,8 +29,7 @@ def layout(*, title: str = "", height: int = 420, **extra: object) -> dict:
     """Large type and a legend above the plot, as a layout dict for ``go.Figure(layout=...)``.
 
     Passing the layout to the constructor costs about a millisecond; ``update_layout`` on a
-    built figure costs several, on every rerun of every page.
-    """
+    built figure costs several, on every rerun of every page."""
     return {
         "title": {"text": title, "font": {"size": FONT_SIZE + 3}},
         "height": height,
@@ -72,8 +70,7 @@ def line(
     ``DASHES`` where ``symbol`` and ``dash`` do not. ``hover`` is the hover text, shown in a box
     named after the series; pass ``hovertemplate`` instead for another box. Options left None
     are Plotly's defaults; ``extra`` (error bars, legend groups, another ``mode``) goes to
-    ``go.Scatter`` as it is.
-    """
+    ``go.Scatter`` as it is."""
     if kind is not None:
         dash, symbol = dash or DASHES[kind], symbol or SYMBOLS[kind]
     marker = None if size is None else _given(color=color, symbol=symbol, size=size)
@@ -102,8 +99,7 @@ def typed(values: object) -> object:
 
     Written here once, not by Plotly on every ``Figure.to_dict`` (which Streamlit calls for
     every chart on every run): Plotly checks and copies each array through narwhals first, about
-    0.1 ms per array, which for the explorer's charts was more than encoding them.
-    """
+    0.1 ms per array, which for the explorer's charts was more than encoding them."""
     if not isinstance(values, np.ndarray):
         return values
     code = TYPED_ARRAYS.get(values.dtype.name)
@@ -150,8 +146,7 @@ def readable(
     labels the figure wrote itself (``ticktext``), so ``0,05`` is a tick in Indonesian.
 
     Returns a new figure built from the edited layout: setting the same fonts property by
-    property on the built figure costs five to ten times as long.
-    """
+    property on the built figure costs five to ten times as long."""
     layout = fig.layout.to_plotly_json()
     layout["separators"] = separators
     # The new figure gets the default template back without validating it again.
@@ -243,8 +238,7 @@ def log_ticks(lo: float, hi: float, *, most: int = 8) -> dict:
     """Ticks for a log axis over [lo, hi] (both > 0), as ``update_xaxes`` keywords.
 
     Every label is the whole number (``20``, never a bare ``2`` standing for 20): steps of
-    1-2-5 where at most ``most`` fit, else every decade, or every few decades on a long axis.
-    """
+    1-2-5 where at most ``most`` fit, else every decade, or every few decades on a long axis."""
     low, high = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
     inside = [lo * (1 - 1e-9), hi * (1 + 1e-9)]
     for mantissas in ((1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 5), (1,)):

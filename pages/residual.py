@@ -4,8 +4,7 @@ Two models of the stream, chosen by the link's ``mode``: the synthetic trunk of
 ``labs.residual.model`` (``mode=synthetic``: its controls, one cached call, then ``toy_trunk``) and
 the shipped trained models read with forward hooks (``mode=trained``: a training seed and a
 text, one cached call to ``trained_view``, then ``trained_models``). Each mode draws only its
-own controls; the other mode's values stay in the link.
-"""
+own controls; the other mode's values stay in the link."""
 
 from __future__ import annotations
 

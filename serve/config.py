@@ -3,8 +3,7 @@
 ``haproxy.cfg`` beside this module is the template; ``Plan`` holds what varies (where the proxy
 listens, the workers' loopback ports, the seats per worker), and ``write_run_files`` renders it
 into a run folder with the busy page in each language. The page's texts are read here from
-``assets/text/serve.toml``, not through ``ui.i18n``: the launcher imports nothing of the app.
-"""
+``assets/text/serve.toml``, not through ``ui.i18n``: the launcher imports nothing of the app."""
 
 from __future__ import annotations
 
@@ -141,8 +140,7 @@ def usable_cpus(cpu_max: Path = CGROUP_CPU_MAX) -> int:
     """CPUs this process may run on: its affinity, capped by a cgroup v2 CPU quota.
 
     A container limited with ``--cpus 2`` (a 2-vCPU Space, a Kubernetes CPU limit) still sees
-    every CPU of the host in its affinity; the quota in ``cpu.max`` says what it may use.
-    """
+    every CPU of the host in its affinity; the quota in ``cpu.max`` says what it may use."""
     count = len(os.sched_getaffinity(0))
     try:
         quota, period = cpu_max.read_text().split()

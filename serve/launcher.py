@@ -7,8 +7,7 @@ sends its visitors to the live workers (a dead worker refuses connections, which
 elsewhere at once; its health checks take it out of rotation within a few seconds) and puts it
 back after two good answers on ``/_stcore/health``. The run folder holds ``haproxy.cfg``, the
 busy pages, HAProxy's stats socket and ``state.json`` (each worker's name, port, pid and
-restarts), rewritten on every change.
-"""
+restarts), rewritten on every change."""
 
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ def code_section(tr: Translator, code: str, caption: str = "common.code_caption"
     The snippet is drawn only while the section is open (opening it reruns the page): a code
     block, even in a closed expander, makes the browser fetch and run Streamlit's syntax
     highlighter (1.5 MB of JavaScript, about a fifth of the explorer's first screen in Chromium
-    beyond the floor page's), which a visitor who never opens the section does not need.
-    """
+    beyond the floor page's), which a visitor who never opens the section does not need."""
     if presenting():
         return
     section = st.expander(tr("common.code_heading"), key=CODE_KEY, on_change="rerun")

@@ -2,8 +2,7 @@
 
 The JSON holds the link parameters (the full state) next to the numbers they produce, so a
 saved file documents itself and comes back in: ``restore_state`` checks every value with the
-same rules as a link.
-"""
+same rules as a link."""
 
 from __future__ import annotations
 
@@ -99,8 +98,7 @@ def restore_state(
     """Values for ``params`` from a saved view, checked like link values.
 
     Returns the values to set and, for each value that had to change, ``(key, raw, problem)``.
-    Keys the page does not know are ignored; missing keys take their defaults.
-    """
+    Keys the page does not know are ignored; missing keys take their defaults."""
     if len(raw) > MAX_JSON_BYTES:
         raise ViewFileError("too_large")
     try:

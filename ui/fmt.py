@@ -12,8 +12,7 @@
 
 The marks come from Babel's locale data (English ``1,234.5``, Bahasa Indonesia ``1.234,5``), in
 the page's language (``st.session_state["lang"]``, :func:`language`, or ``lang``). Exports and
-links never go through here: they keep a decimal point.
-"""
+links never go through here: they keep a decimal point."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@
 hands :func:`preload`), and the tests read it instead of the router's source; no ``ui`` module
 imports a page. A new page is one entry here, its name in ``app.py``'s ``import_pages``, one file
 in ``pages/`` (which ends with ``if __name__ == "__main__": main()``, so that importing it for its
-``PARAMS`` draws nothing) and one text file in ``assets/text/``.
-"""
+``PARAMS`` draws nothing) and one text file in ``assets/text/``."""
 
 from __future__ import annotations
 
@@ -75,8 +74,7 @@ def preload(import_pages: Callable[[], None]) -> None:
     import-deadlock rule then hands one thread a half-built module ("partially initialized
     module 'pandas' has no attribute 'Series'"). Later runs find everything imported.
     First torch's threads are set to sleep between operations (``passive_openmp_threads``): the
-    pages import torch; nothing ``app.py`` imports before this call does.
-    """
+    pages import torch; nothing ``app.py`` imports before this call does."""
     global _preloaded
     if _preloaded:
         return
@@ -101,8 +99,7 @@ def navigation(lang: str, *, position: str = "sidebar", icons: bool = True) -> s
 
     Without ``icons`` no page has an icon: Streamlit makes the current page's icon the favicon
     unless ``st.set_page_config`` named one, and a Material icon is fetched from Google's font
-    servers, which an offline app must never ask.
-    """
+    servers, which an offline app must never ask."""
     kept = st.session_state.setdefault(PAGES_KEY, {})
     if (lang, icons) not in kept:
         kept[lang, icons] = _pages(lang, icons)

@@ -8,8 +8,7 @@ page uses, and returns a notice naming the parameter (put into words in the page
 when shown). Streamlit on its own would silently ignore such values; a teacher who typed
 ``d=10000`` deserves to be told that the width was clamped to 8192, and the address then says
 ``d=8192``, so a link copied from it shows the same view. (A bound widget leaves a value equal to
-its default out of the URL; the view is the same without it.)
-"""
+its default out of the URL; the view is the same without it.)"""
 
 from __future__ import annotations
 
@@ -52,8 +51,7 @@ class Notice:
 
     Kept as data and put into words only when shown, in the page's language at that moment
     (``text``): ``app.py`` checks the link before the page knows its language, and a visitor may
-    switch languages while the notice is still on the page.
-    """
+    switch languages while the notice is still on the page."""
 
     key: str
     raw: str
@@ -251,8 +249,7 @@ def read_link_value(param: Param) -> tuple[object, Problem | None, str | None]:
 
     The one check every link parameter goes through, widget or not: a malformed, out-of-range or
     unknown value is replaced, and a parameter given more than once takes its last value with a
-    notice.
-    """
+    notice."""
     raws = st.query_params.get_all(param.key)
     if not raws:
         return param.default, None, None
@@ -270,8 +267,7 @@ def apply_link_params(params: Sequence[Param]) -> list[Notice]:
     left for Streamlit's own binding to apply. Any other is replaced, in the URL too, by the value
     the page uses, spelt as the page writes it: a clamped, snapped or defaulted value with a
     notice; another spelling of a valid value (``EN``, ``1e-3`` for ``0.001``), which Streamlit
-    would reject, without one.
-    """
+    would reject, without one."""
     notices: list[Notice] = []
     for param in params:
         value, problem, raw = read_link_value(param)

@@ -5,8 +5,7 @@ at page load. A corrected link value (``d=7.5`` becomes 8 with a notice) has to 
 one in the URL and in that snapshot, or the widget would take the raw value (7) over the
 corrected one. ``st.query_params`` refuses to set a bound parameter and Streamlit has no public
 way to refresh the snapshot; the calls below are the ones it uses itself.
-``tests/test_st_private.py`` fails loudly if an upgrade removes or changes them.
-"""
+``tests/test_st_private.py`` fails loudly if an upgrade removes or changes them."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ def keep_in_link(keys: Iterable[str]) -> None:
     again later seeds itself from the snapshot taken at page load. Releasing the bindings at the
     start of a run leaves the parameters alone (a widget drawn in this run binds itself again
     when it registers), and refreshing the snapshot seeds a widget drawn again from the URL as
-    it stands.
-    """
+    it stands."""
     with get_session_state().query_params() as qp:
         for key in keys:
             binding = qp.get_binding_for_param(key)
@@ -78,8 +76,7 @@ def plotly_spec(spec: dict) -> BaseFigure:
     the same JSON. Measured, ``st.plotly_chart`` in a script run: the explorer's coordinates at
     d = 4096 in 0.6 ms against 6.0 ms handed as dicts or as a figure, its plane in 0.65 ms against
     3.1-4.9 ms; an explorer interaction in AppTest took about 1.4x as long without it at
-    d = 4096, 1.4-1.6x at d = 3 (coordinates, plane and sphere).
-    """
+    d = 4096, 1.4-1.6x at d = 3 (coordinates, plane and sphere)."""
     return _Spec(spec)
 
 

@@ -2,8 +2,7 @@
 
 The link parameter and its widget share one declaration: key, default and bounds come from
 the ``Param``, so the range a link may carry and the range a slider offers cannot drift apart.
-Every widget here uses ``bind="query-params"`` with the parameter's key as the URL name.
-"""
+Every widget here uses ``bind="query-params"`` with the parameter's key as the URL name."""
 
 from __future__ import annotations
 
@@ -97,8 +96,7 @@ def ladder(param: LadderParam, label: str, **kwargs: Any) -> Any:
     Indonesian), while the URL carries ``fmt.link`` of the value (``0.25``) in every language.
 
     A bound widget writes its label to the URL, so this one is not bound: like
-    :func:`labelled_choice`, it takes its first value from the link and writes it back.
-    """
+    :func:`labelled_choice`, it takes its first value from the link and writes it back."""
     lang = fmt.current_language()
     _from_link(param)
     _renamed_options(param.key, lang)
@@ -150,8 +148,7 @@ def labelled_choice(
 
     A bound widget writes its label to the URL, so this one is not bound: it takes its first
     value from the link (``begin_page`` has already checked and corrected it) and writes the
-    chosen value back with ``st.query_params`` (none while it is the default).
-    """
+    chosen value back with ``st.query_params`` (none while it is the default)."""
     values = list(options if options is not None else getattr(param, "choices", ()))
     _from_link(param)
     if st.session_state.get(param.key, values[0]) not in values:  # no longer offered
@@ -204,8 +201,7 @@ def typed_vector(param: TextParam, label: str, lang: str, **kwargs: Any) -> str:
 
     The box (key ``<key>_typed``) is not bound: it is written from the link when the page opens,
     when the language changes and when a saved view is restored. Text that does not read stays
-    in the box and goes to the link as it is, so the page's message about it comes back too.
-    """
+    in the box and goes to the link as it is, so the page's message about it comes back too."""
     box, shown_for = f"{param.key}_typed", f"_{param.key}_typed_for"
     _from_link(param)
     link = st.session_state[param.key]

@@ -7,8 +7,7 @@ hover; keys that share a point share one label. Selectable keys are filled circl
 colour, un-selectable keys black crosses (black diamonds in 3D). The query direction is an arrow
 from the origin, direction 1 a dashed green line; the normalised cases add the circle or sphere of
 radius √d and the line or plane ⟂ 1. No legend: the page explains the marks once, above the
-columns.
-"""
+columns."""
 
 from __future__ import annotations
 

@@ -146,8 +146,7 @@ def selection_margins(keys: np.ndarray) -> np.ndarray:
 
     A linear program per key (HiGHS), on the keys centred and scaled to radius 1. Positive: some
     query scores key i strictly above every other key. At most 0: key i is in the convex hull of
-    the others (the two are equivalent by the separating-hyperplane theorem).
-    """
+    the others (the two are equivalent by the separating-hyperplane theorem)."""
     centred = keys - keys.mean(axis=0)  # (n, d)
     radius = float(np.max(np.linalg.norm(centred, axis=1)))
     n, d = keys.shape
@@ -197,8 +196,7 @@ def candidate_directions(keys: np.ndarray) -> np.ndarray:
     1988). Edges join two keys and faces hold three, so the directions perpendicular to every
     difference of two keys (d = 2), and the normals of every three keys and of every two
     differences (d = 3), contain the minimiser. 1 and the axes are added so that keys lying on
-    one line or at one point (where every direction ⟂ that line is as good) are covered.
-    """
+    one line or at one point (where every direction ⟂ that line is as good) are covered."""
     d = keys.shape[1]
     diffs = np.array([keys[i] - keys[j] for i, j in combinations(range(len(keys)), 2)])
     axes = np.eye(d)

@@ -304,8 +304,7 @@ def attention_sandbox(
 
     Claims by slot: ``norms_<case>``, ``plane_<case>``, ``select_<case>``, ``top_<case>``,
     ``uniform_<case>`` and ``dial_<case>`` for each case in :data:`CASES`, and its charts'
-    summaries (:func:`_chart_claims`); ``closed_form``; ``two_points`` at d = 2.
-    """
+    summaries (:func:`_chart_claims`); ``closed_form``; ``two_points`` at d = 2."""
     _check_args(d, n, spread, offset, length)
     if not (math.isfinite(angle) and math.isfinite(turn)):
         raise ValueError(f"angle and turn must be finite (got {angle!r}, {turn!r})")

@@ -19,8 +19,7 @@ def jacobian_figure(j_rms: np.ndarray, j_layer: np.ndarray, labels: Mapping[str,
     """The two (d, d) Jacobians side by side on one colour scale centred at zero.
 
     Row i, column j is dy_i/dx_j. One shared range lets the reader compare magnitudes across
-    the two panels; the diagonal is the 1/r or 1/sigma each coordinate passes on to itself.
-    """
+    the two panels; the diagonal is the 1/r or 1/sigma each coordinate passes on to itself."""
     fig = make_subplots(
         rows=1, cols=2, subplot_titles=(labels["rms"], labels["layer"]), horizontal_spacing=0.1
     )
@@ -117,8 +116,7 @@ def components_figure(
     the values printed beside the bars (the app's one number format). Each bar has a row of its
     own, and its label sits past the bar's end in that row, so a label never covers a bar,
     however small its own bar or however long its neighbour; the value axis leaves room for
-    the labels on both sides of zero.
-    """
+    the labels on both sides of zero."""
     fig = go.Figure()
     groups = [labels["along_ones"], labels["along_x"]]
     colors = {"upstream": style.INPUT, "rms": style.RMS, "layer": style.LAYER}

@@ -14,8 +14,7 @@ cannot contain. Without a weight the spectra are known in closed form:
 So with eps = 0 both flatten the direction of x and LayerNorm also flattens 1; a positive eps
 only damps the direction of x, by :math:`\epsilon/r^2` (or :math:`\epsilon/\sigma^2`) of what the
 other directions pass. :func:`backward_view` computes the page's numbers and, for every sentence
-that states a fact about them, the verdict that chooses it.
-"""
+that states a fact about them, the verdict that chooses it."""
 
 from __future__ import annotations
 
@@ -49,8 +48,7 @@ class Components:
     """A vector split against the unit ones direction u and the unit direction of x.
 
     ``ones`` is <v, u>, ``radial`` is <v, x/|x|>, ``norm`` is |v|. The two directions are not
-    orthogonal unless mean(x) = 0, so the two numbers are read separately, not as a sum.
-    """
+    orthogonal unless mean(x) = 0, so the two numbers are read separately, not as a sum."""
 
     ones: float
     radial: float
@@ -81,8 +79,7 @@ def upstream_gradient(x: np.ndarray, kind: str, *, seed: int = 0) -> np.ndarray:
     """The upstream gradient ``dL/dy`` of the lesson, scaled to unit length; shape (d,).
 
     ``ones``: all ones; ``x``: x itself (the radial direction); ``random``: Gaussian draws from
-    ``np.random.default_rng([seed, 2])``, a stream apart from the one that drew x.
-    """
+    ``np.random.default_rng([seed, 2])``, a stream apart from the one that drew x."""
     x = np.asarray(x, dtype=np.float64)
     if kind == "ones":
         g = np.ones_like(x)
@@ -118,8 +115,7 @@ def backward_lesson(
 
     Without a weight both Jacobians are symmetric, so :math:`J^\top g = J g`. Raises ValueError
     for ``d > MAX_JACOBIAN_WIDTH`` and wherever ``core.jacobian`` does (x = 0 or constant x
-    with eps = 0).
-    """
+    with eps = 0)."""
     x = np.asarray(x, dtype=np.float64)
     d = x.shape[-1]
     if d > MAX_JACOBIAN_WIDTH:
@@ -155,8 +151,7 @@ class BackwardView:
     for this state (the charts' summaries among them).
 
     ``undefined`` names the norm whose Jacobian does not exist at eps = 0 ("rms" for x = 0,
-    "layer" for a constant x), else None.
-    """
+    "layer" for a constant x), else None."""
 
     lesson: BackwardLesson | None
     undefined: str | None

@@ -102,8 +102,7 @@ def compare_sides(
     The checkpoint's weight and the activations are rounded to ``dtype`` once, as a model loaded
     in that dtype would hold them (torch tensors where torch is installed, so each side's numbers
     are its upstream code's bit for bit); each side then computes by its own contract. float16
-    and bfloat16 need torch.
-    """
+    and bfloat16 need torch."""
     if dtype not in FLOAT_NAMES:
         raise ValueError(f"dtype must be one of {list(FLOAT_NAMES)} (got {dtype!r})")
     if dtype in HALF_NAMES and not torch_available():
@@ -188,8 +187,7 @@ class ContractsView:
     """Everything the contracts page shows for one link state.
 
     ``same[key]`` says whether the two resolved contracts agree on that setting
-    (``CONTRACT_KEYS``); ``mistake`` names the real mistake the settings reproduce, if any.
-    """
+    (``CONTRACT_KEYS``); ``mistake`` names the real mistake the settings reproduce, if any."""
 
     comparison: Comparison
     writer: str
@@ -216,8 +214,7 @@ def contracts_view(state: dict[str, Any]) -> ContractsView:
     """Both sides on the page's seeded input and synthetic checkpoint, and the claims.
 
     ``state`` holds the page's link parameters: a, b, eps_a, eps_b, red_a, red_b, checkpoint,
-    dtype, d, seed, scale.
-    """
+    dtype, d, seed, scale."""
     d, seed, dtype = state["d"], state["seed"], state["dtype"]
     sides = tuple(_side(state[k], state[f"eps_{k}"], state[f"red_{k}"]) for k in "ab")
     writer = get_preset(state[state["checkpoint"]], "rms")

@@ -37,8 +37,7 @@ def envelope(values: np.ndarray, buckets: int = CHART_BUCKETS) -> tuple[np.ndarr
 
     Returns ``(index, values)`` in coordinate order; every value is an exact coordinate of
     ``values`` at its own index. Up to ``2 * buckets`` coordinates everything is kept.
-    Non-finite coordinates are skipped unless a whole bucket is non-finite.
-    """
+    Non-finite coordinates are skipped unless a whole bucket is non-finite."""
     d = values.shape[-1]
     width = envelope_width(d, buckets)
     if not width:

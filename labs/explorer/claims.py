@@ -243,8 +243,7 @@ def _centring_claims(facts: Facts) -> dict[str, Claim]:
     Both sides divide the same x - mu (LayerNorm's x_hat, ``units.unit_layer``, is (x - mu) over
     sqrt(Var + eps)), so they differ only by their divisors: RMSNorm's of x - mu is taken here in
     plain float64, squares of x - mu and all, as :func:`core.norms.rms_norm` would compute it,
-    and applied at the largest |x_i - mu|, where the two vectors differ most.
-    """
+    and applied at the largest |x_i - mu|, where the two vectors differ most."""
     u = facts.units
     diff_c = _centring_gap(facts.x - u.mean, u.unit_layer, facts.eps)
     # Both sides carry the rounding of x - mu and of one division: a few ulps of the operands
@@ -280,8 +279,7 @@ def _centring_gap(centred: np.ndarray, unit_layer: np.ndarray, eps: float) -> fl
     """max_i |LayerNorm's x_hat_i - RMSNorm(x - mu 1)_i| with 0/0 = 0, from RMSNorm's divisor.
 
     RMSNorm(x - mu 1)_i = (x_i - mu) / sqrt(mean((x - mu)^2) + eps): the same numerators as
-    ``unit_layer``, so the largest difference sits at the largest |x_i - mu|.
-    """
+    ``unit_layer``, so the largest difference sits at the largest |x_i - mu|."""
     i = int(np.argmax(np.abs(centred)))
     if centred[i] == 0:
         return 0.0  # both vectors are 0 (0 / 0 = 0)
@@ -425,8 +423,7 @@ def _precision_claims(facts: Facts) -> dict[str, Claim]:
     """The page's torch outputs against torch.nn.functional's own norms (float32 opmath).
 
     F.layer_norm and F.rms_norm normalise x again, on purpose: these sentences say whether the
-    page agrees with torch's own kernels, so the kernels themselves must run.
-    """
+    page agrees with torch's own kernels, so the kernels themselves must run."""
     import torch
     import torch.nn.functional as F  # noqa: N812
 

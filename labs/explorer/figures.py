@@ -1,8 +1,7 @@
 """Figures for the explorer: coordinates side by side, the (1, x_perp) plane, the d = 3 view.
 
 Each is built as a spec, Plotly's plain dicts (``coordinates_spec``, ...), which the explorer
-draws as it is; ``figure`` and the ``*_figure`` functions make Plotly figures of them.
-"""
+draws as it is; ``figure`` and the ``*_figure`` functions make Plotly figures of them."""
 
 from __future__ import annotations
 
@@ -109,8 +108,7 @@ def coordinates_spec(
     outputs share one so their difference (the offset that survives RMSNorm) is read directly.
     Dashed lines mark each output's mean (``means``). The two panels are laid out by hand (axis
     domains and layout shapes) because ``make_subplots`` and ``add_hline`` cost more than the
-    rest of the page on every rerun at d = 4096.
-    """
+    rest of the page on every rerun at d = 4096."""
     traces = [_series(*series["x"], name=labels["x"], color=style.INPUT, kind="input", d=d)]
     shapes = [_hline(0.0, style.MUTED, "solid", 1)]
     for key, color in (("rms", style.RMS), ("layer", style.LAYER)):
@@ -189,8 +187,7 @@ def plane_spec(
     Every point is (a, b): a = <v, u>, b = <v, x_perp / |x_perp|>. RMSNorm slides x along its
     own ray onto the circle of radius sqrt(d)|g|; LayerNorm first drops a, landing on the
     vertical axis. A negative gain reflects both images through the origin, below the
-    horizontal axis, so the lower half is drawn then too. Non-finite points are left out.
-    """
+    horizontal axis, so the lower half is drawn then too. Non-finite points are left out."""
     rms_ab, layer_ab = (p if np.all(np.isfinite(p)) else (None, None) for p in (rms_ab, layer_ab))
     lower = any(p[1] is not None and p[1] < 0 for p in (rms_ab, layer_ab))
     length = float(np.hypot(*x_ab))
@@ -290,8 +287,7 @@ def sphere_spec(
 
     ``plane`` and ``sphere`` are (X, Y, Z) mesh grids, ``circle`` is (n, 3), ``points`` is
     (x, RMSNorm(x), LayerNorm(x)), each (3,): the arrays of ``core.geometry.sphere_from``.
-    The surfaces are faint and the points labelled, so that x inside the sphere stays visible.
-    """
+    The surfaces are faint and the points labelled, so that x inside the sphere stays visible."""
     x, y_rms, y_layer = points
     extent = max(float(np.max(np.abs(plane[0]))), float(np.linalg.norm(x)), 1e-9) * 1.05
     size = style.FONT_SIZE * font_scale

@@ -56,8 +56,7 @@ def explore(
     """Normalise ``x`` (shape ``(d,)``) once per norm and derive the explorer's whole view.
 
     A torch ``dtype`` that cannot hold x (float16 above 65504) is replaced by float64; the
-    view's ``dtype_asked`` keeps what was asked for, so the page can say so.
-    """
+    view's ``dtype_asked`` keeps what was asked for, so the page can say so."""
     d = x.shape[-1]
     g = gain_vector(d, pattern=gain_pattern, value=gain, seed=seed)
     computed = dtype if backend != "torch" or fits(x, dtype) else "float64"
@@ -90,8 +89,7 @@ def _geometry(
     The plane's coordinates come from the statistics: x sits at a = mu sqrt(d) along 1/sqrt(d)
     and b = sqrt(d Var(x)) away from that axis; RMSNorm scales both by g / den_k, LayerNorm
     drops a and scales b by g / den_layer. (Projecting the vectors instead divides by a length
-    of x - mu that, for a nearly constant x, is mostly rounding.)
-    """
+    of x - mu that, for a nearly constant x, is mostly rounding.)"""
     d = x.shape[-1]
     a, b = units.mean * math.sqrt(d), units.std * math.sqrt(d)
     plane = PlaneImages(

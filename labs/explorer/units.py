@@ -1,8 +1,7 @@
 """The float64 statistics of x behind every explanation, and the tolerances of the verdicts.
 
 RMS(x) has no eps in it; the roots with eps are the denominators the norms divide by. Every
-tolerance is relative to the quantities it compares (a typed x may be 1e-15 or 1e15).
-"""
+tolerance is relative to the quantities it compares (a typed x may be 1e-15 or 1e15)."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ VECTOR_ULPS = 64.0
 class Units:
     """Float64 statistics of the computed x and its normalised vectors before gain and bias.
 
-    ``rms`` is RMS(x) with no eps in it; the quantities with eps are the denominators.
-    """
+    ``rms`` is RMS(x) with no eps in it; the quantities with eps are the denominators."""
 
     mean: float
     var: float
@@ -68,8 +66,7 @@ def units_of(
     x / max|x| (of the first k coordinates over their own largest), so that the squares of a tiny
     x (1e-200) or a huge one neither underflow nor overflow; their roots are scaled back before
     eps joins them. Only pRMSNorm (k < d) divides x once more, by the full RMSNorm's denominator:
-    ``unit_full``, the plain RMSNorm the partial and centring sentences compare against.
-    """
+    ``unit_full``, the plain RMSNorm the partial and centring sentences compare against."""
     top = _top(x)
     xs = x / top if top > 0 else x
     mean_s = float(np.mean(xs))

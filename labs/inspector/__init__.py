@@ -13,8 +13,7 @@
 - :mod:`~labs.inspector.tiny`: tiny random Hugging Face models built offline, for tests and for
   trying the local-directory source.
 
-torch and transformers are imported inside the functions that need them.
-"""
+torch and transformers are imported inside the functions that need them."""
 
 from labs.inspector.layers import ModelContract, NormModule, read_contract
 from labs.inspector.loading import LoadedModel, Refusal, clear_cache, is_loaded, load

@@ -55,8 +55,7 @@ def readings_figure(
     """The readings of each model against the module's place in the forward pass.
 
     ``log_y`` asks for a log axis, drawn only when the readings span two decades or more (a
-    narrower log axis would show a single tick); ``percent`` writes fractions as percentages.
-    """
+    narrower log axis would show a single tick); ``percent`` writes fractions as percentages."""
     traces = []
     for s in series:
         colour = KIND_COLOURS.get(s.kind, style.INPUT)

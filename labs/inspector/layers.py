@@ -12,8 +12,7 @@ The probe input is 16 rows of width d in the module's dtype: row r is
 :math:`s_r z_r + c_r \mathbf 1` with :math:`z_r \sim \mathcal N(0, I)` drawn by
 ``torch.Generator().manual_seed(0)`` in float64, :math:`s_r = 10^{-2 + 4r/15}` and
 :math:`c_r = s_r(-1 + 2r/15)`: scales from 0.01 to 100, and mean offsets that tell a norm that
-centres from one that does not.
-"""
+centres from one that does not."""
 
 from __future__ import annotations
 

@@ -8,8 +8,7 @@ needs its own code) raises :class:`Refusal` with a code and fields, which the pa
 nothing a link carries is ever passed to the loader but a hub id that matched the strict pattern.
 
 Loads are serialised by one lock across the host's processes; each keeps its last few models
-in an LRU cache bounded by count and bytes.
-"""
+in an LRU cache bounded by count and bytes."""
 
 from __future__ import annotations
 
@@ -219,8 +218,7 @@ def load(
     """The model ``ref`` names, from the cache or loaded now (one load at a time).
 
     ``progress`` is called with a step code as the load advances: ``wait`` (another load is
-    running), ``config``, ``download``, ``weights``. Raises :class:`Refusal`.
-    """
+    running), ``config``, ``download``, ``weights``. Raises :class:`Refusal`."""
     step = progress or (lambda _: None)
     hit = _cached(ref, settings)
     if hit is not None:

@@ -5,8 +5,7 @@ is *post*; one inside the attention block normalises queries or keys (*qk*), one
 is *mlp_inner*; one after the last layer is *final*, one before the first is *embedding*.
 
 A module that names its own place, as NormLab's own models do, is taken at its word
-(``declared_place``): an identity's input and output are one tensor, so a trace cannot place it.
-"""
+(``declared_place``): an identity's input and output are one tensor, so a trace cannot place it."""
 
 from __future__ import annotations
 
@@ -143,8 +142,7 @@ class _Tracer:
 def trace_places(model: Any, ids: Any) -> list[tuple[str, str, int | None]]:
     """(norm name, place, layer index) for every norm call of one forward pass, in call order.
 
-    ``ids`` is a (1, t) tensor of token ids. See the module docstring for the rules.
-    """
+    ``ids`` is a (1, t) tensor of token ids. See the module docstring for the rules."""
     import torch
 
     tracer = _Tracer(model)

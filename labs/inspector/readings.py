@@ -50,8 +50,7 @@ class NormReading:
     :math:`|x_i|/\\mathrm{RMS}`, ``top_share`` its share of that token's RMS²; ``top_gain`` is
     the effective gain at ``top_dim`` (nan without a gain) and ``gain_median`` the median
     :math:`|g|`; ``out_ratio`` is :math:`|y_i|/\\mathrm{RMS}(y)` at the same place; ``dims`` the
-    ``TOP_DIMS`` coordinates with the largest ratio over the tokens, largest first.
-    """
+    ``TOP_DIMS`` coordinates with the largest ratio over the tokens, largest first."""
 
     name: str
     place: str

@@ -3,8 +3,7 @@
 :func:`inspect_side` loads one model (from the cache when it is there), reads its contract
 (:mod:`labs.inspector.layers`), runs the prompt through it with hooks on every norm
 (:mod:`labs.inspector.readings`) and chooses the sentences that are true of these numbers
-(:mod:`labkit.claims`). :func:`inspect_view` does it for the models shown side by side.
-"""
+(:mod:`labkit.claims`). :func:`inspect_view` does it for the models shown side by side."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ Three kinds of source, and nothing else (no path or URL from a link ever reaches
 - ``hub``: Hugging Face model ids, only where the host sets ``NORMLAB_HUB=1``. A link names one as
   ``owner/name``, which must match :data:`HUB_ID`.
 
-``NORMLAB_MAX_MODEL_GB`` caps the size of the weights a load may bring into memory.
-"""
+``NORMLAB_MAX_MODEL_GB`` caps the size of the weights a load may bring into memory."""
 
 from __future__ import annotations
 

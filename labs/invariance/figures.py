@@ -1,7 +1,6 @@
 """Figures for the invariance lab: one case before and after a change, the shift sweep, the loss.
 
-The guided lesson draws its shift sweep with :func:`sweep_figure` too.
-"""
+The guided lesson draws its shift sweep with :func:`sweep_figure` too."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ def before_after_figure(pre: Pair, rms: Pair, layer: Pair, labels: Mapping[str, 
     """Three panels for one case: the pre-activation, RMSNorm and LayerNorm, before and after.
 
     Before is a solid line with filled markers, after a dashed line with open markers, in the
-    series' colour, so an invariant norm shows the dashed line lying on the solid one.
-    """
+    series' colour, so an invariant norm shows the dashed line lying on the solid one."""
     return _paired_panels(
         ((pre, style.INPUT, "input"), (rms, style.RMS, "rms"), (layer, style.LAYER, "layer")),
         (labels["pre"], labels["rms"], labels["layer"]),

@@ -3,8 +3,7 @@
 
 The table and the setups it changes are ``labs.invariance.table``'s. Here ``shift_sweep``
 follows one case x + c 1 as c grows, and ``invariance_lab`` gathers one link state: the case a
-change moved most, the whole table, the sweep, and every sentence the page says about them.
-"""
+change moved most, the whole table, the sweep, and every sentence the page says about them."""
 
 from __future__ import annotations
 
@@ -56,8 +55,7 @@ def shift_sweep(
     u = 1/sqrt(d). LayerNorm's cosine stays at 1 because centring deletes c. RMSNorm's output
     turns toward +-gain * 1 as |c| grows and its energy fraction goes to 1: the output then
     says almost nothing about x. Both norms use the same ``eps`` and the constant weight
-    ``gain`` (None: no weight). A cosine with a zero output counts as 0, as in ``cosine``.
-    """
+    ``gain`` (None: no weight). A cosine with a zero output counts as 0, as in ``cosine``."""
     x = _as_float_array(x, name="x", ndim=1)
     offsets = _as_float_array(offsets, name="offsets", ndim=1)
     eps = check_real(eps, name="eps", allowed="a finite number >= 0", positive=False)
@@ -106,8 +104,7 @@ Pair = tuple[np.ndarray, np.ndarray]
 class CaseView:
     """The case (of the ``n`` in the batch) a change moved most: pre-activation and outputs,
     before and after. ``change[norm]`` is this case's residual; ``flip[norm]`` is
-    ``|y' + y| / sqrt(d)``, which is 0 where the change only flipped the output's sign.
-    """
+    ``|y' + y| / sqrt(d)``, which is 0 where the change only flipped the output's sign."""
 
     case: int
     n: int
@@ -124,8 +121,7 @@ class ShiftView:
     ``sweep`` is ``shift_sweep`` over [-c_max, c_max]; ``offsets`` (k,) are the collapse curve's
     c values with ``spread`` (standard deviation of the coordinates of RMSNorm(x + c 1)),
     ``dist_rms`` and ``dist_layer`` (distance between the two cases' images); ``at_zero`` holds
-    the same three at c = 0; ``pair_*`` are both images at c_max; ``x_*`` describe case A.
-    """
+    the same three at c = 0; ``pair_*`` are both images at c_max; ``x_*`` describe case A."""
 
     sweep: dict[str, np.ndarray]
     offsets: np.ndarray

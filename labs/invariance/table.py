@@ -10,8 +10,7 @@ it.
 
 One draw order serves every caller: ``transformed_setup`` draws the setup and then the change
 from one generator seeded with ``seed``, so the table, the residual of one transform and the case
-a page shows up close are the same computation.
-"""
+a page shows up close are the same computation."""
 
 from __future__ import annotations
 
@@ -60,8 +59,7 @@ def check_real(value: object, *, name: str, allowed: str, positive: bool) -> flo
 def make_setup(*, n: int = 16, m: int = 8, d: int = 8, seed: int = 0) -> Setup:
     """A standard-normal batch and weight matrix from ``np.random.default_rng(seed)``, zero bias.
 
-    ``transformed_setup`` draws the same setup first and the change after it.
-    """
+    ``transformed_setup`` draws the same setup first and the change after it."""
     return _make_setup(n=n, m=m, d=d, rng=np.random.default_rng(seed))
 
 
@@ -120,8 +118,7 @@ class Transform:
     ``apply(setup, size, rng)`` returns the changed setup; ``size`` is the factor delta for a
     rescale (minus delta for ``negative_rescale``) and the magnitude of gamma or c for a shift.
     ``layer_invariant`` and ``rms_invariant`` are what the algebra says (True: the output does
-    not change); for a row of the paper they are what Table 1 states.
-    """
+    not change); for a row of the paper they are what Table 1 states."""
 
     id: str
     title: str
@@ -230,8 +227,7 @@ class InvarianceRow:
 
     A norm counts as invariant when its residual (the largest ``output_change`` over the cases)
     is below the table's ``tol``; ``paper_layer`` and ``paper_rms`` are copied from the
-    ``Transform``.
-    """
+    ``Transform``."""
 
     id: str
     title: str
@@ -275,8 +271,7 @@ def output_change(before: Setup, after: Setup, *, eps: float) -> dict[str, np.nd
     r"""Each norm's change per case, :math:`\lVert y'_k - y_k \rVert_2 / \sqrt{d}`, shape (n,).
 
     Each output row has length sqrt(d) when eps = 0, so the number is scale-free and lies in
-    [0, 2]: 0 is invariant, 2 is a sign flip.
-    """
+    [0, 2]: 0 is invariant, 2 is a sign flip."""
     eps = check_real(eps, name="eps", allowed="a finite number >= 0", positive=False)
     a_before, a_after = before.preactivations(), after.preactivations()
     d = a_before.shape[-1]
@@ -308,8 +303,7 @@ def invariance_table(
     """Every transform in ``TRANSFORMS`` order with both residuals and the verdicts.
 
     ``tol`` sits far above float64 rounding (about 1e-15) and far below the change a real
-    non-invariance makes at the default size, so the verdicts do not hinge on it.
-    """
+    non-invariance makes at the default size, so the verdicts do not hinge on it."""
     tol = check_real(tol, name="tol", allowed="a finite number > 0", positive=True)
     rows = []
     for t in TRANSFORMS.values():

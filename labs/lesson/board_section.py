@@ -6,8 +6,7 @@ The teacher's page has the phase buttons for the open step, the live class, and 
 the class* the board's link, the join link, the CSV export and the end. The board shows the join
 link's QR code, wide enough to scan from the back of a room, beside the step and the live class.
 What the class sees of a step follows its phase: during the first vote how many answered; the
-first vote's spread from the discussion on; both votes and who moved only once it is revealed.
-"""
+first vote's spread from the discussion on; both votes and who moved only once it is revealed."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ Each step runs peer instruction (``serve.classroom.store``). A pick is sent when
 it (the radio differs from what the page last saw recorded), and until the store has it: a pick
 refused while the store was down is sent again on the next run, which the page's watch starts
 within ``LIVE_S`` seconds. A page that made no pick shows what the store holds, so a second tab
-never sends an answer the student has since changed.
-"""
+never sends an answer the student has since changed."""
 
 from __future__ import annotations
 

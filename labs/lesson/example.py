@@ -2,8 +2,7 @@
 decide "unchanged", and what every step's computation returns.
 
 The vector ``lesson_vector()`` has width 8: standard-normal draws plus a common offset, so that its
-mean is plainly not zero.
-"""
+mean is plainly not zero."""
 
 from __future__ import annotations
 

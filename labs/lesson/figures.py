@@ -2,8 +2,7 @@
 
 Steps that show what another page shows use that page's figure (the coordinates and the plane
 of the explorer, the shift sweep of the invariance lab, the per-layer panels of the residual
-stream); the figures here are the lesson's own.
-"""
+stream); the figures here are the lesson's own."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ def identity_figure(before: np.ndarray, after: np.ndarray, labels: Mapping[str, 
     """Stacked bars Var + mu^2 for x and for x + c·1, with RMS^2 marked on top of each.
 
     ``before`` and ``after`` are ``(rms2, var, mean2)`` as returned by
-    ``core.stats.second_moment_identity``.
-    """
+    ``core.stats.second_moment_identity``."""
     groups = [labels["before"], labels["after"]]
     fig = go.Figure()
     for index, name, color in ((1, labels["var"], style.LAYER), (2, labels["mean2"], style.ACCENT)):
@@ -77,8 +75,7 @@ def outputs_figure(
 
     Each row is ``(title, outputs)`` with ``outputs`` holding ``rms_before``, ``rms_after``,
     ``layer_before`` and ``layer_after``, each (d,). Where a norm ignores the change, the dashed
-    "after" line runs through the "before" markers.
-    """
+    "after" line runs through the "before" markers."""
     titles = [
         f"{labels[norm]}{' · ' + title if title else ''}"
         for title, _ in rows
@@ -124,8 +121,7 @@ def residual_figure(
 ) -> go.Figure:
     """Horizontal bars, log scale: how far each norm's output moves under each transformation.
 
-    Bars left of the dotted ``tol`` line are invariances (rounding only).
-    """
+    Bars left of the dotted ``tol`` line are invariances (rounding only)."""
     fig = go.Figure()
     for values, norm, color in ((rms, "rms", style.RMS), (layer, "layer", style.LAYER)):
         fig.add_trace(
@@ -188,8 +184,7 @@ def eps_figure(
     """Output RMS of RMSNorm against input RMS (log scale), one curve per eps placement.
 
     ``curves`` maps a placement ("inside", "outside", "clamp") to output RMS values, one per
-    entry of ``input_rms``; ``marked`` is the input RMS the step's question uses.
-    """
+    entry of ``input_rms``; ``marked`` is the input RMS the step's question uses."""
     looks = {"inside": (style.RMS, "solid"), "outside": (style.EXTRA[0], "dash")}
     looks["clamp"] = (style.EXTRA[1], "dot")
     series = [(values, labels[p], *looks[p]) for p, values in curves.items()]

@@ -1,6 +1,5 @@
 """The guided lesson's steps about what each norm ignores: the centre, the second-moment identity,
-rescaling, shifting along 1, the plane picture, recentring and Table 1.
-"""
+rescaling, shifting along 1, the plane picture, recentring and Table 1."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ shows, ``correct`` (the option the measured numbers make true, None if none does
 The answer key is a measurement, so a change in the norms that broke a claim would change what
 the page says. Most steps use ``lesson_vector()``: width 8, standard-normal draws plus a common
 offset, so that its mean is plainly not zero. The steps are computed in
-``labs.lesson.geometry`` and ``labs.lesson.numerics``.
-"""
+``labs.lesson.geometry`` and ``labs.lesson.numerics``."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ class StepResult:
     ``numbers`` are plain floats the question, the options and the caption quote; ``arrays`` are
     what the figure draws; ``rows`` are table rows; ``claims`` are the sentences that state facts
     about the numbers (slots ``answer``, ``caption``, ``explain``, the figure's summary
-    ``figure_*`` of ``labs.lesson.words`` and step-specific ones).
-    """
+    ``figure_*`` of ``labs.lesson.words`` and step-specific ones)."""
 
     step_id: str
     options: tuple[str, ...]

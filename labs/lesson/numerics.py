@@ -1,6 +1,5 @@
 """The guided lesson's steps about numbers and training: where eps sits, float32 rounding, the
-gradient, the residual stream and the stored gain.
-"""
+gradient, the residual stream and the stored gain."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The guided lesson's steps and their options: the ids, the order the options are shown in
 (the letter of an option is its position), and the option each step's explanation is written for.
 
-The numbers that decide each step's answer are ``labs.lesson.model``'s.
-"""
+The numbers that decide each step's answer are ``labs.lesson.model``'s."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 Every summary is read off the arrays the step's figure draws (``labkit.chart_words``): each
 norm's extremes and where the two part, before and after side by side, a line's or bars'
 extremes, or where each point of the plane sits. The steps that draw what another page draws
-say it in that page's words.
-"""
+say it in that page's words."""
 
 from __future__ import annotations
 

@@ -74,8 +74,7 @@ def matched_figure(
 ) -> go.Figure:
     """The inside curve for eps and the outside one for sqrt(eps), with the shared knee marked.
 
-    ``curves`` and ``names`` are keyed by placement; ``knee`` is None when eps = 0.
-    """
+    ``curves`` and ``names`` are keyed by placement; ``knee`` is None when eps = 0."""
     fig = go.Figure()
     hover = "s = %{x:.3g}<br>‖y‖ = %{y:.4g}<extra></extra>"
     for placement, values in curves.items():

@@ -63,8 +63,7 @@ def output_norm_vs_scale(
     """``||RMSNorm(s z)||_2`` for every eps and scale s, with ``z`` a seeded normal draw.
 
     One batched call per eps: the scaled inputs form a (S, d) matrix. Returns shape (E, S),
-    float64.
-    """
+    float64."""
     scales = np.asarray(scales, dtype=np.float64)
     z = make_input(d, dist="normal", seed=seed)
     x = scales[:, None] * z[None, :]  # (S, d)
@@ -83,8 +82,7 @@ def eps_knee(eps: float, *, placement: str = "inside", rms: float = 1.0) -> floa
 
     Inside the root that is :math:`s^2 r^2 = \epsilon` (the output norm is then
     :math:`\sqrt{d/2}`); outside it is :math:`s r = \epsilon` (norm :math:`\sqrt{d}/2`). ``rms``
-    is the RMS of the unscaled input.
-    """
+    is the RMS of the unscaled input."""
     if placement not in KNEE_PLACEMENTS:
         raise ValueError(f"placement must be one of {list(KNEE_PLACEMENTS)} (got {placement!r})")
     if eps < 0 or rms <= 0:
@@ -98,8 +96,7 @@ def matched_agreement(tolerance: float = 0.01) -> tuple[float, float]:
     With :math:`u = s r / \sqrt{\epsilon}` the two norms are :math:`u/\sqrt{u^2 + 1}` and
     :math:`u/(u + 1)`; their ratio :math:`\sqrt{u^2+1}/(u+1)` is 1 at both ends and
     :math:`1/\sqrt{2}` at the knee u = 1. Returns (u_lo, u_hi) where the ratio is
-    ``1 - tolerance``: they agree below u_lo and above u_hi (u_lo = 1 / u_hi).
-    """
+    ``1 - tolerance``: they agree below u_lo and above u_hi (u_lo = 1 / u_hi)."""
     c = (1.0 - tolerance) ** 2
     # (1 - c) u^2 - 2 c u + (1 - c) = 0
     a, b = 1.0 - c, -2.0 * c
@@ -148,8 +145,7 @@ class PrecisionView:
     ``norms[placement]`` is (E, S) over ``SWEEP_EPS`` x ``SWEEP_SCALES``; ``matched`` holds the
     inside curve for ``eps`` and the outside one for ``eps_out = sqrt(eps)``; ``errors[dtype]``
     is the output error over the sweep; ``sums[dtype]`` the running sums of squares at
-    ``scale``.
-    """
+    ``scale``."""
 
     d: int
     rms: float

@@ -4,8 +4,7 @@ float64, where float16 overflows, and sums of squares kept in a low precision.
 :func:`reduction_error` measures a reduction done in a low precision against float64;
 :func:`running_sum_of_squares` replays a sum of squares whose running total is rounded to a low
 precision after every step (the way a hand-written loop keeps it; torch's own half-precision
-``sum`` and ``mean`` accumulate in float32, :func:`torch_half_sum_of_squares`).
-"""
+``sum`` and ``mean`` accumulate in float32, :func:`torch_half_sum_of_squares`)."""
 
 from __future__ import annotations
 
@@ -44,8 +43,7 @@ class ReductionError:
 
     ``mean_square``: the mean square the norm divided by, as computed in ``dtype`` (inf where it
     overflowed); ``mean_square_error``: its relative error; ``output_error``:
-    ``||y - y_64|| / ||y_64||``; ``overflow``: rows whose mean square is not finite. All (S,).
-    """
+    ``||y - y_64|| / ||y_64||``; ``overflow``: rows whose mean square is not finite. All (S,)."""
 
     dtype: str
     mean_square: np.ndarray
@@ -61,8 +59,7 @@ def reduction_error(
 
     The input is rounded into the reduction dtype, squared, averaged, normalised and scaled there
     (as ``rms_norm(..., reduction_dtype=dtype)`` does), then compared with float64. float16 and
-    bfloat16 need torch. Overflow is recorded in ``overflow``, not raised as a warning.
-    """
+    bfloat16 need torch. Overflow is recorded in ``overflow``, not raised as a warning."""
     x = np.asarray(x, dtype=np.float64)
     for dtype in dtypes:
         if dtype not in FLOAT_NAMES:
@@ -100,8 +97,7 @@ class Float16Limits:
 
     ``square``: the largest square reaches 65520 and rounds to inf (a mean accumulated in
     float32, as torch's kernels do, overflows here). ``sum``: the sum of squares reaches 65520
-    (a sum whose result is float16, ``x.pow(2).sum()`` or a loop, overflows here).
-    """
+    (a sum whose result is float16, ``x.pow(2).sum()`` or a loop, overflows here)."""
 
     square: float
     sum: float
@@ -121,8 +117,7 @@ def float16_overflow_scales(z: np.ndarray) -> Float16Limits:
 
     ``square`` is exact (x rounds to 256 from ``FLOAT16_SQUARE_INF_X`` up); ``sum`` starts from
     the real-number estimate sqrt(65520 / sum z^2) and is refined by bisection on the float16
-    arithmetic itself, since every square is rounded before it is summed.
-    """
+    arithmetic itself, since every square is rounded before it is summed."""
     z = np.asarray(z, dtype=np.float64)
     peak = float(np.max(np.abs(z)))
     if peak == 0:
@@ -143,8 +138,7 @@ def round_bfloat16(a: np.ndarray) -> np.ndarray:
 
     bfloat16 is the upper half of a float32, so rounding adds half an ulp of the kept part (plus
     the lowest kept bit, for ties to even) and clears the lower 16 bits; inf stays inf and
-    values beyond bfloat16's largest finite number become inf, as in torch.
-    """
+    values beyond bfloat16's largest finite number become inf, as in torch."""
     bits = np.asarray(a, dtype=np.float32).view(np.uint32)
     lowest_kept = (bits >> np.uint32(16)) & np.uint32(1)
     rounded = (bits + np.uint32(_BF16_HALF_ULP) + lowest_kept) & _BF16_MASK
@@ -157,8 +151,7 @@ def running_sum_of_squares(x: np.ndarray, dtype: str) -> np.ndarray:
     This is a sequential loop that keeps its running total in ``dtype``, the way a hand-written
     kernel might, not what torch's reductions do (they accumulate half inputs in float32).
     Shape (..., d) -> (..., d), float64 values; a partial sum past the dtype's range is inf.
-    Pure numpy: float16 is native, bfloat16 is emulated with :func:`round_bfloat16`.
-    """
+    Pure numpy: float16 is native, bfloat16 is emulated with :func:`round_bfloat16`."""
     if dtype not in FLOAT_NAMES:
         raise ValueError(f"dtype must be one of {list(FLOAT_NAMES)} (got {dtype!r})")
     x = np.asarray(x, dtype=np.float64)

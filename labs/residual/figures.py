@@ -39,8 +39,7 @@ def layers_figure(
 
     ``readings[norm][quantity]`` has the same length as ``layers``, for each norm of ``norms``
     (keys of ``SERIES``); ``labels`` names the norms, the x axis ("layer_axis") and every
-    quantity in ``panels`` (short: two panel titles share a phone's width).
-    """
+    quantity in ``panels`` (short: two panel titles share a phone's width)."""
     rows = math.ceil(len(panels) / COLUMNS)
     fig = make_subplots(
         rows=rows,
@@ -96,8 +95,7 @@ def coordinates_figure(
 
     ``relative[norm]`` has shape (L + 1, d); ``labels`` names the norms, the axes
     ("layer_axis", "coordinate_axis") and the colour bar ("times_median"). One colour scale
-    for every panel, from 0 to the largest value.
-    """
+    for every panel, from 0 to the largest value."""
     top = max(float(np.max(relative[n])) for n in norms)
     fig = make_subplots(
         rows=len(norms),

@@ -84,8 +84,7 @@ def initial_stream(*, n: int, d: int, seed: int) -> np.ndarray:
     """Token vectors :math:`h_0` of shape (n, d), standard normal, offset-free on average.
 
     Drawn from ``np.random.default_rng([seed, 0])``; the weights use other streams of the same
-    seed, so changing L never changes :math:`h_0` or an earlier layer's weights.
-    """
+    seed, so changing L never changes :math:`h_0` or an earlier layer's weights."""
     return np.random.default_rng([seed, 0]).standard_normal((n, d))
 
 
@@ -93,8 +92,7 @@ def block_weight(layer: int, *, d: int, seed: int) -> np.ndarray:
     r"""Block ``layer``'s projection :math:`W_l`, shape (d, d), entries :math:`\mathcal{N}(0, 1/d)`.
 
     The variance 1/d keeps :math:`\lVert W z \rVert \approx \lVert z \rVert`, so each block adds
-    features of about unit size per coordinate, whatever d is.
-    """
+    features of about unit size per coordinate, whatever d is."""
     rng = np.random.default_rng([seed, 1, layer])
     # Drawn in float32 because drawing is most of a run's cost and twice as fast there; the
     # rounding of a random matrix changes nothing the page measures. Used in float64.
@@ -126,8 +124,7 @@ class ResidualTrace:
 
     One reading is the largest over the tokens, not their mean: ``input_cos_ones_worst``, the
     largest :math:`|\cos(z_l, \mathbf{1})|` of any token, which decides whether "orthogonal to
-    1" holds for every token and not only on average.
-    """
+    1" holds for every token and not only on average."""
 
     layers: np.ndarray
     readings: dict[str, dict[str, np.ndarray]]
@@ -256,8 +253,7 @@ class ResidualView:
     ``readings`` is ``ResidualTrace.readings``; ``last[norm][quantity]`` is the reading at the
     last projection (index L); ``stream_gap`` is
     :math:`\lVert h_L^{rms} - h_L^{layer} \rVert / \lVert h_L^{layer} \rVert` over all tokens
-    and ``offset_gap`` the same relative difference of the two mean offsets.
-    """
+    and ``offset_gap`` the same relative difference of the two mean offsets."""
 
     layers: np.ndarray
     readings: dict[str, dict[str, np.ndarray]]

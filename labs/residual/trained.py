@@ -3,8 +3,7 @@
 ``trained_view`` takes the same readings of the stream as ``labs.residual.model``'s synthetic trunk
 from the models that ship in ``assets/train`` (RMSNorm, LayerNorm and no norm, trained from the
 same seed), through ``labs.training.activations``: there no drift is imposed, and the readings
-show what training wrote.
-"""
+show what training wrote."""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ class TrainedView:
     loss on the text with :math:`h_l + \mathrm{RMS}_l\mathbf 1`, minus the loss without).
     ``relative_magnitude[norm]`` (L + 1, d) is every coordinate's mean :math:`|h_i|` over that
     layer's median; ``outlier_dims[norm]`` (L + 1, k) the k largest, largest first. ``loss`` is
-    each model's loss on the text and ``val_loss`` its final validation loss, nats per byte.
-    """
+    each model's loss on the text and ``val_loss`` its final validation loss, nats per byte."""
 
     seed: int
     text: str

@@ -101,8 +101,7 @@ def bandwidth_figure(
     """Achieved GB/s (one read and one write of x over the median time) against the size.
 
     The copy line is the memory system's ceiling for this traffic; a kernel far below it spends
-    its time on extra passes, not on arithmetic.
-    """
+    its time on extra passes, not on arithmetic."""
     return _sweep_figure(
         sizes, gb_per_s, None, labels, y_title=labels["bandwidth"], number=number, unit="GB/s"
     )

@@ -5,8 +5,7 @@ operations (square, mean, add, rsqrt, multiply, multiply), each a pass over memo
 temporary; **fused** reads each row once, normalises it while it sits in cache and writes it
 once (``core.fast``'s numba kernels on the CPU, torch's own on CUDA). A plain copy of the same
 tensor is the floor: on torch's CPU a copy into memory allocated as the fused kernels' outputs
-are. pRMSNorm takes its RMS from the first ceil(p d) coordinates.
-"""
+are. pRMSNorm takes its RMS from the first ceil(p d) coordinates."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 The measuring itself is :func:`labs.speed.timing.measure`; the kernels it times are
 ``labs.speed.kernels``. Only one measurement runs per server process at a time
-(:func:`labkit.lock.exclusive`).
-"""
+(:func:`labkit.lock.exclusive`)."""
 
 from __future__ import annotations
 
@@ -48,8 +47,7 @@ class Plan:
 def sweep_points(lo: int, hi: int, *, max_points: int = 8) -> list[int]:
     """Powers of two from ``lo`` to ``hi`` (both included), thinned to at most ``max_points``.
 
-    ``hi`` is always the last point, so the largest size the visitor chose is measured.
-    """
+    ``hi`` is always the last point, so the largest size the visitor chose is measured."""
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi; got lo={lo}, hi={hi}")
     points = [1 << k for k in range(int(np.log2(lo)), int(np.log2(hi)) + 1)]

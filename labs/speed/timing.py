@@ -8,8 +8,7 @@ shape. Medians come from interleaved rounds in a rotating order, ratios taken ro
 It runs inside a public demo, so it is bounded: widths up to ``MAX_WIDTH``, batches up to
 ``MAX_BATCH``, at most ``MAX_TENSOR_BYTES`` per tensor, a time cap checked on ``clock`` before
 every call, one measurement per process at a time (``labkit.lock.exclusive``). It counts the
-calls and elements it processed, so tests bound the work without timing anything.
-"""
+calls and elements it processed, so tests bound the work without timing anything."""
 
 from __future__ import annotations
 
@@ -56,8 +55,7 @@ class Measurement:
 
     Round i of every kernel at a shape ran in the same interleaved round, so ratios are taken
     sample by sample. ``bytes_moved`` counts one read of x and one write of y (weight and bias
-    are d values, negligible next to batch * d).
-    """
+    are d values, negligible next to batch * d)."""
 
     kernel: str
     batch: int
@@ -83,8 +81,7 @@ class SpeedRun:
     ``partial`` holds the pRMSNorm kernels at the largest shape (kernel ``"p=<p>"``), empty when
     the cap came first, and ``partial_error[p]`` the median over rows of
     |RMS from ceil(p d) coordinates / full RMS - 1> on the tensor timed. ``calls`` and
-    ``elements`` count the timed calls and the elements they processed.
-    """
+    ``elements`` count the timed calls and the elements they processed."""
 
     implementation: str
     device: str
@@ -180,8 +177,7 @@ def _rounds(
     """One warm-up call per case, then ``repeats`` rounds in a rotating order; None when the
     deadline cut them short (a half-measured shape is dropped).
 
-    No tensor here requires a gradient, so torch records no autograd history without no_grad.
-    """
+    No tensor here requires a gradient, so torch records no autograd history without no_grad."""
     names = list(cases)
     samples: dict[str, list[float]] = {k: [] for k in names}
     calls = [(None, k) for k in names] + [
@@ -216,8 +212,7 @@ def measure(
     (default ``CLOCK``) is read before every call: when the cap is reached the run stops, keeps
     the shapes finished so far and reports ``complete=False``. ``progress(done, total)`` is
     called after each shape and after the pRMSNorm step. Raises ValueError for sizes out of
-    range, an unknown implementation, dtype or device, or one that is not available.
-    """
+    range, an unknown implementation, dtype or device, or one that is not available."""
     widths, batches = _check("widths", widths, MAX_WIDTH), _check("batches", batches, MAX_BATCH)
     _check_choices(implementation, device, dtype, repeats)
     todo, skipped = shapes_within_cap(widths, batches, dtype)

@@ -85,8 +85,7 @@ class ActivationReadings:
     ``outlier_dims`` (L + 1, k) are the k coordinates with the largest mean :math:`|h_i|`,
     largest first, and ``outlier_magnitude`` those means; ``outlier_ratio`` (L + 1,) is the
     largest mean :math:`|h_i|` over the median one across the d coordinates; ``magnitude``
-    (L + 1, d) is the mean :math:`|h_i|` of every coordinate.
-    """
+    (L + 1, d) is the mean :math:`|h_i|` of every coordinate."""
 
     layers: np.ndarray
     mean: np.ndarray
@@ -210,8 +209,7 @@ class ShiftResponse:
     ``shifted_loss[l]`` is that loss with :math:`h_l \leftarrow h_l + c_l\mathbf 1` for every
     token (l = 0 .. L, the reader of :math:`h_L` being the final norm, or the output head in the
     post-norm layout) and ``shift[l]`` is
-    :math:`c_l`.
-    """
+    :math:`c_l`."""
 
     loss: float
     shifted_loss: np.ndarray
@@ -245,8 +243,7 @@ def _text_loss(model: Any, rows: list[Any], reader: Any = None, shift: float = 0
 def shift_response(model: Any, text: str, shifts: Any) -> ShiftResponse:
     r"""The loss of ``model`` on ``text``, then with :math:`h_l + c_l\mathbf 1` for each l alone.
 
-    ``shifts``: :math:`c_l` for l = 0 .. L (L + 1 finite numbers).
-    """
+    ``shifts``: :math:`c_l` for l = 0 .. L (L + 1 finite numbers)."""
     shifts = np.asarray(shifts, dtype=np.float64)
     readers = _readers(model)
     if shifts.shape != (len(readers),) or not np.all(np.isfinite(shifts)):

@@ -4,8 +4,7 @@ the loss against the gap between the norms; time per step, a side named only whe
 ``MIN_PAIRS`` paired comparisons agree (a sign test); the norms' share of a forward pass,
 :math:`(t_{norm} - t_{identity}) / t_{norm}`, quoted only beyond the timing noise (``share_noise``);
 the RMSNorm paper's 7-64 % (Zhang & Sennrich 2019) beside this machine's saving
-:math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`; the machine; each chart's words.
-"""
+:math:`1 - \tilde t_{RMS} / \tilde t_{Layer}`; the machine; each chart's words."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ names, encoded as UTF-8, and split once: the first 90 % of the bytes train, the 
 validate. A model reads bytes (a vocabulary of 256), so any text can be fed to it.
 
 The text changes between Python releases, so ``Corpus.sha256`` identifies the exact bytes a run
-saw; a checkpoint records it with the Python version.
-"""
+saw; a checkpoint records it with the Python version."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ that gathers them with its sentences (``TrainingView``).
 
 The comparison points: the loss at equal steps is the validation loss at the last validation
 step every run reached; the loss at equal time is each run's last validation within the shortest
-run's training time, where a validation after step s counts the seconds of its first s steps.
-"""
+run's training time, where a validation after step s counts the seconds of its first s steps."""
 
 from __future__ import annotations
 

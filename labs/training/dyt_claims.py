@@ -5,8 +5,7 @@ of the row, so it is not counted as a norm: ``dyt_claim`` compares its loss at t
 the better norm's, a difference only beyond the seed spread; ``alpha_claims`` reads each layer's
 final :math:`\alpha` (``labs.training.curves.alpha_summary``): the chart's words, and whether the
 mean moved from its start by more than the seeds spread,
-:math:`|\bar\alpha_l - \alpha_0| > \max_s \alpha_{l,s} - \min_s \alpha_{l,s}`.
-"""
+:math:`|\bar\alpha_l - \alpha_0| > \max_s \alpha_{l,s} - \min_s \alpha_{l,s}`."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ Each ratio is RMSNorm's median over LayerNorm's, with the training claims' paire
 (``labs.training.claims.paired_ratios``, ``step_order``); the saving
 :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}` stands beside the paper's 7-64 % only where the
 parts agree. ``python -m labs.training.fair`` writes ``assets/train/kernels.json`` (about three
-minutes on two loaded cores); docs/training.md has the method and the shipped results.
-"""
+minutes on two loaded cores); docs/training.md has the method and the shipped results."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ step and of the norm layer alone; per kernel RMSNorm's median over LayerNorm's, 
 where ``MIN_PAIRS`` parts agree (``labs.training.claims.paired_ratios``); the saving
 :math:`1 - \tilde t_{RMS} / \tilde t_{Layer}` beside the paper's 7-64 %; the norm layers' share
 of a step, :math:`n \, \tilde t_{layer} / \tilde t_{step}`; DyT beside the two norms; the
-operations autograd records per layer, and the machine.
-"""
+operations autograd records per layer, and the machine."""
 
 from __future__ import annotations
 

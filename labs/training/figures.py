@@ -4,8 +4,7 @@ Every function takes plain arrays and names. A run is a mapping with ``norm``, `
 ``train_x``, ``train_y`` (training losses averaged over bins of steps), ``val_x`` and ``val_y``.
 RMSNorm is drawn first and in vermillion, LayerNorm in blue, DyT in reddish purple, the variant
 without a norm in grey, each also with its own dash and marker. ``alpha_figure`` draws DyT's
-learned alpha per layer over the seeds.
-"""
+learned alpha per layer over the seeds."""
 
 from __future__ import annotations
 
@@ -72,8 +71,7 @@ def loss_figure(
     ``labels`` names each norm and the two kinds: "validation", "training", "loss", "seed".
     Seeds of one norm share its colour; the legend has one entry per norm, which shows or
     hides its validation and training lines together. ``x_max`` fixes the x axis (a chart
-    that grows while training keeps its scale).
-    """
+    that grows while training keeps its scale)."""
     traces, shown = [], set()
     for run in runs:
         norm, color = run["norm"], COLORS[run["norm"]]
@@ -178,8 +176,7 @@ def final_loss_figure(
     """Each norm's validation loss over its seeds: one marker per seed (side by side), a bar from
     the lowest to the highest, and a black line at the mean (with more than one seed).
 
-    ``finals[norm]`` holds ``seeds`` and ``losses`` (same length) and ``mean``.
-    """
+    ``finals[norm]`` holds ``seeds`` and ``losses`` (same length) and ``mean``."""
     several = any(len(data["losses"]) > 1 for data in finals.values())
     traces = [
         trace

@@ -2,8 +2,7 @@
 
 A bar is a mapping with ``norm`` ("rms", "layer" or "dyt"), ``group`` (the label of its place on
 the x axis: the kernel, or DyT's own) and ``value``. RMSNorm and LayerNorm keep the training
-lab's colours and hatching; DyT gets a colour of its own from the palette.
-"""
+lab's colours and hatching; DyT gets a colour of its own from the palette."""
 
 from __future__ import annotations
 

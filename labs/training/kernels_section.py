@@ -3,8 +3,7 @@ RMSNorm against LayerNorm with both computed as separate operations and both fus
 the norm layer alone, DyT beside them, and the RMSNorm paper's saving beside each.
 
 ``pages/training.py`` calls :func:`kernels_section` after the shipped runs. Every number comes
-from the lab's view of ``assets/train/kernels.json``; every sentence is one of its claims.
-"""
+from the lab's view of ``assets/train/kernels.json``; every sentence is one of its claims."""
 
 from __future__ import annotations
 

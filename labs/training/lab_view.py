@@ -217,8 +217,7 @@ def training_view(
 
     ``reference_spread`` is the shipped runs' seed spread, quoted where these runs have one
     seed each; ``machine`` (the shipped runs' ``curves.json`` entry) adds the sentence on the
-    machine the timings come from; ``live`` adds the sentence on how the training stopped.
-    """
+    machine the timings come from; ``live`` adds the sentence on how the training stopped."""
     if not records:
         raise ValueError("training_view needs at least one run")
     runs = in_order(run_curves(r) for r in records)

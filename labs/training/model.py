@@ -29,8 +29,7 @@ normalises every head's query and key rows before the dot product (``attn.q_norm
 ``labs.training.kernels.norm_function``. ``init_weights`` draws every weight from one seeded
 generator in the order of the parameter names and norm parameters draw nothing, so two variants
 with the same seed start from the same weights wherever their shapes agree. This module imports
-torch at the top: only the training code imports it, never ``core``.
-"""
+torch at the top: only the training code imports it, never ``core``."""
 
 from __future__ import annotations
 
@@ -148,8 +147,7 @@ class Norm(nn.Module):
 
     ``where`` names its place ("pre-attention", "post-MLP", "attention output", "query",
     "final", ...). ``bypass = True`` turns it into the identity with the weights kept, to time a
-    forward pass without the norm.
-    """
+    forward pass without the norm."""
 
     def __init__(
         self,
@@ -260,8 +258,7 @@ class GPT(nn.Module):
     post-norm layout) and an output head.
 
     The head is not tied to the token embedding: with a 256-byte vocabulary it is a small share
-    of the weights, and untied tensors save to safetensors as they are.
-    """
+    of the weights, and untied tensors save to safetensors as they are."""
 
     def __init__(self, config: ModelConfig, *, seed: int | None = None) -> None:
         super().__init__()
@@ -309,8 +306,7 @@ def init_weights(model: GPT, seed: int) -> None:
 
     Parameters are visited in name order and norm parameters consume no draws (gains 1, biases
     0, DyT's alpha ``config.dyt_alpha``), so a variant with another norm, placement or QK norm
-    gets the same numbers in every tensor the two have in common.
-    """
+    gets the same numbers in every tensor the two have in common."""
     generator = torch.Generator().manual_seed(seed)
     residual_std = INIT_STD / math.sqrt(2 * model.config.n_layer)
     norm_fill = {"weight": 1.0, "bias": 0.0, "alpha": float(model.config.dyt_alpha)}
@@ -353,8 +349,7 @@ class Probe:
     (L + 1 values), each over every position and coordinate of every pass,
     :math:`\sqrt{\sum h^2 / N}`. ``max_logit()``: the largest
     :math:`|q \cdot k| / \sqrt{d_{head}}` over causal pairs (key at or before the query), heads
-    and layers, with q and k as the attention uses them (after the QK norms, if any).
-    """
+    and layers, with q and k as the attention uses them (after the QK norms, if any)."""
 
     def __init__(self, n_layer: int) -> None:
         self.sums = [0.0] * (n_layer + 1)
@@ -414,8 +409,7 @@ def describe(config: ModelConfig) -> dict[str, Any]:
     ``norm_layers`` lists, in forward order, the state-dict prefix of each norm, where it sits
     (``BLOCK_LAYOUTS``'s places, "query" and "key" for the QK norms, "final"), the block it
     belongs to (None for the final norm), its class and its parameters; the identity variant
-    lists the same places with no parameters. A post-norm model has no final norm.
-    """
+    lists the same places with no parameters. A post-norm model has no final norm."""
     layers: list[dict[str, Any]] = []
 
     def add(name: str, where: str, block: int | None, kind: str) -> None:

@@ -2,8 +2,7 @@
 
 ``REFERENCE`` is the model and training every set varies, ``REFERENCE_DIR`` the folder the sets
 are written to (``assets/train/``), ``machine_record`` the machine a set was made on, and
-``load_reference`` the shipped curves with their summary. ``labs.training.runs`` makes the sets.
-"""
+``load_reference`` the shipped curves with their summary. ``labs.training.runs`` makes the sets."""
 
 from __future__ import annotations
 
@@ -88,8 +87,7 @@ def reference_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     the difference of their means; ``spread`` the larger of the two ranges over seeds (max -
     min). ``paired_gaps`` are runner-up minus winner seed by seed (same weights at the start,
     same batches). ``rms_time_saving`` is 1 - (RMSNorm's median step time / LayerNorm's), the
-    quantity for which the RMSNorm paper reports 7 % to 64 %.
-    """
+    quantity for which the RMSNorm paper reports 7 % to 64 %."""
     norms = [n for n in MODEL_NORMS if any(run["norm"] == n for run in runs)]
     per_norm = {n: _norm_stats([run for run in runs if run["norm"] == n]) for n in norms}
     ranking = sorted(norms, key=lambda n: per_norm[n]["mean"])

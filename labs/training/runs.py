@@ -9,8 +9,7 @@ and config (``labs.training.store``). Losses are rounded to ``LOSS_DECIMALS`` de
 1e-8 of the float32 value) and seconds to microseconds. Other shipped measurements are the sets
 named in ``SETS`` (``--set NAME``): the kernels (``labs.training.fair``), the placement and
 QK-norm sets (``labs.training.sets``). This module imports them; they, and the app, read the
-reference and the shipped files from ``labs.training.reference``.
-"""
+reference and the shipped files from ``labs.training.reference``."""
 
 from __future__ import annotations
 

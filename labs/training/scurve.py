@@ -64,8 +64,7 @@ class TanhFit:
     (``converged`` False,
     ``reason`` "flat": the points do not vary; "search": no convergence within ``evaluations``).
     ``flat_share`` is the share of points with :math:`|\alpha x| \ge` ``FLAT_REACH``; ``slope``
-    and ``line_r2`` are the line's.
-    """
+    and ``line_r2`` are the line's."""
 
     alpha: float
     amplitude: float

@@ -3,8 +3,7 @@ the gain, with the fitted tanh and the straight line through the same points; an
 fits, layer by layer, for the RMSNorm and the LayerNorm model.
 
 The points are drawn with WebGL (``Scattergl``): a few thousand per chart. The curves are WebGL
-lines too, so that they are drawn over the points in trace order.
-"""
+lines too, so that they are drawn over the points in trace order."""
 
 from __future__ import annotations
 
@@ -48,8 +47,7 @@ def scurve_figure(
     """The points (x, y), in increasing x, in ``norm``'s colour; the fitted tanh at the same x
     (``fit_y``; None: no fit, no curve) and the straight line (``line_y``).
 
-    ``names``: ``points``, ``tanh`` and ``line`` (the traces), ``x_axis`` and ``y_axis``.
-    """
+    ``names``: ``points``, ``tanh`` and ``line`` (the traces), ``x_axis`` and ``y_axis``."""
     hover = "x = %{x:.4g}<br>ŷ = %{y:.4g}<extra>%{fullData.name}</extra>"
     traces = [
         go.Scattergl(
@@ -91,8 +89,7 @@ def r2_figure(
     (the keys of ``names["forms"]``, the first drawn solid, the others dotted); ``names`` also
     names the norms, ``layer_axis`` and ``r2_axis``. Each trace is called ``"{norm}, {form}"``.
     Tall enough that, on a phone, four legend rows and the layers' names turned upright leave
-    the plot room.
-    """
+    the plot room."""
     forms = list(names["forms"])
     traces = []
     for norm, by_form in r2.items():

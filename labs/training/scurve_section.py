@@ -4,8 +4,7 @@ through the points (``labs.training.scurve_view``).
 
 ``pages/training.py`` declares ``VIEW`` and ``SCURVE_PARAMS`` among its link parameters, asks
 :func:`choose_view` which view to draw and, for this one, calls :func:`scurve_section`, which
-draws its own sidebar controls, the figures, the words and the code behind them.
-"""
+draws its own sidebar controls, the figures, the words and the code behind them."""
 
 from __future__ import annotations
 

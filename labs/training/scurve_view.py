@@ -4,8 +4,7 @@ and the sentences those fits make true (``labkit.claims``): per layer the fits a
 :math:`R^2` against ``GOOD_FIT``, and the curve's shape over the data from
 :math:`u = |\alpha|\max|x|` (nearly linear up to ``LINEAR_REACH`` within ``LINE_TIE`` of the
 line, an S where :math:`|\alpha x|` reaches ``FLAT_REACH`` on both sides, half an S, bending);
-per model the counts, extremes and the denominators' spread; the :math:`R^2` chart's words.
-"""
+per model the counts, extremes and the denominators' spread; the :math:`R^2` chart's words."""
 
 from __future__ import annotations
 

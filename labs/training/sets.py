@@ -14,8 +14,7 @@ largest attention logit (``labs.training.model.probe``):
 ``assets/train/placement.json`` (``qknorm.json``): the machine, the corpus, and per run its
 variant, settings, how it stopped and the validation curves. Losses are rounded to
 ``LOSS_DECIMALS`` decimals, RMS values and logits to ``SIGNIFICANT`` significant digits (float32
-holds about seven); no checkpoints. ``load_set(name)`` reads a set back.
-"""
+holds about seven); no checkpoints. ``load_set(name)`` reads a set back."""
 
 from __future__ import annotations
 

@@ -15,8 +15,7 @@ and the smallest learning rate where it exceeds 1); the final losses as for the 
 mode's best learning rate; each chart's words (``labkit.chart_words.runs_words``).
 
 The functions read a ``labs.training.sets_view.PlacementView`` or ``QKNormView`` (which import
-this module, so it names them only here).
-"""
+this module, so it names them only here)."""
 
 from __future__ import annotations
 

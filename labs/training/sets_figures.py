@@ -4,8 +4,7 @@ the highest, with the mean over the seeds as a line on it.
 A series is a mapping with ``name`` (the legend's), ``band`` (the band's hover name), ``kind``
 (its colour, dash and marker: a placement or a QK-norm mode), ``x`` and, one value per x,
 ``lo``, ``hi`` and ``mean``. The placements and the QK-norm modes get colours of the palette the
-norms do not use (every model here has RMSNorm), and differ by dash and marker too.
-"""
+norms do not use (every model here has RMSNorm), and differ by dash and marker too."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ where the norm sits (Pre-LN, Post-LN, Peri-LN) and QK norm against the learning 
 
 ``pages/training.py`` calls :func:`placement_section` and :func:`qknorm_section` after the shipped
 runs. Every number comes from the lab's view of ``assets/train/placement.json`` and
-``qknorm.json``; every sentence is one of its claims.
-"""
+``qknorm.json``; every sentence is one of its claims."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ figures draw and the sentences their numbers make true (``labs.training.sets_cla
 
 ``placement_view(data)`` and ``qknorm_view(data)`` read a set; a file that is not the grid it
 says (the same validation steps, a run for every mode, learning rate and seed) is refused with a
-``ValueError`` that says what is missing.
-"""
+``ValueError`` that says what is missing."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ A checkpoint is ``name.safetensors`` (every tensor, float32, no pickles) and ``n
 (the same config that the safetensors header carries under ``CONFIG_KEY``): the architecture
 with the norm's class, eps and the place of every norm layer (``labs.training.model.describe``), the
 dtype, and whatever the trainer adds (seed, steps, data split). ``load_checkpoint`` needs only
-the safetensors file.
-"""
+the safetensors file."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ CONFIG_KEY = "normlab_config"
 def save_checkpoint(model: Any, path: str | Path, *, extra: dict[str, Any] | None = None) -> dict:
     """Write ``model``'s weights to ``path`` (.safetensors) and its config to ``path`` .json.
 
-    ``extra`` is merged into the config (training settings, data). Returns the config.
-    """
+    ``extra`` is merged into the config (training settings, data). Returns the config."""
     from safetensors.torch import save_file
 
     from labs.training.model import describe

@@ -101,8 +101,7 @@ class Batches:
     """The training batches of one seed, in order: batch i is the same for every variant.
 
     Each batch is ``batch_size`` windows of ``block_size + 1`` bytes at uniformly drawn
-    offsets; inputs are the first ``block_size`` bytes, targets the last (shifted by one).
-    """
+    offsets; inputs are the first ``block_size`` bytes, targets the last (shifted by one)."""
 
     def __init__(self, data: np.ndarray, batch_size: int, block_size: int, seed: int) -> None:
         if data.size <= block_size + 1:
@@ -224,8 +223,7 @@ class TrainResult:
     ``val_steps[-1]`` updates: the end, for a run that finished its steps); ``dyt_alpha`` is each
     DyT layer's alpha at the end, in forward order (None without DyT). ``stopped_by`` is one of
     ``STOP_REASONS``, None while running. ``work`` counts token-parameters (module docstring).
-    Records written before these readings existed lack their keys.
-    """
+    Records written before these readings existed lack their keys."""
 
     config: TrainConfig
     parameters: int
@@ -312,8 +310,7 @@ def train(
     """Train one run; stop at ``config.steps``, at a cap, or when ``callback`` returns False.
 
     ``callback(result)`` is called after every step and validation with the growing result.
-    The returned result holds the trained model in ``result.model``.
-    """
+    The returned result holds the trained model in ``result.model``."""
     run = _Run(config, corpus or load_corpus())
     while run.advance():
         if callback is not None and callback(run.result) is False:
@@ -333,8 +330,7 @@ def train_together(
     caps), but a change in the machine's load falls on every run alike, which makes their step
     times comparable. The wall-clock caps count from the common start, and the first run the
     clock stops stops the others (they end at most one step apart). ``callback(results)`` is
-    called after each round; False stops every run.
-    """
+    called after each round; False stops every run."""
     corpus = corpus or load_corpus()
     runs = [_Run(config, corpus) for config in configs]
     active, rounds = list(runs), 0

@@ -3,8 +3,7 @@ DyT's learned alpha, layer by layer (``labs.training.dyt_claims``).
 
 ``pages/training.py`` adds ``ARCHITECTURE_PARAMS`` to its link parameters, draws
 :func:`architecture_controls` in its sidebar, names the choices in its settings sentence with
-:func:`architecture_names`, and calls :func:`alpha_section` for a set of runs with DyT in it.
-"""
+:func:`architecture_names`, and calls :func:`alpha_section` for a set of runs with DyT in it."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ their answers. Each step runs peer instruction (Crouch and Mazur 2001), phases o
 ``vote`` (round 1), ``discuss`` (closed, the spread shown), ``vote2`` (round 2), ``revealed``.
 Every answer is checked against the lesson and committed before the call returns. The bounds,
 the per-client limits and the environment variables that set them: docs/serving.md, "The class
-store"; a call past one raises :class:`ClassError` with a code the page turns into a notice.
-"""
+store"; a call past one raises :class:`ClassError` with a code the page turns into a notice."""
 
 from __future__ import annotations
 
