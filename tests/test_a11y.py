@@ -211,9 +211,9 @@ def test_laptop_page_is_accessible_and_readable(app_url, browser, axe, name) -> 
 def test_phone_page_is_accessible_and_fits(app_url, browser, axe, name) -> None:
     lang = ("en", "id")[NAMES.index(name) % 2]
     page, _ = visit(browser, url(app_url, name, f"lang={lang}"), PHONE)
-    # Closed, and the button that opens it is there.
+    # Closed, and the button that opens it is there, named in the page's language.
     assert page.locator("[data-testid='stSidebar']").get_attribute("data-collapsed") == "true"
-    assert page.get_by_role("button", name="Expand sidebar").is_visible()
+    assert page.get_by_role("button", name=t("chrome.expand_sidebar", lang)).is_visible()
     assert severe_violations(axe, page) == []
     assert overflow(page) <= 0
     smallest = page.evaluate(SMALLEST_FONTS)

@@ -10,6 +10,7 @@ import pytest
 
 from benchmarks.live import READY
 from tests.browser_util import open_page
+from ui import chrome
 from ui.i18n import t
 
 pytestmark = pytest.mark.browser
@@ -116,6 +117,16 @@ def test_switching_a_pages_view_keeps_the_other_views_settings_in_the_address(
     page.close()
 
 
+ATTRIBUTES = """() => Array.from(document.querySelectorAll('[title],[aria-label],[data-title]'))
+  .flatMap(e => ['title', 'aria-label', 'data-title'].map(a => e.getAttribute(a) || ''))"""
+# Streamlit's dialog for a lost connection, as it writes it (1.67), with its code block.
+CONNECTION_DIALOG = """() => document.body.insertAdjacentHTML('beforeend',
+  '<section role="dialog"><h2>Connection error</h2><div><div>Is Streamlit still running? If you '
+  + 'accidentally stopped Streamlit, just restart it in your terminal:</div>'
+  + '<div data-testid="stErrorCodeBlock"><pre><code>streamlit run yourscript.py</code></pre></div>'
+  + '</div></section>')"""
+
+
 def test_the_page_language_is_the_documents_and_stays_in_the_address(app_url: str, browser):
     """An Indonesian browser opening a link without ``lang``: the address gains ``lang=id`` (a
     link copied from it opens in Indonesian anywhere) and ``<html lang>`` is ``id`` for screen
@@ -123,17 +134,31 @@ def test_the_page_language_is_the_documents_and_stays_in_the_address(app_url: st
     context = browser.new_context(locale="id-ID", viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     lang = "() => document.documentElement.lang"
-    page.goto(f"{app_url}/invariance")
+    page.goto(f"{app_url}/explorer")
     page.wait_for_function("() => location.search.includes('lang=id')", timeout=60_000)
     page.wait_for_function(f"() => ({lang})() === 'id'", timeout=60_000)
-    assert page.locator("h1").inner_text() == t("invariance.title", "id")
+    assert page.locator("h1").inner_text() == t("explorer.title", "id")
+    # Streamlit's and Plotly's own words are in Indonesian too: the chart toolbar's tooltips, the
+    # share dialog's upload box, and the dialog of a lost connection (its real markup, added).
+    english = [w for w in chrome.words("id") if "{}" not in w and w not in chrome.words("en")]
+    page.locator("[data-testid='stPlotlyChart']").first.hover()
+    page.locator(".st-key-_share_open button").click()
+    page.wait_for_selector("[role='dialog'] [data-testid='stFileUploader']", timeout=60_000)
+    page.evaluate(CONNECTION_DIALOG)
+    page.wait_for_function(f"() => !document.body.innerText.includes({english[-1]!r})")
+    shown = page.evaluate(f"() => [document.body.innerText, ...({ATTRIBUTES})()].join('\\n')")
+    assert not [w for w in english if w in shown.splitlines() or f"{w}\n" in shown], shown
+    for word in ("Connection error", "Upload", "1MB per file", "streamlit run"):
+        assert word not in shown
+    page.keyboard.press("Escape")
     choice = page.locator("[data-testid='stSidebar'] [role='radio']")
     choice.filter(has_text="en").click()
     page.wait_for_function("() => location.search.includes('lang=en')", timeout=60_000)
     page.wait_for_function(f"() => ({lang})() === 'en'", timeout=60_000)
     choice.filter(has_text="en").click()  # the chosen language again: it stays chosen
     page.wait_for_selector(READY, timeout=90_000)
-    assert query(page.url)["lang"] == ["en"]
+    page.wait_for_function("() => location.search.includes('lang=en')", timeout=60_000)
+    assert page.locator("h1").inner_text() == t("explorer.title", "en")
     page.locator("[data-testid='stSidebarNav'] a[href$='/backward']").click()
     page.wait_for_function("() => location.pathname.endsWith('/backward')", timeout=60_000)
     page.wait_for_selector(READY, timeout=90_000)

@@ -11,7 +11,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from labkit import style
-from ui import fmt
+from ui import chrome, fmt
 from ui.export import ViewFileError, restore_state
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
 from ui.params import (
@@ -111,6 +111,7 @@ def read_view_mode() -> ViewMode:
 _BASE_CSS = """<style>
 .katex-display { padding: 0 2px; }
 [data-testid="stElementContainer"]:has(script[data-document-lang]) { display: none; }
+[role="dialog"] [data-testid="stErrorCodeBlock"] { display: none; }
 [data-testid="stMain"] * { word-break: normal !important; overflow-wrap: break-word !important; }
 [data-testid="stMetricLabel"] [data-testid="stMarkdownContainer"],
 [data-testid="stMetricLabel"] p,
@@ -165,10 +166,12 @@ def keep_a_language(previous: str) -> None:
 
 def set_document_language(lang: str) -> None:
     """``<html lang>`` as the page's language, for screen readers and the browser's own words
-    (Streamlit writes ``en`` on every page); run again on every switch and every page."""
+    (Streamlit writes ``en`` on every page), and Streamlit's and Plotly's words in it
+    (``ui.chrome``); run again on every switch and every page."""
     st.session_state[_LAST_LANG_KEY] = lang
     script = f'document.documentElement.lang = "{lang}";'  # lang is one of LANGUAGES
-    st.html(f"<script data-document-lang>{script}</script>", unsafe_allow_javascript=True)
+    body = f"<script data-document-lang>{script}{chrome.script(lang)}</script>"
+    st.html(body, unsafe_allow_javascript=True)
 
 
 def view_mode() -> ViewMode:

@@ -30,7 +30,7 @@ LANGUAGES: dict[str, str] = {"en": "English", "id": "Bahasa Indonesia"}
 DEFAULT_LANGUAGE = "en"
 TEXT_DIR = Path(__file__).resolve().parent.parent / "assets" / "text"
 # Entries of a key's table that are not languages.
-META_FIELDS = ("claim",)
+META_FIELDS = ("claim", "source")
 
 
 @cache
