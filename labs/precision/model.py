@@ -373,16 +373,12 @@ def _float16_claims(
     if run is None:
         return {"error_f16_range": Claim("precision.error_f16_range_none", {"tol_pct": AGREE})}
     lo, hi = run
-    claims = {
-        "error_f16_range": Claim(
-            "precision.error_f16_range",
-            {
-                "good_lo": float(SWEEP_SCALES[lo]),
-                "good_hi": float(SWEEP_SCALES[hi]),
-                "tol_pct": AGREE,
-            },
-        )
-    }
+    # Below the run the error need not stay high: count the smaller scales it is over AGREE at.
+    over = int(np.sum(~(np.nan_to_num(errors[:lo], nan=np.inf) <= AGREE)))
+    fields = {"good_lo": float(SWEEP_SCALES[lo]), "good_hi": float(SWEEP_SCALES[hi])}
+    fields |= {"tol_pct": AGREE, "over": over, "below_n": lo}
+    ending = "" if not lo else "_below_all" if over == lo else "_below"
+    claims = {"error_f16_range": Claim(f"precision.error_f16_range{ending}", fields)}
     if lo > 0:
         claims["error_f16_low"] = _float16_low_claim(
             float(SWEEP_SCALES[lo - 1]), errors[lo - 1], z, eps

@@ -238,6 +238,12 @@ def check_f16_range(state: dict, claim) -> None:
         return
     lo, hi = run
     assert (claim.fields["good_lo"], claim.fields["good_hi"]) == (SCALES[lo], SCALES[hi])
+    assert claim.key.startswith("precision.error_f16_range_below") == (lo > 0)
+    if lo > 0:  # "over 1 % at {over} of the {below_n} smaller scales drawn" (or at every one)
+        smaller = errors(state, "float16")[:lo]
+        over = sum(1 for v in smaller if not v <= 0.01)
+        assert claim.fields["below_n"] == lo == len(smaller) and claim.fields["over"] == over > 0
+        assert claim.key.endswith("_all") == (over == lo)
 
 
 def check_f16_low(state: dict, claim) -> None:
@@ -443,6 +449,8 @@ CHECKS = {
     "precision.error_bf16_nonfinite": check_range,
     "precision.error_f16_range": check_f16_range,
     "precision.error_f16_range_none": check_f16_range,
+    "precision.error_f16_range_below": check_f16_range,
+    "precision.error_f16_range_below_all": check_f16_range,
     "precision.error_f16_low": check_f16_low,
     "precision.error_f16_low_subnormal": check_f16_low,
     "precision.error_f16_low_other": check_f16_low,
