@@ -23,6 +23,7 @@ from labkit import style
 from labs.explorer import GAIN_LIMIT, OFFSET_LIMIT, PARTIAL_LADDER, ExplorerView, dtype_max, explore
 from labs.explorer.figures import coordinates_spec, figure, plane_spec, sphere_spec
 from labs.explorer.snippet import explorer_code
+from labs.explorer.units import stat_noise
 from ui import fmt, widgets
 from ui.chart import chart, localised
 from ui.code import code_section
@@ -250,8 +251,10 @@ def statistics(tr: Translator, view: ExplorerView, labels: dict) -> None:
     # Short headers ("RMSNorm", not "RMSNorm(x)"), so the table fits a phone's width.
     head = [tr("explorer.stat_column"), *(labels[k].removesuffix("(x)") for k in view.stats)]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    arrays = {"x": view.x, "rms": view.y_rms, "layer": view.y_layer}
+    noise = {k: stat_noise(arrays[k]) for k in view.stats}  # rounding reads ≈ 0, as in the text
     for n in (name for name in STAT_NAMES if name != "d"):
-        cells = (fmt.num(getattr(view.stats[k], n)) for k in view.stats)
+        cells = (fmt.num(getattr(view.stats[k], n), noise=noise[k].get(n, 0.0)) for k in view.stats)
         lines.append(f"| {tr(f'explorer.stat_{n}')} | " + " | ".join(cells) + " |")
     st.markdown("\n".join(lines))
     st.markdown(f"**{tr('explorer.identity_heading')}**")

@@ -122,6 +122,23 @@ def sum_noise(values: np.ndarray) -> float:
     return SUM_ULPS * values.shape[-1] * U64 * size if math.isfinite(size) else 0.0
 
 
+def stat_noise(values: np.ndarray) -> dict[str, float]:
+    """The float64 rounding level of the statistics of ``values`` the table shows: the mean's;
+    the variance's, from centred values each off by up to that and an ulp of the largest; the
+    cosine with 1's, the mean's over the RMS. A statistic below its level reads ≈ 0."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        top, std = float(np.max(np.abs(values))), float(np.std(values))
+        rms = float(np.sqrt(np.mean(np.square(values))))
+    mean = sum_noise(values)
+    delta = mean + U64 * top
+    out = {
+        "mean": mean,
+        "variance": delta * (2 * std + delta),
+        "cos_ones": ratio_or_zero(mean, rms),
+    }
+    return {k: v if math.isfinite(v) else 0.0 for k, v in out.items()}
+
+
 def ratio_or_zero(num: float, den: float) -> float:
     """num / den, 0 where the denominator is 0 (nothing was divided, nothing rounded)."""
     return num / den if den > 0 else 0.0

@@ -35,7 +35,7 @@ def rms(x: np.ndarray) -> float:
 # --- pRMSNorm: the RMS it quotes and decides on is RMS without eps -----------------------------
 
 FAR = {"en": "more than 5 % off", "id": "meleset lebih dari 5 %"}
-CLOSE = {"en": "within 5 %", "id": "dalam 5 %"}
+CLOSE = {"en": "within 5 %", "id": "meleset tidak lebih dari 5 %"}
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -56,7 +56,7 @@ def test_partial_rms_with_a_large_eps_quotes_rms_and_names_the_denominators(lang
     x = np.array([1e-4, 1e-2])
     text = page(lang, x="0.0001,0.01", eps="10", partial="0.5")
     assert FAR[lang] in text and CLOSE[lang] not in text
-    against = {"en": "is {}, against RMS(x) = {}", "id": "adalah {}, dibanding RMS(x) = {}"}
+    against = {"en": "is {}, against RMS(x) = {}", "id": "adalah {}, dibandingkan RMS(x) = {}"}
     assert against[lang].format(fmt.num(rms(x[:1]), lang=lang), fmt.num(rms(x), lang=lang)) in text
     # sqrt(mean + eps) is quoted only as a denominator.
     dens = (

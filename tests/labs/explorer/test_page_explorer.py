@@ -561,3 +561,16 @@ def test_one_quoted_factor_never_gives_both_verdicts(link: dict) -> None:
     else:
         assert "100 %" not in shown[1:] and (claim.key.endswith("layer") or shown[0] != "100 %")
     assert "p = 1" in t(claim.key, "en", **{k: 0 for k in claim.fields})
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_the_statistics_table_reads_rounding_as_zero_as_the_text_does(lang: str) -> None:
+    """LayerNorm's output has mean 0 and x = (0.1, 0.1, 0.1) variance 0: in float64 both come
+    out as rounding (1.388e-17, 1.926e-34), which the table writes ≈ 0, as the sentences do."""
+    from tests.apptest_util import shown_text
+
+    for query, row, column in (({}, "mean", 3), ({"x": "0.1,0.1,0.1", "eps": "0"}, "variance", 1)):
+        at = open_app("explorer", lang=lang, **query)
+        label = t(f"explorer.stat_{row}", lang)
+        rows = [r for r in "\n".join(shown_text(at)).splitlines() if r.startswith(f"| {label} |")]
+        assert rows and rows[0].split("|")[1 + column].strip() == "≈ 0", rows
