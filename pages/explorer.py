@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from core import LAYER_FORMULA, RMS_FORMULA, available_devices, torch_available
 from core.defaults import DEFAULT_LAYER_EPS, DTYPES, EPS_LADDER, MAX_WIDTH, MIN_WIDTH, SCALE_LADDER
@@ -117,16 +118,18 @@ def _names(tr: Translator, group: str) -> Callable[[str], str]:
 FIRST_MOVE_WIDTH = 560
 
 
-def first_move(tr: Translator) -> None:
+def first_move(tr: Translator) -> DeltaGenerator:
     """The page's experiment, above the chart: the mean offset c in the page itself, where the
-    chart stays in view while it moves (on a phone the open sidebar covers the chart). The
-    presenter view keeps it with the other, hidden, controls: one widget either way."""
+    chart stays in view while it moves (on a phone the open sidebar covers the chart), and the
+    place under it for the two means it moves. The presenter view keeps it with the other,
+    hidden, controls: one widget either way."""
     if presenting():
         with st.sidebar:
             widgets.number(P["offset"], tr("explorer.offset_label"))
-        return
+        return st.empty()
     st.markdown(tr("explorer.first_move"))
     widgets.number(P["offset"], tr("explorer.offset_label"), width=FIRST_MOVE_WIDTH)
+    return st.empty()
 
 
 def _compute_controls(tr: Translator) -> None:
@@ -457,10 +460,12 @@ def downloads(tr: Translator, view: ExplorerView, state: dict, labels: dict) -> 
 def main() -> None:
     lang = begin_page("explorer", PARAMS)
     tr = translator(lang)
-    first_move(tr)
+    means = first_move(tr)
     state, text = controls(tr)
     x = input_vector(state, text, tr)
     view = compute(x, **{k: state[k] for k in SETTINGS})
+    if not presenting():
+        means.caption(tr.claim(view.claims["first_move"]))
     labels = figure_labels(tr)
     scale = style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0
     if presenting():  # the chart on the projector's first screen, its numbers under it

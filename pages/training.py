@@ -69,6 +69,7 @@ PARAMS = (
 )
 P = {p.key: p for p in PARAMS}
 LIVE_KEY = "_training_live"
+LIVE_ANCHOR = "train"
 # The growing chart is redrawn at most this often: each redraw sends every point again.
 DRAW_EVERY_S = 0.5
 
@@ -330,7 +331,7 @@ def finish(live: dict) -> None:
 
 
 def live_section(state: dict, tr: Translator, labels: dict) -> None:
-    st.header(tr("training.live_heading"))
+    st.header(tr("training.live_heading"), anchor=LIVE_ANCHOR)
     st.caption(tr("training.live_limits", cap=live_seconds(), work=LIVE_WORK))
     st.caption(tr("training.live_settings_heading") + " " + settings_text(state, tr))
     if not presenting():
@@ -371,6 +372,8 @@ def main() -> None:
         share_box(PARAMS, tr.lang)
         return
     state = controls(tr)
+    # The live run is the page's last section: on a phone, many screens down.
+    st.markdown(f"[{tr('training.live_jump')}](#{LIVE_ANCHOR})")
     labels = figure_labels(tr)
     shipped_section(tr, labels)
     kernels_section(tr)

@@ -50,8 +50,11 @@ def test_each_language_writes_its_own_marks(value: float, en: str, id_: str) -> 
 
 
 def test_percentages_and_tex_follow_the_language() -> None:
-    assert fmt.pct(0.4213, lang="id") == "42,1 %"
-    assert fmt.pct(0.4213, lang="en") == "42.1 %"
+    # CLDR's percent pattern in both languages: no space before the sign, as the charts write it.
+    from babel.numbers import format_percent
+
+    assert fmt.pct(0.4213, lang="id") == "42,1%" == format_percent(0.421, "#,##0.0%", locale="id")
+    assert fmt.pct(0.4213, lang="en") == "42.1%" == format_percent(0.421, "#,##0.0%", locale="en")
     # In TeX a bare comma is punctuation followed by a space; braced, it is a decimal mark.
     assert fmt.tex(1.5e-8, lang="id") == r"1{,}5 \times 10^{-8}"
 
@@ -210,3 +213,15 @@ def test_a_link_between_two_stops_takes_the_nearest_with_a_notice() -> None:
 def test_a_table_column_is_written_as_each_number_is(values: list, lang: str) -> None:
     assert fmt.column(values, lang) == [fmt.num(v, lang=lang) for v in values]
     assert fmt.column(["k1", 3, True], lang) == ["k1", "3", True]
+
+
+def test_a_count_in_a_sentence_is_grouped_and_a_seed_is_not() -> None:
+    """ "11712 titik" and "8683520 elemen" read as the language groups them; a seed is a name."""
+    from ui.i18n import t
+
+    counted = t("scurve.sample_caption", "id", sample=500, points=11712)
+    assert "11.712 titik" in counted and "11712" not in counted
+    assert "11,712 points" in t("scurve.sample_caption", "en", sample=500, points=11712)
+    model = t("scurve.model_caption", "en", seed=123456, layers=4, d=64, steps=2000, tokens=183,
+              points=11712)  # fmt: skip
+    assert "seed 123456" in model and "2,000 steps" in model and "11,712 points" in model

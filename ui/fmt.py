@@ -184,8 +184,9 @@ def tex(value: float, *, sig: int = SIG, noise: float = 0.0, lang: str | None = 
 
 
 def pct(fraction: float, *, sig: int = 3, noise: float = 0.0, lang: str | None = None) -> str:
-    """``fraction`` as a percentage: ``0.4213`` -> ``42.1 %`` (``42,1 %`` in Indonesian)."""
-    return f"{num(100.0 * float(fraction), sig=sig, noise=100.0 * noise, lang=lang)} %"
+    """``fraction`` as a percentage: ``0.4213`` -> ``42.1%`` (``42,1%`` in Indonesian: CLDR's
+    percent pattern, ``#,##0%``, in both languages, as the charts' axes write it)."""
+    return f"{num(100.0 * float(fraction), sig=sig, noise=100.0 * noise, lang=lang)}%"
 
 
 # Clause separators of a display formula, the longer first.

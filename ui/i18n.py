@@ -31,6 +31,8 @@ DEFAULT_LANGUAGE = "en"
 TEXT_DIR = Path(__file__).resolve().parent.parent / "assets" / "text"
 # Entries of a key's table that are not languages.
 META_FIELDS = ("claim", "source")
+# Integer fields that name something rather than count it.
+NAMES = ("seed", "id")
 
 
 @cache
@@ -66,7 +68,9 @@ def _format_value(name: str, value: Any, noise: float, lang: str) -> Any:
     if isinstance(value, bool) or isinstance(value, str):
         return value
     if isinstance(value, numbers.Integral):
-        return str(int(value))
+        # A count or a width is grouped as the language groups (11,712 and 11.712); a seed or an
+        # id names something, and is written as typed.
+        return str(int(value)) if name in NAMES else fmt.num(int(value), lang=lang)
     if isinstance(value, numbers.Real):
         if name.endswith("_pct"):
             return fmt.pct(float(value), noise=noise, lang=lang)

@@ -113,12 +113,11 @@ def _chart_words(facts: Facts) -> dict[str, Claim]:
 
 def _coords_claims(facts: Facts) -> dict[str, Claim]:
     s, d, x = facts.stats, facts.d, facts.x
+    means = {"d": d, "m_rms": s["rms"].mean, "m_layer": s["layer"].mean}
+    noise = {"m_rms": sum_noise(facts.y_rms), "m_layer": sum_noise(facts.y_layer)}
     return {
-        "coords": Claim(
-            "explorer.coords_caption",
-            {"d": d, "m_rms": s["rms"].mean, "m_layer": s["layer"].mean},
-            {"m_rms": sum_noise(facts.y_rms), "m_layer": sum_noise(facts.y_layer)},
-        ),
+        "coords": Claim("explorer.coords_caption", means, noise),
+        "first_move": Claim("explorer.first_move_means", means, noise),
         "divisors": Claim(
             "explorer.coords_divisors",
             {"rms": facts.rms_stat, "mean": facts.layer_mean, "std": facts.layer_stat},

@@ -725,6 +725,7 @@ CHECKS = {
     "explorer.sphere_words": check_sphere_words,
     "explorer.sphere_words_not_finite": check_sphere_words,
     "explorer.coords_caption": check_coords,
+    "explorer.first_move_means": check_coords,
     "explorer.coords_divisors": check_divisors,
     "explorer.coords_envelope": check_envelope,
     "explorer.coords_envelope_label": check_envelope,

@@ -132,7 +132,7 @@ def test_page_shows_the_claims_the_core_chose(lang, query):
 def test_gradient_choice_is_translated_and_the_link_keeps_its_value():
     at = open_page({"lang": "id"})
     control = at.selectbox(key="grad")
-    assert control.options == ["semua satu", "searah x", "acak"]
+    assert control.options == ["vektor satu", "searah x", "acak"]
     control.set_value("x").run()
     assert not at.exception
     assert at.query_params["grad"] == "x"

@@ -34,8 +34,8 @@ def rms(x: np.ndarray) -> float:
 
 # --- pRMSNorm: the RMS it quotes and decides on is RMS without eps -----------------------------
 
-FAR = {"en": "more than 5 % off", "id": "meleset lebih dari 5 %"}
-CLOSE = {"en": "within 5 %", "id": "meleset tidak lebih dari 5 %"}
+FAR = {"en": "more than 5% off", "id": "meleset lebih dari 5%"}
+CLOSE = {"en": "within 5%", "id": "meleset tidak lebih dari 5%"}
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -184,4 +184,4 @@ def test_the_zero_vector_gets_no_angle_and_no_share(lang: str) -> None:
     text = "\n".join(shown_text(open_app("explorer", x="0,0,0", lang=lang)))
     assert t("explorer.plane_position_zero", lang) in text
     assert t("explorer.why_moment_share_zero", lang) in text
-    assert "0°" not in text and "0 %" not in text
+    assert "0°" not in text and "0%" not in text

@@ -165,7 +165,7 @@ def test_a_typed_vector_overrides_width_and_distribution() -> None:
         ("1, 2, abc, 4", "value 3"),
         ("1, inf", "value 2"),
         ("5", "at least 2"),
-        ("1," * 9000, "at most 8192"),
+        ("1," * 9000, "at most 8,192"),
     ],
 )
 def test_a_bad_typed_vector_names_the_problem_and_keeps_the_text(typed: str, fragment: str):
@@ -405,7 +405,7 @@ def test_wide_vector_chart_is_an_envelope_that_says_so() -> None:
     notes = [a["text"] for a in spec["layout"]["annotations"]]
     assert f"Envelope, groups of {width}" in notes
     caption = " ".join(c.value for c in at.caption)
-    assert f"4096 coordinates: a line runs between each group of {width}'s" in caption
+    assert f"4,096 coordinates: a line runs between each group of {width}'s" in caption
     at = open_app(d="1200", seed="5")  # every coordinate shown: no envelope, and none said
     assert len(trace(figures(at)["coords"], "x")) == 1200
     assert not any("nvelope" in a["text"] for a in figures(at)["coords"]["layout"]["annotations"])
@@ -421,7 +421,7 @@ def test_partial_rmsnorm_and_rms_bias_follow_the_link() -> None:
     expected = rms_norm(x, np.ones(64), np.full(64, 0.5), eps=1e-5, partial=0.0625)
     np.testing.assert_array_equal(outputs(at)[1], expected.astype(np.float32))
     text = " ".join(m.value for m in at.markdown)
-    assert "k = 4 of 64" in text and "6.25 %" in text
+    assert "k = 4 of 64" in text and "6.25%" in text
     assert "Zhang and Sennrich" in text
 
 
@@ -557,9 +557,9 @@ def test_one_quoted_factor_never_gives_both_verdicts(link: dict) -> None:
     claim = core_view(**link).claims["plane_eps"]
     shown = [fmt.pct(claim.fields[k], lang="en") for k in ("f_rms_pct", "f_layer_pct")]
     if claim.key == "explorer.plane_eps_negligible":
-        assert shown == ["100 %", "100 %"]
+        assert shown == ["100%", "100%"]
     else:
-        assert "100 %" not in shown[1:] and (claim.key.endswith("layer") or shown[0] != "100 %")
+        assert "100%" not in shown[1:] and (claim.key.endswith("layer") or shown[0] != "100%")
     assert "p = 1" in t(claim.key, "en", **{k: 0 for k in claim.fields})
 
 

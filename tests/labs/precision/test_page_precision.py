@@ -56,7 +56,7 @@ def test_float16_overflow_shows_in_table_and_warning() -> None:
     expected = reduction_error(x[None, :], ["float32"], eps=1e-6)["float32"].output_error[0]
     assert table.loc["float32"].iloc[2] == fmt.num(expected)
     # The running float16 sum passes 65520 (and rounds to inf) long before the last coordinate.
-    assert any("passes 65520" in w.value for w in at.warning)
+    assert any("passes 65,520" in w.value for w in at.warning)
 
 
 def test_moving_the_scale_widget_updates_the_table() -> None:
@@ -136,7 +136,7 @@ def test_float16_limits_are_65520_and_the_absorption_band() -> None:
     1/512 to 1/256 of the total; the early failure names squares under 2^-24."""
     at = open_app("precision", d="4096", scale="1")
     text = " ".join(m.value for m in at.markdown)
-    assert "from 65520 up rounds to inf" in text
+    assert "from 65,520 up rounds to inf" in text
     assert "1/512" in text and "1/256" in text
     assert "2⁻²⁴" in text and "2.441e-4" in text
 

@@ -36,7 +36,7 @@ def test_shows_the_plan_and_the_paper_without_measuring(lang):
     assert len(at.table[0].value) == 5
     text = " ".join(m.value for m in at.markdown)
     # Numbers in the page's language: a decimal comma and period grouping in Indonesian.
-    pct = {"en": "6.25 %", "id": "6,25 %"}[lang]
+    pct = {"en": "6.25%", "id": "6,25%"}[lang]
     assert "256 × 64" in text and "256 × 4096" in text and pct in text
     values = [m.value for m in at.metric]
     ratio = "0.36–0.93×" if lang == "en" else "0,36–0,93×"

@@ -328,7 +328,7 @@ def test_the_shipped_share_chart_draws_what_the_sentence_reads(lang: str) -> Non
     page = "\n".join(shown_text(at))
     for slot in ("share", "noise"):
         assert tr.claim(view.claims[slot]) in page
-    assert {"en": "39.4 %", "id": "39,4 %"}[lang] in tr.claim(view.claims["noise"])
+    assert {"en": "39.4%", "id": "39,4%"}[lang] in tr.claim(view.claims["noise"])
     assert not re.search(r"4[23][.,]\d+\s?%", page), re.findall(r".{40}4[23][.,]\d+\s?%", page)
 
 

@@ -18,7 +18,7 @@ from ui.i18n import translator
 
 HEADINGS = {
     "en": "The speed question, asked fairly",
-    "id": "Pertanyaan kecepatan, diajukan secara adil",
+    "id": "Perbandingan kecepatan yang adil",
 }
 
 
