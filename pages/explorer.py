@@ -256,10 +256,18 @@ def statistics(tr: Translator, view: ExplorerView, labels: dict) -> None:
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     arrays = {"x": view.x, "rms": view.y_rms, "layer": view.y_layer}
     noise = {k: stat_noise(arrays[k]) for k in view.stats}  # rounding reads ≈ 0, as in the text
+    zero = [k for k in view.stats if view.stats[k].l2 == 0]  # no angle to a zero vector
     for n in (name for name in STAT_NAMES if name != "d"):
-        cells = (fmt.num(getattr(view.stats[k], n), noise=noise[k].get(n, 0.0)) for k in view.stats)
+        cells = (
+            "—"
+            if n == "cos_ones" and k in zero
+            else fmt.num(getattr(view.stats[k], n), noise=noise[k].get(n, 0.0))
+            for k in view.stats
+        )
         lines.append(f"| {tr(f'explorer.stat_{n}')} | " + " | ".join(cells) + " |")
     st.markdown("\n".join(lines))
+    if zero:
+        st.caption(tr("explorer.stat_cos_zero"))
     st.markdown(f"**{tr('explorer.identity_heading')}**")
     rms2, var, mean2 = view.identity
     noise = view.claims["why_moment"].noise_of  # each term at its own rounding level

@@ -574,3 +574,18 @@ def test_the_statistics_table_reads_rounding_as_zero_as_the_text_does(lang: str)
         label = t(f"explorer.stat_{row}", lang)
         rows = [r for r in "\n".join(shown_text(at)).splitlines() if r.startswith(f"| {label} |")]
         assert rows and rows[0].split("|")[1 + column].strip() == "≈ 0", rows
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_a_zero_outputs_cosine_with_one_is_undefined_not_zero(lang: str) -> None:
+    """float16 squares 1000 to inf, so both outputs are 0: no angle, and the table says so
+    instead of a cosine of 0 (an outside audit)."""
+    from tests.apptest_util import shown_text
+
+    at = open_app("explorer", lang=lang, x="1,2,3,1000", backend="torch", dtype="float16")
+    text = "\n".join(shown_text(at))
+    row = next(
+        r for r in text.splitlines() if r.startswith(f"| {t('explorer.stat_cos_ones', lang)} |")
+    )
+    assert [c.strip() for c in row.split("|")[2:5]][1:] == ["—", "—"], row
+    assert t("explorer.stat_cos_zero", lang) in text
