@@ -193,3 +193,13 @@ def test_the_presenters_first_screen_shows_the_chart(app_url: str, browser, size
     assert chart["font"] >= MIN_FONT_SIZE * LARGE_TEXT_SCALE - 0.5, chart
     assert failures(tab.page) == [] and errors == []
     tab.context.close()
+
+
+def test_a_phone_held_sideways_opens_with_the_sidebar_closed(app_url: str, browser) -> None:
+    """844 x 390 is wide enough for Streamlit to open the sidebar, over 38 % of the width of a
+    screen 390 px tall: the page opens with it closed, and its button opens it."""
+    page = browser.new_page(viewport={"width": 844, "height": 390}, is_mobile=True, has_touch=True)
+    page.goto(f"{app_url}/invariance?lang=id")
+    closed = "() => document.querySelector('[data-testid=stSidebar]')?.dataset.collapsed === 'true'"
+    page.wait_for_function(closed, timeout=60_000)
+    page.close()

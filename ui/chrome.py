@@ -46,6 +46,12 @@ _SCRIPT = """(() => {
     }
   };
   window.__normlabChrome = swap;
+  // A phone held sideways is wide enough for Streamlit to open the sidebar over a third of a
+  // short screen: the first page opens with it closed there, as on a phone held upright.
+  if (innerHeight < 500 && innerWidth < 1000) {
+    const open = '[data-testid="stSidebar"][data-collapsed="false"]';
+    document.querySelector(`${open} [data-testid="stSidebarCollapseButton"] button`)?.click();
+  }
   const element = (n) => (n.nodeType === 3 ? n.parentElement : n);
   new MutationObserver((changes) => changes.forEach((c) => {
     if (c.type === "childList") c.addedNodes.forEach((n) => swap(element(n)));
