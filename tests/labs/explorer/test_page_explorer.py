@@ -589,3 +589,15 @@ def test_a_zero_outputs_cosine_with_one_is_undefined_not_zero(lang: str) -> None
     )
     assert [c.strip() for c in row.split("|")[2:5]][1:] == ["—", "—"], row
     assert t("explorer.stat_cos_zero", lang) in text
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_the_typed_vector_note_says_offset_and_scale_still_apply(lang: str) -> None:
+    """x = (1, 2, 3) with the offset at 5 has mean 7: the note says the offset still applies."""
+    from tests.apptest_util import shown_text
+
+    at = open_app("explorer", lang=lang, x="1,2,3", offset="5")
+    text = "\n".join(shown_text(at))
+    assert t("explorer.x_active", lang, d=3) in text
+    assert {"en": "mean offset c still apply", "id": "pergeseran rata-rata c tetap"}[lang] in text
+    assert fmt.num(7.0, lang=lang) == next(m.value for m in at.metric if m.label == "mean(x)")
