@@ -231,3 +231,23 @@ def test_first_runs_in_many_threads_find_every_module_whole() -> None:
         [sys.executable, "-c", PRELOAD_RACE], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_text_is_sent_gzipped_to_a_browser_that_takes_it(two_workers) -> None:
+    """Streamlit serves its static bundle plain; the launcher's proxy gzips every text file (a
+    phone's first visit fetched 8.2 MB plain), and leaves it plain for a client that asks so."""
+    import gzip
+    import re
+
+    _, _, page = fetch(f"{two_workers.url}/")
+    script = re.search(r'src="\.?/?(static/js/[^"]+\.js)"', page).group(1)
+    for accept, encoded in (("gzip, deflate, br", True), ("identity", False)):
+        request = urllib.request.Request(
+            f"{two_workers.url}/{script}", headers={"Accept-Encoding": accept}
+        )
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            body, encoding = resp.read(), resp.headers.get("Content-Encoding")
+        assert (encoding == "gzip") == encoded, (accept, encoding)
+        text = gzip.decompress(body) if encoded else body
+        assert len(text) > 2 * len(body) if encoded else len(text) == len(body)
