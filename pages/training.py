@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import streamlit as st
 
 from core.defaults import DEFAULT_LAYER_EPS
-from labkit.lock import exclusive
+from labs.training import run_cache
 from labs.training.claims import drawn_shares
 from labs.training.curves import RunCurves, TrainingView
 from labs.training.figures import final_loss_figure, loss_figure, per_run_figure
@@ -21,7 +21,7 @@ from labs.training.lab_view import (
     LIVE_STEPS,
     LIVE_WIDTHS,
     LIVE_WORK,
-    TRAIN_LOCK,
+    TRAIN_LINE,
     live_configs,
     live_curves,
     live_seconds,
@@ -70,6 +70,8 @@ PARAMS = (
 P = {p.key: p for p in PARAMS}
 LIVE_KEY = "_training_live"
 LIVE_ANCHOR = "train"
+# The settings a live run depends on besides its variants, placement and QK norm.
+RUN_SETTINGS = ("width", "depth", "eps", "lr", "steps", "seed")
 # The growing chart is redrawn at most this often: each redraw sends every point again.
 DRAW_EVERY_S = 0.5
 
@@ -281,53 +283,69 @@ def settings_text(state: dict, tr: Translator) -> str:
 
 
 def run_live(state: dict, tr: Translator, labels: dict) -> None:
-    """Train now if no other visitor is; keep the result in this session only."""
+    """The run with these settings: from the server's finished runs, or the one training now
+    with them, or trained in this visitor's turn on the line (``labs.training.run_cache``)."""
     cap = live_seconds()
+    settings = {k: state[k] for k in (*RUN_SETTINGS, "norms", "placement", "qk_norm")}
+    key = run_cache.run_key(settings | {"cap": cap, "work": LIVE_WORK})
+    same = TRAIN_LINE.same(key)
+    if same is not None:
+        with st.spinner(tr("training.same_waiting")):
+            same.wait(timeout=cap + 60)
+    records, cached = run_cache.load(key), True
+    if records is None:
+        waiting = st.empty()
+        show_place = lambda ahead: waiting.info(tr("training.in_line", ahead=ahead))  # noqa: E731
+        with TRAIN_LINE.turn(key, show_place) as turn:
+            waiting.empty()
+            if not turn:
+                st.warning(tr("training.busy", limit=run_cache.LINE_MAX))
+                return
+            records = run_cache.load(key)  # trained by the visitor just ahead
+            if records is None:
+                records, cached = train_with_chart(state, tr, labels, cap), False
+                run_cache.store(key, records)
+    live = {"state": dict(state), "records": records, "view": None, "cached": cached}
+    st.session_state[LIVE_KEY] = live
+    finish(live)
+
+
+def train_with_chart(state: dict, tr: Translator, labels: dict, cap: float) -> list[dict]:
+    """Train the chosen variants, the growing loss chart drawn as they go; their records."""
     configs = live_configs(
         state["norms"],
-        **{k: state[k] for k in ("width", "depth", "eps", "lr", "steps", "seed")},
+        **{k: state[k] for k in RUN_SETTINGS},
         placement=state["placement"],
         qk_norm=state["qk_norm"],
         max_seconds=cap,
     )
-    with exclusive(TRAIN_LOCK) as acquired:
-        if not acquired:
-            st.warning(tr("training.busy"))
+    bar = st.progress(0.0, text=tr("training.starting"))
+    chart = st.container(key="live_growing").empty()
+    started, drawn = time.perf_counter(), [0.0, 0]
+
+    def draw(results) -> None:
+        now = time.perf_counter()
+        if now - drawn[0] < DRAW_EVERY_S:
             return
-        bar = st.progress(0.0, text=tr("training.starting"))
-        chart = st.container(key="live_growing").empty()
-        started, drawn = time.perf_counter(), [0.0, 0]
-        live = {"state": dict(state), "results": None, "view": None}
-        st.session_state[LIVE_KEY] = live
+        drawn[0], drawn[1] = now, drawn[1] + 1
+        p = progress(results, now - started)
+        text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
+        bar.progress(p.fraction, text=text)
+        runs = figure_runs(live_curves(results), "step")
+        fig = readable(loss_figure(runs, labels, x_title=labels["step_axis"], x_max=p.steps))
+        chart.plotly_chart(fig, key=f"growing_{drawn[1]}", alt=tr("training.growing_alt"))
 
-        def draw(results) -> None:
-            live["results"] = results
-            now = time.perf_counter()
-            if now - drawn[0] < DRAW_EVERY_S:
-                return
-            drawn[0], drawn[1] = now, drawn[1] + 1
-            p = progress(results, now - started)
-            text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
-            bar.progress(p.fraction, text=text)
-            runs = figure_runs(live_curves(results), "step")
-            fig = readable(loss_figure(runs, labels, x_title=labels["step_axis"], x_max=p.steps))
-            chart.plotly_chart(fig, key=f"growing_{drawn[1]}", alt=tr("training.growing_alt"))
-
-        results = train_live(configs, draw)
-        live["results"] = results
-        bar.empty()
-        chart.empty()
-    finish(live)
+    records = [run_record(r) for r in train_live(configs, draw)]  # the models are dropped
+    bar.empty()
+    chart.empty()
+    return records
 
 
 def finish(live: dict) -> None:
-    """Turn the session's runs into the page state; drop the models (the result is not kept
-    beyond this session, and a model is the largest part of it)."""
-    if live["view"] is None and live["results"]:
-        records = [run_record(r) for r in live["results"]]
+    """Turn the session's runs into the page state."""
+    if live["view"] is None and live["records"]:
         spread = reference_spread(shipped())
-        live["view"] = training_view(records, reference_spread=spread, live=True)
-    live["results"] = None
+        live["view"] = training_view(live["records"], reference_spread=spread, live=True)
 
 
 def live_section(state: dict, tr: Translator, labels: dict) -> None:
@@ -358,6 +376,8 @@ def live_section(state: dict, tr: Translator, labels: dict) -> None:
     if live["state"] != state:
         st.caption(tr("training.stale", settings=settings_text(live["state"], tr)))
     view, labels = live["view"], figure_labels(tr, live["state"]["qk_norm"])
+    if live["cached"]:
+        st.caption(tr("training.cached"))
     show_claims(view, tr, ["stopped"])
     curves(view, tr, labels, "live")
     finals(view, tr, labels, "live")

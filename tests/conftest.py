@@ -24,6 +24,10 @@ if worker := os.environ.get("PYTEST_XDIST_WORKER"):
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
 
+# Finished live training runs are kept for the next visitor (labs.training.run_cache): a test
+# trains afresh, not from a run an earlier test or an earlier session of the suite left.
+os.environ["NORMLAB_RUN_CACHE"] = tempfile.mkdtemp(prefix="normlab-runs-")
+
 from hypothesis import settings
 
 from benchmarks.live import (

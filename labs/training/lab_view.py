@@ -6,17 +6,17 @@ the browser, the losses at equal steps and time (``labs.training.curves``), the 
 the norms' share of a forward pass, and the claims (``labs.training.claims``).
 
 A live run (``train_live``) trains one seed per chosen variant: one run per server process at a
-time (``TRAIN_LOCK``), one torch thread, a wall-clock cap (``live_seconds``, 30 s unless
-``NORMLAB_TRAIN_SECONDS`` says otherwise) and a work cap ``LIVE_WORK`` in token-parameters, which
-bounds the CPU a run takes whatever the machine's speed. Memory is bounded by the settings'
-limits: at most ``max_parameters()`` weights, and the reference's batch of 16 windows of 64 bytes.
+time, in turn (``TRAIN_LINE``, ``labs.training.run_cache``), one torch thread, a wall-clock cap
+(``live_seconds``, 30 s unless ``NORMLAB_TRAIN_SECONDS`` says otherwise) and a work cap
+``LIVE_WORK`` in token-parameters, which bounds the CPU a run takes whatever the machine's speed.
+Memory is bounded by the settings' limits: at most ``max_parameters()`` weights, and the
+reference's batch of 16 windows of 64 bytes.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,6 +37,7 @@ from labs.training.curves import (
 from labs.training.dyt_claims import alpha_claims, dyt_claim
 from labs.training.model import NORM_KINDS, QK_NORMS, ModelConfig
 from labs.training.reference import REFERENCE, load_reference
+from labs.training.run_cache import Line
 from labs.training.train import TrainConfig, TrainResult, train_together
 
 # What a visitor may choose. Widths are multiples of the reference's 4 heads; the largest model
@@ -61,9 +62,8 @@ LIVE_THREADS = 1
 # Validations per live run (about), and the forward-timing repeats once a run completes (even).
 LIVE_VALIDATIONS = 20
 LIVE_TIMING_REPEATS = 6
-# One live training per server process: two at once would each time the other's load, and
-# queued runs would stack up CPU work that nobody waits for.
-TRAIN_LOCK = threading.Lock()
+# One live training per server process, in turn: two at once would each time the other's load.
+TRAIN_LINE = Line()
 
 
 def live_seconds() -> float:
@@ -151,7 +151,7 @@ def train_live(
     configs: Sequence[TrainConfig],
     callback: Callable[[list[TrainResult]], bool | None] | None = None,
 ) -> list[TrainResult]:
-    """``train_together`` on ``LIVE_THREADS`` torch threads. The caller holds ``TRAIN_LOCK``."""
+    """``train_together`` on ``LIVE_THREADS`` torch threads, in the caller's turn on the line."""
     with torch_threads(LIVE_THREADS):
         return train_together(configs, callback=callback)
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from labs.training import run_cache
 from labs.training.claims import drawn_shares
-from labs.training.lab_view import SECONDS_ENV, TRAIN_LOCK, reference_view
+from labs.training.lab_view import SECONDS_ENV, TRAIN_LINE, reference_view
 from labs.training.runs import CURVES_FILE, REFERENCE_DIR
 from tests.apptest_util import (
     APP,
@@ -111,7 +113,8 @@ def test_a_short_live_run_finishes_under_its_cap_and_draws_its_curves(monkeypatc
     at = train(open_page_alone(lang, **TINY))
     live = at.session_state[LIVE_KEY]
     view = live["view"]
-    assert live["results"] is None  # the models are not kept
+    # The session keeps the runs' records, not their models; the line is free again.
+    assert all(isinstance(r, dict) for r in live["records"]) and not live["cached"]
     assert view.claims["stopped"].key == "training.stopped_steps"
     assert [r.norm for r in view.runs] == ["rms", "layer"]
     assert all(r.steps_done == 12 and r.stopped_by == "steps" for r in view.runs)
@@ -128,8 +131,9 @@ def test_a_short_live_run_finishes_under_its_cap_and_draws_its_curves(monkeypatc
         np.testing.assert_array_equal(decode(trace["y"]), run.val_loss)
         assert decode(trace["x"])[-1] == 12
     assert_claims_shown(at, view.claims, lang)
-    assert TRAIN_LOCK.acquire(blocking=False)
-    TRAIN_LOCK.release()
+    assert (
+        TRAIN_LINE.same(run_cache.run_key({})) is None and TRAIN_LINE._next == TRAIN_LINE._serving
+    )
 
 
 # DyT beside the two norms, peri-norm with RMSNorm on the queries and keys: one block of width 16.
@@ -199,18 +203,16 @@ def test_the_cap_stops_a_long_run_and_shows_what_it_reached(monkeypatch, lang) -
     assert "live_share" not in figures(at)
     assert [i.value for i in at.info].count(tr("training.share_nothing")) == 2  # and shipped
     # Released at the end: the next visitor may train.
-    assert TRAIN_LOCK.acquire(blocking=False)
-    TRAIN_LOCK.release()
+    assert (
+        TRAIN_LINE.same(run_cache.run_key({})) is None and TRAIN_LINE._next == TRAIN_LINE._serving
+    )
 
 
-def test_the_lock_refuses_a_second_run() -> None:
+def test_a_full_line_refuses_one_more_run(monkeypatch) -> None:
     at = open_page_alone(**TINY)
-    assert TRAIN_LOCK.acquire(blocking=False)
-    try:
-        train(at)
-    finally:
-        TRAIN_LOCK.release()
-    busy = translator("en")("training.busy")
+    monkeypatch.setattr(TRAIN_LINE, "limit", -1)  # as if the line were full
+    train(at)
+    busy = translator("en")("training.busy", limit=run_cache.LINE_MAX)
     assert busy in [w.value for w in at.warning]
     assert at.session_state[LIVE_KEY]["view"] is None if LIVE_KEY in at.session_state else True
     assert not LIVE_FIGURES & set(figures(at))
@@ -362,3 +364,20 @@ def test_a_model_with_only_qk_norm_is_named_by_what_it_computes(monkeypatch, lan
     named = [c for slot, c in view.claims.items() if slot.endswith("none")]
     assert named and all(c.key.endswith("_qk") for c in named)
     assert_claims_shown(at, view.claims, lang)
+
+
+def test_a_second_visitor_with_the_same_settings_gets_the_finished_run(monkeypatch) -> None:
+    """A class pressing Train with the teacher's settings: one run trains, the next visitor is
+    served its records from the server's finished runs at once, and says so; other settings
+    train afresh."""
+    monkeypatch.setenv(SECONDS_ENV, "60")
+    first = train(open_page_alone("en", **TINY))
+    started = time.perf_counter()
+    second = train(open_page_alone("id", **TINY))
+    served_in = time.perf_counter() - started
+    one, two = first.session_state[LIVE_KEY], second.session_state[LIVE_KEY]
+    assert not one["cached"] and two["cached"] and one["records"] == two["records"]
+    assert translator("id")("training.cached") in [c.value for c in second.caption]
+    assert served_in < 10  # no training: the page's own run, without the 60 s of a cap
+    other = train(open_page_alone("en", **{**TINY, "seed": "5"}))
+    assert not other.session_state[LIVE_KEY]["cached"]
