@@ -22,6 +22,7 @@ import numpy as np
 WIDTHS = (48, 64, 96, 32)
 # One lap of what a visitor does; repeated until the interaction count is reached.
 CYCLE = ("slider", "slider", "slider", "width", "slider", "lesson", "explorer", "slider")
+PAGE_SWITCHES = ("lesson", "explorer")
 # Reading the chart before the next move: a few seconds for a student, one by default so the
 # run stays short; each pause is scaled by a factor drawn in [1 - JITTER, 1 + JITTER].
 DEFAULT_THINK_S = 1.0
@@ -146,6 +147,10 @@ class Visitor(ABC):
                 self.failed.append(f"visitor {self.number}: {kind} #{i + 1}")
                 try:
                     await self.recover()
+                    # The view restored is the last one shown: a page switch cut short is made
+                    # again, or the next move would act on the page it left.
+                    if kind in PAGE_SWITCHES:
+                        await self.act(kind)
                 except Exception as exc:  # left with a broken page: this visitor stops
                     self.error(f"view not restored after {kind} #{i + 1}: {str(exc)[:120]}")
                     return

@@ -268,3 +268,43 @@ def test_a_run_during_a_source_edit_does_not_pass() -> None:
     report = summarise(Report(visitors=2, interactions_planned=4), [Stub(True), Stub(False)], 2)
     assert not report.passed and report.source_changes == 1
     assert any(line.startswith("sources") for line in report.lines())
+
+
+def test_a_page_switch_cut_short_is_made_again_after_the_view_comes_back() -> None:
+    """The worker dies while the visitor switches back to the explorer: the view restored is
+    the lesson it left, so the switch is made again before the next slider move (it moved the
+    explorer's slider on the lesson page: KeyError 'offset', the harness's error, not the app's)."""
+    import asyncio
+
+    from benchmarks.visitors import CYCLE, Visitor, WorkerLost
+
+    class Fake(Visitor):
+        page, lost = "explorer", False
+
+        async def open(self) -> None:
+            self.page = "explorer"
+
+        async def slider(self) -> None:
+            if self.page != "explorer":
+                raise KeyError("offset")
+            self.latencies.append(0.0)
+
+        async def width_change(self) -> None:
+            await self.slider()
+
+        async def switch(self, topic: str) -> None:
+            if topic == "explorer" and not self.lost:
+                self.lost = True  # the worker dies in flight: the page stays the lesson
+                raise WorkerLost
+            self.page = topic
+            self.latencies.append(0.0)
+
+        async def recover(self) -> None:
+            self.restored_at.append(0.0)
+
+        async def shows_exception(self) -> bool:
+            return False
+
+    visitor = Fake(1, "http://x", 1.0, 1.0, think_s=0.0)
+    asyncio.run(visitor.run(len(CYCLE)))
+    assert visitor.errors == [] and len(visitor.failed) == 1 and visitor.page == "explorer"
