@@ -194,3 +194,23 @@ def test_markdown_has_a_row_per_case_and_the_verdicts_follow_the_ratios():
     assert "(`copy into fresh`): 1.15× (not met); against `x.clone()`" in text
     assert "1.15× (not met)" in text and "1.05× its time (not met)" in text
     assert "`buffer.copy_(x)`: 1.20× (not met)" in text
+
+
+@pytest.mark.browser
+@pytest.mark.slow  # two servers and a browser: several seconds
+def test_wire_launcher_sends_fewer_bytes_than_plain_streamlit(capsys):
+    # One page on both servers: the launcher's gzip must show on the wire, and the table print.
+    from benchmarks import wire
+    from benchmarks.live import CHROMIUM
+    from tests.serve_util import need_debian, need_haproxy
+
+    need_debian(CHROMIUM, "chromium")
+    need_haproxy()
+    assert wire.main(["--pages", "lesson"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| lesson | "))
+    files, plain_mb, proxy_mb, ratio = row.split(" | ")[1:5]
+    assert int(files) > 10 and 0 < float(proxy_mb) < float(plain_mb)
+    assert float(ratio) < 1.0
+    assert "| page | files | MB plain | MB via launcher | ratio |" in out
+    assert "lesson via the launcher" in out and ("PASS: " in out or "FAIL: " in out)
