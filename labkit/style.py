@@ -120,6 +120,8 @@ def chart_config(file_name: str) -> dict:
 LARGE_TEXT_SCALE = 22 / 16
 # No figure text below this at normal size: ticks, legends, titles, annotations, labels.
 MIN_FONT_SIZE = 14
+# A phone's plot area (390 px: the page's 356 px less the figure's margins), in px.
+PHONE_PLOT_PX = 280
 # Figure text over white at 12.6:1. Streamlit's chart theme writes ticks and axis titles in a
 # grey of 3.7:1, too faint on a projector.
 TEXT = "#333333"
@@ -166,7 +168,8 @@ def readable(
         layout.setdefault("scene", {})
     for name in list(layout):
         if _AXIS.match(name):
-            layout[name] = _ticks(sized.axis(layout[name]), localise)
+            plot = (layout.get("height") or 450) - 100  # the plot's height, about
+            layout[name] = _fit(_ticks(sized.axis(layout[name]), localise), name, plot)
         elif _SCENE.match(name):
             scene = layout[name]
             scene.update(
@@ -178,6 +181,30 @@ def readable(
     for trace in out.data:
         sized.trace(trace)
     return out
+
+
+def wrap(text: str, width: float, size: float = FONT_SIZE) -> str:
+    """``text`` in lines (``<br>``) of at most ``width`` px at ``size`` px, broken at spaces
+    (a character of Source Sans is about half an em wide)."""
+    most, lines = max(int(width / (0.5 * size)), 8), []
+    if len(text) <= most or "<br>" in text:
+        return text
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= most:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
+def _fit(axis: dict, name: str, height: float) -> dict:
+    """A 2D axis whose title wraps to its length on a phone, the margin grown for its lines."""
+    title, (lo, hi) = axis["title"], axis.get("domain") or (0, 1)
+    length = (PHONE_PLOT_PX if name[0] == "x" else height) * (hi - lo)
+    text = title.get("text")
+    if isinstance(text, str) and text != (wrapped := wrap(text, length, title["font"]["size"])):
+        axis.update(title={**title, "text": wrapped}, automargin=True)
+    return axis
 
 
 def _ticks(axis: dict, localise: Callable[[str], str] | None) -> dict:

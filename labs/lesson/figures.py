@@ -76,14 +76,21 @@ def outputs_figure(
     Each row is ``(title, outputs)`` with ``outputs`` holding ``rms_before``, ``rms_after``,
     ``layer_before`` and ``layer_after``, each (d,). Where a norm ignores the change, the dashed
     "after" line runs through the "before" markers."""
-    titles = [
-        f"{labels[norm]}{' · ' + title if title else ''}"
-        for title, _ in rows
-        for norm in ("rms", "layer")
-    ]
+    # Panels titled by their norm; a row by its change, across both, in lines that fit a phone.
+    changes = [style.wrap(title, style.PHONE_PLOT_PX) for title, _ in rows]
+    above = 24 * max(1 + c.count("<br>") for c in changes) if any(changes) else 0
+    panel, gap = 300, 100 + above  # px: a panel, and the room for x's axis and the titles
+    plot = panel * len(rows) + gap * (len(rows) - 1)
+    titles, spacing = [labels[norm] for _ in rows for norm in ("rms", "layer")], gap / plot
     fig = make_subplots(
-        rows=len(rows), cols=2, shared_yaxes=True, subplot_titles=titles, vertical_spacing=0.16
+        rows=len(rows), cols=2, shared_yaxes=True, subplot_titles=titles, vertical_spacing=spacing
     )
+    for r, change in enumerate(changes):
+        top = 1 - r * (panel + gap) / plot
+        fig.add_annotation(
+            text=f"<b>{change}</b>", x=0.5, y=top + 28 / plot, xref="paper", yref="paper",
+            yanchor="bottom", showarrow=False, visible=bool(change),
+        )  # fmt: skip
     for r, (_, outputs) in enumerate(rows, start=1):
         for c, (norm, color) in enumerate(NORMS, start=1):
             before = {
@@ -106,13 +113,11 @@ def outputs_figure(
             )
         fig.update_xaxes(title_text=labels["coordinate"], row=r)
         fig.update_yaxes(title_text=labels["value"], row=r, col=1)
-    height, top, bottom = 180 + 300 * len(rows), 130, 50
-    style.base_layout(fig, height=height)
+    top = 130 + above
+    style.base_layout(fig, height=plot + top + 50)
     fig.update_annotations(font_size=style.FONT_SIZE)
-    # The legend goes above the subplot titles: 55 px above the plot area.
-    fig.update_layout(
-        margin={"t": top, "b": bottom}, legend={"y": 1 + 55 / (height - top - bottom)}
-    )
+    # The legend goes above the titles: 55 px above the plot area, more with a row's title.
+    fig.update_layout(margin={"t": top, "b": 50}, legend={"y": 1 + (55 + above) / plot})
     return fig
 
 
@@ -138,8 +143,11 @@ def residual_figure(
     fig.add_vline(x=tol, line={"color": style.INPUT, "dash": "dot", "width": 2})
     fig.update_layout(barmode="group")
     top = max(float(np.max(rms)), float(np.max(layer)), tol)
-    fig.update_xaxes(type="log", title_text=labels["residual"], **style.log_ticks(LOG_FLOOR, top))
-    fig.update_yaxes(autorange="reversed")
+    # The changes' names on two lines, and the axis title in lines, fit the plot on a phone.
+    title = style.wrap(labels["residual"], 200)
+    fig.update_xaxes(type="log", title_text=title, **style.log_ticks(LOG_FLOOR, top))
+    wrapped = [style.wrap(name, 150) for name in names]
+    fig.update_yaxes(autorange="reversed", tickvals=list(names), ticktext=wrapped)
     style.base_layout(fig, height=560)
     fig.update_layout(margin={"l": 20})
     return fig

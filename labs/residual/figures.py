@@ -47,7 +47,7 @@ def layers_figure(
         shared_xaxes=True,
         vertical_spacing=0.1,
         horizontal_spacing=0.1,
-        subplot_titles=[labels[q] for q in panels],
+        subplot_titles=[style.wrap(labels[q], 140) for q in panels],  # on a phone's half
     )
     # Markers only while they stay apart; a 48-layer line reads better without them.
     mode = "lines+markers" if len(layers) <= 25 else "lines"
