@@ -21,9 +21,12 @@ def jacobian_figure(j_rms: np.ndarray, j_layer: np.ndarray, labels: Mapping[str,
     Row i, column j is dy_i/dx_j. One shared range lets the reader compare magnitudes across
     the two panels; the diagonal is the 1/r or 1/sigma each coordinate passes on to itself."""
     fig = make_subplots(
-        rows=1, cols=2, subplot_titles=(labels["rms"], labels["layer"]), horizontal_spacing=0.1
+        rows=1, cols=2, subplot_titles=(labels["rms"], labels["layer"]), horizontal_spacing=0.06
     )
     reach = float(max(np.max(np.abs(j_rms)), np.max(np.abs(j_layer)))) or 1.0
+    # The colour bar lies under both panels, so that on a phone they share the whole width.
+    bar = {"title": {"text": labels["colorbar"], "side": "right"}, "orientation": "h", "len": 0.75}
+    bar.update(thickness=14, yref="container", y=0, yanchor="bottom")
     for col, matrix, key in ((1, j_rms, "rms"), (2, j_layer, "layer")):
         fig.add_trace(
             go.Heatmap(
@@ -34,7 +37,7 @@ def jacobian_figure(j_rms: np.ndarray, j_layer: np.ndarray, labels: Mapping[str,
                 zmid=0.0,
                 colorscale=HEATMAP_SCALE,
                 showscale=col == 2,
-                colorbar={"title": {"text": labels["colorbar"]}},
+                colorbar=bar,
                 hovertemplate=(
                     f"{labels['row']} %{{y}}<br>{labels['col']} %{{x}}<br>%{{z:.4g}}<extra></extra>"
                 ),
@@ -42,11 +45,22 @@ def jacobian_figure(j_rms: np.ndarray, j_layer: np.ndarray, labels: Mapping[str,
             row=1,
             col=col,
         )
-        fig.update_yaxes(autorange="reversed", scaleanchor=f"x{col}", row=1, col=col)
-        fig.update_xaxes(title_text=labels["col"], row=1, col=col)
+        # Square cells, the axes exactly the matrix: each panel shrinks to a square (towards the
+        # other) instead of its range growing past the matrix. The rows are the first panel's.
+        square = {"constrain": "domain", "row": 1, "col": col}
+        fig.update_yaxes(autorange="reversed", scaleanchor=f"x{col}", **square)
+        fig.update_yaxes(showticklabels=col == 1, **square)
+        toward = "right" if col == 1 else "left"
+        fig.update_xaxes(title_text=labels["col"], constraintoward=toward, **square)
     fig.update_yaxes(title_text=labels["row"], row=1, col=1)
-    style.base_layout(fig, height=480)
-    fig.update_layout(margin={"t": 60})
+    # Each title over its panel's inner edge, where the shrunken panels meet.
+    left, right = fig.layout.annotations
+    left.update(x=fig.layout.xaxis.domain[1], xanchor="right")
+    right.update(x=fig.layout.xaxis2.domain[0], xanchor="left")
+    # A phone's square at d = 8 (its panel is about 130 px wide), taller for more rows.
+    plot = min(max(20 * j_rms.shape[0], 160), 560)
+    style.base_layout(fig, height=plot + 180)
+    fig.update_layout(margin={"t": 60, "b": 120, "l": 55, "r": 10})
     return fig
 
 
