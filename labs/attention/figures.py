@@ -275,7 +275,8 @@ def _figure_3d(keys, hull, points, direction, color, radius, plane, height, size
         "yaxis": {**axis, **_axis_fonts(size, "x₂")},
         "zaxis": {**axis, **_axis_fonts(size, "x₃")},
         "aspectmode": "cube",
-        "camera": {"eye": {"x": 1.35, "y": -0.3, "z": 0.68}},
+        # Far enough out that the spheres and the axes' names stay whole in a third of a laptop.
+        "camera": {"eye": {"x": 2.25, "y": -0.5, "z": 1.13}},
     }
     return go.Figure(
         data=traces,

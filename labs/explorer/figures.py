@@ -71,11 +71,11 @@ def sphere_figure(*args: object, **kwargs: object) -> go.Figure:
 
 
 def _series(
-    index: np.ndarray, values: np.ndarray, *, name: str, color: str, kind: str, d: int
+    index: np.ndarray, values: np.ndarray, *, name: str, color: str, kind: str, d: int, w: float
 ) -> dict:
-    points = len(values)
+    points, size = len(values), (8 if d <= LINE_WIDTH else 4) * w  # w: thicker on a projector
     enveloped = points < d
-    marker = {"color": color, "symbol": style.SYMBOLS[kind], "size": 8 if d <= LINE_WIDTH else 4}
+    marker = {"color": color, "symbol": style.SYMBOLS[kind], "size": size}
     mode = "lines+markers" if d <= LINE_WIDTH else "lines" if enveloped else "markers"
     dash = "solid" if enveloped else style.DASHES[kind]  # a band: a dash pattern would not show
     return {
@@ -85,7 +85,7 @@ def _series(
         "name": name,
         "mode": mode,
         "marker": marker,
-        "line": {"color": color, "dash": dash, "width": 1 if enveloped else 2},
+        "line": {"color": color, "dash": dash, "width": (1 if enveloped else 2) * w},
         "opacity": 0.8 if enveloped else 1.0,  # overlapping bands stay visible
         "hovertemplate": "i = %{x}<br>%{y:.5g}<extra>" + name + "</extra>",
     }
@@ -109,14 +109,16 @@ def coordinates_spec(
     Dashed lines mark each output's mean (``means``). The two panels are laid out by hand (axis
     domains and layout shapes) because ``make_subplots`` and ``add_hline`` cost more than the
     rest of the page on every rerun at d = 4096."""
-    traces = [_series(*series["x"], name=labels["x"], color=style.INPUT, kind="input", d=d)]
-    shapes = [_hline(0.0, style.MUTED, "solid", 1)]
+    # Larger type (the presenter's view): 1.65 times as tall, lines 1.4 times as thick.
+    tall, w = 1 + (font_scale - 1) * 1.75, 1 + (font_scale - 1) * 1.1
+    traces = [_series(*series["x"], name=labels["x"], color=style.INPUT, kind="input", d=d, w=w)]
+    shapes = [_hline(0.0, style.MUTED, "solid", w)]
     for key, color in (("rms", style.RMS), ("layer", style.LAYER)):
-        trace = _series(*series[key], name=labels[key], color=color, kind=key, d=d)
+        trace = _series(*series[key], name=labels[key], color=color, kind=key, d=d, w=w)
         trace["yaxis"] = "y2"
         traces.append(trace)
         if np.isfinite(means[key]):
-            shapes.append(_hline(float(means[key]), color, "dash", 1.5))
+            shapes.append(_hline(float(means[key]), color, "dash", 1.5 * w))
     size = style.FONT_SIZE * font_scale
     annotations = [
         _panel_title(labels["input"], 1.0, {"size": size}),
@@ -124,8 +126,9 @@ def coordinates_spec(
     ]
     if note:  # below the coordinate axis, in the figure itself (and in its PNG)
         annotations.append({**_panel_title(note, -0.16, {"size": size}), "yanchor": "top"})
+    low = 130 if note else 50  # the bottom margin
     layout = {
-        **style.layout(height=600 if note else 560),
+        **style.layout(height=round((600 if note else 560) * tall)),
         # Whole coordinates only: no tick at i = 0.5 for a short vector.
         "xaxis": {
             "anchor": "y2",
@@ -138,7 +141,7 @@ def coordinates_spec(
         "shapes": shapes,
         "annotations": annotations,
         # Panel titles sit at the left, so the legend goes above them, wrapping on a phone.
-        "margin": {"l": 60, "r": 20, "t": 110, "b": 130 if note else 50},
+        "margin": {"l": 60, "r": 20, "t": 110 * font_scale, "b": low * font_scale},
         "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.09, "x": 0},
     }
     return {"data": traces, "layout": _merge(layout, _text(size, "xaxis", "yaxis", "yaxis2"))}
@@ -300,13 +303,17 @@ def sphere_spec(
     ]  # fmt: skip
     ends = ((x, "x", style.INPUT, "input"), (y_rms, "rms", style.RMS, "rms"),
             (y_layer, "layer", style.LAYER, "layer"))  # fmt: skip
+    # Of the two outputs, the one higher on the screen gets its label above its marker, the
+    # other below: above both, near outputs wrote "LayerNorm(x)" over "RMSNorm(x)".
+    up = np.array([0.0, 0.0, 1.0]) - _EYE[2] * _EYE
+    high = "rms" if np.dot(y_rms, up) >= np.dot(y_layer, up) else "layer"
     for point, key, color, kind in ends:
-        name = labels[key]
+        name, where = labels[key], "bottom center" if key not in ("x", high) else "top center"
         traces.append(
             {
                 "type": "scatter3d", "x": [0, point[0]], "y": [0, point[1]], "z": [0, point[2]],
                 "mode": "lines+markers+text", "name": name, "text": ["", name],
-                "textposition": "top center", "textfont": {"size": size, "color": color},
+                "textposition": where, "textfont": {"size": size, "color": color},
                 "marker": {"size": [0, 9], "color": color, "symbol": style.SYMBOLS[kind]},
                 "line": {"color": color, "width": 7},
                 "hovertemplate": name + "<br>(%{x:.3g}, %{y:.3g}, %{z:.3g})<extra></extra>",
@@ -333,6 +340,7 @@ def sphere_spec(
 # frame, so that the bottom axis's ticks and title were cut off (on a phone, the sides too).
 CAMERA_EYE = {"x": 1.45, "y": -1.1, "z": 0.55}
 CAMERA_DISTANCE = 1.6
+_EYE = np.array(list(CAMERA_EYE.values())) / np.linalg.norm(list(CAMERA_EYE.values()))
 # Ticks of the 3D axes only this far out (times the half-width): three axes meet at each
 # corner of the cube, and ticks at the ends wrote two equal labels ("-4", "-4") on each other.
 TICK_REACH = 0.75
