@@ -24,7 +24,7 @@ from core.inputs import make_input
 from core.messages import Message, NormWarning
 from core.norms import rms_norm_report
 from core.presets import get_preset
-from labkit.chart_words import pair_words
+from labkit.chart_words import NOT_FINITE, pair_words
 from labkit.claims import Claim
 from labs.precision.reduced import running_sum_of_squares
 
@@ -231,6 +231,17 @@ def contracts_view(state: dict[str, Any]) -> ContractsView:
         claims["mistake"] = _mistake_claim(mistake, c, weight, state, compare)
     # The chart's summary: A's outputs in pair_words' first slot, B's in its second.
     words = pair_words("contracts.figure_words", range(d), c.y_a, c.y_b)
+    # The chart draws a third trace, Δ = y_B - y_A: its values count among those not drawn.
+    bad = sum(int(np.sum(~np.isfinite(v))) for v in (c.y_a, c.y_b, c.delta))
+    for slot in ("words", "not_finite"):
+        if words.get(slot) is not None and words[slot].key.startswith("charts."):
+            words[slot] = Claim(words[slot].key, words[slot].fields | {"total": 3 * d})
+    if "not_finite" in words:
+        words["not_finite"] = Claim(NOT_FINITE, words["not_finite"].fields | {"count": bad})
+    elif bad:
+        words["not_finite"] = Claim(
+            NOT_FINITE, {"count": bad, "total": 3 * d, "chart": "contracts.figure_words"}
+        )
     claims |= {f"figure_{slot}": claim for slot, claim in words.items()}
     return ContractsView(
         comparison=c,

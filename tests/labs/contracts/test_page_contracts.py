@@ -227,3 +227,17 @@ def test_a_mistake_says_what_the_numbers_make_true(query: dict, key: str, lang: 
     view = contracts_view(link_state(**query))
     assert [c.key for c in view.claims.values() if c.key.startswith("contracts.explain")] == [key]
     assert_claims_shown(at, view.claims, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_the_count_of_values_not_drawn_includes_the_difference_trace(lang) -> None:
+    """A's bfloat16 outputs are -inf, so B - A is +inf too: 4 of the chart's 6 values are not
+    drawn, not '2 of its 4' (an outside audit)."""
+    from tests.apptest_util import shown_text
+    from ui.i18n import t
+
+    link = dict(a="llama", b="olmo2", dtype="bfloat16", checkpoint="b", d="2", scale="0.0001")
+    link |= dict(eps_a="0", eps_b="0", red_a="float16", red_b="float32", seed="62")
+    at = open_app("contracts", lang=lang, **link)
+    text = "\n".join(shown_text(at))
+    assert t("charts.not_finite", lang, count=4, total=6, chart="") in text
