@@ -267,7 +267,8 @@ def test_wide_vectors_use_webgl_and_envelopes_one_svg_line() -> None:
 
 
 def _styles(at) -> str:
-    return " ".join(el.proto.body for el in at.get("html"))
+    """The page's CSS (its style elements; the language script is not CSS)."""
+    return " ".join(el.proto.body for el in at.get("html") if el.proto.body.startswith("<style"))
 
 
 def test_presenter_link_hides_controls_and_enlarges_text() -> None:
