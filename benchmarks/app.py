@@ -1,15 +1,10 @@
 """Explorer speed against the floor of a bare Streamlit page, as ratios measured in one run.
 
-Run ``python -m benchmarks.app``. Three measurements, each against its floor:
-
-1. Server time per interaction at d = 4096 (AppTest, a new ``offset`` each run so that every
-   run misses the cache), beside the slider floor app and ``labs.explorer`` alone. Target:
-   15 ms.
-2. First render in headless Chromium (warm server, fresh browser context) at d = 16 and
-   d = 4096, against the *floor page* (``st.title``, one ``st.latex``, one small Plotly chart).
-   Target: at most 1.3x the floor. The projector's view (``?controls=hidden``) is untargeted.
-3. Slider press to redrawn chart at d = 4096 against the *slider floor* (one slider, one
-   3-trace 4096-point Scattergl chart). Target: at most 1.0x the floor.
+Run ``python -m benchmarks.app``. Three measurements, each against its floor (docs/speed.md has
+the targets): server time per interaction at d = 4096 (AppTest, a new ``offset`` each run so
+that every run misses the cache) beside the *slider floor* app; first render in headless
+Chromium at d = 16 and d = 4096 against the *floor page*; slider press to redrawn chart at
+d = 4096 against the slider floor.
 
 Both floor apps are served from a temporary folder with the repository root's
 ``.streamlit/config.toml``. Visits alternate, so a busy neighbour slows both; each figure is a

@@ -1,19 +1,10 @@
 """What the explorer's first screen costs against Streamlit's floors: ratios measured in one run.
 
 Run ``python -m benchmarks.first_screen [--repeats N] [--no-imports] [--other NAME=DIR ...]``.
-Servers on loopback, started from the repository root: the explorer (``app.py``) at d = 16 and
-d = 4096; the *floor page* (``benchmarks.app.FLOOR_PAGE``); the *element floor*, the floor page
-padded with paragraphs to the explorer's element count (``?n=``); and the *replayed explorer*,
-the messages the explorer sent on an untimed first visit sent again by a script that does
-nothing else (``benchmarks.st_private.REPLAY_PAGE``): the page without the explorer's Python.
-``--other NAME=DIR`` serves another checkout's explorer in the same rounds (docs/speed.md).
-
-Each visit is a fresh browser context at 1366 x 900, visits alternating so that a busy
-neighbour slows them alike. Each records the time to the script's end and to the drawn page
-(``tests/browser_util.CHARTS_DRAWN``'s condition), then what the page holds: elements, DOM
-nodes, elements above the fold, figures and their points, websocket messages and bytes, files
-fetched. Unless ``--no-imports``, the modules each app's first run imports in a fresh process
-are counted too. Every time is a median over ``--repeats`` visits, each verdict a ratio of
+docs/speed.md describes the servers it compares (the explorer at d = 16 and d = 4096, the *floor
+page*, the *element floor*, the *replayed explorer* of ``benchmarks.st_private.REPLAY_PAGE``) and
+what each visit records. Visits alternate, each a fresh browser context, so that a busy neighbour
+slows them alike; every time is a median over ``--repeats`` visits, each verdict a ratio of
 medians."""
 
 from __future__ import annotations

@@ -2,13 +2,11 @@
 
 Run ``python -m benchmarks.interaction [--baseline DIR] [--interactions N] [--d 4096]``.
 
-Each app runs in AppTest in a worker process of its own: this checkout's explorer, the *slider
-floor* (``benchmarks.app.SLIDER_FLOOR``) and, with ``--baseline``, another checkout's explorer.
-The workers take turns, one interaction each, a new offset every round (each run misses the
-cache), so that every app meets the same load; each round also times a rerun that changes
-nothing. Two times per run: the script's wall time (the target's measure) and its thread's CPU
-time, which leaves out waits for a shared core and so varies less. Each is printed as a median
-with its ratio to the floor's, and to the baseline's."""
+Each app runs in AppTest in a worker process of its own (docs/speed.md): this checkout's
+explorer, the *slider floor* and, with ``--baseline``, another checkout's explorer. The workers
+take turns, one interaction each, so that every app meets the same load. Two times per run: the
+script's wall time (the target's measure) and its thread's CPU time, which leaves out waits for a
+shared core and so varies less."""
 
 from __future__ import annotations
 

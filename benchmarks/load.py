@@ -5,20 +5,10 @@ runs ``streamlit run app.py`` on a free loopback port; ``--workers N`` runs the 
 (``python -m serve``, N workers behind HAProxy, ``--seats`` visitors each); ``--url URL`` drives
 a server already running (nothing started, no memory measured).
 
-The visitors (``benchmarks/visitors.py``) each open the explorer from their own link and repeat
-one cycle of interactions, pausing ``--think`` seconds (scaled by a seeded factor in [0.5, 1.5];
-``0`` is a stress test). ``--client ws`` speaks Streamlit's websocket protocol with the proxy's
-cookie, ``--client browser`` drives headless Chromium. An interaction's latency runs from the
-message sent until the run has finished with the result in place; errors are exceptions shown,
-failed runs, JavaScript errors, lost connections, timeouts (``--step-timeout``,
-``--load-timeout``) and a source edit during the run.
-
-``--kill-after S`` (failover, 2+ workers) kills the worker most visitors hold S seconds after
-all have loaded; they reconnect with their link and check the same page and chart come back.
-With more visitors than seats, a visitor waits what the busy page's ``Retry-After`` says. The
-report counts each of these (docs/serving.md). ``--sweep 10,20,30`` prints the largest count that
-kept 0 errors and p95 <= 1 s. Memory is the resident set of the server and its children, sampled
-every 0.2 s; a global deadline bounds every run."""
+The visitors are ``benchmarks/visitors.py``'s; docs/serving.md describes the options
+(``--client``, ``--think``, ``--kill-after``, ``--sweep``) and what the report counts. Memory is
+the resident set of the server and its children, sampled every 0.2 s; a global deadline bounds
+every run."""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
 """Where a model may come from, and the one way a link names it.
 
-Three kinds of source, and nothing else (no path or URL from a link ever reaches the loader):
-
-- ``shipped``: NormLab's own checkpoints in ``assets/train/`` (``name.safetensors`` with its
-  config ``name.json``), always available, offline. A link names one by its file stem:
-  ``rms-seed0``.
-- ``local``: directories the host lists in ``NORMLAB_MODEL_DIRS`` (``os.pathsep``-separated), each
-  a saved Hugging Face model (``config.json`` and safetensors weights) or a folder of such models.
-  A link names one as ``local:<folder name>``.
-- ``hub``: Hugging Face model ids, only where the host sets ``NORMLAB_HUB=1``. A link names one as
-  ``owner/name``, which must match :data:`HUB_ID`.
-
-``NORMLAB_MAX_MODEL_GB`` caps the size of the weights a load may bring into memory."""
+Three kinds of source, and nothing else (no path or URL from a link ever reaches the loader), as
+docs/inspector.md describes: ``shipped`` (``assets/train/``, a link names one by its file stem,
+``rms-seed0``), ``local`` (``NORMLAB_MODEL_DIRS``, ``local:<folder name>``) and ``hub``
+(``NORMLAB_HUB=1``, ``owner/name`` matching :data:`HUB_ID`). ``NORMLAB_MAX_MODEL_GB`` caps the
+size of the weights a load may bring into memory."""
 
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
 """Tiny random Hugging Face causal language models, built offline from their configs.
 
 For the tests, and for a host who wants to try the local-directory source without downloading
-anything::
-
-    python -m labs.inspector.tiny /srv/models      # writes llama, gemma, olmo2, gpt2 there
-    NORMLAB_MODEL_DIRS=/srv/models streamlit run app.py
-
-Each model has two layers of width 32 and a byte-level BPE tokenizer trained on a few sentences.
-Its norm weights are drawn around the family's initial value (1 for a direct gain, 0 for
-Gemma's offset), so that the stored weights say which convention the model uses, and it is saved
-in the dtype its family ships in (bfloat16 for the RMSNorm families, float32 for GPT-2).
+anything (``python -m labs.inspector.tiny /srv/models``, docs/inspector.md). Each model has two
+layers of width 32; its norm weights are drawn around the family's initial value (1 for a direct
+gain, 0 for Gemma's offset), so that the stored weights say which convention the model uses, and
+it is saved in the dtype its family ships in (bfloat16 for the RMSNorm families, float32 for GPT-2).
 """
 
 from __future__ import annotations

@@ -3,18 +3,12 @@ r"""The speed question asked fairly: RMSNorm against LayerNorm, both computed th
 The shipped runs' RMSNorm is separate autograd operations and their LayerNorm PyTorch's fused
 kernel, so their step-time ratio measures implementations as much as norms. Here the reference
 model trains with each norm through each kernel of :mod:`labs.training.kernels` that computes
-both alike (``"ops"``: separate torch operations; ``"fused"``: one autograd node, numba row
-kernels both ways), with DyT beside them. Same seed, one torch thread, and every variant does
-one piece of work per round in an order shuffled anew each round (seeded), so that load and
-cache leftovers fall on all alike. Two timings: a training step (``WARMUP_STEPS`` not compared,
-then ``MEASURED_STEPS``) and the norm layer's forward and backward alone on a fixed activation
-(``LAYER_REPEATS`` times).
-
-Each ratio is RMSNorm's median over LayerNorm's, with the training claims' paired comparisons
-(``labs.training.claims.paired_ratios``, ``step_order``); the saving
-:math:`1 - \tilde t_{RMS} / \tilde t_{Layer}` stands beside the paper's 7-64 % only where the
-parts agree. ``python -m labs.training.fair`` writes ``assets/train/kernels.json`` (about three
-minutes on two loaded cores); docs/training.md has the method and the shipped results."""
+both alike (``"ops"``, ``"fused"``), with DyT beside them. Every variant does one piece of work
+per round in an order shuffled anew each round (seeded), so that load and cache leftovers fall on
+all alike. Each ratio is RMSNorm's median over LayerNorm's, with the training claims' paired
+comparisons; the saving stands beside the paper's 7-64 % only where the parts agree.
+``python -m labs.training.fair`` writes ``assets/train/kernels.json``; docs/training.md has the
+method and the shipped results."""
 
 from __future__ import annotations
 

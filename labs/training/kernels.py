@@ -10,14 +10,6 @@ computes the same function; they differ in how many operations autograd records:
 - ``"ops"``: both as separate torch operations (:mod:`core.fast`'s "composite"; 6 and 9);
 - ``"fused"``: both as one ``torch.autograd.Function``: forward :func:`core.fast.fused_norm`,
   backward the closed form of :mod:`labs.training.fused_backward`; float32/float64 CPU only.
-
-The closed forms, with :math:`g` the gradient of the loss with respect to y and
-:math:`h = g \odot w`:
-
-.. math::
-    \text{RMSNorm:}\ dx = r\,(h - \hat x\,\overline{h \hat x}), \quad
-    \text{LayerNorm:}\ dx = r\,(h - \bar h - \hat x\,\overline{h \hat x}), \quad
-    dw = \textstyle\sum g \odot \hat x, \quad db = \sum g.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 r"""The training lab: the shipped runs and a visitor's live runs, as the page shows them.
 
 ``training_view(runs)`` takes runs as plain records (``run_record`` of a ``TrainResult``, or the
-shipped ``curves.json`` entries) and returns everything the page shows: the curves thinned for
-the browser, the losses at equal steps and time (``labs.training.curves``), the time per step,
-the norms' share of a forward pass, and the claims (``labs.training.claims``).
+shipped ``curves.json`` entries) and returns everything the page shows.
 
 A live run (``train_live``) trains one seed per chosen variant: one run per server process at a
-time, in turn (``TRAIN_LINE``, ``labs.training.run_cache``), one torch thread, a wall-clock cap
-(``live_seconds``, 30 s unless ``NORMLAB_TRAIN_SECONDS`` says otherwise) and a work cap
+time (``TRAIN_LINE``), one torch thread, a wall-clock cap (``live_seconds``) and a work cap
 ``LIVE_WORK`` in token-parameters, which bounds the CPU a run takes whatever the machine's speed.
-Memory is bounded by the settings' limits: at most ``max_parameters()`` weights, and the
-reference's batch of 16 windows of 64 bytes.
+Memory is bounded by the settings' limits (``max_parameters()``) and the reference's batch.
 """
 
 from __future__ import annotations

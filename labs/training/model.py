@@ -1,35 +1,16 @@
 r"""A small decoder-only transformer whose one variable is the norm (nanoGPT's shape).
 
-The variants share everything but the norm layers (``ModelConfig.norm``, one of
-``MODEL_NORMS``):
-
-- ``"layer"``: LayerNorm, :math:`g \odot (x - \mu) / \sqrt{\sigma^2 + \epsilon} + b`;
-- ``"rms"``: RMSNorm, :math:`g \odot x / \sqrt{\overline{x^2} + \epsilon}`;
-- ``"none"``: the identity where a norm would sit, which shows why norms exist;
-- ``"dyt"``: Dynamic Tanh (Zhu, Chen, He, LeCun and Liu, "Transformers without
-  Normalization", CVPR 2025), :math:`g \odot \tanh(\alpha x) + b` with one learnable scalar
-  :math:`\alpha` per layer: an elementwise squashing in place of a statistic of the row.
-
-Where the norms sit (``ModelConfig.placement``), with :math:`N_1, N_2` the block's norms:
-
-- ``"pre"`` (nanoGPT, GPT-2): :math:`h \leftarrow h + \mathrm{Attn}(N_1(h))`, then
-  :math:`h \leftarrow h + \mathrm{MLP}(N_2(h))`; a final norm reads the last stream before the
-  output head;
-- ``"post"`` (the original Transformer): :math:`h \leftarrow N_1(h + \mathrm{Attn}(h))`, then
-  :math:`h \leftarrow N_2(h + \mathrm{MLP}(h))`; no final norm, as in Post-LN models: the last
-  block's output is already normalised, and the head reads it;
-- ``"peri"`` (Peri-LN, Kim et al., ICML 2025, arXiv 2502.02732):
-  :math:`h \leftarrow h + N_1'(\mathrm{Attn}(N_1(h)))`, then
-  :math:`h \leftarrow h + N_2'(\mathrm{MLP}(N_2(h)))`, and the final norm; the output norms
-  :math:`N_1', N_2'` are the modules ``ln_1_out`` and ``ln_2_out``, which only this layout has.
-
-``ModelConfig.qk_norm`` (``"rms"`` or ``"layer"``; Dehghani et al. 2023, arXiv 2302.05442)
-normalises every head's query and key rows before the dot product (``attn.q_norm``,
-``attn.k_norm``, gains shared by the heads). The norms are the core's, through
-``labs.training.kernels.norm_function``. ``init_weights`` draws every weight from one seeded
-generator in the order of the parameter names and norm parameters draw nothing, so two variants
-with the same seed start from the same weights wherever their shapes agree. This module imports
-torch at the top: only the training code imports it, never ``core``."""
+The variants share everything but the norm layers (``ModelConfig.norm``, one of ``MODEL_NORMS``:
+``"layer"``, ``"rms"``, ``"none"`` for the identity, ``"dyt"`` for Dynamic Tanh,
+:math:`g \odot \tanh(\alpha x) + b`) and where they sit (``ModelConfig.placement``: ``"pre"``,
+``"post"`` with no final norm, ``"peri"`` with the output norms ``ln_1_out`` and ``ln_2_out``,
+which only this layout has; docs/training.md describes the three). ``ModelConfig.qk_norm``
+normalises every head's query and key rows before the dot product (gains shared by the heads).
+The norms are the core's, through ``labs.training.kernels.norm_function``. ``init_weights`` draws
+every weight from one seeded generator in the order of the parameter names and norm parameters
+draw nothing, so two variants with the same seed start from the same weights wherever their
+shapes agree. This module imports torch at the top: only the training code imports it, never
+``core``."""
 
 from __future__ import annotations
 

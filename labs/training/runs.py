@@ -2,14 +2,11 @@
 one small model (``labs.training.reference.REFERENCE``).
 
 ``python -m labs.training.runs`` (``--set norms``, the default) trains ``reference_configs()``
-one after another (seed by seed, the norms in turn) and writes into ``assets/train/``
-``curves.json`` (every run's settings and curves, ``TrainResult.curves``, and the machine),
-``summary.json`` (``reference_summary``) and, for ``CHECKPOINT_NORMS``, each run's final weights
-and config (``labs.training.store``). Losses are rounded to ``LOSS_DECIMALS`` decimals (within
-1e-8 of the float32 value) and seconds to microseconds. Other shipped measurements are the sets
-named in ``SETS`` (``--set NAME``): the kernels (``labs.training.fair``), the placement and
-QK-norm sets (``labs.training.sets``). This module imports them; they, and the app, read the
-reference and the shipped files from ``labs.training.reference``."""
+and writes into ``assets/train/`` ``curves.json``, ``summary.json`` and, for
+``CHECKPOINT_NORMS``, each run's final weights and config (``labs.training.store``). Losses are
+rounded to ``LOSS_DECIMALS`` decimals (within 1e-8 of the float32 value). Other shipped
+measurements are the sets named in ``SETS`` (``--set NAME``); this module imports them; they, and
+the app, read the reference and the shipped files from ``labs.training.reference``."""
 
 from __future__ import annotations
 

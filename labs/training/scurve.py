@@ -1,20 +1,10 @@
 r"""The S-curve: every norm layer's input against its output, with a tanh fitted through them.
 
-Zhu, Chen, He, LeCun & Liu ("Transformers without Normalization", CVPR 2025, arXiv 2503.10622)
-plot each element of a trained LayerNorm's input against its output before the affine transform
-and find tanh-like S curves, which motivates DyT, :math:`\gamma \odot \tanh(\alpha x) + \beta`.
-Here the same reading is taken from the shipped checkpoints: for each norm layer of one seed's
-RMSNorm and LayerNorm models, read with forward hooks on
-``labs.training.activations.DEFAULT_TEXT``, the input rows give the output before the gain,
-
-.. math:: \hat y = \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} \;\text{(LayerNorm)}, \qquad
-    \hat y = \frac{x}{\sqrt{\overline{x^2} + \epsilon}} \;\text{(RMSNorm)},
-
-in float64. ``fit_tanh`` fits :math:`\hat y \approx A \tanh(\alpha x)` by least squares and,
-beside it, :math:`\hat y \approx k x`, each with its :math:`R^2`. The reach along the curve is
-:math:`u = |\alpha| \max |x|`, also per side of 0: below 1 the tanh bends little over the data,
-from 2 on it is within 4 % of :math:`\pm A`; where only one side reaches 2 only one arm of the
-S is in the data.
+The reading of Zhu et al. ("Transformers without Normalization", CVPR 2025) taken from the
+shipped checkpoints, as docs/training.md describes: the output before the gain in float64,
+``fit_tanh`` fitting :math:`\hat y \approx A \tanh(\alpha x)` and :math:`\hat y \approx k x`, each
+with its :math:`R^2`. The reach along the curve is :math:`u = |\alpha| \max |x|`, also per side of
+0: below 1 the tanh bends little over the data, from 2 on it is within 4 % of :math:`\pm A`.
 
 Within one token the map is a line of slope 1 / denominator; the cloud of all tokens bends into
 an S only where tokens with large inputs have large denominators, so each layer also reports how

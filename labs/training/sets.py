@@ -1,20 +1,12 @@
 r"""Two shipped sets beyond the two norms: where the norm sits, and QK-norm against the step size.
 
 Both train RMSNorm models of ``labs.training.model`` on the reference corpus, one torch thread,
-one run after another (seed by seed, the variants in turn), and record at every validation the
-loss, the residual stream's RMS after the embedding and each block (``hidden_rms``) and the
-largest attention logit (``labs.training.model.probe``):
-
-- ``placement`` (``PLACEMENT``): ``pre``, ``post`` and ``peri`` norms, ``PLACEMENT_DEPTH``
-  blocks deep, ``PLACEMENT_SEEDS``;
-- ``qknorm`` (``QKNORM``): queries and keys as they are (``off``) and RMS-normalised per head
-  (``rms``), at every peak learning rate of ``QKNORM_LRS``, ``QKNORM_SEEDS``.
-
+and record at every validation the loss, the residual stream's RMS after the embedding and each
+block (``hidden_rms``) and the largest attention logit: ``PLACEMENT`` (``pre``, ``post`` and
+``peri`` norms) and ``QKNORM`` (``off`` and ``rms`` at every peak learning rate of ``QKNORM_LRS``).
 ``python -m labs.training.runs --set placement`` (or ``--set qknorm``) writes
-``assets/train/placement.json`` (``qknorm.json``): the machine, the corpus, and per run its
-variant, settings, how it stopped and the validation curves. Losses are rounded to
-``LOSS_DECIMALS`` decimals, RMS values and logits to ``SIGNIFICANT`` significant digits (float32
-holds about seven); no checkpoints. ``load_set(name)`` reads a set back."""
+``assets/train/placement.json`` (``qknorm.json``), as docs/training.md describes; float32 holds
+about seven significant digits, hence ``SIGNIFICANT``. ``load_set(name)`` reads a set back."""
 
 from __future__ import annotations
 

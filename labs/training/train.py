@@ -2,22 +2,14 @@ r"""Training the variants of ``labs.training.model`` on ``labs.training.corpus``
 
 A run is deterministic on a given machine and thread count: ``TrainConfig.seed`` is split by
 ``numpy.random.SeedSequence`` into a seed for the initial weights and one for the batch order,
-so variants with the same seed start from the same weights and see the same batches; only the
-norm differs. AdamW with nanoGPT's schedule (linear warm-up, cosine decay from ``lr`` to
-``min_lr``); weight decay on matrices only.
-
-A run records per step the training loss and seconds; every ``eval_every`` steps the validation
-loss and largest attention logit; at the end the time of a forward pass with and without its
-norms (``labs.training.model.norms_bypassed``), whose difference is the norm's share, and what
-``labs.training.model.probe`` reads on the last validation (plus DyT's final alphas).
+so variants with the same seed start from the same weights and see the same batches. AdamW with
+nanoGPT's schedule; weight decay on matrices only. The norm's share of a forward pass is the
+time with and without its norms (``labs.training.model.norms_bypassed``).
 
 Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock) and
-``max_work``, counted in token-parameters,
-
-.. math:: W = \sum_{\text{passes}} \text{tokens} \times \text{parameters},
-
-so a training step of b sequences of t bytes costs b t P whatever the machine's speed.
-``train_together`` advances several runs step by step in turn, so that load falls on each alike.
+``max_work``, counted in token-parameters (a step of b sequences of t bytes costs b t P whatever
+the machine's speed). ``train_together`` advances several runs step by step in turn, so that load
+falls on each alike.
 """
 
 from __future__ import annotations
