@@ -6,18 +6,12 @@ arXiv:2305.02582). A handful of keys :math:`k_1, \dots, k_n` in d = 2 or 3, one 
 .. math:: s_i = \frac{q \cdot k_i}{\sqrt{d}}, \qquad a = \operatorname{softmax}(s)
 
 over three versions of the keys: as drawn ("raw"), after RMSNorm and after LayerNorm, both with
-gain 1, no bias and eps = 0, so that the geometry is exact.
-
-- **Projection.** LayerNorm subtracts the mean, so every key it returns is ⟂ 1, and the query
-  q ∥ 1 gives every key the score 0: uniform attention. RMSNorm keeps the component along 1.
-- **Scaling.** Both return keys of norm √d. Key i is *un-selectable* when it lies in the convex
-  hull of the other keys: then :math:`q \cdot k_i \le \max_{j \ne i} q \cdot k_j` for every q, so
-  no query gives it more weight than every other key; conversely a key outside that hull is
-  separated from it by a hyperplane, whose normal is a query that scores it strictly highest.
-  Distinct points on a sphere are all vertices of their hull, so neither norm leaves a key
-  un-selectable unless keys coincide (LayerNorm at d = 2 sends every key to (1, −1) or (−1, 1)).
-
-The geometry is computed in ``labs.attention.key_geometry``; this module makes the page's state.
+gain 1, no bias and eps = 0, so that the geometry is exact. LayerNorm's keys are ⟂ 1, so a query
+q ∥ 1 scores them all 0 (the projection). A key is *un-selectable* when it lies in the convex
+hull of the other keys (the scaling); distinct points on a sphere are all vertices of their hull,
+so neither norm leaves a key un-selectable unless keys coincide (LayerNorm at d = 2 sends every
+key to (1, −1) or (−1, 1)). ``labs.attention.key_geometry`` computes the geometry; this module
+makes the page's state.
 """
 
 from __future__ import annotations

@@ -1,23 +1,18 @@
 r"""A pre-norm residual stream in which a common offset accumulates, read by LayerNorm or RMSNorm.
 
-The article's point is that normalisation is part of the residual path's geometry. This module
-makes it measurable with a toy transformer trunk: n token vectors of width d, a stream
-:math:`h_0`, and L pre-norm blocks
+A toy transformer trunk makes the article's point measurable (normalisation is part of the
+residual path's geometry): n token vectors of width d, a stream :math:`h_0`, and L pre-norm blocks
 
 .. math:: h_{l+1} = h_l + c\,\mathbf{1} + W_l\,\mathrm{norm}(h_l)
 
 with :math:`(W_l)_{ij} \sim \mathcal{N}(0, 1/d)` (``RESIDUAL_FORMULA``): a common offset
-:math:`c\,\mathbf{1}` (the drift) plus random features. :math:`W_l` is "the next linear layer":
-``simulate_residual`` reports what it is handed (:math:`z_l = \mathrm{norm}(h_l)`) and returns
-(:math:`p_l = W_l z_l`); an extra :math:`W_L` reads the final stream. Both norms run on the same
-:math:`h_0` and weights, so the two traces differ only by the norm.
+:math:`c\,\mathbf{1}` (the drift) plus random features. ``simulate_residual`` reports what
+:math:`W_l` is handed (:math:`z_l = \mathrm{norm}(h_l)`) and returns (:math:`p_l = W_l z_l`); an
+extra :math:`W_L` reads the final stream. Both norms run on the same :math:`h_0` and weights.
 
 LayerNorm removes the component along :math:`\mathbf{1}` before :math:`W_l` sees it; RMSNorm
 divides it by the RMS and passes it on, so :math:`p_l` carries :math:`a_l W_l u` (u = 1/sqrt(d))
-in every token alike, and :math:`W_l` must spend capacity on it.
-
-``labs.residual.trained`` takes the same readings of the stream from the models that ship in
-``assets/train``.
+in every token alike. ``labs.residual.trained`` reads the shipped models' streams alike.
 """
 
 from __future__ import annotations
