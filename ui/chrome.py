@@ -1,12 +1,7 @@
-"""The browser's own words in the page's language: Streamlit's and Plotly's fixed strings.
-
-Streamlit and Plotly write their tooltips, toolbar labels, upload box and connection dialog in
-English, and Streamlit's dialog for a lost connection tells a student to restart a server in a
-terminal. :func:`script` is a small script for the page (``ui.frame.set_document_language``)
-that watches the document and writes each of those strings (``assets/text/chrome.toml``) in the
-page's language, and the page's own words for the lost connection in both languages. A text is
-replaced only where it is one of those strings in full, outside figures and code.
-"""
+"""Streamlit's and Plotly's own English (tooltips, the upload box, the dialog of a lost
+connection, which tells a student to restart a server in a terminal) in the page's words:
+:func:`script` watches the page and replaces each string of ``assets/text/chrome.toml`` where a
+text or an attribute is that string in full, outside figures and code."""
 
 from __future__ import annotations
 

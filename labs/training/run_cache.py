@@ -1,13 +1,5 @@
-"""A class pressing Train: finished live runs kept on disk, and one line for the rest.
-
-Forty students pressing Train with the teacher's settings want one run, not forty. A finished
-run's records (``lab_view.run_record``: curves and timings, no model) are kept as JSON under
-``NORMLAB_RUN_CACHE`` (default: ``normlab-runs`` in the system's temporary folder, which every
-worker of one host shares), keyed by every setting the run depends on, at most ``KEEP`` files.
-While a run trains, a visitor asking for the same settings waits for it (``Line.same``) and is
-served its records; other settings take a place in a line of at most ``LINE_MAX`` visitors and
-train in turn, first come, first served (``Line.turn``).
-"""
+"""A class pressing Train: finished live runs kept on disk (their records, keyed by every
+setting they depend on), and a first-come line for the rest (docs/training.md, Live runs)."""
 
 from __future__ import annotations
 
@@ -22,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 CACHE_ENV = "NORMLAB_RUN_CACHE"
-# Finished runs kept on disk: a run's records are about 100 kB.
-KEEP = 64
-# Visitors waiting for a run with other settings; one more is told the server is busy.
-LINE_MAX = 8
+KEEP = 64  # finished runs kept on disk: a run's records are about 100 kB
+LINE_MAX = 8  # visitors waiting for a run with other settings; one more is told it is full
 
 
 def folder() -> Path:
@@ -39,7 +29,6 @@ def run_key(settings: Mapping[str, Any]) -> str:
 
 
 def load(key: str) -> list[dict] | None:
-    """The records of the finished run ``key``, or None."""
     try:
         return json.loads((folder() / f"{key}.json").read_text())
     except (OSError, ValueError):
@@ -72,7 +61,7 @@ class Line:
         self._running: dict[str, threading.Event] = {}
 
     def same(self, key: str) -> threading.Event | None:
-        """The run with these settings training now (set when it ends), or None."""
+        """The run with these settings training now (set when it ends)."""
         with self._cond:
             return self._running.get(key)
 
