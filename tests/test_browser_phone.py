@@ -1,17 +1,14 @@
-"""Every page on a phone (390x844) in Indonesian, and the presenter's first screen, in real
-headless Chromium.
+"""The presenter's first screen and a phone held sideways, in real headless Chromium.
 
-- Phone: every page in one tab, visited once each. No table, dataframe, figure, code block or
-  the main block is wider than its box or than the main block (nothing clipped, nothing that
-  scrolls sideways); no element of the main area has CSS that breaks words anywhere
-  (``word-break: break-all`` or ``break-word``, ``overflow-wrap: anywhere``), which split
-  "Implementasi" into "Implem" and "entasi" in a table, and no word of its text is drawn on two
-  lines. The explorer's first move (the offset) sits in the page above the chart.
+The checks that every page fits a phone in Indonesian (the constants below: nothing wider than
+its box, no CSS that breaks words anywhere, which split "Implementasi" into "Implem" and "entasi"
+in a table, no word drawn on two lines, a title of at most four lines, the explorer's first move
+above its chart) run in ``tests/test_browser_phone_charts.py``, in the same visit as its charts.
+
 - Presenter (``controls=hidden&text=large``): the explorer's first screen, on a projector
   (1280x720) and on a phone, shows the top of the chart, with enlarged text.
 
-Screenshots of every page's first screen go to ``NORMLAB_SHOTS`` (default ``artifacts/``), under
-``phone/``; with ``NORMLAB_SHOTS`` set, of every whole page too.
+Screenshots go to ``NORMLAB_SHOTS`` (default ``artifacts/``), under ``phone/``.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ import pytest
 
 from labkit.style import LARGE_TEXT_SCALE, MIN_FONT_SIZE
 from tests.browser_util import Tab, failures
-from ui.nav import PAGES
 
 pytestmark = pytest.mark.browser
 
@@ -114,23 +110,6 @@ FIRST_CHART = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def phone(app_url: str, browser):
-    """One tab at a phone's size for the whole file (the landing page first: a fresh server's
-    very first request, if it is a deep link, runs that page once outside the router)."""
-    errors: list[str] = []
-    tab = Tab(browser, errors, *PHONE).load(f"{app_url}/?lang=id")
-    tab.settle()
-    yield tab, errors
-    tab.context.close()
-
-
-def open_in(tab: Tab, address: str) -> None:
-    before = tab.runs.finished
-    tab.load(address)
-    tab.settle(before)
-
-
 # Streamlit scrolls its main block, not the document: the page's full height is that block's.
 CONTENT_HEIGHT = """() => Math.max(...Array.from(
   document.querySelectorAll('[data-testid="stMain"], [data-testid="stAppViewContainer"]'),
@@ -160,24 +139,6 @@ LONG_TITLE = """() => {
   const lines = Math.round(h.getBoundingClientRect().height / line);
   return lines > 4 ? [`title: ${lines} lines`] : [];
 }"""
-
-
-def test_every_page_fits_a_phone_in_indonesian(app_url: str, phone) -> None:
-    tab, errors = phone
-    found = {}
-    for spec in PAGES:
-        path = "" if spec.name == "explorer" else spec.name
-        open_in(tab, f"{app_url}/{path}?lang=id")
-        assert failures(tab.page) == [], spec.name
-        problems = [tab.page.evaluate(q) for q in (TOO_WIDE, BREAKING_CSS, SPLIT_WORDS, LONG_TITLE)]
-        problems = [p for found_by in problems for p in found_by]
-        if problems:
-            found[spec.name] = problems
-        if spec.name == "explorer":
-            assert tab.page.evaluate(FIRST_MOVE_ABOVE_CHART), "the offset is not above the chart"
-        shoot(tab, spec.name, whole=WHOLE)
-    assert found == {}, "\n".join(f"{k}: {v}" for k, v in found.items())
-    assert errors == []
 
 
 @pytest.mark.parametrize("size", [PROJECTOR, PHONE], ids=["projector", "phone"])

@@ -24,7 +24,17 @@ import pytest
 
 from benchmarks.live import READY
 from labs.lesson.options import STEP_IDS
+from tests.test_browser_phone import (
+    BREAKING_CSS,
+    FIRST_MOVE_ABOVE_CHART,
+    LONG_TITLE,
+    SPLIT_WORDS,
+    TOO_WIDE,
+)
 from ui.nav import PAGES
+
+# The page-fit checks of every page in Indonesian, read in the same visit as its charts.
+FITS = (TOO_WIDE, BREAKING_CSS, SPLIT_WORDS, LONG_TITLE)
 
 pytestmark = pytest.mark.browser
 
@@ -101,11 +111,14 @@ PANEL_HEIGHTS = """() => {
 }"""
 
 
-def _read(page, where: str, found: dict[str, list[str]], least: int = 1) -> None:
+def _read(page, where: str, found: dict[str, list[str]], least: int = 1, fit: bool = False) -> None:
     """Wait until the run has ended and ``least`` charts or more are drawn, every one of them,
-    then read the charts' problems."""
+    then read the charts' problems; with ``fit``, the page's too (``tests/test_browser_phone``:
+    nothing wider than its box, no CSS that breaks words, no word on two lines, a short title)."""
     page.wait_for_function(DRAWN, arg=least, timeout=TIMEOUT_MS)
     problems = page.evaluate(PROBLEMS, MIN_CELL_PX)
+    if fit:
+        problems += [p for check in FITS for p in page.evaluate(check)]
     if page.locator("[data-testid='stException']").count():
         problems.append("the page shows an exception")
     if problems:
@@ -121,7 +134,9 @@ def _pages(page, url: str, lang: str, found: dict[str, list[str]]) -> Iterator[N
         path = "" if spec.name == "explorer" else spec.name
         page.goto(f"{url}/{path}?lang={lang}{QUERY.get(spec.name, '')}", wait_until="commit")
         yield
-        _read(page, spec.name, found)
+        _read(page, spec.name, found, fit=lang == "id")
+        if lang == "id" and spec.name == "explorer" and not page.evaluate(FIRST_MOVE_ABOVE_CHART):
+            found["explorer"] = ["the offset is not above the chart"]
     yield from _lesson(page, url, lang, range(SPLIT + 1, len(STEP_IDS) + 1), found)
 
 

@@ -275,6 +275,7 @@ def test_a_page_switch_cut_short_is_made_again_after_the_view_comes_back() -> No
     the lesson it left, so the switch is made again before the next slider move (it moved the
     explorer's slider on the lesson page: KeyError 'offset', the harness's error, not the app's)."""
     import asyncio
+    import threading
 
     from benchmarks.visitors import CYCLE, Visitor, WorkerLost
 
@@ -306,5 +307,8 @@ def test_a_page_switch_cut_short_is_made_again_after_the_view_comes_back() -> No
             return False
 
     visitor = Fake(1, "http://x", 1.0, 1.0, think_s=0.0)
-    asyncio.run(visitor.run(len(CYCLE)))
+    # A thread of its own: a browser test in this process may have an event loop running here.
+    runner = threading.Thread(target=lambda: asyncio.run(visitor.run(len(CYCLE))))
+    runner.start()
+    runner.join(30)
     assert visitor.errors == [] and len(visitor.failed) == 1 and visitor.page == "explorer"

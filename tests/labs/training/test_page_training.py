@@ -36,6 +36,12 @@ LIVE_KEY = "_training_live"
 AUDITED = {"steps": "40", "width": "16", "depth": "1", "nonorm": "true", "lr": "0.01"}
 # A live run of a few tenths of a second: the smallest model, two variants, 12 steps.
 TINY = {"width": "16", "depth": "1", "steps": "12", "seed": "3"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_runs(monkeypatch, tmp_path) -> None:
+    """Each test trains afresh: no run another test finished is served from the server's cache."""
+    monkeypatch.setenv(run_cache.CACHE_ENV, str(tmp_path / "runs"))
 SHIPPED_FIGURES = {"shipped_step", "shipped_seconds", "shipped_finals", "shipped_step_time"}
 LIVE_FIGURES = {"live_step", "live_seconds", "live_finals", "live_step_time", "live_share"}
 TITLES = {
