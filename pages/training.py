@@ -303,22 +303,17 @@ def run_live(state: dict, tr: Translator, labels: dict) -> None:
                 return
             records = run_cache.load(key)  # trained by the visitor just ahead
             if records is None:
-                records, cached = train_with_chart(state, tr, labels, cap), False
+                records, cached = train_with_chart(settings, tr, labels, cap), False
                 run_cache.store(key, records)
     live = {"state": dict(state), "records": records, "view": None, "cached": cached}
     st.session_state[LIVE_KEY] = live
     finish(live)
 
 
-def train_with_chart(state: dict, tr: Translator, labels: dict, cap: float) -> list[dict]:
-    """Train the chosen variants, the growing loss chart drawn as they go; their records."""
-    configs = live_configs(
-        state["norms"],
-        **{k: state[k] for k in RUN_SETTINGS},
-        placement=state["placement"],
-        qk_norm=state["qk_norm"],
-        max_seconds=cap,
-    )
+def train_with_chart(settings: dict, tr: Translator, labels: dict, cap: float) -> list[dict]:
+    """Train with ``settings`` (``run_live``'s), the growing loss chart drawn as they go; the
+    runs' records."""
+    configs = live_configs(**settings, max_seconds=cap)
     bar = st.progress(0.0, text=tr("training.starting"))
     chart = st.container(key="live_growing").empty()
     started, drawn = time.perf_counter(), [0.0, 0]

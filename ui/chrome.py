@@ -18,7 +18,7 @@ OWN = 'svg, pre, textarea, [data-testid="stCode"], [data-testid="stIconMaterial"
 
 _SCRIPT = """(() => {
   window.__normlabWords = WORDS;
-  const PREFIXES = (window.__normlabPrefixes = PREFIX_LIST);
+  window.__normlabPrefixes = PREFIX_LIST;
   if (window.__normlabChrome) { window.__normlabChrome(document.body); return; }
   const attrs = ATTRS, own = OWN;
   const swap = (root) => {
@@ -71,6 +71,7 @@ def words(lang: str) -> dict[str, str]:
     return out
 
 
+@cache
 def script(lang: str) -> str:
     """The script that writes the browser's own words in ``lang`` (installed once a page)."""
     prefixes = [
