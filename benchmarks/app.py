@@ -1,34 +1,32 @@
 """Explorer speed against the floor of a bare Streamlit page, as ratios measured in one run.
 
-Run ``python -m benchmarks.app``. Three measurements, each against its floor (docs/speed.md has
-the targets): server time per interaction at d = 4096 (AppTest, a new ``offset`` each run so
-that every run misses the cache) beside the *slider floor* app; first render in headless
-Chromium at d = 16 and d = 4096 against the *floor page*; slider press to redrawn chart at
-d = 4096 against the slider floor.
-
-Both floor apps are served from a temporary folder with the repository root's
-``.streamlit/config.toml``. Visits alternate, so a busy neighbour slows both; each figure is a
-median over ``--repeats`` visits (or ``--presses``) with its spread. ``markdown`` writes the run
-as docs/speed.md's table."""
+Run ``python -m benchmarks.app``: server time per interaction at d = 4096 (AppTest, a new
+``offset`` each run so that every run misses the cache) beside the *slider floor* app; first
+render in headless Chromium at d = 16 and d = 4096 against the *floor page*; slider press to
+redrawn chart at d = 4096 against the slider floor. docs/speed.md, "The explorer in a browser",
+describes the floors and has the targets. Visits alternate, so a busy neighbour slows both; each
+figure is a median over ``--repeats`` visits (or ``--presses``) with its spread."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.live import (
     CHARTS_DRAWN,
     CHROMIUM,
-    CHROMIUM_ARGS,
     READY,
     ROOT,
+    chromium,
     free_port,
     start_server,
     stop_server,
@@ -81,23 +79,18 @@ _FIRST_RMS = """() => {
   return trace ? trace.y[0] : null;
 }"""
 # Resolves once two animation frames have begun: the frame that holds the new chart has been
-# produced. Plotly updates its data model (``_fullData``) before the frame is drawn, and a WebGL
-# chart is drawn after that; with no GPU (headless Chromium here), in software. Each press is
-# timed to both, so the difference between the two figures is the drawing.
+# produced (Plotly updates ``_fullData`` before; docs/speed.md, "The slider").
 _FRAME_DRAWN = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"
 # Before each press the page is left alone this long, as a person reads a chart before the next
-# move. Pressed one right after another, a press may land while the last chart is still being
-# drawn, and its time then depends on where it landed (``_slider_presses(..., think_s=0)``
-# against the slider floor shows the spread that leaves).
+# move: a press that lands while the last chart is still being drawn takes a time that depends on
+# where it landed.
 THINK_S = 1.0
 
 
 # Runs the app (or the slider floor) inside AppTest and times the script itself, so AppTest's
-# own polling and tree parsing stay out of the figure. A server compiles each script once (its
-# Runtime keeps one ScriptCache); AppTest makes a fresh cache for every run, which would add the
-# compilation of pages/explorer.py to every interaction (``timeit`` on ``compile()`` of its source
-# says how much). So the entry script is compiled once here, and the page scripts once in a cache
-# shared by the runs (benchmarks.st_private.shared_script_cache).
+# own polling and tree parsing stay out of the figure. As on a server, each script is compiled
+# once: the entry script here, the pages in a cache the runs share
+# (benchmarks.st_private.shared_script_cache).
 _TIMED = """
 import time
 from benchmarks import app as bench
@@ -157,13 +150,14 @@ def _interactions(d: int, interactions: int, floor: Path) -> dict[str, list[floa
     return times
 
 
-def _serve(script: Path | None) -> tuple[object, str]:
-    """Start ``app.py`` (script None) or a floor script; return (process, base URL)."""
+def _serve(script: Path | None, root: Path = ROOT) -> tuple[subprocess.Popen, str]:
+    """Start ``app.py`` of the checkout ``root`` (script None) or a floor script; return
+    (process, base URL) once it answers."""
     port = free_port()
     command = streamlit_command(port)
     if script is not None:
         command[command.index("app.py")] = str(script)
-    server = start_server(command, port)
+    server = start_server(command, port, cwd=root)
     url = f"http://127.0.0.1:{port}"
     wait_for_health(url)
     return server, url
@@ -177,10 +171,21 @@ def floor_folder(files: Mapping[str, str]) -> Path:
     return folder
 
 
-def serve_floors(folder: Path, floors: Mapping[str, str]) -> dict[str, tuple[object, str]]:
-    """``app.py`` as "app", then each floor page (name: its file in ``folder``), started in
-    that order: (process, base URL) by name."""
-    return {"app": _serve(None), **{name: _serve(folder / file) for name, file in floors.items()}}
+@contextmanager
+def serve_floors(
+    folder: Path, floors: Mapping[str, str], others: Mapping[str, Path] | None = None
+) -> Iterator[dict[str, str]]:
+    """``app.py`` as "app", each floor page (name: its file in ``folder``), then the ``app.py``
+    of each other checkout (name: its root), started in that order: base URLs by name. All are
+    stopped on leaving."""
+    servers = {"app": _serve(None)}
+    try:
+        servers |= {name: _serve(folder / file) for name, file in floors.items()}
+        servers |= {name: _serve(None, root) for name, root in (others or {}).items()}
+        yield {name: url for name, (_, url) in servers.items()}
+    finally:
+        for server, _ in servers.values():
+            stop_server(server, grace_s=SHUTDOWN_GRACE_S)
 
 
 def _first_render(browser, url: str) -> float:
@@ -226,38 +231,29 @@ def _slider_presses(
 
 def browser_times(repeats: int, presses: int) -> dict[str, list[float]]:
     """First renders and slider latencies of the explorer and the floors, interleaved."""
-    from playwright.sync_api import sync_playwright
-
     folder = floor_folder({"floor_page.py": FLOOR_PAGE, "floor_slider.py": SLIDER_FLOOR})
-    servers = serve_floors(folder, {"floor": "floor_page.py", "slider": "floor_slider.py"})
+    floors = {"floor": "floor_page.py", "slider": "floor_slider.py"}
     out: dict[str, list[float]] = {}
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            urls = {k: url for k, (_, url) in servers.items()}
-            visits: dict[str, Callable[[], float]] = {
-                "floor": lambda: _first_render(browser, urls["floor"]),
-                "explorer d=16": lambda: _first_render(browser, f"{urls['app']}/?d=16"),
-                "explorer d=4096": lambda: _first_render(browser, f"{urls['app']}/?d=4096"),
-                "explorer d=16 hidden": lambda: _first_render(
-                    browser, f"{urls['app']}/?d=16&controls=hidden"
-                ),
-            }
-            for visit in visits.values():  # untimed: imports and caches warm up
-                visit()
-            for _ in range(repeats):
-                for name, visit in visits.items():
-                    out.setdefault(name, []).append(visit())
-            sliders = {"slider floor": urls["slider"], "slider explorer": f"{urls['app']}/?d=4096"}
-            for _ in range(max(1, repeats // 2)):
-                for name, url in sliders.items():
-                    data, drawn = _slider_presses(browser, url, presses)
-                    out.setdefault(name, []).extend(drawn)
-                    out.setdefault(f"{name} data", []).extend(data)
-            browser.close()
-    finally:
-        for server, _ in servers.values():
-            stop_server(server, grace_s=SHUTDOWN_GRACE_S)
+    with serve_floors(folder, floors) as urls, chromium() as browser:
+        visits: dict[str, Callable[[], float]] = {
+            "floor": lambda: _first_render(browser, urls["floor"]),
+            "explorer d=16": lambda: _first_render(browser, f"{urls['app']}/?d=16"),
+            "explorer d=4096": lambda: _first_render(browser, f"{urls['app']}/?d=4096"),
+            "explorer d=16 hidden": lambda: _first_render(
+                browser, f"{urls['app']}/?d=16&controls=hidden"
+            ),
+        }
+        for visit in visits.values():  # untimed: imports and caches warm up
+            visit()
+        for _ in range(repeats):
+            for name, visit in visits.items():
+                out.setdefault(name, []).append(visit())
+        sliders = {"slider floor": urls["slider"], "slider explorer": f"{urls['app']}/?d=4096"}
+        for _ in range(max(1, repeats // 2)):
+            for name, url in sliders.items():
+                data, drawn = _slider_presses(browser, url, presses)
+                out.setdefault(name, []).extend(drawn)
+                out.setdefault(f"{name} data", []).extend(data)
     return out
 
 

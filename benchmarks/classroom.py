@@ -1,22 +1,10 @@
 """A class answering one step of the guided lesson together, through the launcher.
 
-Run ``python -m benchmarks.classroom --workers 2 --class 60``. It starts ``python -m serve
---workers 2`` on a free loopback port with a fresh class store (SQLite in a temporary folder, or
-``--store redis://...``), opens the teacher's page ``/lesson?class=new`` in headless Chromium,
-lets ``--class`` students join over Streamlit's websocket, and has each pick an option of step 1
-at a seeded random moment within ``--window`` seconds. A student keeps its seat cookie
-(``normlab_seat``) and the proxy's, and sends them with every page fetch and websocket, as a
-browser does after its first visit. ``--kill-mid-vote`` sends SIGKILL to the worker holding the
-most students once half the class was told "recorded": a student whose connection drops
-reconnects (the websocket, same cookies) and runs the page with its pick until it says
-"recorded". The report: *answers lost* (students told "recorded" whose seat in the store holds
-another option or none; target 0), *counted twice* (answers beyond one per answering seat;
-target 0), the *head count* (seats; target the class), *teacher complete* (from the last
-"recorded" until the teacher's page, never reloaded, counts every answer; target 3 s) and *p95
-answer* (from the pick sent until the run that says "recorded" has finished; target 1 s), of the
-answers the kill did not cut (those are reported apart).
-
-``--workers 0`` runs one ``streamlit run app.py`` instead of the launcher (no HAProxy needed)."""
+Run ``python -m benchmarks.classroom --workers 2 --class 60`` (``--store redis://...``,
+``--kill-mid-vote``; ``--workers 0`` runs one ``streamlit run app.py`` instead of the launcher).
+docs/serving.md, "The class store", says what a run does and what its report counts: answers
+lost and counted twice (target 0), the head count, the teacher's page complete (target 3 s) and
+the p95 answer (target 1 s), of the answers the kill did not cut (those are reported apart)."""
 
 from __future__ import annotations
 
@@ -355,17 +343,13 @@ def run_class(
 ) -> Report:
     """Start the app, run the class (``kill``: a worker killed mid-vote), measure; everything
     stopped afterwards, the server log's restarts, servers down and up, store failures kept."""
-    from playwright.sync_api import sync_playwright
-
     data_dir = tempfile.mkdtemp(prefix="normlab-class-store-")
     env = {"NORMLAB_DATA_DIR": data_dir, "NORMLAB_CLASS_STORE": store}
     proc, url, run_dir = start_app(workers, students, env)
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=live.CHROMIUM, args=live.CHROMIUM_ARGS)
+        with live.chromium() as browser:
             report = measure(url, browser, students, window_s, env, run_dir if kill else None)
             report.workers = workers
-            browser.close()
     finally:
         live.stop_server(proc)
         log = (run_dir / "server.log").read_text(errors="replace").splitlines()

@@ -21,21 +21,12 @@ from pathlib import Path
 
 from benchmarks.app import (
     FLOOR_PAGE,
-    SHUTDOWN_GRACE_S,
     TARGET_FIRST_RENDER,
     floor_folder,
     load_line,
     serve_floors,
 )
-from benchmarks.live import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    ROOT,
-    free_port,
-    stop_server,
-    streamlit_command,
-    wait_for_health,
-)
+from benchmarks.live import CHARTS_DRAWN, READY, ROOT, SCRIPT_DONE, SKELETONS, chromium
 from benchmarks.st_private import REPLAY_PAGE, protos, replayable
 
 DEFAULT_REPEATS = 7
@@ -51,22 +42,10 @@ for i in range(int(st.query_params.get("n", "0"))):
 """
 )
 
-# The script has finished (as the page shows it) and has drawn at least one element.
-SCRIPT_DONE = """() => !!document.querySelector("[data-testid='stApp']"
-  + "[data-test-script-state='notRunning'] [data-testid='stElementContainer']")"""
-# ... and every element's code has loaded and every Plotly chart the script sent is drawn.
-DRAWN = """() => {
-  if (!document.querySelector("[data-testid='stApp'][data-test-script-state='notRunning']")) {
-    return false;
-  }
-  if (document.querySelector('[data-testid^="stSkeleton"], [data-testid="stAppSkeleton"]')) {
-    return false;
-  }
-  const boxes = document.querySelectorAll('[data-testid="stPlotlyChart"]');
-  const plots = document.querySelectorAll('.js-plotly-plot');
-  return boxes.length > 0 && plots.length === boxes.length
-    && Array.from(plots).every(p => p._fullData && p._fullData.length > 0);
-}"""
+# The script has finished, no element's code is still loading and every Plotly chart the script
+# sent (at least one) is drawn.
+DRAWN = f"""() => !!document.querySelector("{READY}")
+  && !document.querySelector('{SKELETONS}') && ({CHARTS_DRAWN})(1)"""
 # What the drawn page holds. An element is above the fold when its top is inside the window.
 COUNTS = """() => {
   const elements = Array.from(document.querySelectorAll('[data-testid="stElementContainer"]'));
@@ -162,57 +141,34 @@ def visit(browser, url: str) -> Visit:
     return result
 
 
-def _serve_copy(root: Path) -> tuple[object, str]:
-    """``streamlit run app.py`` in another checkout ``root``; (process, URL)."""
-    port = free_port()
-    server = subprocess.Popen(
-        streamlit_command(port), cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    url = f"http://127.0.0.1:{port}"
-    wait_for_health(url)
-    return server, url
-
-
 def browser_visits(repeats: int, others: dict[str, Path]) -> dict[str, list[Visit]]:
     """Fresh-browser visits of the pages, interleaved; the element floor is sized from a first,
     untimed visit of the explorer at d = 16. The explorers of ``others`` (name: checkout) are
     visited too, in the same rounds."""
-    from playwright.sync_api import sync_playwright
-
     folder = floor_folder(
         {"floor_page.py": FLOOR_PAGE, "element_floor.py": ELEMENT_FLOOR, "replay.py": REPLAY_PAGE}
     )
     floors = {"floor": "floor_page.py", "elements": "element_floor.py", "replay": "replay.py"}
-    servers = serve_floors(folder, floors)
-    for name, root in others.items():
-        servers[name] = _serve_copy(root)
-    urls = {name: url for name, (_, url) in servers.items()}
     out: dict[str, list[Visit]] = {}
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            # Untimed: each explorer's messages recorded for the replay, and every server warmed.
-            first = {d: visit(browser, f"{urls['app']}/?d={d}") for d in (16, 4096)}
-            for d, explorer in first.items():
-                (folder / f"replay_{d}.txt").write_text(replayable(explorer.frames))
-            floor = visit(browser, urls["floor"])
-            n = max(0, first[16].counts["elements"] - floor.counts["elements"])
-            pages = {"floor": urls["floor"]}
-            for d in (16, 4096):
-                pages[f"explorer d={d}"] = f"{urls['app']}/?d={d}"
-                pages[f"replayed d={d}"] = f"{urls['replay']}/?d={d}"
-                for name in others:
-                    pages[f"{name} d={d}"] = f"{urls[name]}/?d={d}"
-            pages["element floor"] = f"{urls['elements']}/?n={n}"
-            for url in pages.values():  # untimed
-                visit(browser, url)
-            for _ in range(repeats):
-                for name, url in pages.items():
-                    out.setdefault(name, []).append(visit(browser, url))
-            browser.close()
-    finally:
-        for server, _ in servers.values():
-            stop_server(server, grace_s=SHUTDOWN_GRACE_S)
+    with serve_floors(folder, floors, others) as urls, chromium() as browser:
+        # Untimed: each explorer's messages recorded for the replay, and every server warmed.
+        first = {d: visit(browser, f"{urls['app']}/?d={d}") for d in (16, 4096)}
+        for d, explorer in first.items():
+            (folder / f"replay_{d}.txt").write_text(replayable(explorer.frames))
+        floor = visit(browser, urls["floor"])
+        n = max(0, first[16].counts["elements"] - floor.counts["elements"])
+        pages = {"floor": urls["floor"]}
+        for d in (16, 4096):
+            pages[f"explorer d={d}"] = f"{urls['app']}/?d={d}"
+            pages[f"replayed d={d}"] = f"{urls['replay']}/?d={d}"
+            for name in others:
+                pages[f"{name} d={d}"] = f"{urls[name]}/?d={d}"
+        pages["element floor"] = f"{urls['elements']}/?n={n}"
+        for url in pages.values():  # untimed
+            visit(browser, url)
+        for _ in range(repeats):
+            for name, url in pages.items():
+                out.setdefault(name, []).append(visit(browser, url))
     return out
 
 

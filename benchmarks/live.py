@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 # The launcher's own: a free port, the health check, the worker's command.
 from serve.launcher import free_port, wait_for_health, worker_command
@@ -33,6 +34,10 @@ CHROMIUM_ARGS = [
 ]
 # Streamlit marks the app root with the script's state; "notRunning" means the run has finished.
 READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
+# The script has finished (as the page shows it) and has drawn at least one element.
+SCRIPT_DONE = f"""() => !!document.querySelector("{READY} [data-testid='stElementContainer']")"""
+# Streamlit's placeholders for elements whose code is still loading.
+SKELETONS = '[data-testid^="stSkeleton"], [data-testid="stAppSkeleton"]'
 # Every chart the script sent has been drawn, and there are at least ``least`` of them (1 when the
 # caller passes no argument).
 CHARTS_DRAWN = """(least) => {
@@ -74,6 +79,19 @@ def streamlit_command(port: int) -> list[str]:
     return worker_command(port)
 
 
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Headless Chromium (Debian's, with ``CHROMIUM_ARGS``), closed on leaving."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 def start_server(
     command: list[str],
     port: int,
@@ -81,8 +99,9 @@ def start_server(
     own_session: bool = False,
     log: Path | None = None,
     env: Mapping[str, str | None] | None = None,
+    cwd: Path = ROOT,
 ) -> subprocess.Popen:
-    """Start ``command`` in the repository root, its output discarded (or appended to ``log``).
+    """Start ``command`` in ``cwd``, its output discarded (or appended to ``log``).
 
     ``port`` also goes to the environment (``STREAMLIT_SERVER_PORT``), so a command that names no
     port, such as the container's, still listens there. ``env`` changes this process's
@@ -94,7 +113,7 @@ def start_server(
     try:
         return subprocess.Popen(
             command,
-            cwd=ROOT,
+            cwd=cwd,
             env=server_env,
             stdout=output,
             stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL,

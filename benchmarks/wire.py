@@ -1,9 +1,7 @@
 """Bytes on the wire for a phone's first visit of each page: plain Streamlit against the launcher.
 
-``python -m benchmarks.wire [--pages explorer,lesson]`` serves ``streamlit run app.py`` and
-``python -m serve`` (one worker behind HAProxy, which gzips text) in one run and opens each page
-in a fresh context (empty cache), 390 x 844, Indonesian, until its charts are drawn and the
-network is quiet. CDP counts each request's ``encodedDataLength`` and the websocket payloads."""
+Run ``python -m benchmarks.wire [--pages explorer,lesson]``; docs/speed.md, "Bytes on the wire",
+says what it serves, how each page is visited and what is counted."""
 
 import argparse
 import base64
@@ -14,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from benchmarks.app import load_line
-from benchmarks.live import CHROMIUM, CHROMIUM_ARGS, READY, free_port, stop_server
+from benchmarks.live import SCRIPT_DONE, SKELETONS, chromium, free_port, stop_server
 from benchmarks.target import start_target, wait_until_ready
 from serve.config import DEFAULT_SEATS
 from ui.nav import PAGES
@@ -27,8 +25,7 @@ TARGET_SHARE = 0.40  # every page via the launcher, of its plain bytes
 VERDICT = {True: "PASS", False: "FAIL"}
 EVENTS = ("requestWillBeSent", "loadingFinished", "loadingFailed", "webSocketFrameReceived")
 # The script has drawn something, no element's code is still loading, every chart is drawn.
-DRAWN = f"""() => !!document.querySelector("{READY} [data-testid='stElementContainer']")
-  && !document.querySelector('[data-testid^="stSkeleton"], [data-testid="stAppSkeleton"]')
+DRAWN = f"""() => ({SCRIPT_DONE})() && !document.querySelector('{SKELETONS}')
   && [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(
     box => box.querySelector('.js-plotly-plot')?._fullData?.length > 0)"""
 
@@ -85,10 +82,7 @@ def visit(browser, base: str, name: str) -> Wire:
 
 def _visit_all(base: str, pages: list[str]) -> dict[str, Wire]:
     """Each page's first visit on the server at ``base``."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:  # one per thread: the two servers are visited side by side
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as browser:  # one per thread: the two servers are visited side by side
         return {name: visit(browser, base, name) for name in pages}
 
 
