@@ -4,11 +4,9 @@ and plain copies, as multiples of ``x.clone()``.
 Run ``python -m benchmarks.bench [--rows R] [--cols C] [--repeats N] [--device cpu|cuda]
 [--dtype float32|float64]``.
 
-Normalising is memory bound, so a copy is the floor (on the CPU also a copy into memory allocated
-as the fused kernels' outputs are, ``core.fast.fresh``). Every case is timed in one run with its
-rounds interleaved in a shuffled order; each case's median is reported with its spread (fastest
-to slowest round), so that one slow round cannot set a headline. On CUDA (no numba kernels) GB/s
-is also given as a share of a device-to-device copy's."""
+docs/speed.md, "The kernels", lists the cases. Every case is timed in one run with its rounds
+interleaved in a shuffled order; each case's median is reported with its spread (fastest to
+slowest round), so that one slow round cannot set a headline."""
 
 from __future__ import annotations
 

@@ -2,11 +2,8 @@
 
 Run ``python -m benchmarks.interaction [--baseline DIR] [--interactions N] [--d 4096]``.
 
-Each app runs in AppTest in a worker process of its own (docs/speed.md): this checkout's
-explorer, the *slider floor* and, with ``--baseline``, another checkout's explorer. The workers
-take turns, one interaction each, so that every app meets the same load. Two times per run: the
-script's wall time (the target's measure) and its thread's CPU time, which leaves out waits for a
-shared core and so varies less."""
+docs/speed.md, "Where one interaction's time goes", says what it runs and records. The workers
+take turns, one interaction each, so that every app meets the same load."""
 
 from __future__ import annotations
 
