@@ -1,19 +1,14 @@
 r"""Fused row kernels for the CPU (numba): each row of x is read once from memory, normalised while
 it sits in cache (a row of 4096 float32 values is 16 KiB), and written once, like ``x.clone()``.
 
-Pipelined rows: the loop that writes row i's output also sums row i+1 as it streams in, so reads
-and writes overlap as in a copy. Streamed stores (``stream``, which :mod:`core.fast` sets for a
-large output): row i goes out a 64-byte line at a time with non-temporal vector stores
-(``_norm_line``; LLVM does not vectorise scalar ones) while row i+2 is fetched into cache, then
-row i+1 is summed; a store fence ends each block. Both paths make the same additions in the same
-order, so they write the same bits (``tests/test_fast.py`` checks it); docs/speed.md explains
-why each is there.
-
-Sums run in x's own dtype, as the core's reduction does (an overflow shows as it would there),
-split into SIMD lanes. ``_rms_rows`` and ``_layer_rows`` run a block of rows; ``*_parallel``
-spreads the blocks over numba's threads, ``*_serial`` runs one block in the calling thread.
-Importing this module compiles nothing: numba compiles each kernel on its first call and caches
-it on disk. :mod:`core.fast` is the only caller."""
+Two paths, described in docs/speed.md ("Reads for ownership"): pipelined rows, and streamed
+stores (``stream``, which :mod:`core.fast` sets for a large output) through ``_norm_line``'s
+non-temporal vector stores (LLVM does not vectorise scalar ones), a store fence ending each
+block. Both make the same additions in the same order, so they write the same bits
+(``tests/test_fast.py`` checks it). Sums run in x's own dtype, as the core's reduction does (an
+overflow shows as it would there), split into SIMD lanes. ``_rms_rows`` and ``_layer_rows`` run
+a block of rows; ``*_parallel`` spreads the blocks over numba's threads, ``*_serial`` runs one
+block in the calling thread. :mod:`core.fast` is the only caller."""
 
 from __future__ import annotations
 

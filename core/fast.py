@@ -1,27 +1,13 @@
 r"""Fast RMSNorm and LayerNorm on the CPU, and the table of kernels the speed lab times.
 
-Normalising is memory bound, so ``x.clone()`` is the floor. Two techniques, for both norms, with
-one signature ``fn(x, weight, bias, eps) -> y`` on torch CPU tensors (``weight``/``bias`` of
-shape (d,) or None), listed in ``KERNELS[(norm, technique)]``:
-
-- ``"composite"``: torch's eager operations, one full-size temporary per step; ``F.rms_norm`` is
-  exactly this on the CPU.
-- ``"fused"``: one numba kernel (:mod:`core._fused`) that reads each row once and writes it once.
-  float32 and float64 only, outside autograd: a ``ValueError`` says so for anything else.
-
-Why numba: torch.compile and C++ extensions need a C compiler, which the Docker image lacks;
-numba ships its own LLVM. It compiles on the first call, never at ``import core``, and caches
-the machine code on disk. docs/speed.md has the measurements behind the choices below.
-
-``core.rms_norm`` / ``core.layer_norm`` take the fused kernels on plain torch calls
-(:func:`plain_norm`) of at least ``FUSED_MIN_ELEMENTS``; smaller inputs, and inputs autograd must
-record, go to torch or to the general path of :mod:`core.steps`. The ``KERNELS`` always run the
-technique they name. Larger inputs run on numba's "workqueue" threads (which sleep between
-launches instead of spinning against torch's OpenMP threads), one launch at a time per process:
-numba's pool must not be entered from two threads at once, and the server calls from many.
-
-Neither technique is bit-identical to PyTorch's kernels (the sums run in another order);
-``tests/test_fast.py`` holds them to 2e-6 (float32) and 1e-12 (float64) of the largest output."""
+``KERNELS[(norm, technique)]`` is ``fn(x, weight, bias, eps) -> y`` on torch CPU tensors
+(``weight``/``bias`` of shape (d,) or None). ``"composite"``: torch's eager operations, one
+full-size temporary per step (``F.rms_norm`` on the CPU is exactly this). ``"fused"``: one numba
+kernel (:mod:`core._fused`) that reads each row once and writes it once; float32 and float64 only,
+outside autograd (a ``ValueError`` says so for anything else). ``core.rms_norm`` /
+``core.layer_norm`` take the fused kernels on plain torch calls (:func:`plain_norm`) of at least
+``FUSED_MIN_ELEMENTS``. docs/speed.md, "The kernels", says why numba, how its threads run, how
+close both techniques come to PyTorch's kernels and the measurements behind the choices below."""
 
 from __future__ import annotations
 
@@ -42,22 +28,19 @@ FUSED_DTYPES = (torch.float32, torch.float64)
 # kernel runs in the calling thread, and the entry points leave such inputs to torch, so that a
 # small call never pays numba's start (about a second, once per process).
 FUSED_MIN_ELEMENTS = 1 << 18
-# An existing output of at least STREAM_MIN_BYTES, in rows of at least STREAM_MIN_ROW_BYTES, is
-# written with non-temporal stores, which skip the read an ordinary store makes first; smaller
-# ones stay in cache for whatever reads them next (rows of 64 float32 values took longer
-# streamed). A fresh output on 4 KiB pages is not streamed (the OS has just zeroed its lines in
-# cache), one on huge pages is (3-11 % faster). docs/speed.md has the measurements.
+# An output of at least STREAM_MIN_BYTES, in rows of at least STREAM_MIN_ROW_BYTES, that already
+# exists or is on huge pages is written with non-temporal stores, which skip the read an ordinary
+# store makes first (docs/speed.md, "Reads for ownership").
 STREAM_MIN_BYTES = 1 << 23
 STREAM_MIN_ROW_BYTES = 512
-# An output of at least HUGE_MIN_BYTES made by the fused kernels is a mapping of its own that the
-# OS may back with transparent huge pages (:func:`fresh`): one fault per 2 MiB instead of 512.
-# For a 4096 x 4096 float32 output the faults took about 8 of the 11-14 ms a call took; on huge
-# pages the call took 5-7 ms (docs/speed.md: the table, and the tail of slow calls).
+# A fresh output of at least HUGE_MIN_BYTES is a mapping of its own that the OS may back with
+# transparent huge pages (:func:`fresh`): one fault per 2 MiB instead of 512 (docs/speed.md).
 HUGE_PAGE = 1 << 21
 HUGE_MIN_BYTES = 1 << 23
 # Chunks per thread: enough that a thread slowed by another process leaves its share to the
 # others, few enough that handing them out costs nothing next to a row's work.
 _CHUNKS_PER_THREAD = 8
+# numba's pool must not be entered from two threads at once, and the server calls from many.
 _LOCK = threading.Lock()
 
 Tensor = torch.Tensor
@@ -148,9 +131,8 @@ def fused_norm(
     Returns ``y`` (x's shape and dtype: a fresh allocation, :func:`fresh`, or ``out`` when given,
     a contiguous CPU tensor of x's shape and dtype) and, per row, ``(inv_rms,)`` for RMSNorm or
     ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that met inf or
-    nan without another pass over x. A given ``out``, or a fresh one on huge pages, of
-    ``STREAM_MIN_BYTES`` or more, in rows of ``STREAM_MIN_ROW_BYTES`` or more, is written with
-    non-temporal stores (the same bits; it is then no longer in cache)."""
+    nan without another pass over x. A large output is streamed (``STREAM_MIN_BYTES``): the same
+    bits, no longer in cache."""
     if not fusable(x, weight, bias):
         raise ValueError(
             "the fused kernels take float32/float64 CPU tensors with weight and bias of the same "
@@ -164,8 +146,6 @@ def fused_norm(
         )
     d = x.shape[-1]
     xs = _rows(x, d)
-    # Streamed into an existing output, or a fresh one on huge pages (a huge page's first write
-    # zeroes 2 MiB, more than a core's L2 keeps; 4 KiB pages are zeroed in cache just before use).
     stream = (
         (out is not None or _huge(xs.nbytes))
         and xs.nbytes >= STREAM_MIN_BYTES

@@ -184,25 +184,17 @@ def _check_resolution(resolution: object) -> None:
 
 @dataclass(frozen=True)
 class Sphere3D(Drawn):
-    """Mesh data for the d = 3 picture; every array is read-only.
+    """Mesh data for the d = 3 picture; every array is read-only. Grids are ``(X, Y, Z)`` of shape
+    ``(resolution, resolution)``; the circle's last point repeats the first so a line trace
+    closes; ``radius`` is sqrt(3)|gain|, and with the :class:`Drawn` fields, the numbers the
+    picture was drawn with."""
 
-    Fields:
-        plane: ``(X, Y, Z)`` grids of shape ``(resolution, resolution)``, a square patch of the
-            plane through the origin perpendicular to 1 (where LayerNorm's outputs live).
-        circle: ``(resolution + 1, 3)`` points of LayerNorm's output circle, radius sqrt(3)|gain|,
-            in that plane; the last point repeats the first so a line trace closes.
-        sphere: ``(X, Y, Z)`` grids of shape ``(resolution, resolution)``, RMSNorm's output
-            sphere of the same radius.
-        point, layer, rms: ``(3,)`` input and its LayerNorm and RMSNorm images (with eps).
-        radius: sqrt(3)|gain|; with the :class:`Drawn` fields, the numbers the picture was
-            drawn with."""
-
-    plane: tuple[np.ndarray, np.ndarray, np.ndarray]
-    circle: np.ndarray
-    sphere: tuple[np.ndarray, np.ndarray, np.ndarray]
-    point: np.ndarray
-    layer: np.ndarray
-    rms: np.ndarray
+    plane: tuple[np.ndarray, np.ndarray, np.ndarray]  # a patch of the plane through 0, ⊥ 1
+    circle: np.ndarray  # (resolution + 1, 3): LayerNorm's output circle, in that plane
+    sphere: tuple[np.ndarray, np.ndarray, np.ndarray]  # RMSNorm's output sphere, same radius
+    point: np.ndarray  # (3,): the input
+    layer: np.ndarray  # (3,): its LayerNorm image (with eps)
+    rms: np.ndarray  # (3,): its RMSNorm image (with eps)
     radius: float
     gain: float
     eps_rms: float

@@ -15,15 +15,10 @@ no bias. Values that appear only in presets, never as explicit keywords:
 
 - ``reduction_dtype="opmath"``: float32 for float16 / bfloat16 inputs, otherwise the input dtype
   (PyTorch's "opmath" type, in which its own norms compute).
-- ``cast="t5"``: T5's rule. The variance is taken in float32, ``x * rsqrt(var + eps)`` follows
-  type promotion, and the result is cast to the weight's dtype only when the weight is float16 or
-  bfloat16; then ``weight * x`` follows type promotion again.
-- ``cast="promote"``: OLMo 2's rule, ``(weight * xhat).to(input dtype)``: the weight multiply
-  follows type promotion (a float64 weight multiplies the float32 ``xhat`` in float64), then one
-  cast to the input dtype.
-- ``kernel``: the torch function that *is* the upstream computation (``F.rms_norm``,
-  ``F.layer_norm``). On torch, with the preset's own knobs, the core calls it rather than
-  re-deriving its arithmetic, so the numbers are the kernel's on every device."""
+- ``cast="t5"`` and ``cast="promote"``: T5's and OLMo 2's rules, as the two presets' notes say
+  (:func:`core.steps._gain_and_cast` applies them).
+- ``kernel``: the torch function that *is* the upstream computation; on torch, with the preset's
+  own knobs, the core calls it, so the numbers are the kernel's on every device."""
 
 from __future__ import annotations
 

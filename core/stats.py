@@ -68,24 +68,14 @@ def _by_largest(v: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class VectorStats:
-    r"""Statistics of one vector ``x`` of width ``d``.
+    """Statistics of one vector ``x`` of width ``d``."""
 
-    Fields:
-        mean: :math:`\mu = \frac{1}{d}\sum_i x_i`.
-        variance: :math:`\frac{1}{d}\sum_i (x_i - \mu)^2` (population, as LayerNorm).
-        second_moment: :math:`\frac{1}{d}\sum_i x_i^2`.
-        rms: square root of ``second_moment``, without any eps.
-        l2: Euclidean norm :math:`\lVert x \rVert_2 = \sqrt{d}\,\mathrm{RMS}(x)`.
-        cos_ones: cosine between ``x`` and the all-ones direction, equal to
-            :math:`\mu / \mathrm{RMS}(x)`; defined as 0.0 for the zero vector.
-        d: the width."""
-
-    mean: float
-    variance: float
-    second_moment: float
-    rms: float
-    l2: float
-    cos_ones: float
+    mean: float  # $\mu = \frac{1}{d}\sum_i x_i$
+    variance: float  # $\frac{1}{d}\sum_i (x_i - \mu)^2$ (population, as LayerNorm)
+    second_moment: float  # $\frac{1}{d}\sum_i x_i^2$
+    rms: float  # the root of ``second_moment``, without any eps
+    l2: float  # $\lVert x \rVert_2 = \sqrt{d}\,\mathrm{RMS}(x)$
+    cos_ones: float  # cos(x, 1) = $\mu / \mathrm{RMS}(x)$; 0.0 for the zero vector
     d: int
 
     def as_dict(self) -> dict[str, float | int]:
