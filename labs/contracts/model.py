@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from core._backend import FLOAT_NAMES, HALF_NAMES
+from core._backend import FLOAT_NAMES, HALF_NAMES, ops_for
 from core.device import torch_available
 from core.inputs import make_input
 from core.messages import Message, NormWarning
@@ -88,12 +88,6 @@ def _as_dtype(a: np.ndarray, dtype: str) -> Any:
     return np.asarray(a, dtype=dtype)
 
 
-def _to_float64(a: Any) -> np.ndarray:
-    if isinstance(a, np.ndarray):
-        return a.astype(np.float64)
-    return a.detach().to("cpu").double().numpy()  # a torch tensor
-
-
 def compare_sides(
     x: np.ndarray, weight: np.ndarray, side_a: Side, side_b: Side, *, dtype: str = "float32"
 ) -> Comparison:
@@ -124,7 +118,7 @@ def compare_sides(
             )
         coded = [w.message.message for w in caught if isinstance(w.message, NormWarning)]
         alerts += [(name, m) for m in dict.fromkeys(coded)]
-    y_a, y_b = (_to_float64(r.output) for r in reports)
+    y_a, y_b = (ops_for(r.output).to_float64_numpy(r.output) for r in reports)
     with np.errstate(invalid="ignore"):
         delta = y_b - y_a  # inf - inf is NaN: an overflow shows as such
     scale = float(np.linalg.norm(y_a))
@@ -298,7 +292,8 @@ def _bfloat16(value: float) -> float:
 def _held(state: dict[str, Any], scale: float) -> np.ndarray:
     """The input at ``scale`` as the model holds it: rounded to the model dtype, as float64."""
     x = make_input(state["d"], seed=state["seed"], scale=scale)
-    return _to_float64(_as_dtype(x, state["dtype"]))
+    held = _as_dtype(x, state["dtype"])
+    return ops_for(held).to_float64_numpy(held)
 
 
 def _mistake_claim(
