@@ -4,11 +4,8 @@ Every visitor opens the explorer from its own link and repeats ``CYCLE`` (the of
 step to the right, a new width ``d``, the guided lesson and back), reading the page ``think_s``
 seconds before each interaction, scaled by a seeded factor in [0.5, 1.5] so the class does not
 click in lockstep. This module holds what they share: the cycle, the pauses, and a run's
-bookkeeping (latencies, errors, views lost and restored, busy pages). Two kinds drive a page:
-``benchmarks.ws_visitor.WsVisitor`` (Streamlit's websocket protocol, with a browser's cookies and
-reconnection) and ``benchmarks.browser_visitor.BrowserVisitor`` (headless Chromium). Latency runs
-from the message sent until the run has finished with the result in place; think time is not
-part of it."""
+bookkeeping; ``ws_visitor`` and ``browser_visitor`` drive a page. Latency runs from the message
+sent until the run has finished with the result in place; think time is not part of it."""
 
 from __future__ import annotations
 
