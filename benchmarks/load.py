@@ -5,10 +5,9 @@ runs ``streamlit run app.py`` on a free loopback port; ``--workers N`` runs the 
 (``python -m serve``, N workers behind HAProxy, ``--seats`` visitors each); ``--url URL`` drives
 a server already running (nothing started, no memory measured).
 
-The visitors are ``benchmarks/visitors.py``'s; docs/serving.md describes the options
-(``--client``, ``--think``, ``--kill-after``, ``--sweep``) and what the report counts. Memory is
-the resident set of the server and its children, sampled every 0.2 s; a global deadline bounds
-every run."""
+The visitors are ``benchmarks/visitors.py``'s, the server ``benchmarks/target.py``'s;
+docs/serving.md describes the options (``--client``, ``--think``, ``--kill-after``, ``--sweep``)
+and what the report counts. A global deadline bounds every run."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """The server under load: started and stopped, its memory sampled, one of its workers killed.
 
-``benchmarks.load`` drives ``streamlit run app.py`` (one process) or the launcher, ``python -m
-serve --workers N`` (N Streamlit workers behind HAProxy), on a free loopback port. Memory is the
-resident set of the process started and all its children (launcher, HAProxy, workers), sampled
-every ``RSS_PERIOD_S`` from ``/proc``. ``Failover`` sends SIGKILL to the worker whose cookie most
-visitors hold and times how long the launcher takes to have it answering again."""
+The server is ``streamlit run app.py`` (one process) or the launcher, ``python -m serve --workers
+N``, on a free loopback port. Memory is the resident set of the process started and all its
+children (launcher, HAProxy, workers), sampled every ``RSS_PERIOD_S`` from ``/proc``."""
 
 from __future__ import annotations
 

@@ -3,10 +3,9 @@ denominator, the gain and the cast, the report.
 
 :func:`normalise` runs them for :mod:`core.norms`. Plain calls on float32/float64 CPU tensors take
 the fused kernel of :mod:`core.fast` instead; presets whose upstream is a torch kernel call that
-kernel. Presets are bit for bit with their upstream code on torch tensors; on numpy arrays the
-same steps run in numpy, equal to rounding. What the core has to say besides the numbers (eps's
-origin, an overflow, 0/0) is a :class:`Message` with a code: in ``NormReport.notes``, and as a
-:class:`NormWarning` where the numbers alone would hide it."""
+kernel (:mod:`core.presets` says how close each comes to its upstream). What the core has to
+say besides the numbers (eps's origin, an overflow, 0/0) is a :class:`Message` with a code: in
+``NormReport.notes``, and as a :class:`NormWarning` where the numbers alone would hide it."""
 
 from __future__ import annotations
 
@@ -35,10 +34,7 @@ class NormReport:
     is English, ``note.code`` and ``note.fields`` let a page say it in another language.
 
     ``output`` is in the compute dtype; ``x_hat`` is the normalised vector before gain and bias,
-    float64 of x's shape: x (centred for LayerNorm) over the denominator the settings define,
-    computed from x as the norm read it (its input dtype) in units of max|x|, so that a tiny or
-    huge x keeps its direction (see :func:`_x_hat`). A zero denominator gives 0/0 = 0, as the
-    output does."""
+    float64 of x's shape, from x as the norm read it (its input dtype): see :func:`_x_hat`."""
 
     output: Any
     x_hat: np.ndarray

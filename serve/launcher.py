@@ -1,13 +1,10 @@
 """Start N Streamlit workers on loopback and HAProxy in front of them; restart a worker that dies.
 
 The launcher is the parent of every process it starts, all in its process group: a SIGTERM or
-SIGINT to it (or to the group) stops HAProxy and the workers. While it runs it watches the
-workers; one that exits for any reason is started again on the same port. Meanwhile HAProxy
-sends its visitors to the live workers (a dead worker refuses connections, which HAProxy retries
-elsewhere at once; its health checks take it out of rotation within a few seconds) and puts it
-back after two good answers on ``/_stcore/health``. The run folder holds ``haproxy.cfg``, the
-busy pages, HAProxy's stats socket and ``state.json`` (each worker's name, port, pid and
-restarts), rewritten on every change."""
+SIGINT to it (or to the group) stops HAProxy and the workers. A worker that exits for any reason
+is started again on the same port (HAProxy's side of a failover: docs/serving.md). The run folder
+holds ``haproxy.cfg``, the busy pages, HAProxy's stats socket and ``state.json`` (each worker's
+name, port, pid and restarts), rewritten on every change."""
 
 from __future__ import annotations
 
