@@ -176,6 +176,8 @@ def test_typed_text_runs_and_its_link_reproduces_it(inspector_url: str, browser)
     fresh.goto(link)
     fresh.wait_for_selector(READY, timeout=60_000)
     wait_for_charts(fresh, ("readings_share",))
+    # The text block is drawn after the chart: a run still under way has the one, not the other.
+    fresh.wait_for_function(f"({PAGE_STATE})().read !== null", timeout=60_000)
     assert_shows(fresh.evaluate(PAGE_STATE), typed)
     assert fresh.get_by_role("textbox", name=t("inspector.text_label", "en")).input_value() == typed
     context.close()
