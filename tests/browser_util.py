@@ -29,6 +29,8 @@ from benchmarks.live import (
     live_app,
 )
 from benchmarks.st_private import protos
+from labkit.style import MIN_FONT_SIZE
+from ui.i18n import t
 
 ForwardMsg = protos().ForwardMsg
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]")
@@ -104,6 +106,46 @@ MAIN_TEXT = """() => {
     .forEach(box => { text = text.replace(box.innerText, ''); });
   return text.split('\\n').filter(line => line.trim()).join('\\n');
 }"""
+# The smallest text of each chart as Plotly laid it out after Streamlit's theme: base font,
+# legend, title, 2D and 3D axes (ticks and titles), annotations, trace labels, colour bars.
+SMALLEST_FONTS = r"""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(p => {
+  const L = p._fullLayout, sizes = [L.font.size];
+  const font = f => { if (f && f.size) sizes.push(f.size); };
+  const axis = a => {
+    if (!a || a.visible === false) return;
+    if (a.showticklabels !== false) font(a.tickfont);
+    if (a.title && a.title.text) font(a.title.font);
+  };
+  if (L.showlegend !== false && p._fullData.some(t => t.showlegend)) font(L.legend.font);
+  if (L.title && L.title.text) font(L.title.font);
+  Object.keys(L).filter(k => /^[xy]axis\d*$/.test(k)).forEach(k => axis(L[k]));
+  Object.keys(L).filter(k => /^scene\d*$/.test(k))
+    .forEach(s => ['xaxis', 'yaxis', 'zaxis'].forEach(k => axis(L[s][k])));
+  (L.annotations || []).filter(a => a.text && a.visible !== false).forEach(a => font(a.font));
+  p._fullData.filter(t => t.visible !== false).forEach(t => {
+    if (t.text && t.text.length && (!t.mode || t.mode.includes('text'))) font(t.textfont);
+    if (t.colorbar && t.showscale) font(t.colorbar.tickfont);
+  });
+  return Math.min(...sizes);
+})"""
+# Metric labels, values and deltas cut off with an ellipsis (wider than their box).
+CUT_METRICS = """() => Array.from(document.querySelectorAll(
+    '[data-testid="stMetric"] [data-testid="stMarkdownContainer"]'))
+  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+# Sentences that send a reader to the controls, which the presenter view hides.
+POINTING = {
+    "en": ("on the left", "in the sidebar", "of the controls", "First move"),
+    "id": (
+        "di kiri",
+        "bilah samping",
+        "panel kontrol",
+        "sidebar",
+        "bagian atas kontrol",
+        "Langkah pertama",
+    ),
+}
+
+
 # Every chart's traces in the main area: name and coordinates, as Plotly holds them.
 CHART_DATA = """() => Array.from(
     document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'),
@@ -221,6 +263,39 @@ class Tab:
     def settle(self, before: int = 0) -> None:
         """Wait for a run after ``before`` finished runs (0: the first run of a fresh load)."""
         settle(self.page, self.runs, before)
+
+
+# The page's own text grows from 17 to 22 px with text=large; figure text must grow alike.
+LARGE_MIN_FONT = MIN_FONT_SIZE * 22 / 17
+
+
+def presenter_problems(page, base: str, lang: str, *, projector: bool = True) -> list[str]:
+    """The presenter's view (``PRESENTER``) as sentences: no sidebar, no save, upload or share
+    box, no sentence pointing to a hidden control, nothing cut off or scrolling sideways, and on
+    a projector figure text enlarged with the page's text."""
+    page.wait_for_function("document.fonts.status === 'loaded'", timeout=TIMEOUT_MS)
+    out = [
+        f"a {box} is shown"
+        for box in ("stFileUploader", "stDownloadButton", "stSidebar")
+        if page.locator(f"[data-testid='{box}']").first.is_visible()
+    ]
+    # No share box: no link to this app in a code box (a page may show other code).
+    if page.locator("[data-testid='stCode']").filter(has_text=base).count():
+        out.append("the share box is shown")
+    text = page.evaluate(MAIN_TEXT)
+    out += [
+        f"says {words!r}"
+        for words in (t("common.share_heading", lang), t("common.save_heading", lang))
+        if words in text
+    ]
+    out += [f"points to the controls: {p!r}" for p in POINTING[lang] if p.lower() in text.lower()]
+    smallest = page.evaluate(SMALLEST_FONTS)
+    if projector and not all(size >= LARGE_MIN_FONT for size in smallest):
+        out.append(f"figure text of {smallest} px")
+    out += [f"cut off: {words}" for words in page.evaluate(CUT_METRICS)]
+    if (wider := page.evaluate("document.documentElement.scrollWidth - window.innerWidth")) > 0:
+        out.append(f"scrolls sideways by {wider} px")
+    return out
 
 
 def _on_screen(locator) -> bool:
@@ -424,7 +499,9 @@ class Visit:
 
         presenter.settle()
         assert failures(presenter.page) == [], f"presenter view: {failures(presenter.page)}"
-        assert presenter.page.locator("[data-testid='stSidebar']").is_hidden()
+        lang = parse_qs(urlsplit(url).query)["lang"][0]
+        found = presenter_problems(presenter.page, self.base, lang, projector=screen[0] > 1000)
+        assert found == [], f"presenter view: {found}"
         # The hidden controls are still built, from the same link: the same values.
         hidden = self.snapshot("the presenter's view", presenter.page).widgets
         assert hidden, "the presenter's view built no controls"

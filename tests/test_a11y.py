@@ -5,12 +5,12 @@
   violation of WCAG 2.1 A/AA, every chart has its alt text, figure text is at least 14 px
   (read from Plotly's resolved layout), no metric is cut off, nothing scrolls sideways, no
   exception is shown and the browser asks no other host for anything (the app works offline).
-- Phone (390x844), every page in one language (English and Indonesian by turns): the same axe
-  audit, the sidebar starts closed, metrics sit at least two to a row, no chart toolbar over
-  a legend, figure text at least 14 px, no sideways scrolling.
-- Presenter (1920x1080, ``controls=hidden&text=large``), every page in the other language: no
-  sidebar, no save, upload or share box, no sentence pointing to a hidden control, figure text
-  enlarged with the page's text, no sideways scrolling.
+- Phone (390x844), every page in the other language: the same axe audit, the sidebar starts
+  closed, metrics sit at least two to a row, no chart toolbar over a legend, figure text at least
+  14 px, no sideways scrolling (``phone_problems``, run in the visits of
+  ``tests/test_browser_phone_charts.py``).
+- Presenter (1920x1080, ``controls=hidden&text=large``): every page's, in
+  ``tests/test_browser_scenarios*.py`` (the view of each scenario's last state).
 - Keyboard: a slider, a select box, a segmented control, a radio group and a button, reached
   with Tab and worked with the arrow keys, Enter and Space.
 
@@ -29,7 +29,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.live import READY
 from labkit.style import MIN_FONT_SIZE
-from tests.browser_util import is_local, open_page
+from tests.browser_util import CUT_METRICS, SMALLEST_FONTS, is_local, open_page
 from ui.i18n import t
 from ui.nav import PAGES
 
@@ -38,9 +38,6 @@ pytestmark = pytest.mark.browser
 NAMES = [spec.name for spec in PAGES]
 LAPTOP = {"width": 1366, "height": 900}
 PHONE = {"width": 390, "height": 844}
-PROJECTOR = {"width": 1920, "height": 1080}
-# The page's own text grows from 17 to 22 px with text=large; figure text must grow alike.
-LARGE_MIN_FONT = MIN_FONT_SIZE * 22 / 17
 AXE_OPTIONS = {
     "runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
     "resultTypes": ["violations"],
@@ -54,28 +51,6 @@ CHARTS_DRAWN = """() => {
   const plots = document.querySelectorAll('.js-plotly-plot');
   return plots.length === boxes.length && Array.from(plots).every(p => p._fullLayout);
 }"""
-# The smallest text of each chart as Plotly laid it out after Streamlit's theme: base font,
-# legend, title, 2D and 3D axes (ticks and titles), annotations, trace labels, colour bars.
-SMALLEST_FONTS = r"""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(p => {
-  const L = p._fullLayout, sizes = [L.font.size];
-  const font = f => { if (f && f.size) sizes.push(f.size); };
-  const axis = a => {
-    if (!a || a.visible === false) return;
-    if (a.showticklabels !== false) font(a.tickfont);
-    if (a.title && a.title.text) font(a.title.font);
-  };
-  if (L.showlegend !== false && p._fullData.some(t => t.showlegend)) font(L.legend.font);
-  if (L.title && L.title.text) font(L.title.font);
-  Object.keys(L).filter(k => /^[xy]axis\d*$/.test(k)).forEach(k => axis(L[k]));
-  Object.keys(L).filter(k => /^scene\d*$/.test(k))
-    .forEach(s => ['xaxis', 'yaxis', 'zaxis'].forEach(k => axis(L[s][k])));
-  (L.annotations || []).filter(a => a.text && a.visible !== false).forEach(a => font(a.font));
-  p._fullData.filter(t => t.visible !== false).forEach(t => {
-    if (t.text && t.text.length && (!t.mode || t.mode.includes('text'))) font(t.textfont);
-    if (t.colorbar && t.showscale) font(t.colorbar.tickfont);
-  });
-  return Math.min(...sizes);
-})"""
 # Groups of metrics that share a row container: how many sit on the group's first row.
 METRICS_ON_FIRST_ROW = """() => {
   const groups = new Map();
@@ -88,10 +63,6 @@ METRICS_ON_FIRST_ROW = """() => {
   return Array.from(groups.values()).filter(tops => tops.length > 1)
     .map(tops => tops.filter(top => top === Math.min(...tops)).length);
 }"""
-# Metric labels, values and deltas cut off with an ellipsis (wider than their box).
-CUT_METRICS = """() => Array.from(document.querySelectorAll(
-    '[data-testid="stMetric"] [data-testid="stMarkdownContainer"]'))
-  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
 # Whether a chart's Plotly toolbar covers part of its legend (a hidden toolbar has no size).
 TOOLBAR_OVER_LEGEND = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(p => {
   const bar = p.querySelector('.modebar'), legend = p.querySelector('.legend');
@@ -100,8 +71,6 @@ TOOLBAR_OVER_LEGEND = """() => Array.from(document.querySelectorAll('.js-plotly-
   return a.width > 0 && a.height > 0
     && a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
 })"""
-# The visible text of the main area (not the sidebar), for the presenter view's sentences.
-MAIN_TEXT = "() => document.querySelector('[data-testid=\"stMain\"]').innerText"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -194,7 +163,7 @@ def shoot(page, name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_laptop_page_is_accessible_and_readable(app_url, browser, axe, name) -> None:
-    lang = ("id", "en")[NAMES.index(name) % 2]  # the phone's other language
+    lang = "id" if phone_lang(name) == "en" else "en"
     page, outside = visit(browser, url(app_url, name, f"lang={lang}"), LAPTOP)
     assert severe_violations(axe, page) == []
     assert unnamed_charts(page) == 0
@@ -207,63 +176,33 @@ def test_laptop_page_is_accessible_and_readable(app_url, browser, axe, name) -> 
     page.close()
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_phone_page_is_accessible_and_fits(app_url, browser, axe, name) -> None:
-    lang = ("en", "id")[NAMES.index(name) % 2]
-    page, _ = visit(browser, url(app_url, name, f"lang={lang}"), PHONE)
-    # Closed, and the button that opens it is there, named in the page's language.
-    assert page.locator("[data-testid='stSidebar']").get_attribute("data-collapsed") == "true"
-    assert page.get_by_role("button", name=t("chrome.expand_sidebar", lang)).is_visible()
-    assert severe_violations(axe, page) == []
-    assert overflow(page) <= 0
-    smallest = page.evaluate(SMALLEST_FONTS)
-    assert all(size >= MIN_FONT_SIZE for size in smallest), smallest
-    assert all(n >= 2 for n in page.evaluate(METRICS_ON_FIRST_ROW))
-    assert page.evaluate(CUT_METRICS) == []
-    assert not page.evaluate(TOOLBAR_OVER_LEGEND)
-    shoot(page, f"{name}-phone-{lang}")
-    page.close()
+def phone_lang(name: str) -> str:
+    """The language a page's phone visit is audited in: the other one than its laptop visit's."""
+    return ("en", "id")[NAMES.index(name) % 2]
 
 
-# Sentences that send a reader to the controls, which the presenter view hides.
-POINTING = {
-    "en": ("on the left", "in the sidebar", "of the controls", "First move"),
-    "id": (
-        "di kiri",
-        "bilah samping",
-        "panel kontrol",
-        "sidebar",
-        "bagian atas kontrol",
-        "Langkah pertama",
-    ),
-}
-
-
-# The pages whose own code changes for the presenter (``presenting()``), and the lesson, which a
-# teacher projects most; the others draw through the shared frame alone, which these cover.
-PRESENTED = ["explorer", "lesson", "residual", "precision", "backward", "attention", "training"]
-
-
-@pytest.mark.parametrize("name", PRESENTED)
-def test_presenter_view_shows_figures_and_explanations_only(app_url, browser, name) -> None:
-    lang = ("id", "en")[NAMES.index(name) % 2]
-    address = url(app_url, name, f"lang={lang}&controls=hidden&text=large")
-    page, _ = visit(browser, address, PROJECTOR)
-    assert not page.locator("[data-testid='stSidebar']").is_visible()
-    for box in ("stFileUploader", "stDownloadButton"):
-        assert page.locator(f"[data-testid='{box}']").count() == 0, box
-    # No share box: no link to this app in a code box (a page may show other code).
-    assert page.locator("[data-testid='stCode']").filter(has_text=app_url).count() == 0
-    text = page.evaluate(MAIN_TEXT)
-    assert t("common.share_heading", lang) not in text
-    assert t("common.save_heading", lang) not in text
-    assert [p for p in POINTING[lang] if p.lower() in text.lower()] == []
-    smallest = page.evaluate(SMALLEST_FONTS)
-    assert all(size >= LARGE_MIN_FONT for size in smallest), smallest
-    assert page.evaluate(CUT_METRICS) == []
-    assert overflow(page) <= 0
-    shoot(page, f"{name}-presenter-{lang}")
-    page.close()
+def phone_problems(page, axe, lang: str) -> list[str]:
+    """A page on a phone, as sentences: its sidebar starts closed with the button that opens it
+    named in the page's language, axe finds nothing serious, nothing scrolls sideways, figure
+    text is at least 14 px, metrics sit at least two to a row, none is cut off and no chart
+    toolbar covers a legend. ``tests/test_browser_phone_charts.py`` calls it in the visit it
+    makes of each page in ``phone_lang``."""
+    settle(page)
+    out = severe_violations(axe, page)
+    if page.locator("[data-testid='stSidebar']").get_attribute("data-collapsed") != "true":
+        out.append("the sidebar starts open")
+    if not page.get_by_role("button", name=t("chrome.expand_sidebar", lang)).is_visible():
+        out.append("no button opens the sidebar")
+    if overflow(page) > 0:
+        out.append(f"the page scrolls sideways by {overflow(page)} px")
+    if min(page.evaluate(SMALLEST_FONTS), default=MIN_FONT_SIZE) < MIN_FONT_SIZE:
+        out.append(f"figure text of {page.evaluate(SMALLEST_FONTS)} px")
+    if not all(n >= 2 for n in page.evaluate(METRICS_ON_FIRST_ROW)):
+        out.append("a metric alone on its row")
+    out += [f"cut off: {text}" for text in page.evaluate(CUT_METRICS)]
+    if page.evaluate(TOOLBAR_OVER_LEGEND):
+        out.append("a chart's toolbar covers its legend")
+    return out
 
 
 # Where the keyboard is: the widget key of the focused element's container, and its state.

@@ -11,6 +11,9 @@ reveal button). Two tabs work side by side, the pages in one and the lesson in t
   9.6 px squares on an axis from -10 to 20).
 - English only: the presenter's view on a 1920x1080 screen gives each panel of the explorer's
   coordinate chart a fifth of the screen's height or more (they were 130 px tall).
+- Each page (the speed lab and the lesson's first step too) in the language of its phone audit
+  (``tests.test_a11y.phone_problems``: axe, the closed sidebar, text sizes, metrics), which
+  takes the language its laptop audit does not, so that axe reads every page in both.
 
 3D scenes are drawn in WebGL, whose labels no SVG box shows; the speed lab draws its charts only
 after a measurement, and is read without them.
@@ -21,9 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 
 from benchmarks.live import READY
 from labs.lesson.options import STEP_IDS
+from tests.test_a11y import phone_lang, phone_problems
 from tests.test_browser_phone import (
     BREAKING_CSS,
     FIRST_MOVE_ABOVE_CHART,
@@ -37,6 +42,7 @@ from ui.nav import PAGES
 FITS = (TOO_WIDE, BREAKING_CSS, SPLIT_WORDS, LONG_TITLE)
 
 pytestmark = pytest.mark.browser
+AXE = Axe()
 
 PHONE = {"width": 390, "height": 844}
 SCREEN = {"width": 1920, "height": 1080}
@@ -125,18 +131,29 @@ def _read(page, where: str, found: dict[str, list[str]], least: int = 1, fit: bo
         found[where] = problems
 
 
+def _audit(page, where: str, lang: str, found: dict[str, list[str]]) -> None:
+    """The page's phone audit (``tests.test_a11y.phone_problems``), in the visit made here."""
+    if problems := phone_problems(page, AXE, lang):
+        found.setdefault(where, []).extend(problems)
+
+
 def _pages(page, url: str, lang: str, found: dict[str, list[str]]) -> Iterator[None]:
     """Every page that draws a chart when it opens, each loaded anew, then the lesson's last
     steps (yields while a page loads)."""
     for spec in PAGES:
-        if spec.name in LEFT_OUT or spec.name == "lesson":
+        name = spec.name
+        audit = phone_lang(name) == lang
+        if name == "lesson" or (name in LEFT_OUT and not audit):
             continue
-        path = "" if spec.name == "explorer" else spec.name
-        page.goto(f"{url}/{path}?lang={lang}{QUERY.get(spec.name, '')}", wait_until="commit")
+        path = "" if name == "explorer" else name
+        page.goto(f"{url}/{path}?lang={lang}{QUERY.get(name, '')}", wait_until="commit")
         yield
-        _read(page, spec.name, found, fit=lang == "id")
-        if lang == "id" and spec.name == "explorer" and not page.evaluate(FIRST_MOVE_ABOVE_CHART):
+        if name not in LEFT_OUT:
+            _read(page, name, found, fit=lang == "id")
+        if lang == "id" and name == "explorer" and not page.evaluate(FIRST_MOVE_ABOVE_CHART):
             found["explorer"] = ["the offset is not above the chart"]
+        if audit:
+            _audit(page, name, lang, found)
     yield from _lesson(page, url, lang, range(SPLIT + 1, len(STEP_IDS) + 1), found)
 
 
@@ -147,6 +164,9 @@ def _lesson(page, url: str, lang: str, steps: range, found: dict) -> Iterator[No
     for number in steps:
         step_id = STEP_IDS[number - 1]
         yield
+        if number == 1 and phone_lang("lesson") == lang:
+            page.wait_for_selector(f".st-key-pick_{step_id}")
+            _audit(page, "lesson", lang, found)
         page.locator(f".st-key-pick_{step_id} label:has(input[type='radio'])").first.click()
         page.locator(f".st-key-reveal_{step_id} button:not([disabled])").click()
         page.wait_for_selector(f".st-key-fig_{step_id} .js-plotly-plot .main-svg")

@@ -6,7 +6,10 @@ steps). After every step: no exception or error box on the page, no uncaught bro
 no traceback in the server's log. At the end the last step's link and the share dialog's,
 each opened in a fresh browser context, show the same widget values and the same text (the
 steps add up, so that link carries every widget the scenario moved), and the presenter's view
-(``controls=hidden&text=large``) of the last state draws without a failure. AppTest drives
+(``controls=hidden&text=large``) of the last state draws without a failure, on a 1920x1080
+projector: no sidebar, no save, upload or share box, no sentence pointing to a hidden control,
+figure text enlarged with the page's, nothing cut off or scrolling sideways
+(``tests.browser_util.presenter_problems``). AppTest drives
 widgets by key and skips the browser's link binding; this is what it cannot see.
 
 One server per file (its log read after every step) and one browser. The pages from the

@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from labs.lesson.options import OPTIONS, STEP_IDS
 from tests.apptest_util import APP, TIMEOUT, open_app, open_page_alone, open_share
+from tests.browser_util import POINTING
 from ui.frame import CONTROLS, TEXT_SIZE
 from ui.i18n import LANGUAGES, catalogue
 from ui.nav import PAGES
@@ -379,6 +380,17 @@ def test_indonesian_page_shows_no_english(page: str) -> None:
     assert at.session_state["lang"] == "id"
     found = english_on_page(at)
     assert not found, f"{page} shows English in Indonesian: {found}"
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+@pytest.mark.parametrize("page", [spec.name for spec in PAGES])
+def test_presenter_view_points_to_no_hidden_control(page: str, lang: str) -> None:
+    """The presenter's view hides the controls: no sentence sends the class to them (the
+    browser's check of the view, ``tests.browser_util.presenter_problems``, sees English)."""
+    at = open_app(page, lang=lang, controls="hidden", text="large")
+    assert not at.exception, [e.value for e in at.exception]
+    text = "\n".join(shown_text(at)).lower()
+    assert [words for words in POINTING[lang] if words.lower() in text] == []
 
 
 def test_the_page_check_sees_english() -> None:
