@@ -3,6 +3,7 @@ repository root on the import path)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -28,6 +29,7 @@ if worker := os.environ.get("PYTEST_XDIST_WORKER"):
 # trains afresh, not from a run an earlier test or an earlier session of the suite left.
 os.environ["NORMLAB_RUN_CACHE"] = tempfile.mkdtemp(prefix="normlab-runs-")
 
+import streamlit.components.v2.manifest_scanner as component_scanner
 from hypothesis import settings
 
 from benchmarks.live import (
@@ -36,6 +38,13 @@ from benchmarks.live import (
     live_app,
 )
 from tests.hypothesis_util import QUICK_EXAMPLES
+
+# Each new AppTest looks through every installed distribution for Streamlit components (a quarter
+# of a second on this machine, for each of the suite's thousands of AppTests); the installed
+# packages do not change while the tests run, so each test process looks once.
+component_scanner.scan_component_manifests = functools.cache(
+    component_scanner.scan_component_manifests
+)
 
 
 @pytest.fixture(scope="session")
