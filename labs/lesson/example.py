@@ -50,13 +50,8 @@ def lesson_vector() -> np.ndarray:
 
 def which_unchanged(rms_same: bool, layer_same: bool) -> str:
     """The shared options: which norm's output is unchanged (both, rms, layer or neither)."""
-    if rms_same and layer_same:
-        return "both"
-    if rms_same:
-        return "rms"
-    if layer_same:
-        return "layer"
-    return "neither"
+    names = {(True, True): "both", (True, False): "rms", (False, True): "layer"}
+    return names.get((bool(rms_same), bool(layer_same)), "neither")
 
 
 def max_change(a: np.ndarray, b: np.ndarray) -> float:

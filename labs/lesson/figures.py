@@ -221,9 +221,8 @@ def gradient_figure(
         (rms[keep], labels["rms"], style.RMS, "solid"),
         (layer[keep], labels["layer"], style.LAYER, "dash"),
     ]
-    return lines_figure(
-        eps[keep], series, {"x": labels["eps"], "y": labels["grad_cos"]}, log_y=True
-    )
+    axes = {"x": labels["eps"], "y": labels["grad_cos"]}
+    return lines_figure(eps[keep], series, axes, log_y=True)
 
 
 def ulp_figure(ulps: np.ndarray, counts: np.ndarray, labels: Mapping[str, str]) -> go.Figure:

@@ -44,6 +44,8 @@ SWEEP_POINTS = 201
 ALONG_ONES = 0.99
 # Angles (degrees) that agree to this are the same angle.
 ANGLE_TOL = 1e-6
+# What the page reads of each row of the invariance table.
+TABLE_FIELDS = ("id", "rms_invariant", "layer_invariant", "paper_rms", "paper_layer")
 
 
 def _matching(candidates: dict[str, float], measured: float, tol: float) -> str | None:
@@ -83,12 +85,8 @@ def _identity() -> Measured:
     rms2_same = math.isclose(before[0], after[0], rel_tol=SAME_TOL)
     var_same = math.isclose(before[1], after[1], rel_tol=SAME_TOL)
     # Options: which of RMS^2 and Var changes (only rms2, only var, both or neither).
-    correct = {
-        (False, True): "rms2",
-        (True, False): "var",
-        (False, False): "both",
-        (True, True): "neither",
-    }[(rms2_same, var_same)]
+    changed = {(False, True): "rms2", (True, False): "var", (False, False): "both"}
+    correct = changed.get((rms2_same, var_same), "neither")
     names = ("rms2", "var", "mean2")
     numbers = {f"{n}_before": v for n, v in zip(names, before, strict=True)}
     numbers.update({f"{n}_after": v for n, v in zip(names, after, strict=True)})
@@ -96,12 +94,11 @@ def _identity() -> Measured:
     return Measured(correct, numbers, {"before": np.array(before), "after": np.array(after)})
 
 
-def _pair(x: np.ndarray, x_after: np.ndarray) -> dict[str, np.ndarray]:
+def _pair(x: np.ndarray, x_after: np.ndarray, eps: float = LESSON_EPS) -> dict[str, np.ndarray]:
     """Both norms of x and of the changed x: ``rms_before``, ``rms_after``, ``layer_*``."""
     out = {}
     for name, norm in (("rms", rms_norm), ("layer", layer_norm)):
-        out[f"{name}_before"] = norm(x, eps=LESSON_EPS)
-        out[f"{name}_after"] = norm(x_after, eps=LESSON_EPS)
+        out[f"{name}_before"], out[f"{name}_after"] = norm(x, eps=eps), norm(x_after, eps=eps)
     return out
 
 
@@ -237,16 +234,8 @@ def _recenter() -> Measured:
             "shift_spread": float(np.std(shift)),
             "shift_angle": math.degrees(math.acos(min(1.0, abs(cos_ones)))),
         },
-        {"shift": shift, **_pair_exact(a_before, a_after)},
+        {"shift": shift, **_pair(a_before, a_after, eps=0.0)},  # eps = 0, as the paper's table
     )
-
-
-def _pair_exact(a: np.ndarray, a_after: np.ndarray) -> dict[str, np.ndarray]:
-    """Both norms (eps = 0, as in the paper's table) of a pre-activation before and after."""
-    out = {}
-    for name, norm in (("rms", rms_norm), ("layer", layer_norm)):
-        out[f"{name}_before"], out[f"{name}_after"] = norm(a, eps=0.0), norm(a_after, eps=0.0)
-    return out
 
 
 def _table() -> Measured:
@@ -273,19 +262,9 @@ def _table() -> Measured:
             "agree": sum(bool(r.matches_paper) for r in in_paper),
             "total": len(in_paper),
         },
-        {
-            "rms": np.array([r.rms_residual for r in rows]),
-            "layer": np.array([r.layer_residual for r in rows]),
-        },
+        {n: np.array([getattr(r, f"{n}_residual") for r in rows]) for n in ("rms", "layer")},
         [
-            {
-                "id": r.id,
-                "rms_invariant": r.rms_invariant,
-                "layer_invariant": r.layer_invariant,
-                "paper_rms": r.paper_rms,
-                "paper_layer": r.paper_layer,
-                "in_paper": TRANSFORMS[r.id].in_paper,
-            }
+            {k: getattr(r, k) for k in TABLE_FIELDS} | {"in_paper": TRANSFORMS[r.id].in_paper}
             for r in rows
         ],
         other,

@@ -120,7 +120,6 @@ def _precision() -> Measured:
         correct = "ulps"
     else:
         correct = "visible" if max_rel > VISIBLE_CHANGE else None
-    same_reduction = bool(y["mean_square"][0] == y["mean_square"][1])
     counts = np.bincount(ulps["divide"])
     numbers = {
         "d": PRECISION_WIDTH,
@@ -133,17 +132,13 @@ def _precision() -> Measured:
         "visible_pct": VISIBLE_CHANGE,
     }
     reduction = pick(
-        same_reduction,
+        bool(y["mean_square"][0] == y["mean_square"][1]),
         "lesson.precision_reduction_exact",
         "lesson.precision_reduction_rounds",
         mean_square=float(y["mean_square"][0]),
     )
-    return Measured(
-        correct,
-        numbers,
-        {"ulps": np.arange(counts.size), "counts": counts},
-        claims={"detail": reduction},
-    )
+    arrays = {"ulps": np.arange(counts.size), "counts": counts}
+    return Measured(correct, numbers, arrays, claims={"detail": reduction})
 
 
 def upstream_gradient() -> np.ndarray:

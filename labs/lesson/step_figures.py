@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import plotly.graph_objects as go
 
+from core.knobs import EPS_PLACEMENTS
 from labs.explorer.figures import coordinates_figure, plane_figure
 from labs.invariance.figures import sweep_figure
 from labs.lesson.figures import (
@@ -55,19 +56,12 @@ FIGURES: dict[str, Callable[[StepResult, dict[str, str]], go.Figure]] = {
     "shift": lambda r, lab: outputs_figure([("", r.arrays)], lab),
     "sweep": lambda r, lab: sweep_figure(r.arrays, lab),
     "plane": lambda r, lab: plane_figure(
-        tuple(r.arrays["point"]),
-        tuple(r.arrays["rms"]),
-        tuple(r.arrays["layer"]),
-        r.numbers["radius"],
-        lab,
+        *(tuple(r.arrays[k]) for k in ("point", "rms", "layer")), r.numbers["radius"], lab
     ),
     "recenter": lambda r, lab: outputs_figure([(lab["case"], r.arrays)], lab),
     "table": _table,
     "eps": lambda r, lab: eps_figure(
-        r.arrays["input_rms"],
-        {p: r.arrays[p] for p in ("inside", "outside", "clamp")},
-        r.numbers["rms_x"],
-        lab,
+        r.arrays["input_rms"], {p: r.arrays[p] for p in EPS_PLACEMENTS}, r.numbers["rms_x"], lab
     ),
     "precision": lambda r, lab: ulp_figure(r.arrays["ulps"], r.arrays["counts"], lab),
     "gradient": lambda r, lab: gradient_figure(

@@ -39,10 +39,6 @@ def moves(arrays: dict[str, np.ndarray], norm: str, prefix: str = "") -> np.ndar
     return np.abs(arrays[f"{prefix}{norm}_after"] - arrays[f"{prefix}{norm}_before"])
 
 
-def _prefixed(claims: dict[str, Claim], prefix: str) -> dict[str, Claim]:
-    return {f"{prefix}{slot}": claim for slot, claim in claims.items()}
-
-
 def chart_words(
     step_id: str, a: dict[str, np.ndarray], numbers: dict[str, float]
 ) -> dict[str, Claim]:
@@ -64,9 +60,8 @@ def chart_words(
     if step_id in BEFORE_AFTER:
         key, where = "invariance.before_after_words", range(a["rms_after"].size)
         outputs = [a[f"{n}_{when}"] for n in ("rms", "layer") for when in ("before", "after")]
-        return pair_words(
-            key, where, moves(a, "rms"), moves(a, "layer"), noise=rounding_of(*outputs)
-        )
+        noise = rounding_of(*outputs)
+        return pair_words(key, where, moves(a, "rms"), moves(a, "layer"), noise=noise)
     if step_id == "scales":
         grids = {
             n: np.stack([moves(a, n, f"{change}_") for change in SCALE_CHANGES])
@@ -97,6 +92,6 @@ def chart_words(
             noise=SUMMARY_NOISE["input_cos_ones"],
         )
         tokens = pair_words(key, layers, rms["token_cosine"], layer["token_cosine"], noise=ROUNDING)
-        return ones | _prefixed(tokens, "tokens_")
+        return ones | {f"tokens_{slot}": claim for slot, claim in tokens.items()}
     first, second = PAIRS[step_id]
     return pair_words(key, range(a[first].size), a[first], a[second])
