@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         port=args.port,
         worker_ports=tuple(free_port() for _ in range(args.workers)),
         seats=args.seats,
+        bundle_port=free_port(),
     )
     launcher = Launcher(plan, run_dir)
     for sig in (signal.SIGTERM, signal.SIGINT):

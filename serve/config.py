@@ -65,6 +65,9 @@ class Plan:
     worker_ports: tuple[int, ...]
     seats: int = DEFAULT_SEATS
     retry_s: int = RETRY_S
+    # Where the launcher serves Streamlit's /static/ files gzipped at the highest level
+    # (``serve.bundle``); None leaves them to the workers.
+    bundle_port: int | None = None
 
 
 def worker_name(index: int) -> str:
@@ -91,6 +94,8 @@ def haproxy_config(plan: Plan, run_dir: Path) -> str:
         cookie=COOKIE,
         session_servers="\n".join(sessions),
         page_servers="\n".join(pages),
+        bundle=f"server bundle 127.0.0.1:{plan.bundle_port}" if plan.bundle_port else "",
+        to_bundle="" if plan.bundle_port else "#",
     )
 
 

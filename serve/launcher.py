@@ -21,6 +21,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from serve import bundle
 from serve.config import Plan, worker_name, write_run_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,6 +113,7 @@ class Launcher:
         self.plan, self.run_dir = plan, run_dir
         self.workers = [Worker(worker_name(i), port) for i, port in enumerate(plan.worker_ports)]
         self.proxy: subprocess.Popen | None = None
+        self.bundle: bundle.ThreadingHTTPServer | None = None
         self.stopping = threading.Event()
         # One secret for every worker, so a token or cookie signed by one is valid on another
         # after a visitor moves (Streamlit makes a random one per process otherwise).
@@ -132,6 +134,8 @@ class Launcher:
 
     def start(self) -> None:
         """Workers first, then HAProxy once they answer (or the health timeout passed)."""
+        if self.plan.bundle_port:
+            self.bundle = bundle.start(self.plan.bundle_port)
         config = write_run_files(self.plan, self.run_dir)
         checked = subprocess.run(
             [HAPROXY, "-c", "-q", "-f", str(config)], capture_output=True, text=True
@@ -184,6 +188,9 @@ class Launcher:
 
     def stop(self) -> None:
         self.stopping.set()
+        if self.bundle is not None:
+            self.bundle.shutdown()
+            self.bundle.server_close()
         procs = [p for p in [self.proxy, *(w.proc for w in self.workers)] if p is not None]
         for proc in procs:
             if proc.poll() is None:
