@@ -19,6 +19,7 @@ from labs.lesson.class_section import Seat
 from labs.lesson.example import NOISE
 from labs.lesson.model import StepResult, lesson_step
 from labs.lesson.options import STEP_IDS
+from labs.lesson.progress_section import PROGRESS, keep, read
 from labs.lesson.snippet import lesson_code
 from labs.lesson.step_figures import FIGURES
 from labs.lesson.words import moves
@@ -27,13 +28,13 @@ from ui.chart import chart
 from ui.code import code_section
 from ui.frame import begin_page, readable, share_box
 from ui.i18n import Translator, translator
-from ui.params import IntParam
+from ui.params import IntParam, read_link_value
 
 N_STEPS = len(STEP_IDS)
-PARAMS = (IntParam("step", 1, 1, N_STEPS),)
+PARAMS = (IntParam("step", 1, 1, N_STEPS), PROGRESS)  # in a class only the step (see main)
 P = {p.key: p for p in PARAMS}
-# Answers and reveals live in the session under these keys, outside the widgets' own state,
-# which Streamlit drops whenever a step (and so its radio) is not on screen.
+# Answers and reveals live in the session under these keys (alone, in the link too), outside
+# the widgets' own state, which Streamlit drops whenever a step's radio is not on screen.
 ANSWERS = "lesson_answers"
 REVEALED = "lesson_revealed"
 # Figure labels from the lesson's texts (``lesson.label_<key>``) and the explorer's.
@@ -86,15 +87,13 @@ def sidebar(tr: Translator) -> int:
         lines = []
         for k, step_id in enumerate(STEP_IDS, start=1):
             title = tr(f"lesson.{step_id}_title")
-            title = f"**{title}**" if k == step else title
-            lines.append(f"{k}. {title} — {mark(step_id, tr)}")
+            lines.append(f"{k}. {f'**{title}**' if k == step else title} — {mark(step_id, tr)}")
         st.markdown("\n".join(lines))
     return step
 
 
 def labels_for(tr: Translator, r: StepResult) -> dict[str, str]:
     """The names the step's figure and its table give what they draw."""
-    numbers = {"factor": r.numbers.get("factor", 0.0), "case": int(r.numbers.get("case", 0))}
     lab = {
         "input": tr("common.input"),
         "x": "x",
@@ -103,8 +102,8 @@ def labels_for(tr: Translator, r: StepResult) -> dict[str, str]:
         "coordinate": tr("common.coordinate"),
         "value": tr("common.value"),
         **{k: tr(f"lesson.label_{k}") for k in LESSON_LABELS},
-        "neg": tr("lesson.label_neg", factor=numbers["factor"]),
-        "case": tr("lesson.label_case", case=numbers["case"]),
+        "neg": tr("lesson.label_neg", factor=r.numbers.get("factor", 0.0)),
+        "case": tr("lesson.label_case", case=int(r.numbers.get("case", 0))),
         **{k: tr(f"explorer.{k}") for k in EXPLORER_LABELS},
     }
     if r.step_id == "table":
@@ -218,20 +217,14 @@ def formulas(pairs: tuple[tuple[str, str], ...], *, side_by_side: bool = True) -
         place.latex(fmt.stacked(formula))
 
 
-def mark_cell(value: bool | None, tr: Translator) -> str:
-    return "—" if value is None else tr("lesson.yes" if value else "lesson.no")
-
-
 def invariance_table(r: StepResult, tr: Translator) -> None:
     """Measured and published verdicts of every transformation, RMSNorm's columns first."""
-    columns = {}
-    for norm in ("rms", "layer"):
-        columns[tr(f"lesson.col_{norm}")] = [
-            mark_cell(row[f"{norm}_invariant"], tr) for row in r.rows
-        ]
-        columns[tr(f"lesson.col_paper_{norm}")] = [
-            mark_cell(row[f"paper_{norm}"], tr) for row in r.rows
-        ]
+    marks = {None: "—", True: tr("lesson.yes"), False: tr("lesson.no")}
+    columns = {
+        tr(f"lesson.col_{column}"): [marks[row[key]] for row in r.rows]
+        for norm in ("rms", "layer")
+        for column, key in ((norm, f"{norm}_invariant"), (f"paper_{norm}", f"paper_{norm}"))
+    }
     index = [tr(f"lesson.transform_{row['id']}") for row in r.rows]
     frame = pd.DataFrame(columns, index=index)
     frame.index.name = tr("lesson.col_transform")
@@ -243,21 +236,14 @@ def invariance_table(r: StepResult, tr: Translator) -> None:
 def presets_table(tr: Translator) -> None:
     """The contract of each RMSNorm preset, its values in words."""
     presets = [p for p in PRESETS.values() if p.kind == "rms"]
-    frame = pd.DataFrame(
-        {
-            tr("lesson.col_eps"): [
-                tr("lesson.eps_finfo") if p.eps is None else fmt.num(p.eps) for p in presets
-            ],
-            tr("lesson.col_placement"): [
-                tr(f"lesson.placement_{p.eps_placement}") for p in presets
-            ],
-            tr("lesson.col_reduction"): [
-                p.reduction_dtype or tr("lesson.reduction_input") for p in presets
-            ],
-            tr("lesson.col_gain"): [tr(f"lesson.gain_{p.gain_mode}") for p in presets],
-        },
-        index=[tr(f"lesson.preset_{p.name}") for p in presets],
-    )
+    cells = {
+        "eps": lambda p: tr("lesson.eps_finfo") if p.eps is None else fmt.num(p.eps),
+        "placement": lambda p: tr(f"lesson.placement_{p.eps_placement}"),
+        "reduction": lambda p: p.reduction_dtype or tr("lesson.reduction_input"),
+        "gain": lambda p: tr(f"lesson.gain_{p.gain_mode}"),
+    }
+    columns = {tr(f"lesson.col_{k}"): [cell(p) for p in presets] for k, cell in cells.items()}
+    frame = pd.DataFrame(columns, index=[tr(f"lesson.preset_{p.name}") for p in presets])
     frame.index.name = tr("lesson.col_preset")
     st.table(frame)
     st.caption(tr("lesson.presets_note"))
@@ -269,10 +255,9 @@ def extras(r: StepResult, tr: Translator) -> None:
     if r.step_id == "centre":
         formulas(((rms, RMS_FORMULA), (layer, LAYER_FORMULA)))
     elif r.step_id == "identity":
-        n = r.numbers
         st.latex(IDENTITY_FORMULA)
         for when in ("before", "after"):
-            terms = (fmt.tex(n[f"{q}_{when}"]) for q in ("rms2", "var", "mean2"))
+            terms = (fmt.tex(r.numbers[f"{q}_{when}"]) for q in ("rms2", "var", "mean2"))
             st.latex("{} = {} + {}".format(*terms))
     elif r.step_id == "table":
         invariance_table(r, tr)
@@ -297,14 +282,13 @@ def prediction(step_id: str, r: StepResult, tr: Translator, seat: Seat | None) -
         st.markdown("\n".join(f"- {option_label(r, o, tr)}" for o in options))
         return None
     chosen, key = st.session_state[ANSWERS].get(step_id), f"pick_{step_id}"
+    index = options.index(chosen) if chosen in options and not class_section.set_here(key) else None
     # Not bound to the URL, so its labels may be translated; its values are the option ids, shown
     # in the step's fixed order under the letters A, B, ... (the class may set its value).
     picked = st.radio(
         tr("lesson.prediction"),
         options,
-        index=options.index(chosen)
-        if chosen in options and not class_section.set_here(key)
-        else None,
+        index=index,
         format_func=lambda o: option_label(r, o, tr),
         key=key,
         disabled=class_section.closed(seat, step_id) or step_id in st.session_state[REVEALED],
@@ -405,9 +389,13 @@ def navigation(step: int, tr: Translator, seat: Seat | None = None) -> None:
 
 def main() -> None:
     in_class = class_section.CLASS_KEY in st.query_params
-    tr = translator(begin_page("lesson", PARAMS, intro="" if in_class else None))
-    st.session_state.setdefault(ANSWERS, {})
-    st.session_state.setdefault(REVEALED, {})
+    params = PARAMS[:1] if in_class else PARAMS
+    tr = translator(begin_page("lesson", params, intro="" if in_class else None))
+    if any(n.key == PROGRESS.key for n in st.session_state.get("_notices_lesson", ())):
+        st.caption(tr("lesson.progress_link"))
+    if ANSWERS not in st.session_state:  # a new session: a reload or a link
+        link = PROGRESS.default if in_class else read_link_value(PROGRESS)[0]
+        st.session_state[ANSWERS], st.session_state[REVEALED] = read(link)
     seat = class_section.open_class(tr)
     if in_class:  # the class's intro where the link opened one, else the lesson's own
         st.markdown(tr("classroom.intro" if seat is not None else "lesson.intro"))
@@ -427,8 +415,9 @@ def main() -> None:
         step_view(step, tr, seat)
     st.divider()
     navigation(step, tr, seat)
+    keep(st.session_state[ANSWERS], st.session_state[REVEALED], solo=not in_class)
     # In a class the link shared is a student's: the code, never the teacher's key.
-    share_box(PARAMS, tr.lang, {class_section.CLASS_KEY: seat.code} if seat else None)
+    share_box(params, tr.lang, {class_section.CLASS_KEY: seat.code} if seat else None)
 
 
 if __name__ == "__main__":

@@ -372,12 +372,25 @@ def test_what_was_answered_alone_is_not_the_classs(where: str) -> None:
     at = lesson()
     pick(at, "ratio")
     at.button(key="reveal_centre").click().run()
+    assert at.query_params["progress"][0] == letter("centre", "ratio")  # alone, in the link
     at.query_params["class"] = code
     at.run()
     assert not at.radio(key="pick_centre").disabled  # not revealed: the class has not been
     assert at.radio(key="pick_centre").value is None
+    assert "progress" not in at.query_params  # the class's answers are in its store
     assert open_store(LESSON).counts(code, 1) == dict.fromkeys(OPTIONS["centre"], 0)
     assert open_store(LESSON).state(code).students == 1
+
+
+def test_a_class_link_reads_no_progress(where: str) -> None:
+    """A class keeps its answers in the store, so ``progress`` is neither read, nor checked,
+    nor kept in a class's link."""
+    _, code, _ = start_class()
+    student = lesson(**{"class": code, "progress": "C" + "x" * 20})
+    assert t("common.notices_heading", "en") not in warnings(student)
+    assert student.radio(key="pick_centre").value is None
+    assert not student.radio(key="pick_centre").disabled
+    assert "progress" not in student.query_params
 
 
 CODES = st.one_of(
