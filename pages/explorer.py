@@ -74,14 +74,8 @@ def controls(tr: Translator) -> tuple[dict, str]:
         label, help_text = tr("explorer.x_label"), tr("explorer.x_help")
         text = widgets.typed_vector(P["x"], label, tr.lang, help=help_text)
         typed = bool(text)
-        widgets.number(
-            P["d"],
-            tr("explorer.d_label"),
-            kind="input",
-            step=1,
-            help=tr("explorer.d_help"),
-            disabled=typed,
-        )
+        d_label, d_help = tr("explorer.d_label"), tr("explorer.d_help")
+        widgets.number(P["d"], d_label, kind="input", step=1, help=d_help, disabled=typed)
         dist = widgets.labelled_choice(
             P["dist"], tr("explorer.dist_label"), _names(tr, "dist"), disabled=typed
         )
@@ -116,20 +110,25 @@ def _names(tr: Translator, group: str) -> Callable[[str], str]:
 
 # The first move's slider on a laptop's wide page: long enough for steps of 0.1 to be felt.
 FIRST_MOVE_WIDTH = 560
+# The presenter's chart and the column beside it that holds the slider: the chart in large text
+# is taller than a projector's first screen, so the slider cannot go under it.
+PRESENTER_COLUMNS = (3, 1)
 
 
-def first_move(tr: Translator) -> DeltaGenerator:
-    """The page's experiment, above the chart: the mean offset c in the page itself, where the
-    chart stays in view while it moves (on a phone the open sidebar covers the chart), and the
-    place under it for the two means it moves. The presenter view keeps it with the other,
-    hidden, controls: one widget either way."""
-    if presenting():
-        with st.sidebar:
-            widgets.number(P["offset"], tr("explorer.offset_label"))
-        return st.empty()
-    st.markdown(tr("explorer.first_move"))
-    widgets.number(P["offset"], tr("explorer.offset_label"), width=FIRST_MOVE_WIDTH)
-    return st.empty()
+def first_move(tr: Translator) -> tuple[DeltaGenerator, DeltaGenerator | None]:
+    """The page's experiment, the mean offset c, in the page itself, where the chart stays in view
+    while it moves (on a phone the open sidebar covers the chart), with the place under it for the
+    two means it moves: above the chart, or in the presenter view in a column beside it, so that
+    the chart keeps the top of the screen (on a phone the column goes under the chart). Returns
+    the means' place and, in the presenter view, the chart's."""
+    if not presenting():
+        st.markdown(tr("explorer.first_move"))
+        widgets.number(P["offset"], tr("explorer.offset_label"), width=FIRST_MOVE_WIDTH)
+        return st.empty(), None
+    plot, column = st.columns(PRESENTER_COLUMNS, gap="large")
+    with column:
+        widgets.number(P["offset"], tr("explorer.offset_label"))
+    return column.empty(), plot
 
 
 def _compute_controls(tr: Translator) -> None:
@@ -468,16 +467,16 @@ def downloads(tr: Translator, view: ExplorerView, state: dict, labels: dict) -> 
 def main() -> None:
     lang = begin_page("explorer", PARAMS)
     tr = translator(lang)
-    means = first_move(tr)
+    means, plot = first_move(tr)
     state, text = controls(tr)
     x = input_vector(state, text, tr)
     view = compute(x, **{k: state[k] for k in SETTINGS})
-    if not presenting():
-        means.caption(tr.claim(view.claims["first_move"]))
+    means.caption(tr.claim(view.claims["first_move"]))
     labels = figure_labels(tr)
     scale = style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0
-    if presenting():  # the chart on the projector's first screen, its numbers under it
-        coordinates(tr, view, labels, scale)
+    if plot is not None:  # the presenter's: the chart on the first screen, its numbers under it
+        with plot:
+            coordinates(tr, view, labels, scale)
         metrics(tr, view)
     else:
         metrics(tr, view)

@@ -6,7 +6,8 @@ in a table, no word drawn on two lines, a title of at most four lines, the explo
 above its chart) run in ``tests/test_browser_phone_charts.py``, in the same visit as its charts.
 
 - Presenter (``controls=hidden&text=large``): the explorer's first screen, on a projector
-  (1280x720) and on a phone, shows the top of the chart, with enlarged text.
+  (1280x720) and on a phone, shows the top of the chart, with enlarged text, and the offset
+  slider that moves it (beside the chart on the projector).
 
 Screenshots go to ``NORMLAB_SHOTS`` (default ``artifacts/``), under ``phone/``.
 """
@@ -152,6 +153,13 @@ def test_the_presenters_first_screen_shows_the_chart(app_url: str, browser, size
     # A quarter of the window at least shows the chart: its legend and the start of the plot.
     assert chart["top"] < chart["height"] * 3 / 4, chart
     assert chart["font"] >= MIN_FONT_SIZE * LARGE_TEXT_SCALE - 0.5, chart
+    # The offset, the page's experiment, is in the page: beside the chart on a projector's first
+    # screen, under it on a phone; and it moves (the link follows).
+    offset = tab.page.locator("[data-testid='stMain'] .st-key-offset")
+    box = offset.bounding_box()
+    assert size == PHONE or box["y"] + box["height"] <= size[1], box
+    offset.get_by_role("slider").press("ArrowRight")
+    tab.page.wait_for_function("location.search.includes('offset=0.1')", timeout=60_000)
     assert failures(tab.page) == [] and errors == []
     tab.context.close()
 

@@ -280,6 +280,9 @@ def test_presenter_link_hides_controls_and_enlarges_text() -> None:
     assert 'section[data-testid="stSidebar"]' in styles and "font-size: 22px" in styles
     # The figures still follow the link.
     assert len(outputs(at)[0]) == 8
+    # The page's experiment stays in the page, beside the chart: one offset slider, not hidden.
+    assert [s.key for s in at.main.select_slider] == ["offset"]
+    assert "offset" not in [s.key for s in at.sidebar.select_slider]
 
 
 def test_presenter_builder_makes_the_link() -> None:
