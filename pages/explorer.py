@@ -231,7 +231,8 @@ def coordinates(tr: Translator, view: ExplorerView, labels: dict, scale: float) 
         words=words,
         more=more,
         table=table,
-        headers={"i": tr("explorer.table_index"), **{k: labels[k] for k in full}},
+        # Short headers ("i", "RMSNorm"), as the statistics': four columns fit a phone's width.
+        headers={k: labels[k].removesuffix("(x)") for k in full},
         lang=tr.lang,
         config=style.chart_config("normlab-coordinates"),
     )

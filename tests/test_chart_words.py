@@ -119,11 +119,11 @@ def _table_ends(cells, lang: str) -> tuple[str, str]:
 def _compared(spec: dict, frame, lang: str) -> int:
     """Compare the table with the figure's traces; returns how many comparisons were made.
 
-    A column named like a trace holds that trace's values; a table of points (its first column
-    is "Point") holds the coordinates of each trace named like a point; a table whose first
-    column names the markers as their hover does (``customdata``, "k1" or "k1, k3" for keys at
-    one point) holds each marker's coordinates; otherwise the table's values, all together, span
-    what the traces draw. Numbers compare as the page writes them."""
+    A column named like a trace (or like it without its "(x)") holds that trace's values; a table
+    of points (its first column is "Point") holds the coordinates of each trace named like a
+    point; a table whose first column names the markers as their hover does (``customdata``, "k1"
+    or "k1, k3" for keys at one point) holds each marker's coordinates; otherwise the table's
+    values, all together, span what the traces draw. Numbers compare as the page writes them."""
     traces: dict[str, list[dict]] = {}
     for trace in spec["data"]:
         traces.setdefault(trace.get("name"), []).append(trace)
@@ -156,8 +156,9 @@ def _compared(spec: dict, frame, lang: str) -> int:
                     done += 1
         return done
     for column in frame.columns[1:]:
-        if column in traces:
-            drawn = np.concatenate([_drawn(tr) for tr in traces[column]])
+        named = traces.get(column) or traces.get(f"{column}(x)")  # "RMSNorm" for "RMSNorm(x)"
+        if named:
+            drawn = np.concatenate([_drawn(tr) for tr in named])
             assert _table_ends(frame[column], lang) == _ends(drawn, lang), column
             done += 1
     if done:

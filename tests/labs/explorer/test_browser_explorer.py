@@ -1,5 +1,6 @@
 """The explorer in real headless Chromium: it loads, a control moves, the charts follow, a saved
-view restores, and on a phone its metrics sit two to a row (screenshots in ``artifacts/``)."""
+view restores, and on a phone its metrics sit two to a row and its Data tables fit (screenshots in
+``artifacts/``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.live import CHARTS_DRAWN, READY, SMALLEST_FIGURE_FONT
 from tests.browser_util import open_page
+from ui.chart import DATA_KEY
 
 pytestmark = pytest.mark.browser
 
@@ -24,6 +26,12 @@ READ_OUTPUTS = """() => {
   const pick = name => Array.from(plot._fullData.find(t => t.name === name).y);
   return {rms: pick('RMSNorm(x)'), layer: pick('LayerNorm(x)')};
 }"""
+
+# A Data table's grid (``st.dataframe``), and the ones wider than their box: "scroll > box" px.
+GRID = '[data-testid="stDataFrame"] .dvn-scroller'
+WIDER_GRIDS = f"""() => Array.from(document.querySelectorAll('{GRID}'))
+  .filter(g => g.scrollWidth > g.clientWidth + 1)
+  .map(g => `${{g.scrollWidth}} > ${{g.clientWidth}}`)"""
 
 
 def wait_for_charts(page) -> dict:
@@ -91,6 +99,12 @@ def test_phone_shows_the_metrics_two_to_a_row(app_url: str, browser, lang: str) 
         ".map(m => Math.round(m.getBoundingClientRect().top))"
     )
     assert len(tops) == 5 and len(set(tops)) == 3, tops  # two, two, one
+    # Each chart's Data table fits the phone: no column cut off behind a sideways scroll.
+    for summary in page.locator(f"[class*='st-key-{DATA_KEY}'] summary").all():
+        summary.click()
+    page.wait_for_function(f"document.querySelectorAll('{GRID}').length === 3", timeout=90_000)
+    settle(page)
+    assert page.evaluate(WIDER_GRIDS) == []
     SHOTS.mkdir(parents=True, exist_ok=True)
     # Streamlit scrolls inside its main block, not the document: grow the window to show it all.
     tall = page.evaluate(
