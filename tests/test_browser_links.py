@@ -164,4 +164,20 @@ def test_the_page_language_is_the_documents_and_stays_in_the_address(app_url: st
     page.wait_for_selector(READY, timeout=90_000)
     assert query(page.url)["lang"] == ["en"] and page.evaluate(lang) == "en"
     assert page.locator("h1").inner_text() == t("backward.title", "en")
+    # A formula wider than its box scrolls, and then the keyboard reaches it; one that fits is
+    # no tab stop.
+    page.evaluate(FORMULAS)
+    page.wait_for_function("() => document.getElementById('formula-400').tabIndex === 0")
+    assert not page.evaluate("() => document.getElementById('formula-40').hasAttribute('tabindex')")
     context.close()
+
+
+# Two formulas in a box 100 px wide: one of 40 px, one of 400 px.
+FORMULAS = """() => [40, 400].forEach((width) => {
+  const box = document.createElement('span');
+  box.className = 'katex-display';
+  box.id = `formula-${width}`;
+  box.style.cssText = 'display: block; width: 100px; overflow-x: auto';
+  box.innerHTML = `<span style="display: inline-block; width: ${width}px">x</span>`;
+  document.body.append(box);
+})"""

@@ -1,7 +1,8 @@
 """Streamlit's and Plotly's own English (tooltips, the upload box, the dialog of a lost
 connection, which tells a student to restart a server in a terminal) in the page's words:
 :func:`script` watches the page and replaces each string of ``assets/text/chrome.toml`` where a
-text or an attribute is that string in full, outside figures and code."""
+text or an attribute is that string in full, outside figures and code. It also gives a formula
+that scrolls sideways the keyboard's focus."""
 
 from __future__ import annotations
 
@@ -47,12 +48,21 @@ _SCRIPT = """(() => {
     const open = '[data-testid="stSidebar"][data-collapsed="false"]';
     document.querySelector(`${open} [data-testid="stSidebarCollapseButton"] button`)?.click();
   }
+  // A formula wider than its box scrolls sideways: the keyboard can reach it then (axe-core:
+  // scrollable-region-focusable), and only then (no tab stop on a formula that fits).
+  const reach = () => document.querySelectorAll(".katex-display").forEach((e) => {
+    if (e.scrollWidth > e.clientWidth) e.tabIndex = 0; else e.removeAttribute("tabindex");
+  });
+  let pending = 0;
+  const later = () => { cancelAnimationFrame(pending); pending = requestAnimationFrame(reach); };
+  addEventListener("resize", later);
+  document.fonts.addEventListener("loadingdone", later);
   const element = (n) => (n.nodeType === 3 ? n.parentElement : n);
-  new MutationObserver((changes) => changes.forEach((c) => {
+  new MutationObserver((changes) => { later(); changes.forEach((c) => {
     if (c.type === "childList") c.addedNodes.forEach((n) => swap(element(n)));
     else swap(element(c.target));
-  })).observe(document.body, {subtree: true, childList: true, characterData: true,
-                              attributes: true, attributeFilter: attrs});
+  }); }).observe(document.body, {subtree: true, childList: true, characterData: true,
+                                 attributes: true, attributeFilter: attrs});
   swap(document.body);
 })();"""
 
