@@ -162,13 +162,9 @@ def controls(tr: Translator, catalog: Catalog) -> dict:
         options = _options(catalog)
         state = {"model": "", "compare": NONE}
         if options:
-            help_text = tr("inspector.model_help")
-            state["model"] = _select(
-                P["model"], tr("inspector.model_label"), options, help_text, tr
-            )
-            state["compare"] = _select(
-                P["compare"], tr("inspector.compare_label"), options, help_text, tr
-            )
+            for key in ("model", "compare"):
+                label, help_text = tr(f"inspector.{key}_label"), tr("inspector.model_help")
+                state[key] = _select(P[key], label, options, help_text, tr)
         state["prompt"] = text_box(
             P["prompt"], tr("inspector.text_label"), help=tr("inspector.text_help", limit=MAX_TEXT)
         )
@@ -319,13 +315,8 @@ def gains_section(tr: Translator, view: InspectorView) -> None:
         marker = 0.0 if conventions == {"offset"} else 1.0
         counts = {tr(f"inspector.place_{place}"): c for place, c in hist.counts.items()}
         st.markdown(f"**{label}**")
-        fig = gain_histogram(
-            hist.edges,
-            counts,
-            x_title=tr("inspector.hist_x"),
-            y_title=tr("inspector.hist_y"),
-            marker=marker,
-        )
+        titles = {"x_title": tr("inspector.hist_x"), "y_title": tr("inspector.hist_y")}
+        fig = gain_histogram(hist.edges, counts, **titles, marker=marker)
         edges = {"lower": hist.edges[:-1], "upper": hist.edges[1:]}
         chart(
             readable(fig),
@@ -350,20 +341,17 @@ def _kind(view: SideView) -> str:
 
 
 def _series(view: InspectorView, field: str, tr: Translator) -> list[Series]:
-    out = []
-    for side, sv in view.sides.items():
-        if not sv.readings:
-            continue
-        out.append(
-            Series(
-                label=f"{side.upper()}: {sv.summary.label}",
-                side=side,
-                kind=_kind(sv),
-                y=[getattr(r, field) for r in sv.readings],
-                names=[f"{r.name} ({tr(f'inspector.place_{r.place}')})" for r in sv.readings],
-            )
+    return [
+        Series(
+            label=f"{side.upper()}: {sv.summary.label}",
+            side=side,
+            kind=_kind(sv),
+            y=[getattr(r, field) for r in sv.readings],
+            names=[f"{r.name} ({tr(f'inspector.place_{r.place}')})" for r in sv.readings],
         )
-    return out
+        for side, sv in view.sides.items()
+        if sv.readings
+    ]
 
 
 # Per chart (its text stem, as labs.inspector.report.CHART_READINGS names it): log scale,
@@ -426,13 +414,8 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
             return
         # Titles as page text: they wrap on a phone, where a Plotly title is cut off.
         st.markdown(f"**{tr(f'inspector.{key}_title')}**")
-        fig = readings_figure(
-            series,
-            x_title=tr("inspector.x_modules"),
-            y_title=tr(f"inspector.{key}_y"),
-            log_y=log_y,
-            percent=percent,
-        )
+        titles = {"x_title": tr("inspector.x_modules"), "y_title": tr(f"inspector.{key}_y")}
+        fig = readings_figure(series, **titles, log_y=log_y, percent=percent)
         table, headers = readings_table(series, tr)
         slots = [f"{side}{key}_{part}" for side in ("", "a_", "b_") for part in PARTS]
         chart(

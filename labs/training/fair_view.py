@@ -8,7 +8,7 @@ operations autograd records per layer, and the machine."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,10 +104,11 @@ def kernel_view(record: Mapping[str, Any]) -> KernelView:
     norm_layers = int(record["norm_layers"])
     ratios, paired = {}, {}
     claims = {
-        "step_words": _words(timings, dyt, "step"),
-        "layer_words": _words(timings, dyt, "layer"),
-        "graph": _graph(timings, dyt),
+        f"{what}_words": _each(f"training.fair_{what}_words", timings, dyt, _median(what))
+        for what in ("step", "layer")
     }
+    # How many operations autograd records per norm layer, kernel by kernel.
+    claims["graph"] = _each("training.fair_graph", timings, dyt, lambda t: t.autograd_nodes)
     for kernel in FAIR_KERNELS:
         rms, layer = timings[("rms", kernel)], timings[("layer", kernel)]
         for what in ("step", "layer"):
@@ -157,29 +158,19 @@ _UNITS = {"step": "ms", "layer": "us"}
 _SCALE = {"step": 1e3, "layer": 1e6}
 
 
-def _words(timings: Mapping[tuple[str, str], Timing], dyt: Timing | None, what: str) -> Claim:
-    """A chart's words: every median it draws (steps in ms, layers in microseconds)."""
-    fields = {
-        f"{norm}_{kernel}": _SCALE[what] * getattr(timings[(norm, kernel)], what).median
-        for kernel in FAIR_KERNELS
-        for norm in FAIR_NORMS
-    }
-    if dyt is None:
-        return Claim(f"training.fair_{what}_words", fields)
-    dyt_value = _SCALE[what] * getattr(dyt, what).median
-    return Claim(f"training.fair_{what}_words_dyt", {**fields, "dyt": dyt_value})
+def _median(what: str) -> Callable[[Timing], float]:
+    """A variant's median step (in ms) or layer (in microseconds), as a chart's words quote it."""
+    return lambda t: _SCALE[what] * getattr(t, what).median
 
 
-def _graph(timings: Mapping[tuple[str, str], Timing], dyt: Timing | None) -> Claim:
-    """How many operations autograd records per norm layer, kernel by kernel."""
-    fields = {
-        f"{norm}_{kernel}": timings[(norm, kernel)].autograd_nodes
-        for kernel in FAIR_KERNELS
-        for norm in FAIR_NORMS
-    }
+def _each(
+    key: str, timings: Mapping[tuple[str, str], Timing], dyt: Timing | None, value: Callable
+) -> Claim:
+    """``value`` of every fair variant, and of DyT (the text ``<key>_dyt``) where measured."""
+    fields = {f"{n}_{k}": value(timings[(n, k)]) for k in FAIR_KERNELS for n in FAIR_NORMS}
     if dyt is None:
-        return Claim("training.fair_graph", fields)
-    return Claim("training.fair_graph_dyt", {**fields, "dyt": dyt.autograd_nodes})
+        return Claim(key, fields)
+    return Claim(f"{key}_dyt", {**fields, "dyt": value(dyt)})
 
 
 def _share(timings: Mapping[tuple[str, str], Timing], norm_layers: int) -> Claim:

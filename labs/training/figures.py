@@ -43,6 +43,12 @@ def _axis(title: str, **extra: object) -> dict:
     }
 
 
+def _categories(title: str, names: list[str]) -> dict:
+    """An axis of ``names`` at x = 0, 1, ...: one category each."""
+    n = len(names)
+    return _axis(title, tickvals=list(range(n)), ticktext=names, range=[-0.6, n - 0.4])
+
+
 def _loss_axis(values: Sequence[np.ndarray]) -> dict:
     finite = np.concatenate([v[np.isfinite(v) & (v > 0)] for v in values] or [np.ones(1)])
     if finite.size == 0:
@@ -187,10 +193,7 @@ def final_loss_figure(
     # Two-word names on two lines: three categories fit a phone without turning their labels; with
     # four (DyT too) RMSNorm and LayerNorm meet on a phone, and there plotly turns them (its
     # tickangle left to plotly, which turns labels only where they would overlap).
-    names = [labels[norm].replace(" ", "<br>") for norm in finals]
-    layout["xaxis"] = _axis(
-        "", tickvals=list(range(len(names))), ticktext=names, range=[-0.6, len(names) - 0.4]
-    )
+    layout["xaxis"] = _categories("", [labels[norm].replace(" ", "<br>") for norm in finals])
     layout["yaxis"] = _axis(labels["loss"], **_span(finals))
     layout["showlegend"] = True
     return go.Figure(data=traces, layout=layout)
@@ -308,12 +311,7 @@ def alpha_figure(
         )
     )
     layout = _layout(height)
-    layout["xaxis"] = _axis(
-        labels["layer"],
-        tickvals=list(range(len(layers))),
-        ticktext=list(layers),
-        range=[-0.6, len(layers) - 0.4],
-    )
+    layout["xaxis"] = _categories(labels["layer"], list(layers))
     layout["yaxis"] = _axis(labels["alpha"])
     layout["showlegend"] = True
     return go.Figure(data=traces, layout=layout)

@@ -31,15 +31,11 @@ LOSS_DECIMALS = 8
 SECONDS_DECIMALS = 6
 
 
-def _reference_config() -> TrainConfig:
-    # 3 blocks of width 48: 110,592 float32 weights (442 kB) a checkpoint, so nine of them and
-    # the curves stay under 5 MB. How long the runs took, and the machine's cores and load
-    # average before and after, are recorded in curves.json ("machine").
-    model = ModelConfig(norm="rms", n_layer=3, n_head=4, n_embd=48, block_size=64)
-    return TrainConfig(model=model, steps=1500, batch_size=16, lr=3e-3, min_lr=3e-4, warmup=50)
-
-
-REFERENCE = _reference_config()
+# 3 blocks of width 48: 110,592 float32 weights (442 kB) a checkpoint, so nine of them and the
+# curves stay under 5 MB. How long the runs took, and the machine's cores and load average
+# before and after, are recorded in curves.json ("machine").
+_MODEL = ModelConfig(norm="rms", n_layer=3, n_head=4, n_embd=48, block_size=64)
+REFERENCE = TrainConfig(model=_MODEL, steps=1500, batch_size=16, lr=3e-3, min_lr=3e-4, warmup=50)
 
 
 def machine_record(threads: int, started: float, load_before: Sequence[float]) -> dict[str, Any]:

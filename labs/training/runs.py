@@ -131,12 +131,8 @@ def run_reference(
         )
     machine = machine_record(threads, started, load_before)
     summary = {"machine": machine, "data": corpus.describe(), **reference_summary(runs)}
-    (directory / CURVES_FILE).write_text(
-        json.dumps(
-            {"machine": machine, "data": corpus.describe(), "runs": runs}, separators=(",", ":")
-        )
-        + "\n"
-    )
+    curves = {"machine": machine, "data": corpus.describe(), "runs": runs}
+    (directory / CURVES_FILE).write_text(json.dumps(curves, separators=(",", ":")) + "\n")
     (directory / SUMMARY_FILE).write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
@@ -164,12 +160,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m labs.training.runs", description=main.__doc__)
     parser.add_argument("--set", default="norms", choices=sorted(SETS), help="which set to make")
     parser.add_argument("--out", default=str(REFERENCE_DIR), help="output folder")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=REFERENCE_THREADS,
-        help="torch CPU threads (default 1: on shared cores, two threads wait on each other)",
-    )
+    threads = "torch CPU threads (default 1: on shared cores, two threads wait on each other)"
+    parser.add_argument("--threads", type=int, default=REFERENCE_THREADS, help=threads)
     parser.add_argument("--steps", type=int, default=None, help="override the step count")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="override the seeds")
     args = parser.parse_args(argv)

@@ -42,13 +42,8 @@ VALIDATIONS = 8
 PLACEMENT_DEPTH = 8
 SET_PLACEMENTS = ("pre", "peri", "post")
 PLACEMENT_SEEDS = (0, 1, 2)
-PLACEMENT = replace(
-    REFERENCE,
-    model=replace(REFERENCE.model, n_layer=PLACEMENT_DEPTH),
-    steps=400,
-    eval_every=50,
-    timing_repeats=0,
-)
+_DEEP = replace(REFERENCE.model, n_layer=PLACEMENT_DEPTH)
+PLACEMENT = replace(REFERENCE, model=_DEEP, steps=400, eval_every=50, timing_repeats=0)
 
 # From the reference's 3e-3 up and down by about 3x a rung: at 1e-1 the plain model's attention
 # logits reach thousands within a hundred steps (measured with short trials); the minimum of the
