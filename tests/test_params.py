@@ -234,3 +234,33 @@ def test_a_value_that_is_no_number_is_told_what_is_allowed(param, raw: str, word
     lo, hi = words[0], words[1]
     assert f"{lo} to {hi}" in english
     assert f"{lo} sampai {words[-1]}" in indonesian
+
+
+@pytest.mark.parametrize(
+    ("page", "link"),
+    [
+        ("attention", {"offset": "10"}),
+        ("attention", {"eps": "0.3"}),
+        ("precision", {"scale": "10"}),
+        ("backward", {"offset": "0.3", "eps": "0.01"}),
+        ("explorer", {"dist": "SPIKE"}),
+    ],
+)
+def test_a_page_opened_from_another_reads_the_link_as_if_opened_directly(page, link) -> None:
+    """Pages share keys with other value sets (the explorer's offset is any number, the
+    attention sandbox's a stop on its slider): a link opened on the landing page (or the lesson,
+    for the explorer) and then the page, as the sidebar does, sets the page's controls as the
+    link opened on that page does, with the same notices, not the other page's values snapped
+    to a first stop."""
+    direct = open_app(page, lang="en", **link)
+    via = open_app("lesson" if page == "explorer" else None, lang="en", **link)
+    via.switch_page(f"pages/{page}.py")
+    via.run()
+    assert not direct.exception and not via.exception
+    keys = [p.key for p in page_params(page)]
+
+    def values(at: AppTest) -> dict:
+        return {k: at.session_state[k] for k in keys if k in at.session_state}
+
+    assert values(via) == values(direct)
+    assert [w.value for w in via.warning] == [w.value for w in direct.warning]

@@ -257,6 +257,13 @@ def begin_page(topic: str, params: Sequence[Param], *, intro: str | None = None)
     """
     ensure_router()
     st.session_state[CHART_FILES_KEY] = []
+    if st.session_state.get(_LAST_TOPIC_KEY, topic) != topic:
+        # Another page's values of keys this page shares (offset, eps, scale…) would set this
+        # page's controls, snapped to their first stop where its values are not theirs: a page
+        # opened from another starts from its link and its defaults.
+        for param in params:
+            st.session_state.pop(param.key, None)
+    st.session_state[_LAST_TOPIC_KEY] = topic
     lang = current_lang()
     keep_in_link(p.key for p in params)  # a view's settings stay in the link while another shows
     notices = apply_link_params(params)
@@ -290,6 +297,8 @@ class Saving:
 
 
 SHARE_OPEN_KEY = "_share_open"
+# The page the session's last run drew (``begin_page``).
+_LAST_TOPIC_KEY = "_last_topic"
 # The full data of the charts this run drew (``ui.chart.chart`` adds one ChartFile per chart,
 # ``begin_page`` empties the list), offered as CSV in the share dialog.
 CHART_FILES_KEY = "_chart_files"
