@@ -111,19 +111,9 @@ def gain_histogram(
         )
         for i, (label, values) in enumerate(counts.items())
     ]
-    shapes = []
-    if marker is not None:
-        shapes.append(
-            {
-                "type": "line",
-                "x0": marker,
-                "x1": marker,
-                "y0": 0,
-                "y1": 1,
-                "yref": "paper",
-                "line": {"color": style.INPUT, "dash": "dot", "width": 2},
-            }
-        )
+    line = {"color": style.INPUT, "dash": "dot", "width": 2}
+    across = {"x0": marker, "x1": marker, "y0": 0, "y1": 1, "yref": "paper"}
+    shapes = [] if marker is None else [{"type": "line", **across, "line": line}]
     layout = _layout(
         height, barmode="stack", xaxis=_axis(x_title), yaxis=_axis(y_title), shapes=shapes
     )

@@ -31,14 +31,8 @@ _EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")
 # A behaviour is read as a formula when the module agrees with it to this relative error; the
 # gap between RMSNorm and LayerNorm on the probe's offset rows is of order 1.
 FORMULA_TOL = 0.05
-# Class-name fragments that say which preset a module is a transcription of.
-_HINTS = (
-    ("gemma", "gemma"),
-    ("olmo2", "olmo2"),
-    ("olmo", "olmo"),
-    ("t5", "t5"),
-    ("llama", "llama"),
-)
+# Presets whose name, found in a module's class name, says the module transcribes them.
+_HINTS = ("gemma", "olmo2", "olmo", "t5", "llama")
 HIST_BINS = 40
 
 
@@ -112,15 +106,11 @@ def _preset_deltas(y: Any, x: Any, kind: str, weight: Any, bias: Any, eps: float
 
     if kind not in ("rms", "layer"):
         return {}
-    names = preset_names(kind)
-    fits = [
-        n
-        for n in names
-        if get_preset(n, kind).has_weight == (weight is not None)
-        and get_preset(n, kind).has_bias == (bias is not None)
-    ]
+    presets = {n: get_preset(n, kind) for n in preset_names(kind)}
+    has = (weight is not None, bias is not None)
+    fits = [n for n, p in presets.items() if (p.has_weight, p.has_bias) == has]
     deltas = {}
-    for name in fits or names:
+    for name in fits or presets:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -142,9 +132,7 @@ def _choose(deltas: dict[str, float], cls: str, kind: str, eps: float | None, to
 
     if not deltas:
         return None
-    lowered = cls.lower()
-    hint = next((preset for frag, preset in _HINTS if frag in lowered), None)
-    hint = "torch" if torch_nn else hint
+    hint = "torch" if torch_nn else next((p for p in _HINTS if p in cls.lower()), None)
 
     def rank(item: tuple[int, tuple[str, float]]) -> tuple:
         index, (name, delta) = item

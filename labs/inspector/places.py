@@ -195,9 +195,8 @@ def _place_in_layer(norm: dict[str, Any], blocks: list[dict[str, Any]]) -> str:
 
 
 # A module that names its own place (``labs.training.model.Norm.where``): the code says where it
-# sits.
-# Needed for an identity, whose input and output are the same tensor, so that the traced pass
-# cannot tell "after attention" from "before the MLP".
+# sits. Needed for an identity, whose input and output are the same tensor, so that the traced
+# pass cannot tell "after attention" from "before the MLP".
 _DECLARED = {"pre-attention": "pre_attention", "pre-MLP": "pre_mlp", "final": "final"}
 
 

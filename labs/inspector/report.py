@@ -101,11 +101,10 @@ def _effective_gains(loaded: LoadedModel, contract: ModelContract) -> dict[str, 
     out: dict[str, Any] = {}
     for m in contract.modules:
         weight = getattr(modules[m.name], "weight", None)
-        if weight is None or m.gain not in ("direct", "offset"):
-            out[m.name] = None
-            continue
-        w = weight.detach().double().cpu().numpy().ravel()
-        out[m.name] = 1.0 + w if m.gain == "offset" else w
+        out[m.name] = None
+        if weight is not None and m.gain in ("direct", "offset"):
+            w = weight.detach().double().cpu().numpy().ravel()
+            out[m.name] = 1.0 + w if m.gain == "offset" else w
     return out
 
 

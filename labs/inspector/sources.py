@@ -62,11 +62,10 @@ class Settings:
             gigabytes = DEFAULT_MAX_GB
         if not 0 < gigabytes < 1e6:
             gigabytes = DEFAULT_MAX_GB
+        hub = env.get(HUB_ENV, "").strip().lower() in _TRUE
+        # SHIPPED_DIR read now, not when the class was defined: a test may point it elsewhere.
         return cls(
-            hub=env.get(HUB_ENV, "").strip().lower() in _TRUE,
-            model_dirs=dirs,
-            max_bytes=int(gigabytes * GIB),
-            shipped_dir=SHIPPED_DIR,
+            hub=hub, model_dirs=dirs, max_bytes=int(gigabytes * GIB), shipped_dir=SHIPPED_DIR
         )
 
 
