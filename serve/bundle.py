@@ -32,6 +32,12 @@ def load(path: Path) -> tuple[bytes, bytes | None]:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as HAProxy reuses its connections
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except ConnectionError:
+            pass  # a kept-alive connection HAProxy (or a browser) closed: nothing went wrong
+
     def do_GET(self) -> None:
         self.answer(send_body=True)
 
