@@ -27,7 +27,7 @@ LOSS_PAD = 1.05
 LEGEND_GAP = 0.05
 
 
-def _layout(height: int) -> dict:
+def sized_layout(height: int) -> dict:
     """``style.layout`` with every text of the figure at ``style.FONT_SIZE``: Streamlit's chart
     theme writes ticks and legends smaller (12.75 px) unless the figure names a size."""
     layout = style.layout(height=height)
@@ -35,7 +35,8 @@ def _layout(height: int) -> dict:
     return layout
 
 
-def _axis(title: str, **extra: object) -> dict:
+def sized_axis(title: str, **extra: object) -> dict:
+    """An axis whose title and ticks are at ``style.FONT_SIZE`` (see ``sized_layout``)."""
     return {
         "title": {"text": title, "font": {"size": style.FONT_SIZE}},
         "tickfont": {"size": style.FONT_SIZE},
@@ -46,7 +47,7 @@ def _axis(title: str, **extra: object) -> dict:
 def _categories(title: str, names: list[str]) -> dict:
     """An axis of ``names`` at x = 0, 1, ...: one category each."""
     n = len(names)
-    return _axis(title, tickvals=list(range(n)), ticktext=names, range=[-0.6, n - 0.4])
+    return sized_axis(title, tickvals=list(range(n)), ticktext=names, range=[-0.6, n - 0.4])
 
 
 def _loss_axis(values: Sequence[np.ndarray]) -> dict:
@@ -105,12 +106,12 @@ def loss_figure(
                 )
             )
             shown.add(key)
-    layout = _layout(height)
+    layout = sized_layout(height)
     layout["legend"] = {**layout["legend"], "y": 1 + LEGEND_GAP}
-    layout["xaxis"] = _axis(x_title, range=_x_range(runs, x_max))
+    layout["xaxis"] = sized_axis(x_title, range=_x_range(runs, x_max))
     values = [np.asarray(r["train_y"], dtype=float) for r in runs]
     values += [np.asarray(r["val_y"], dtype=float) for r in runs]
-    layout["yaxis"] = _axis(labels["loss"], **_loss_axis(values))
+    layout["yaxis"] = sized_axis(labels["loss"], **_loss_axis(values))
     return go.Figure(data=traces, layout=layout)
 
 
@@ -150,10 +151,10 @@ def per_run_figure(
                 ),
             )
         )
-    layout = _layout(360)
+    layout = sized_layout(360)
     layout["barmode"] = "group"
-    layout["xaxis"] = _axis("")
-    layout["yaxis"] = _axis(y_title, zeroline=True)
+    layout["xaxis"] = sized_axis("")
+    layout["yaxis"] = sized_axis(y_title, zeroline=True)
     return go.Figure(data=traces, layout=layout)
 
 
@@ -189,12 +190,12 @@ def final_loss_figure(
         for i, (norm, data) in enumerate(finals.items())
         for trace in _seed_traces(i, norm, data, labels, mean=several)
     ]
-    layout = _layout(height)
+    layout = sized_layout(height)
     # Two-word names on two lines: three categories fit a phone without turning their labels; with
     # four (DyT too) RMSNorm and LayerNorm meet on a phone, and there plotly turns them (its
     # tickangle left to plotly, which turns labels only where they would overlap).
     layout["xaxis"] = _categories("", [labels[norm].replace(" ", "<br>") for norm in finals])
-    layout["yaxis"] = _axis(labels["loss"], **_span(finals))
+    layout["yaxis"] = sized_axis(labels["loss"], **_span(finals))
     layout["showlegend"] = True
     return go.Figure(data=traces, layout=layout)
 
@@ -310,8 +311,8 @@ def alpha_figure(
             hovertemplate=f"{labels['init']}: %{{y:.4g}}<extra></extra>",
         )
     )
-    layout = _layout(height)
+    layout = sized_layout(height)
     layout["xaxis"] = _categories(labels["layer"], list(layers))
-    layout["yaxis"] = _axis(labels["alpha"])
+    layout["yaxis"] = sized_axis(labels["alpha"])
     layout["showlegend"] = True
     return go.Figure(data=traces, layout=layout)

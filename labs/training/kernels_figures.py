@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from labkit import style
-from labs.training.figures import COLORS
+from labs.training.figures import COLORS, sized_axis, sized_layout
 
 DYT_COLOR = style.EXTRA[2]
 # Bars differ by hatching too, not by colour alone.
@@ -38,22 +38,15 @@ def kernel_bars(
                 **(ALONE if norm == "dyt" else {"offsetgroup": norm}),
             )
         )
-    layout = style.layout(height=height)
-    layout["legend"] = {**layout["legend"], "font": {"size": style.FONT_SIZE}}
+    layout = sized_layout(height)
     layout["barmode"] = "group"
-    axis_font = {"size": style.FONT_SIZE}
     # Two-word groups on two lines: three groups fit a phone without their labels running together.
     groups = list(dict.fromkeys(bar["group"] for bar in bars))
     layout["xaxis"] = {
-        "tickfont": axis_font,
+        "tickfont": {"size": style.FONT_SIZE},
         "tickangle": 0,
         "tickvals": groups,
         "ticktext": [g.replace(" ", "<br>") for g in groups],
     }
-    layout["yaxis"] = {
-        "title": {"text": y_title, "font": axis_font},
-        "tickfont": axis_font,
-        "zeroline": True,
-        "rangemode": "tozero",
-    }
+    layout["yaxis"] = sized_axis(y_title, zeroline=True, rangemode="tozero")
     return go.Figure(data=traces, layout=layout)

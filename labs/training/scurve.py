@@ -125,19 +125,12 @@ def fit_tanh(x, y, *, max_evaluations: int = MAX_EVALUATIONS) -> TanhFit:
     # Start on the line: tanh(x / max|x|) · k·max|x| has the line's slope at 0, and u = 1.
     top = float(np.max(np.abs(x)))
     start = (1.0 / top, slope * top)
+    limits = {"maxfev": max_evaluations, "ftol": TOLERANCE, "xtol": TOLERANCE}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)  # the covariance is not used
             (alpha, amplitude), _, info, _, _ = curve_fit(
-                model,
-                x,
-                y,
-                p0=start,
-                jac=jacobian,
-                maxfev=max_evaluations,
-                full_output=True,
-                ftol=TOLERANCE,
-                xtol=TOLERANCE,
+                model, x, y, p0=start, jac=jacobian, full_output=True, **limits
             )
     except RuntimeError:  # the search ran out of evaluations
         return failed("search", max_evaluations)

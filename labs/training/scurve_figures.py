@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from labkit import style
+from labs.training.figures import sized_axis, sized_layout
 
 COLORS = {"rms": style.RMS, "layer": style.LAYER}
 SYMBOLS = {"rms": style.SYMBOLS["rms"], "layer": style.SYMBOLS["layer"]}
@@ -24,14 +25,6 @@ POINT_OPACITY = 0.35
 # Room beyond the points on the output axis: the straight line leaves the cloud at its ends, and
 # the view follows the points, not the line.
 Y_PAD = 0.08
-
-
-def _axis(title: str, **extra: object) -> dict:
-    return {
-        "title": {"text": title, "font": {"size": style.FONT_SIZE}},
-        "tickfont": {"size": style.FONT_SIZE},
-        **extra,
-    }
 
 
 def scurve_figure(
@@ -70,11 +63,10 @@ def scurve_figure(
     ]
     lo, hi = float(np.min(y)), float(np.max(y))
     pad = Y_PAD * (hi - lo) if hi > lo else 1.0
-    layout = style.layout(height=height)
-    layout["legend"] = {**layout["legend"], "font": {"size": style.FONT_SIZE}}
+    layout = sized_layout(height)
     layout["margin"] = {**layout["margin"], "l": 56, "r": 12}
-    layout["xaxis"] = _axis(names["x_axis"], zeroline=True)
-    layout["yaxis"] = _axis(names["y_axis"], zeroline=True, range=[lo - pad, hi + pad])
+    layout["xaxis"] = sized_axis(names["x_axis"], zeroline=True)
+    layout["yaxis"] = sized_axis(names["y_axis"], zeroline=True, range=[lo - pad, hi + pad])
     return go.Figure(data=traces, layout=layout)
 
 
@@ -107,10 +99,9 @@ def r2_figure(
                     hovertemplate="%{x}: R² = %{y:.4g}<extra>%{fullData.name}</extra>",
                 )
             )
-    layout = style.layout(height=height)
-    layout["legend"] = {**layout["legend"], "font": {"size": style.FONT_SIZE}}
-    layout["xaxis"] = _axis(names["layer_axis"], type="category")
-    layout["yaxis"] = _axis(names["r2_axis"])
+    layout = sized_layout(height)
+    layout["xaxis"] = sized_axis(names["layer_axis"], type="category")
+    layout["yaxis"] = sized_axis(names["r2_axis"])
     return go.Figure(data=traces, layout=layout)
 
 

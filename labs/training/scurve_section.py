@@ -109,19 +109,10 @@ def r2_chart(view: ScurveView, claims: dict[str, str], tr: Translator) -> None:
     """R² of the tanh and of the line, layer by layer, both models."""
     st.subheader(tr("scurve.r2_heading"), anchor=False)
     layers = view.layers()
-    r2 = {
-        norm: {
-            FIT_FORMS[0]: [c.fit.r2 for c in view.curves[norm]],
-            FIT_FORMS[1]: [c.fit.line_r2 for c in view.curves[norm]],
-        }
-        for norm in SCURVE_NORMS
-    }
-    names = {
-        **NORM_NAMES,
-        "forms": FIT_FORMS,
-        "layer_axis": tr("scurve.layer_axis"),
-        "r2_axis": tr("scurve.r2_axis"),
-    }
+    tables = {norm: view.table(norm) for norm in SCURVE_NORMS}
+    r2 = {n: dict(zip(FIT_FORMS, (t["r2"], t["line_r2"]), strict=True)) for n, t in tables.items()}
+    axes = {"layer_axis": tr("scurve.layer_axis"), "r2_axis": tr("scurve.r2_axis")}
+    names = {**NORM_NAMES, "forms": FIT_FORMS, **axes}
     table: dict[str, list] = {"layer": layers}
     headers = {"layer": tr("scurve.col_layer")}
     for norm in SCURVE_NORMS:
@@ -150,13 +141,8 @@ def layer_charts(view: ScurveView, norm: str, claims: dict[str, str], tr: Transl
     """One scatter per norm layer of ``norm``'s model, two to a row (one on a phone)."""
     st.subheader(tr("scurve.layers_heading", norm=NORM_NAMES[norm]), anchor=False)
     st.caption(claims["sample"])
-    names = {
-        "points": tr("scurve.points"),
-        "tanh": FIT_FORMS[0],
-        "line": FIT_FORMS[1],
-        "x_axis": tr("scurve.x_axis"),
-        "y_axis": tr("scurve.y_axis"),
-    }
+    names = {"points": tr("scurve.points"), "tanh": FIT_FORMS[0], "line": FIT_FORMS[1]}
+    names |= {"x_axis": tr("scurve.x_axis"), "y_axis": tr("scurve.y_axis")}
     curves = view.curves[norm]
     for start in range(0, len(curves), 2):
         columns = st.columns(2, gap="large")

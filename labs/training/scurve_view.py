@@ -53,16 +53,10 @@ class ScurveView:
     def table(self, norm: str) -> dict[str, list]:
         """Per layer of ``norm``'s model, the numbers of its row in the page's table."""
         rows = self.curves[norm]
-        return {
-            "layer": [c.name for c in rows],
-            "alpha": [c.fit.alpha for c in rows],
-            "amplitude": [c.fit.amplitude for c in rows],
-            "r2": [c.fit.r2 for c in rows],
-            "line_r2": [c.fit.line_r2 for c in rows],
-            "reach": [c.fit.reach for c in rows],
-            "flat_share": [c.fit.flat_share for c in rows],
-            "ratio": [c.ratio for c in rows],
-        }
+        fits = ("alpha", "amplitude", "r2", "line_r2", "reach", "flat_share")
+        table = {"layer": [c.name for c in rows]}
+        table |= {field: [getattr(c.fit, field) for c in rows] for field in fits}
+        return table | {"ratio": [c.ratio for c in rows]}
 
 
 def scurve_view(*, seed: int) -> ScurveView:
@@ -118,14 +112,7 @@ def layer_claims(norm: str, curve: LayerCurve) -> dict[str, Claim]:
     if not fit.converged:
         fields = {**which, "evaluations": fit.evaluations, "line_r2": fit.line_r2}
         return {"fit": Claim(f"scurve.no_fit_{fit.reason}", fields), "cell": cell}
-    words = {
-        **which,
-        "alpha": fit.alpha,
-        "amplitude": fit.amplitude,
-        "r2": fit.r2,
-        "slope": fit.slope,
-        "line_r2": fit.line_r2,
-    }
+    words = which | {k: getattr(fit, k) for k in ("alpha", "amplitude", "r2", "slope", "line_r2")}
     quality = (
         Claim("scurve.fit_close", {**which, "good": GOOD_FIT})
         if at_least(fit.r2, GOOD_FIT)
@@ -212,18 +199,10 @@ def _claims(view: ScurveView) -> dict[str, Claim]:
     ``r2_not_finite``), and per norm ``<norm>_<slot>`` of ``model_claims`` and
     ``<norm>_<layer>_<slot>`` of ``layer_claims``."""
     first = view.curves[SCURVE_NORMS[0]][0]
+    caption = {"seed": view.seed, "layers": view.n_layer, "d": view.d, "steps": view.steps}
+    caption |= {"tokens": view.tokens, "points": first.x.size}
     claims = {
-        "model": Claim(
-            "scurve.model_caption",
-            {
-                "seed": view.seed,
-                "layers": view.n_layer,
-                "d": view.d,
-                "steps": view.steps,
-                "tokens": view.tokens,
-                "points": first.x.size,
-            },
-        ),
+        "model": Claim("scurve.model_caption", caption),
         # Every chart draws the same random positions and each layer's extremes: how many in
         # all differs by layer (an extreme may be among the positions), so that is not quoted.
         "sample": Claim(
@@ -236,12 +215,8 @@ def _claims(view: ScurveView) -> dict[str, Claim]:
         for curve in view.curves[norm]:
             words = layer_claims(norm, curve)
             claims |= {f"{norm}_{curve.name}_{k}": c for k, c in words.items()}
-    grids = {
-        norm: np.array(
-            [[c.fit.r2 for c in view.curves[norm]], [c.fit.line_r2 for c in view.curves[norm]]]
-        )
-        for norm in SCURVE_NORMS
-    }
+    fits = {norm: [c.fit for c in view.curves[norm]] for norm in SCURVE_NORMS}
+    grids = {n: np.array([[f.r2 for f in fs], [f.line_r2 for f in fs]]) for n, fs in fits.items()}
     words = lines_words("scurve.r2_words", FIT_FORMS, view.layers(), grids)
     claims |= {f"r2_{slot}": claim for slot, claim in words.items()}
     return claims

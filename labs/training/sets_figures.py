@@ -15,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from labkit import style
+from labs.training.figures import sized_axis, sized_layout
 
 COLORS = {
     "pre": style.EXTRA[0],
@@ -65,13 +66,7 @@ def log_ticks(values: np.ndarray) -> dict:
 
 
 def _axis(title: str, log: bool, values: np.ndarray, **extra: object) -> dict:
-    font = {"size": style.FONT_SIZE}
-    return {
-        "title": {"text": title, "font": font},
-        "tickfont": font,
-        **(log_ticks(values) if log else {}),
-        **extra,
-    }
+    return sized_axis(title, **(log_ticks(values) if log else {}) | extra)
 
 
 def _traces(series: Mapping) -> list[go.Scatter]:
@@ -116,8 +111,7 @@ def spread_figure(
 ) -> go.Figure:
     """Every series' band of seeds and mean line. A log x axis has a tick at every x drawn (the
     learning rates); ``whole_x``: a tick at every integer x (the positions in the stream)."""
-    layout = style.layout(height=height)
-    layout["legend"] = {**layout["legend"], "font": {"size": style.FONT_SIZE}}
+    layout = sized_layout(height)
     xs = np.concatenate([np.asarray(s["x"], dtype=float) for s in series] or [np.ones(1)])
     ys = np.concatenate(
         [np.asarray(s[k], dtype=float) for s in series for k in ("lo", "hi")] or [np.ones(1)]

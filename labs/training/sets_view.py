@@ -61,13 +61,9 @@ def _setup(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     first run's learning rate, where they differ), the seeds per variant and a head's width."""
     config = runs[0]["config"]
     model = config["model"]
+    shared = {**model, **{k: v for k, v in config.items() if k != "model"}}
     seeds = {int(r["seed"]) for r in runs}
-    return {
-        **model,
-        **{k: v for k, v in config.items() if k != "model"},
-        "n_seeds": len(seeds),
-        "d_head": model["n_embd"] // model["n_head"],
-    }
+    return shared | {"n_seeds": len(seeds), "d_head": model["n_embd"] // model["n_head"]}
 
 
 def _common_steps(runs: Sequence[Mapping[str, Any]]) -> np.ndarray:
