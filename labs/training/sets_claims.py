@@ -94,13 +94,8 @@ def _growth_claim(view: Any) -> Claim | None:
     pre, peri = view.growth["pre"], view.growth["peri"]
     if not (_finite(pre) and _finite(peri)) or min(pre.size, peri.size) == 0:
         return None
-    fields = {
-        "blocks": view.n_layer,
-        "pre_lo": float(pre.min()),
-        "pre_hi": float(pre.max()),
-        "peri_lo": float(peri.min()),
-        "peri_hi": float(peri.max()),
-    }
+    fields = {"blocks": view.n_layer, "pre_lo": float(pre.min()), "pre_hi": float(pre.max())}
+    fields |= {"peri_lo": float(peri.min()), "peri_hi": float(peri.max())}
     if pre.min() > peri.max():
         return Claim(f"{PREFIX}place_growth_pre_more", fields)
     if peri.min() > pre.max():
@@ -116,12 +111,9 @@ def _loss_claim(view: Any, a: str, b: str) -> Claim | None:
     if kind == "beyond":
         lower = fields.pop("lower")
         winner, loser = (a, b) if lower else (b, a)
-        fields |= {
-            "winner": NAMES[winner],
-            "loser": NAMES[loser],
-            "w_loss": min(fields["a_loss"], fields["b_loss"]),
-            "l_loss": max(fields["a_loss"], fields["b_loss"]),
-        }
+        losses = (fields["a_loss"], fields["b_loss"])
+        fields |= {"winner": NAMES[winner], "loser": NAMES[loser]}
+        fields |= {"w_loss": min(losses), "l_loss": max(losses)}
     fields.pop("lower", None)
     return Claim(f"{PREFIX}place_loss_{kind}", fields)
 
@@ -144,19 +136,18 @@ def placement_claims(view: Any) -> dict[str, Claim]:
             claim = _loss_claim(view, a, b)
             if claim is not None:
                 claims[f"loss_{a}_{b}"] = claim
-    charts = {
-        "loss": (view.val_steps, view.val_loss),
-        "rms": (np.arange(view.n_layer + 1), view.hidden_rms),
-    }
-    for chart, (where, grids) in charts.items():
-        groups = {
-            p: [(seed, where, row) for seed, row in zip(view.seeds[p], grids[p], strict=True)]
-            for p in view.placements
-        }
-        keys = {p: f"{PREFIX}place_{chart}_words_{p}" for p in view.placements}
-        words = runs_words(keys, groups, chart=f"{PREFIX}place_{chart}")
-        claims |= {f"chart_{chart}_{slot}": claim for slot, claim in words.items()}
-    return claims
+    claims |= _chart_words("place", "loss", view.val_steps, view.seeds, view.val_loss)
+    positions = np.arange(view.n_layer + 1)
+    return claims | _chart_words("place", "rms", positions, view.seeds, view.hidden_rms)
+
+
+def _chart_words(stem: str, chart: str, x: np.ndarray, seeds: dict, grids: dict) -> dict:
+    """A chart's words (``runs_words``), in slots ``chart_<chart>_*``: every variant of
+    ``seeds`` (variant -> its seeds) with a line per seed, its row of ``grids`` against ``x``."""
+    groups = {v: [(s, x, row) for s, row in zip(seeds[v], grids[v], strict=True)] for v in seeds}
+    keys = {v: f"{PREFIX}{stem}_{chart}_words_{v}" for v in seeds}
+    words = runs_words(keys, groups, chart=f"{PREFIX}{stem}_{chart}")
+    return {f"chart_{chart}_{slot}": claim for slot, claim in words.items()}
 
 
 # --- QK norm ----------------------------------------------------------------------------------
@@ -175,19 +166,12 @@ def _rise_claim(view: Any, ok: np.ndarray) -> Claim | None:
     if np.count_nonzero(ok) < 2:
         return None
     lrs = view.lrs[ok]
-    off = view.peak_logit["off"][:, ok].mean(axis=0)
-    rms = view.peak_logit["rms"][:, ok].mean(axis=0)
-    rising = bool(np.all(np.diff(off) > 0))
-    fields = {
-        "lr_lo": float(lrs[0]),
-        "lr_hi": float(lrs[-1]),
-        "off_first": float(off[0]),
-        "off_last": float(off[-1]),
-        "off_ratio": float(off[-1] / off[0]),
-        "rms_first": float(rms[0]),
-        "rms_last": float(rms[-1]),
-        "rms_ratio": float(rms[-1] / rms[0]),
-    }
+    fields = {"lr_lo": float(lrs[0]), "lr_hi": float(lrs[-1])}
+    for mode in ("off", "rms"):
+        mean = view.peak_logit[mode][:, ok].mean(axis=0)
+        fields |= {f"{mode}_first": float(mean[0]), f"{mode}_last": float(mean[-1])}
+        fields[f"{mode}_ratio"] = float(mean[-1] / mean[0])
+    rising = bool(np.all(np.diff(view.peak_logit["off"][:, ok].mean(axis=0)) > 0))
     return Claim(f"{PREFIX}qk_rise" if rising else f"{PREFIX}qk_rise_not_in_order", fields)
 
 
@@ -202,18 +186,10 @@ def _blowup_claim(view: Any, ok: np.ndarray) -> Claim:
         return Claim(f"{PREFIX}qk_blowup_none", {})
     best = int(above[np.argmax(factors[above])])
     first = int(above[0])
-    return Claim(
-        f"{PREFIX}qk_blowup",
-        {
-            "lr": float(view.lrs[best]),
-            "off_lo": float(off[:, best].min()),
-            "off_hi": float(off[:, best].max()),
-            "rms_hi": float(rms[:, best].max()),
-            "factor": float(factors[best]),
-            "first_lr": float(view.lrs[first]),
-            "first_factor": float(factors[first]),
-        },
-    )
+    fields = {"lr": float(view.lrs[best]), "off_lo": float(off[:, best].min())}
+    fields |= {"off_hi": float(off[:, best].max()), "rms_hi": float(rms[:, best].max())}
+    fields |= {"factor": float(factors[best]), "first_lr": float(view.lrs[first])}
+    return Claim(f"{PREFIX}qk_blowup", fields | {"first_factor": float(factors[first])})
 
 
 def _lr_loss_claim(view: Any, i: int) -> Claim:
@@ -263,12 +239,6 @@ def qknorm_claims(view: Any) -> dict[str, Claim]:
         best = _best_claim(view)
         if best is not None:
             claims["best"] = best
-    for chart, grids in (("logit", view.peak_logit), ("loss", view.final_loss)):
-        groups = {
-            m: [(seed, view.lrs, row) for seed, row in zip(view.seeds, grids[m], strict=True)]
-            for m in view.modes
-        }
-        keys = {m: f"{PREFIX}qk_{chart}_words_{m}" for m in view.modes}
-        words = runs_words(keys, groups, chart=f"{PREFIX}qk_{chart}")
-        claims |= {f"chart_{chart}_{slot}": claim for slot, claim in words.items()}
-    return claims
+    seeds = {m: view.seeds for m in view.modes}
+    claims |= _chart_words("qk", "logit", view.lrs, seeds, view.peak_logit)
+    return claims | _chart_words("qk", "loss", view.lrs, seeds, view.final_loss)

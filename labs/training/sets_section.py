@@ -42,15 +42,9 @@ def _series(
     tr: Translator, kind: str, name: str, x: np.ndarray, grid: np.ndarray
 ) -> dict[str, object]:
     """A variant's seeds (rows of ``grid``) as the figure's band and mean."""
-    return {
-        "kind": kind,
-        "name": name,
-        "band": tr("training_sets.seeds_band", name=name),
-        "x": x,
-        "lo": grid.min(axis=0),
-        "hi": grid.max(axis=0),
-        "mean": grid.mean(axis=0),
-    }
+    band = tr("training_sets.seeds_band", name=name)
+    spread = {"lo": grid.min(axis=0), "hi": grid.max(axis=0), "mean": grid.mean(axis=0)}
+    return {"kind": kind, "name": name, "band": band, "x": x, **spread}
 
 
 def _table(
