@@ -31,12 +31,8 @@ def alpha_claims(summary: AlphaSummary | None) -> dict[str, Claim]:
     lines = [
         (seed, summary.layers, row) for seed, row in zip(summary.seeds, summary.values, strict=True)
     ]
-    words = runs_words(
-        {"dyt": "training.alpha_words_dyt"},
-        {"dyt": lines},
-        chart="training.alpha",
-        not_finite="charts.not_finite",
-    )
+    keys, groups = {"dyt": "training.alpha_words_dyt"}, {"dyt": lines}
+    words = runs_words(keys, groups, chart="training.alpha", not_finite="charts.not_finite")
     claims = {f"chart_alpha_{slot}": claim for slot, claim in words.items()}
     if np.isfinite(summary.values).all():
         claims["alpha"] = _moved_claim(summary)
@@ -65,21 +61,13 @@ def _moved_claim(s: AlphaSummary) -> Claim:
     # whose mean went farther but whose seeds lie farther apart still did not move); where none
     # moved, it is the farthest of all.
     far = max((i for i, m in enumerate(moved) if m or not any(moved)), key=lambda i: move[i])
-    fields |= {
-        "far_layer": names[far],
-        "far_mean": float(s.mean[far]),
-        "far_spread": float(s.spread[far]),
-    }
+    fields |= {"far_layer": names[far], "far_mean": float(s.mean[far])}
+    fields["far_spread"] = float(s.spread[far])
     if not any(moved):
         return Claim("training.alpha_moved_none", fields)
     near = min((i for i, m in enumerate(moved) if not m), key=lambda i: move[i])
-    fields |= {
-        "moved": sum(moved),
-        "still": len(moved) - sum(moved),
-        "near_layer": names[near],
-        "near_mean": float(s.mean[near]),
-        "near_spread": float(s.spread[near]),
-    }
+    fields |= {"moved": sum(moved), "still": len(moved) - sum(moved), "near_layer": names[near]}
+    fields |= {"near_mean": float(s.mean[near]), "near_spread": float(s.spread[near])}
     return Claim("training.alpha_moved_some", fields)
 
 
@@ -96,13 +84,8 @@ def dyt_claim(view: TrainingView) -> Claim | None:
         return None
     best = min(norms, key=lambda s: s.mean_at_step)
     gap = abs(dyt.mean_at_step - best.mean_at_step)
-    fields: dict[str, Any] = {
-        "step": view.equal_step,
-        "dyt_loss": dyt.mean_at_step,
-        "best": NORM_CLASSES[best.norm],
-        "best_loss": best.mean_at_step,
-        "gap": gap,
-    }
+    fields: dict[str, Any] = {"step": view.equal_step, "dyt_loss": dyt.mean_at_step}
+    fields |= {"best": NORM_CLASSES[best.norm], "best_loss": best.mean_at_step, "gap": gap}
     if min(len(dyt.seeds), len(best.seeds)) < 2:
         return Claim("training.dyt_one_seed", fields)
     by_seed = dict(zip(best.seeds, best.at_step, strict=True))

@@ -38,20 +38,11 @@ def _labels(tr: Translator) -> dict[str, str]:
 def _bars(view: KernelView, labels: dict[str, str], what: str) -> list[dict]:
     """Every bar of a chart: each variant's median in the chart's unit."""
     scale = CHARTS[what][1]
-    bars = [
-        {
-            "norm": norm,
-            "group": labels[kernel],
-            "value": scale * getattr(view.timings[(norm, kernel)], what).median,
-        }
-        for kernel in FAIR_KERNELS
-        for norm in FAIR_NORMS
-    ]
+    pairs = [(norm, kernel) for kernel in FAIR_KERNELS for norm in FAIR_NORMS]
+    timed = [(norm, labels[kernel], view.timings[(norm, kernel)]) for norm, kernel in pairs]
     if view.dyt is not None:
-        bars.append(
-            {"norm": DYT, "group": labels[DYT], "value": scale * getattr(view.dyt, what).median}
-        )
-    return bars
+        timed.append((DYT, labels[DYT], view.dyt))
+    return [{"norm": n, "group": g, "value": scale * getattr(t, what).median} for n, g, t in timed]
 
 
 def _table(bars: list[dict]) -> dict[str, list]:
@@ -79,15 +70,10 @@ def _chart(view: KernelView, tr: Translator, labels: dict[str, str], what: str) 
 
 
 def _metrics(view: KernelView, tr: Translator) -> None:
-    ratios = {
-        "step_ops": view.ratios[("step", "ops")],
-        "step_fused": view.ratios[("step", "fused")],
-        "layer_fused": view.ratios[("layer", "fused")],
-    }
     with metric_row():
-        for name, ratio in ratios.items():
-            value = tr("training.fair_ratio_value", ratio=ratio)
-            st.metric(tr(f"training.fair_metric_{name}"), value, width=metric_width())
+        for what, kernel in (("step", "ops"), ("step", "fused"), ("layer", "fused")):
+            value = tr("training.fair_ratio_value", ratio=view.ratios[(what, kernel)])
+            st.metric(tr(f"training.fair_metric_{what}_{kernel}"), value, width=metric_width())
         if view.dyt is not None:
             value = tr("training.ms_value", ms=view.dyt.step_ms)
             st.metric(tr("training.fair_metric_dyt"), value, width=metric_width())

@@ -50,14 +50,9 @@ def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:
         return
     st.subheader(tr("training.alpha_heading"))
     st.caption(tr("training.alpha_note", init=alphas.init))
-    labels = {
-        "dyt": tr("training.variant_dyt"),
-        "seed": tr("training.seed"),
-        "mean": tr("training.mean"),
-        "alpha": tr("training.alpha_axis"),
-        "init": tr("training.alpha_init"),
-        "layer": tr("training.alpha_layer"),
-    }
+    texts = {"dyt": "variant_dyt", "seed": "seed", "mean": "mean", "alpha": "alpha_axis"}
+    texts |= {"init": "alpha_init", "layer": "alpha_layer"}
+    labels = {name: tr(f"training.{text}") for name, text in texts.items()}
     fig = alpha_figure(alphas.layers, alphas.seeds, alphas.values, alphas.init, labels)
     table = {"layer": list(alphas.layers)}
     for seed, row in zip(alphas.seeds, alphas.values, strict=True):
@@ -69,9 +64,7 @@ def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:
         headers["mean"] = labels["mean"]
     table["init"] = [alphas.init] * len(alphas.layers)  # the dashed line
     headers["init"] = labels["init"]
-    words = " ".join(
-        tr.claim(claim) for slot, claim in view.claims.items() if slot.startswith("chart_alpha_")
-    )
+    words = " ".join(tr.claim(c) for s, c in view.claims.items() if s.startswith("chart_alpha_"))
     chart(
         readable(fig),
         key=f"{key}_alpha",
