@@ -226,3 +226,12 @@ def test_sessions_prints_the_rss_after_each_hundred_and_after_the_ttl(capsys):
     assert [row[0] for row in rows] == ["| 2", "| 4", "| 5, after 10 s idle"]
     assert all(float(row[1]) > 50 for row in rows)  # a Streamlit worker's MB
     assert "; 0 errors" in out and ("PASS: " in out or "FAIL: " in out)
+
+
+@pytest.mark.slow  # a server and one small training
+def test_train_class_trains_once_for_students_pressing_together(capsys):
+    from benchmarks import train_class
+
+    assert train_class.main(["--students", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "students: 2; trainings run: 1; results shown: 2" in out
