@@ -201,8 +201,7 @@ def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
                 file_name=f"normlab-training-{key}-loss-{x}.csv",
             )
     st.caption(tr("training.loss_note"))
-    for slot in [f"diverged_{n}" for n in NORM_KINDS] + ["steps", "time"]:
-        show_claims(view, tr, [slot])
+    show_claims(view, tr, [f"diverged_{n}" for n in NORM_KINDS] + ["steps", "time"])
 
 
 def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
@@ -252,9 +251,8 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     with right:
         st.markdown(f"**{tr('training.share_heading')}**")
         if any(run["value"] is not None for run in share_runs):
-            fig = per_run_figure(
-                share_runs, labels, y_title=tr("training.share_axis"), percent=True
-            )
+            y_title = tr("training.share_axis")
+            fig = per_run_figure(share_runs, labels, y_title=y_title, percent=True)
             # In percent, as the chart draws them (None: no bar).
             percent = [{**run, "value": run["value"] and 100 * run["value"]} for run in share_runs]
             seed_chart(view, tr, labels, fig, f"{key}_share", "share", seed_table(percent, labels))
@@ -351,21 +349,13 @@ def live_section(state: dict, tr: Translator, labels: dict) -> None:
         st.caption(tr("training.live_pick"))
     if not state["norms"]:
         st.info(tr("training.no_variant"))
-    pressed = st.button(
-        tr("training.train"),
-        key="train",
-        type="primary",
-        icon=":material/model_training:",
-        disabled=not state["norms"],
-    )
-    if pressed:
+    button = {"key": "train", "type": "primary", "icon": ":material/model_training:"}
+    if st.button(tr("training.train"), **button, disabled=not state["norms"]):
         run_live(state, tr, labels)
     live = st.session_state.get(LIVE_KEY)
-    if live is None:
-        st.info(tr("training.not_started"))
-        return
-    finish(live)
-    if live["view"] is None:
+    if live is not None:
+        finish(live)
+    if live is None or live["view"] is None:
         st.info(tr("training.not_started"))
         return
     if live["state"] != state:

@@ -175,25 +175,14 @@ def read_activations(
         raise ValueError(f"outliers must be an integer in [1, {d}] (got {outliers!r})")
     streams = _capture_streams(model, _rows(text, model.config.block_size))
     per_layer = [stream_stats(h, outliers) for h in streams]
-
-    def column(key: str) -> np.ndarray:
-        return np.array([reading[key] for reading in per_layer])
-
     return ActivationReadings(
         layers=np.arange(len(streams)),
-        mean=column("mean"),
-        cos_ones=column("cos_ones"),
-        mean_share=column("mean_share"),
-        rms=column("rms"),
-        outlier_dims=column("outlier_dims"),
-        outlier_magnitude=column("outlier_magnitude"),
-        outlier_ratio=column("outlier_ratio"),
+        **{key: np.array([reading[key] for reading in per_layer]) for key in per_layer[0]},
         norm=model.config.norm,
         d=d,
         tokens=int(streams[0].shape[0]),
         text=text,
         checkpoint=checkpoint,
-        magnitude=column("magnitude"),
     )
 
 

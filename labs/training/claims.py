@@ -105,14 +105,8 @@ def _gap_claim(
     if a == b:
         return Claim(f"training.{kind}_tie", {**where, "loss": a})
     winner, loser = (rms, layer) if a < b else (layer, rms)
-    fields = {
-        **where,
-        "winner": NORM_CLASSES[winner.norm],
-        "loser": NORM_CLASSES[loser.norm],
-        "w_loss": min(a, b),
-        "l_loss": max(a, b),
-        "gap": abs(a - b),
-    }
+    names = {"winner": NORM_CLASSES[winner.norm], "loser": NORM_CLASSES[loser.norm]}
+    fields = {**where, **names, "w_loss": min(a, b), "l_loss": max(a, b), "gap": abs(a - b)}
     if kind == "steps" or min(len(rms.seeds), len(layer.seeds)) < 2:
         return Claim(f"training.{kind}_gap", fields)
     spread = max(seed_spread(rms.at_time), seed_spread(layer.at_time))
@@ -137,16 +131,10 @@ def _spread_claim(
     paired = [(a, by_seed[s]) for s, a in zip(rms.seeds, rms.at_step, strict=True) if s in by_seed]
     # "The spread is at least the gap": the seeds alone move the loss as much as the norm.
     verdict = at_most(gap, spread)
-    return Claim(
-        "training.spread_exceeds_gap" if verdict else "training.gap_exceeds_spread",
-        {
-            "step": view.equal_step,
-            "gap": gap,
-            "spread": spread,
-            "wins": int(sum(a < b for a, b in paired)),
-            "pairs": len(paired),
-        },
-    )
+    fields = {"step": view.equal_step, "gap": gap, "spread": spread}
+    fields |= {"wins": int(sum(a < b for a, b in paired)), "pairs": len(paired)}
+    key = "training.spread_exceeds_gap" if verdict else "training.gap_exceeds_spread"
+    return Claim(key, fields)
 
 
 def _none_claim(view: TrainingView) -> Claim | None:
@@ -167,16 +155,9 @@ def _none_claim(view: TrainingView) -> Claim | None:
     best = min(others, key=lambda s: s.mean_at_step)
     diff = none.mean_at_step - best.mean_at_step
     key = "none_higher" if diff > 0 else "none_lower" if diff < 0 else "none_tie"
-    return Claim(
-        f"training.{key}",
-        {
-            "step": view.equal_step,
-            "none_loss": none.mean_at_step,
-            "best": NORM_CLASSES[best.norm],
-            "best_loss": best.mean_at_step,
-            "diff": abs(diff),
-        },
-    )
+    fields = {"step": view.equal_step, "none_loss": none.mean_at_step}
+    fields |= {"best": NORM_CLASSES[best.norm], "best_loss": best.mean_at_step, "diff": abs(diff)}
+    return Claim(f"training.{key}", fields)
 
 
 def _parts(n: int, parts: int) -> list[tuple[int, int]]:
@@ -232,18 +213,10 @@ def _time_claims(view: TrainingView) -> dict[str, Claim]:
     if not (ratios and ratio is not None and math.isfinite(ratio) and ratio > 0):
         return claims
     order = step_order(ratios)
-    claims["step_time"] = Claim(
-        f"training.step_time_{order}",
-        {
-            "ratio": ratio,
-            "rms_ms": view.norms["rms"].median_step_ms,
-            "layer_ms": view.norms["layer"].median_step_ms,
-            "lo": min(ratios),
-            "hi": max(ratios),
-            "pairs": len(ratios),
-            "chance_pct": 2.0 ** (1 - len(ratios)),
-        },
-    )
+    ms = {f"{norm}_ms": view.norms[norm].median_step_ms for norm in ("rms", "layer")}
+    fields = {"ratio": ratio, **ms, "lo": min(ratios), "hi": max(ratios), "pairs": len(ratios)}
+    fields["chance_pct"] = 2.0 ** (1 - len(ratios))
+    claims["step_time"] = Claim(f"training.step_time_{order}", fields)
     claims["paper"] = paper_claim(ratio, order)
     # A question about RMSNorm's cost only where a timing beyond its noise shows that cost: the
     # steps, or (when the steps do not settle it) the norms' share of a forward pass.
@@ -344,12 +317,8 @@ def _share_claim(
     shares = np.array(pairs)
     if any(shown_share(s, noise) is None for s in shares.ravel()):
         return Claim("training.share_noisy", {"pairs": len(pairs)})
-    fields = {
-        "rms_pct": float(np.median(shares[:, 0])),
-        "layer_pct": float(np.median(shares[:, 1])),
-        "pairs": len(pairs),
-        "noise_pct": noise,
-    }
+    rms_pct, layer_pct = (float(np.median(column)) for column in shares.T)
+    fields = {"rms_pct": rms_pct, "layer_pct": layer_pct, "pairs": len(pairs), "noise_pct": noise}
     diff = shares[:, 0] - shares[:, 1]
     order = "close" if (np.abs(diff) <= noise).any() else step_order(diff, center=0.0)
     key = {"slower": "rms_larger", "faster": "layer_larger"}.get(order, order)
@@ -367,16 +336,9 @@ def machine_claim(machine: Mapping[str, Any]) -> Claim:
     before, after = machine["load_average_before"][0], machine["load_average_after"][0]
     cpus = machine["cpu_count"]
     contended = max(before, after) > cpus
-    return Claim(
-        f"training.machine_{'contended' if contended else 'uncontended'}",
-        {
-            "cpus": cpus,
-            "threads": machine["threads"],
-            "before": float(before),
-            "after": float(after),
-            "minutes": round(float(machine["total_seconds"]) / 60, 1),
-        },
-    )
+    fields = {"cpus": cpus, "threads": machine["threads"], "before": float(before)}
+    fields |= {"after": float(after), "minutes": round(float(machine["total_seconds"]) / 60, 1)}
+    return Claim(f"training.machine_{'contended' if contended else 'uncontended'}", fields)
 
 
 def _stopped_claim(runs: Sequence[RunCurves]) -> Claim:

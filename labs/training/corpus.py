@@ -77,10 +77,5 @@ def load_corpus(val_fraction: float = VAL_FRACTION) -> Corpus:
     train, val = data[:cut], data[cut:]
     train.flags.writeable = False
     val.flags.writeable = False
-    return Corpus(
-        train=train,
-        val=val,
-        sha256=hashlib.sha256(data.tobytes()).hexdigest(),
-        val_fraction=val_fraction,
-        python=platform.python_version(),
-    )
+    digest = hashlib.sha256(data.tobytes()).hexdigest()
+    return Corpus(train, val, digest, val_fraction, platform.python_version())

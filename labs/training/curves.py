@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from labkit.claims import Claim
-from labs.training.model import DEFAULT_DYT_ALPHA, MODEL_NORMS, NORM_CLASSES, ModelConfig, describe
+from labs.training.model import DEFAULT_DYT_ALPHA, NORM_CLASSES, ModelConfig, describe
 from labs.training.train import STOP_REASONS
 
 # Points per curve sent to the browser: training losses are averaged over bins of steps.
@@ -241,20 +241,19 @@ def _summary(norm: str, runs: Sequence[RunCurves], step: int, seconds: float) ->
     )
 
 
-def _order(norm: str) -> int:
-    # RMSNorm first, then LayerNorm, then DyT, on every page; the variant without a norm last.
-    return ("rms", "layer", "dyt", "none").index(norm)
+# RMSNorm first, then LayerNorm, then DyT, on every page; the variant without a norm last.
+PAGE_ORDER = ("rms", "layer", "dyt", "none")
 
 
 def in_order(runs: Iterable[RunCurves]) -> tuple[RunCurves, ...]:
     """``runs`` in the page's order: by norm, then by seed."""
-    return tuple(sorted(runs, key=lambda r: (_order(r.norm), r.seed)))
+    return tuple(sorted(runs, key=lambda r: (PAGE_ORDER.index(r.norm), r.seed)))
 
 
 def summaries(runs: Sequence[RunCurves], step: int, seconds: float) -> dict[str, NormSummary]:
     """Each norm trained in ``runs``, over its seeds, at ``step`` and at ``seconds``."""
     return {
         n: _summary(n, [r for r in runs if r.norm == n], step, seconds)
-        for n in sorted(MODEL_NORMS, key=_order)
+        for n in PAGE_ORDER
         if any(r.norm == n for r in runs)
     }

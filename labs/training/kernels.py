@@ -82,15 +82,9 @@ class _FusedLayer(torch.autograd.Function):
         x, weight, mean, rstd = ctx.saved_tensors
         dx, dweight = torch.empty(x.shape, dtype=x.dtype), torch.zeros_like(weight)
         dbias = torch.zeros_like(weight) if ctx.has_bias else None
+        sums = (dweight.numpy(), None if dbias is None else dbias.numpy())
         layer_backward(
-            _rows(x),
-            _vector(weight),
-            mean.numpy(),
-            rstd.numpy(),
-            _rows(grad),
-            _rows(dx),
-            dweight.numpy(),
-            None if dbias is None else dbias.numpy(),
+            _rows(x), _vector(weight), mean.numpy(), rstd.numpy(), _rows(grad), _rows(dx), *sums
         )
         return dx, dweight, dbias, None
 

@@ -31,7 +31,7 @@ from labs.training.curves import (
     summaries,
 )
 from labs.training.dyt_claims import alpha_claims, dyt_claim
-from labs.training.model import NORM_KINDS, QK_NORMS, ModelConfig
+from labs.training.model import NORM_KINDS, QK_NORMS
 from labs.training.reference import REFERENCE, load_reference
 from labs.training.run_cache import Line
 from labs.training.train import TrainConfig, TrainResult, train_together
@@ -65,9 +65,8 @@ TRAIN_LINE = Line()
 def live_seconds() -> float:
     """The wall-clock cap of a live run: ``NORMLAB_TRAIN_SECONDS`` if it is a number within
     ``SECONDS_LIMITS`` (clamped into them), else ``DEFAULT_SECONDS``."""
-    raw = os.environ.get(SECONDS_ENV, "")
     try:
-        value = float(raw)
+        value = float(os.environ.get(SECONDS_ENV, ""))
     except ValueError:
         return DEFAULT_SECONDS
     if not math.isfinite(value):
@@ -93,17 +92,9 @@ def live_configs(
     norms' ``placement`` and ``qk_norm`` alike for every variant); the work cap is shared
     equally, the wall-clock cap holds for each (they run side by side)."""
     norms = [n for n in NORM_KINDS if n in norms]
-    base = REFERENCE.model
-    model = ModelConfig(
-        norm=norms[0] if norms else "rms",
-        n_layer=int(depth),
-        n_head=base.n_head,
-        n_embd=int(width),
-        block_size=base.block_size,
-        eps=float(eps),
-        placement=placement,
-        qk_norm=qk_norm,
-    )
+    shape = {"n_layer": int(depth), "n_embd": int(width), "eps": float(eps)}
+    norm = norms[0] if norms else "rms"
+    model = replace(REFERENCE.model, norm=norm, placement=placement, qk_norm=qk_norm, **shape)
     config = replace(
         REFERENCE,
         model=model,

@@ -112,9 +112,8 @@ class ModelConfig:
             raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head")
         for name in ("eps", "dyt_alpha"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, float | int):
-                raise ValueError(f"{name} must be a finite number > 0 (got {value!r})")
-            if not (math.isfinite(value) and value > 0):
+            number = isinstance(value, float | int) and not isinstance(value, bool)
+            if not (number and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0 (got {value!r})")
 
 

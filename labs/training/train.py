@@ -249,9 +249,10 @@ class TrainResult:
     def curves(self) -> dict[str, Any]:
         """Plain data for JSON: the settings, every curve and the timings."""
         # Not asdict(self): that would deep-copy the model.
-        data = {f.name: copy.copy(getattr(self, f.name)) for f in fields(self)}
-        for key in ("model", "config"):
-            del data[key]
+        skip = ("model", "config")
+        data = {
+            f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name not in skip
+        }
         return {
             "config": self.config.as_dict(),
             "steps_done": self.steps_done,
