@@ -1,14 +1,9 @@
 r"""The speed question asked fairly: RMSNorm against LayerNorm, both computed the same way.
 
-The shipped runs' RMSNorm is separate autograd operations and their LayerNorm PyTorch's fused
-kernel, so their step-time ratio measures implementations as much as norms. Here the reference
-model trains with each norm through each kernel of :mod:`labs.training.kernels` that computes
-both alike (``"ops"``, ``"fused"``), with DyT beside them. Every variant does one piece of work
-per round in an order shuffled anew each round (seeded), so that load and cache leftovers fall on
-all alike. Each ratio is RMSNorm's median over LayerNorm's, with the training claims' paired
-comparisons; the saving stands beside the paper's 7-64 % only where the parts agree.
-``python -m labs.training.fair`` writes ``assets/train/kernels.json``; docs/training.md has the
-method and the shipped results."""
+``python -m labs.training.fair`` times the reference model's steps and its norm layer alone with
+each norm through each kernel of :mod:`labs.training.kernels` that computes both alike (``"ops"``,
+``"fused"``), DyT beside them, in a seeded order shuffled anew each round, and writes
+``assets/train/kernels.json``; docs/training.md has the method and the shipped results."""
 
 from __future__ import annotations
 

@@ -249,10 +249,8 @@ class TrainResult:
     def curves(self) -> dict[str, Any]:
         """Plain data for JSON: the settings, every curve and the timings."""
         # Not asdict(self): that would deep-copy the model.
-        skip = ("model", "config")
-        data = {
-            f.name: copy.copy(getattr(self, f.name)) for f in fields(self) if f.name not in skip
-        }
+        kept = [f.name for f in fields(self) if f.name not in ("model", "config")]
+        data = {name: copy.copy(getattr(self, name)) for name in kept}
         return {
             "config": self.config.as_dict(),
             "steps_done": self.steps_done,
