@@ -247,9 +247,8 @@ def _read_module(name: str, module: Any, place: str, layer: int | None, model: t
         y = module(x)
         kind, gain = _behaviour(y, x, weight, bias, eps)
         deltas = _preset_deltas(y, x, kind, weight, bias, eps)
-    preset = _choose(
-        deltas, type(module).__name__, kind, eps, type(module).__module__.startswith("torch.")
-    )
+    torch_nn = type(module).__module__.startswith("torch.")
+    preset = _choose(deltas, type(module).__name__, kind, eps, torch_nn)
     stored = np.zeros(0) if weight is None else weight.detach().double().cpu().numpy().ravel()
     mean, std = _stats(stored)
     return (

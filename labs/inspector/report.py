@@ -155,10 +155,8 @@ def _gain_claim(contract: ModelContract) -> Claim:
         return Claim("inspector.gain_none")
     if len(gains) > 1:
         counts = [m.gain for m in contract.normalising]
-        return Claim(
-            "inspector.gain_mixed",
-            {"direct": counts.count("direct"), "offset": counts.count("offset")},
-        )
+        fields = {"direct": counts.count("direct"), "offset": counts.count("offset")}
+        return Claim("inspector.gain_mixed", fields)
     fields = {"mean": contract.weight_mean, "std": contract.weight_std}
     if gains == {"offset"}:
         return Claim("inspector.gain_offset", {**fields, "gain": contract.gain_mean})
@@ -224,10 +222,8 @@ def _treat_claim(top: NormReading, contract: ModelContract) -> Claim:
         return Claim("inspector.treat_identity", {"out_ratio": top.out_ratio})
     if math.isnan(top.top_gain):
         return Claim("inspector.treat_nogain", {"out_ratio": top.out_ratio})
-    return Claim(
-        "inspector.treat_gain",
-        {"gain": top.top_gain, "median": top.gain_median, "out_ratio": top.out_ratio},
-    )
+    fields = {"gain": top.top_gain, "median": top.gain_median, "out_ratio": top.out_ratio}
+    return Claim("inspector.treat_gain", fields)
 
 
 def _histogram_claim(hist: GainHistogram) -> Claim:
@@ -238,17 +234,9 @@ def _histogram_claim(hist: GainHistogram) -> Claim:
     if hist.low == hist.high:
         return Claim("inspector.hist_words_same", {"count": count, "value": hist.low})
     peak = int(np.argmax(totals))
-    return Claim(
-        "inspector.hist_words",
-        {
-            "count": count,
-            "lo": hist.low,
-            "hi": hist.high,
-            "peak": int(totals[peak]),
-            "peak_lo": float(hist.edges[peak]),
-            "peak_hi": float(hist.edges[peak + 1]),
-        },
-    )
+    fields = {"count": count, "lo": hist.low, "hi": hist.high, "peak": int(totals[peak])}
+    fields |= {"peak_lo": float(hist.edges[peak]), "peak_hi": float(hist.edges[peak + 1])}
+    return Claim("inspector.hist_words", fields)
 
 
 def _claims(link: str, contract, prompt, readings) -> dict[str, Claim]:
@@ -324,7 +312,5 @@ def inspect_view(links: dict[str, str], text: str, settings: Settings) -> Inspec
         if ref is None:
             raise Refusal("unknown_model", link=link)
         sides[side] = inspect_side(ref, settings, text)
-    claims = {
-        f"{side}_{slot}": c for side, view in sides.items() for slot, c in view.claims.items()
-    }
+    claims = {f"{side}_{slot}": c for side, v in sides.items() for slot, c in v.claims.items()}
     return InspectorView(sides, claims | _chart_claims(sides))

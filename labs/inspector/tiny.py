@@ -31,15 +31,9 @@ def tiny_config(family: str) -> Any:
     import transformers
 
     shared = {"vocab_size": VOCAB, "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": None}
-    decoder = {
-        **shared,
-        "hidden_size": WIDTH,
-        "intermediate_size": 2 * WIDTH,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 128,
-    }
+    decoder = {**shared, "hidden_size": WIDTH, "intermediate_size": 2 * WIDTH}
+    decoder |= {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
+    decoder["max_position_embeddings"] = 128
     if family == "llama":
         return transformers.LlamaConfig(**decoder, rms_norm_eps=1e-5)
     if family == "gemma":

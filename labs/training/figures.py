@@ -85,7 +85,6 @@ def loss_figure(
         name = labels[norm]
         for kind in ("training", "validation"):
             val = kind == "validation"
-            key = (norm, kind)
             traces.append(
                 go.Scatter(
                     x=run["val_x" if val else "train_x"],
@@ -94,7 +93,7 @@ def loss_figure(
                     legendgroup=norm,
                     # One legend entry per norm (its validation line); the faint training line
                     # belongs to it and is explained beside the chart.
-                    showlegend=val and key not in shown,
+                    showlegend=val and norm not in shown,
                     mode="lines+markers" if val else "lines",
                     opacity=1.0 if val else 0.35,
                     line={"color": color, "dash": DASHES[norm], "width": 2.5 if val else 1.2},
@@ -105,7 +104,7 @@ def loss_figure(
                     ),
                 )
             )
-            shown.add(key)
+        shown.add(norm)
     layout = sized_layout(height)
     layout["legend"] = {**layout["legend"], "y": 1 + LEGEND_GAP}
     layout["xaxis"] = sized_axis(x_title, range=_x_range(runs, x_max))
