@@ -220,7 +220,7 @@ def test_wire_launcher_sends_fewer_bytes_than_plain_streamlit(capsys):
 def test_sessions_prints_the_rss_after_each_hundred_and_after_the_ttl(capsys):
     from benchmarks import sessions
 
-    sessions.main(["--sessions", "4", "--wave", "2", "--every", "2", "--ttl", "0"])
+    own_thread(sessions.main, ["--sessions", "4", "--wave", "2", "--every", "2", "--ttl", "0"])
     out = capsys.readouterr().out
     rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| ")][2:]
     assert [row[0] for row in rows] == ["| 2", "| 4", "| 5, after 10 s idle"]
@@ -232,6 +232,15 @@ def test_sessions_prints_the_rss_after_each_hundred_and_after_the_ttl(capsys):
 def test_train_class_trains_once_for_students_pressing_together(capsys):
     from benchmarks import train_class
 
-    assert train_class.main(["--students", "2"]) == 0
+    assert own_thread(train_class.main, ["--students", "2"]) == 0
     out = capsys.readouterr().out
     assert "students: 2; trainings run: 1; results shown: 2" in out
+
+
+def own_thread(main, argv: list[str]) -> int:
+    """``main(argv)`` in a thread of its own: a browser test in this process leaves Playwright's
+    sync API holding this thread's event loop, where ``asyncio.run`` refuses to start."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(main, argv).result()
