@@ -273,12 +273,11 @@ def model_card(tr: Translator, side: str, view: SideView) -> None:
     s = view.summary
     st.subheader(f"{tr(f'inspector.side_{side}')} · {s.label}")
     st.caption(tr(f"inspector.source_{s.source}", architecture=s.architecture))
+    metrics = {"params": fmt.num(s.parameters), "dtype": s.dtype, "width": fmt.num(s.width)}
+    metrics["norms"] = fmt.num(len(view.contract.modules))
     with metric_row():
-        st.metric(tr("inspector.metric_params"), fmt.num(s.parameters), width=metric_width())
-        st.metric(tr("inspector.metric_dtype"), s.dtype, width=metric_width())
-        st.metric(tr("inspector.metric_width"), fmt.num(s.width), width=metric_width())
-        norms = fmt.num(len(view.contract.modules))
-        st.metric(tr("inspector.metric_norms"), norms, width=metric_width())
+        for name, value in metrics.items():
+            st.metric(tr(f"inspector.metric_{name}"), value, width=metric_width())
 
 
 def contract_section(tr: Translator, view: InspectorView) -> None:

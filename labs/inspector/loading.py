@@ -261,7 +261,6 @@ def _load_shipped(ref: ModelRef, settings: Settings, step: Progress) -> LoadedMo
     model, config = load_checkpoint(path)
     model.requires_grad_(False)
     arch = config["model"]
-    context = int(arch["block_size"])
     return LoadedModel(
         ref=ref,
         model=model.eval(),
@@ -271,7 +270,7 @@ def _load_shipped(ref: ModelRef, settings: Settings, step: Progress) -> LoadedMo
         nbytes=nbytes,
         dtype=str(config["dtype"]),
         width=int(arch["n_embd"]),
-        context=context,
+        context=int(arch["block_size"]),
         encode=lambda text: list(text.encode("utf-8")),
         config=config,
     )

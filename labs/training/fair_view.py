@@ -116,19 +116,12 @@ def kernel_view(record: Mapping[str, Any]) -> KernelView:
             ratio, parts = a.median / b.median, paired_ratios([a], [b])
             ratios[(what, kernel)], paired[(what, kernel)] = ratio, parts
             order = step_order(parts)
-            claims[f"{what}_{kernel}"] = Claim(
-                f"training.fair_{what}_{order}",
-                {
-                    "ratio": ratio,
-                    f"rms_{_UNITS[what]}": _SCALE[what] * a.median,
-                    f"layer_{_UNITS[what]}": _SCALE[what] * b.median,
-                    "lo": min(parts),
-                    "hi": max(parts),
-                    "pairs": len(parts),
-                    "chance_pct": 2.0 ** (1 - len(parts)),
-                    "kernel": kernel,  # not in the text: the page says it above the sentence
-                },
-            )
+            unit, scale = _UNITS[what], _SCALE[what]
+            medians = {f"rms_{unit}": scale * a.median, f"layer_{unit}": scale * b.median}
+            fields = {"ratio": ratio, **medians, "lo": min(parts), "hi": max(parts)}
+            fields |= {"pairs": len(parts), "chance_pct": 2.0 ** (1 - len(parts))}
+            fields["kernel"] = kernel  # not in the text: the page says it above the sentence
+            claims[f"{what}_{kernel}"] = Claim(f"training.fair_{what}_{order}", fields)
             paper = paper_claim(ratio, order, prefix=f"training.fair_{what}_paper")
             claims[f"{what}_paper_{kernel}"] = Claim(paper.key, {**paper.fields, "kernel": kernel})
     claims["share"] = _share(timings, norm_layers)
@@ -138,13 +131,9 @@ def kernel_view(record: Mapping[str, Any]) -> KernelView:
         claims["dyt"] = _dyt_claim(dyt, timings[("rms", "ops")], timings[("layer", "ops")])
     claims["machine"] = machine_claim(record["machine"])
     first = next(iter(timings.values()))
-    setup = {
-        **{k: record["model"][k] for k in ("n_layer", "n_embd", "block_size")},
-        "batch_size": record["batch_size"],
-        "warmup": int(record["warmup_steps"]),
-        "steps": first.step.steps_done,
-        "repeats": first.layer.steps_done,
-    }
+    setup = {k: record["model"][k] for k in ("n_layer", "n_embd", "block_size")}
+    setup |= {"batch_size": record["batch_size"], "warmup": int(record["warmup_steps"])}
+    setup |= {"steps": first.step.steps_done, "repeats": first.layer.steps_done}
     return KernelView(timings, ratios, paired, dyt, norm_layers, setup, record["machine"], claims)
 
 
@@ -189,14 +178,8 @@ def _dyt_claim(dyt: Timing, rms: Timing, layer: Timing) -> Claim:
     or slower only where the paired comparisons with both agree, by the sign test."""
     orders = {step_order(paired_ratios([dyt.step], [other.step])) for other in (rms, layer)}
     key = orders.pop() if len(orders) == 1 and orders <= {"faster", "slower"} else "unsettled"
-    return Claim(
-        f"training.fair_dyt_{key}",
-        {
-            "dyt_ms": dyt.step_ms,
-            "rms_ms": rms.step_ms,
-            "layer_ms": layer.step_ms,
-            "rms_ratio": dyt.step.median / rms.step.median,
-            "layer_ratio": dyt.step.median / layer.step.median,
-            "pairs": len(paired_ratios([dyt.step], [rms.step])),
-        },
-    )
+    fields = {"dyt_ms": dyt.step_ms, "rms_ms": rms.step_ms, "layer_ms": layer.step_ms}
+    fields |= {"rms_ratio": dyt.step.median / rms.step.median}
+    fields |= {"layer_ratio": dyt.step.median / layer.step.median}
+    fields["pairs"] = len(paired_ratios([dyt.step], [rms.step]))
+    return Claim(f"training.fair_dyt_{key}", fields)
