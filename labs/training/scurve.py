@@ -221,15 +221,7 @@ def layer_curves(model, text: str) -> tuple[LayerCurve, ...]:
     for name, x in _capture(model, text).items():
         y, denominator = normalised(x, norm, eps)
         flat_x, flat_y = x.ravel(), y.ravel()
-        curves.append(
-            LayerCurve(
-                name=name,
-                where=places[name],
-                fit=fit_tanh(flat_x, flat_y),
-                ratio=float(np.max(denominator) / np.min(denominator)),
-                x=flat_x,
-                y=flat_y,
-                sample=_sample(flat_x, flat_y),
-            )
-        )
+        ratio = float(np.max(denominator) / np.min(denominator))
+        fit, sample = fit_tanh(flat_x, flat_y), _sample(flat_x, flat_y)
+        curves.append(LayerCurve(name, places[name], fit, ratio, flat_x, flat_y, sample))
     return tuple(curves)

@@ -59,12 +59,9 @@ def _shortened(config: TrainConfig, steps: int | None) -> TrainConfig:
     validations, the warm-up at most a tenth of the steps."""
     if steps is None:
         return config
-    return replace(
-        config,
-        steps=int(steps),
-        eval_every=max(1, math.ceil(int(steps) / VALIDATIONS)),
-        warmup=min(config.warmup, int(steps) // 10),
-    )
+    steps, warmup = int(steps), min(config.warmup, int(steps) // 10)
+    evals = max(1, math.ceil(steps / VALIDATIONS))
+    return replace(config, steps=steps, eval_every=evals, warmup=warmup)
 
 
 def placement_configs(
