@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 
@@ -287,9 +288,15 @@ def run_live(state: dict, tr: Translator, labels: dict) -> None:
     settings = {k: state[k] for k in (*RUN_SETTINGS, "norms", "placement", "qk_norm")}
     key = run_cache.run_key(settings | {"cap": cap, "work": LIVE_WORK})
     same = TRAIN_LINE.same(key)
-    if same is not None:
-        with st.spinner(tr("training.same_waiting")):
-            same.wait(timeout=cap + 60)
+    if same is not None:  # watched as it trains, then served from the kept runs
+        st.info(tr("training.same_waiting"))
+        bar, chart = st.progress(0.0, text=tr("training.starting")), st.empty()
+        deadline = time.monotonic() + cap + 60
+        while not same.done.wait(DRAW_EVERY_S) and time.monotonic() < deadline:
+            if same.shown is not None:
+                draw_progress(bar, chart, *same.shown, tr, labels)
+        bar.empty()
+        chart.empty()
     records, cached = run_cache.load(key), True
     if records is None:
         waiting = st.empty()
@@ -301,37 +308,50 @@ def run_live(state: dict, tr: Translator, labels: dict) -> None:
                 return
             records = run_cache.load(key)  # trained by the visitor just ahead
             if records is None:
-                records, cached = train_with_chart(settings, tr, labels, cap), False
+                records, cached = train_with_chart(settings, tr, labels, cap, turn), False
                 run_cache.store(key, records)
     live = {"state": dict(state), "records": records, "view": None, "cached": cached}
     st.session_state[LIVE_KEY] = live
     finish(live)
 
 
-def train_with_chart(settings: dict, tr: Translator, labels: dict, cap: float) -> list[dict]:
-    """Train with ``settings`` (``run_live``'s), the growing loss chart drawn as they go; the
-    runs' records."""
+def train_with_chart(
+    settings: dict, tr: Translator, labels: dict, cap: float, training: run_cache.Training
+) -> list[dict]:
+    """Train with ``settings`` (``run_live``'s), the growing loss chart drawn as they go (and
+    left in ``training`` for the visitors who watch it); the runs' records."""
     configs = live_configs(**settings, max_seconds=cap)
     bar = st.progress(0.0, text=tr("training.starting"))
     chart = st.container(key="live_growing").empty()
-    started, drawn = time.perf_counter(), [0.0, 0]
+    started, drawn = time.perf_counter(), [0.0]
 
     def draw(results) -> None:
         now = time.perf_counter()
         if now - drawn[0] < DRAW_EVERY_S:
             return
-        drawn[0], drawn[1] = now, drawn[1] + 1
-        p = progress(results, now - started)
-        text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
-        bar.progress(p.fraction, text=text)
-        runs = figure_runs(live_curves(results), "step")
-        fig = readable(loss_figure(runs, labels, x_title=labels["step_axis"], x_max=p.steps))
-        chart.plotly_chart(fig, key=f"growing_{drawn[1]}", alt=tr("training.growing_alt"))
+        drawn[0] = now
+        training.shown = (live_curves(results), progress(results, now - started))
+        draw_progress(bar, chart, *training.shown, tr, labels)
 
     records = [run_record(r) for r in train_live(configs, draw)]  # the models are dropped
     bar.empty()
     chart.empty()
     return records
+
+
+# A key for each drawing of a growing chart: a placeholder drawn twice with the same figure in
+# one run would otherwise give two elements one id.
+DRAWS = itertools.count()
+
+
+def draw_progress(bar, chart, curves, p, tr: Translator, labels: dict) -> None:
+    """A run's progress bar and its growing loss chart, ``p`` (``lab_view.progress``) of the
+    way, in this visitor's language."""
+    text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
+    bar.progress(p.fraction, text=text)
+    runs = figure_runs(curves, "step")
+    fig = readable(loss_figure(runs, labels, x_title=labels["step_axis"], x_max=p.steps))
+    chart.plotly_chart(fig, key=f"growing_{next(DRAWS)}", alt=tr("training.growing_alt"))
 
 
 def finish(live: dict) -> None:

@@ -50,6 +50,15 @@ def store(key: str, records: list[dict]) -> None:
         return
 
 
+class Training:
+    """The run training now with one key: set ``done`` when it ends; ``shown`` is what the
+    visitor training it last drew (its curves and progress), for the visitors who watch it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.shown: Any = None
+
+
 class Line:
     """One training at a time in this process; visitors wait their turn in order."""
 
@@ -58,10 +67,10 @@ class Line:
         self._cond = threading.Condition()
         self._next = self._serving = 0  # tickets handed out, and the one training now
         self._gone: set[int] = set()  # tickets whose visitor left the line
-        self._running: dict[str, threading.Event] = {}
+        self._running: dict[str, Training] = {}
 
-    def same(self, key: str) -> threading.Event | None:
-        """The run with these settings training now (set when it ends)."""
+    def same(self, key: str) -> Training | None:
+        """The run with these settings training now."""
         with self._cond:
             return self._running.get(key)
 
@@ -81,13 +90,13 @@ class Line:
         self._cond.notify_all()
 
     @contextmanager
-    def turn(self, key: str, on_wait: Callable[[int], None]) -> Iterator[bool]:
-        """Wait for this visitor's turn (``on_wait(ahead)`` each second in the line); yield
-        False at once when ``limit`` visitors already wait. A visitor who leaves the line (the
-        page stopped while waiting) gives up the place."""
+    def turn(self, key: str, on_wait: Callable[[int], None]) -> Iterator[Training | None]:
+        """Wait for this visitor's turn (``on_wait(ahead)`` each second in the line), then yield
+        the run to train; None at once when ``limit`` visitors already wait. A visitor who
+        leaves the line (the page stopped while waiting) gives up the place."""
         ticket = self._take()
         if ticket is None:
-            yield False
+            yield None
             return
         try:
             with self._cond:
@@ -95,15 +104,15 @@ class Line:
                     self._cond.wait(timeout=1.0)
                     if ticket != self._serving:
                         on_wait(ticket - self._serving)
-                done = self._running[key] = threading.Event()
+                training = self._running[key] = Training()
         except BaseException:
             with self._cond:
                 self._advance() if ticket == self._serving else self._gone.add(ticket)
             raise
         try:
-            yield True
+            yield training
         finally:
             with self._cond:
                 del self._running[key]
-                done.set()
+                training.done.set()
                 self._advance()

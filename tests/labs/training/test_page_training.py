@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -42,6 +43,8 @@ TINY = {"width": "16", "depth": "1", "steps": "12", "seed": "3"}
 def fresh_runs(monkeypatch, tmp_path) -> None:
     """Each test trains afresh: no run another test finished is served from the server's cache."""
     monkeypatch.setenv(run_cache.CACHE_ENV, str(tmp_path / "runs"))
+
+
 SHIPPED_FIGURES = {"shipped_step", "shipped_seconds", "shipped_finals", "shipped_step_time"}
 LIVE_FIGURES = {"live_step", "live_seconds", "live_finals", "live_step_time", "live_share"}
 TITLES = {
@@ -387,3 +390,24 @@ def test_a_second_visitor_with_the_same_settings_gets_the_finished_run(monkeypat
     assert served_in < 10  # no training: the page's own run, without the 60 s of a cap
     other = train(open_page_alone("en", **{**TINY, "seed": "5"}))
     assert not other.session_state[LIVE_KEY]["cached"]
+
+
+def test_a_second_visitor_with_the_same_settings_watches_and_gets_the_same_run() -> None:
+    """A class pressing Train together: the second visitor does not train again; the page
+    says whose run it watches, draws it as it grows (``run_cache.Training.shown``), and then
+    shows that run, kept on disk."""
+    first = open_page_alone(**TINY)
+    trained = threading.Thread(target=train, args=(first,))
+    trained.start()
+    deadline = time.monotonic() + 60
+    while not TRAIN_LINE._running and trained.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert TRAIN_LINE._running, "the first visitor never started training"
+    second = train(open_page_alone(**TINY))
+    trained.join()
+    watching = translator("en")("training.same_waiting")
+    assert watching in [i.value for i in second.info]
+    live, theirs = second.session_state[LIVE_KEY], first.session_state[LIVE_KEY]
+    assert live["cached"] and not theirs["cached"]
+    assert live["records"] == theirs["records"]
+    assert len(list(run_cache.folder().glob("*.json"))) == 1

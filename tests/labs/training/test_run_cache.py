@@ -67,8 +67,18 @@ def test_a_full_line_refuses_and_a_visitor_who_leaves_gives_up_the_place() -> No
             pass
     # b's place still counts until the line passes it: one waiting already, so c is refused.
     with line.turn("c", lambda ahead: None) as turn:
-        assert turn is False
+        assert turn is None
     release.set()
     holder.join()
     with line.turn("d", lambda ahead: None) as turn:  # the line moved past b's ticket
         assert turn
+
+
+def test_a_visitor_with_the_same_settings_sees_what_the_training_visitor_drew() -> None:
+    line = Line()
+    with line.turn("a", lambda ahead: None) as training:
+        watched = line.same("a")
+        assert watched is training and watched.shown is None and not watched.done.is_set()
+        training.shown = ("curves", "progress")  # what the training visitor's page last drew
+        assert watched.shown == ("curves", "progress")
+    assert watched.done.is_set() and line.same("a") is None
