@@ -33,10 +33,12 @@ def test_backward(scenario_server, browser) -> None:
 
 def test_attention(scenario_server, browser) -> None:
     v = visit(scenario_server, browser, "attention")
+    # The plane first: every later step, and the fresh tabs that check the link, then draw SVG,
+    # not the sandbox's three WebGL scenes (seconds each in a browser without a GPU).
+    v.segment("d", "2")
     v.slide("n", arrow="ArrowLeft")
     v.type_text("seed", "8")
     v.press(said("attention.use_best"), key="use_layer")
-    v.segment("d", "2")
     v.finish()
 
 
