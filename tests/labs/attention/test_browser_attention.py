@@ -87,7 +87,8 @@ def test_the_plane_view_reads_with_large_enough_figure_text(app_url, browser) ->
 
 
 def test_turning_the_query_onto_one_by_keyboard_makes_layer_norm_uniform(app_url, browser) -> None:
-    page, outside = load(browser, f"{app_url}/attention?lang=en&angle=5")
+    # In the plane (d=2): the same weights, drawn in SVG, not three WebGL scenes per rerun.
+    page, outside = load(browser, f"{app_url}/attention?lang=en&angle=5&d=2")
     before = page.evaluate(WEIGHTS, "weights_layer")
     assert max(before) - min(before) > 1e-3
     slider = page.locator(".st-key-angle input[type='range']")
