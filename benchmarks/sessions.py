@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wave", type=int, default=10)
     parser.add_argument("--every", type=int, default=100)
     parser.add_argument("--ttl", type=int, default=120, help="server.disconnectedSessionTTL, s")
+    parser.add_argument("--idle", type=int, default=10, help="s to wait beyond the TTL")
     args = parser.parse_args(argv)
     print(f"Start: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     port = live.free_port()
@@ -65,10 +66,10 @@ def main(argv: list[str] | None = None) -> int:
                     base = rss
                 print(f"| {done} | {rss:.0f} | {time.monotonic() - start:.0f} |", flush=True)
         # Streamlit drops a closed session at its next cleanup after the TTL: wait it out.
-        time.sleep(args.ttl + 10)
+        time.sleep(args.ttl + args.idle)
         asyncio.run(wave(url, args.sessions, 1))  # a visit after the wait
         last = rss_mb(proc.pid)
-        print(f"| {args.sessions + 1}, after {args.ttl + 10} s idle | {last:.0f} | |")
+        print(f"| {args.sessions + 1}, after {args.ttl + args.idle} s idle | {last:.0f} | |")
     finally:
         live.stop_server(proc)
     print(*(f"error: {e}" for e in errors[:10]), sep="\n")

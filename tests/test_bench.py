@@ -220,10 +220,13 @@ def test_wire_launcher_sends_fewer_bytes_than_plain_streamlit(capsys):
 def test_sessions_prints_the_rss_after_each_hundred_and_after_the_ttl(capsys):
     from benchmarks import sessions
 
-    own_thread(sessions.main, ["--sessions", "4", "--wave", "2", "--every", "2", "--ttl", "0"])
+    own_thread(
+        sessions.main,
+        ["--sessions", "4", "--wave", "2", "--every", "2", "--ttl", "0", "--idle", "1"],
+    )
     out = capsys.readouterr().out
     rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| ")][2:]
-    assert [row[0] for row in rows] == ["| 2", "| 4", "| 5, after 10 s idle"]
+    assert [row[0] for row in rows] == ["| 2", "| 4", "| 5, after 1 s idle"]
     assert all(float(row[1]) > 50 for row in rows)  # a Streamlit worker's MB
     assert "; 0 errors" in out and ("PASS: " in out or "FAIL: " in out)
 
