@@ -32,11 +32,7 @@ os.environ["NORMLAB_RUN_CACHE"] = tempfile.mkdtemp(prefix="normlab-runs-")
 import streamlit.components.v2.manifest_scanner as component_scanner
 from hypothesis import settings
 
-from benchmarks.live import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    live_app,
-)
+from benchmarks.live import CHROMIUM, chromium, live_app
 from tests.hypothesis_util import QUICK_EXAMPLES
 
 # Each new AppTest looks through every installed distribution for Streamlit components (a quarter
@@ -59,14 +55,8 @@ def browser() -> Iterator[object]:
     """Debian's headless Chromium driven by Playwright; skipped where it is not installed."""
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")
