@@ -171,12 +171,11 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
     }
     names = {"a": short(state["a"]), "b": short(state["b"])}
     numbers = {**names, "dtype": state["dtype"], "d": state["d"]}
-    slots = ("figure_words", "figure_not_finite")
     chart(
         readable(contract_figure(c.y_a, c.y_b, c.delta, labels)),
         key="contract",
         title=tr("contracts.figure_chart"),
-        words=" ".join(tr.claim(view.claims[s]) for s in slots if s in view.claims),
+        words=tr.chart_words(view.claims, "figure"),
         more=tr(
             "contracts.figure_caption",
             **numbers,

@@ -209,7 +209,6 @@ def figure_labels(tr: Translator) -> dict[str, str]:
 def coordinates(tr: Translator, view: ExplorerView, labels: dict, scale: float) -> None:
     st.subheader(tr("explorer.coords_heading"))
     c = view.claims
-    words = " ".join(tr.claim(c[s]) for s in ("coords_words", "coords_not_finite") if s in c)
     more = tr.claim(c["coords"]) + " " + tr.claim(c["divisors"])
     if "envelope" in c:
         more += " " + tr.claim(c["envelope"])
@@ -228,7 +227,7 @@ def coordinates(tr: Translator, view: ExplorerView, labels: dict, scale: float) 
         fig,
         key="coords",
         title=tr("explorer.coords_chart"),
-        words=words,
+        words=tr.chart_words(c, "coords"),
         more=more,
         table=table,
         # Short headers ("i", "RMSNorm"), as the statistics': four columns fit a phone's width.

@@ -292,15 +292,6 @@ def contract_section(tr: Translator, view: InspectorView) -> None:
     st.caption(tr("inspector.presets_caption"))
 
 
-# A chart's summary, then a count of the values it cannot draw where there are any.
-PARTS = ("words", "not_finite")
-
-
-def words(claims: dict, tr: Translator, *slots: str) -> str:
-    """A chart's summary: the claims in ``slots`` that the core chose, in order."""
-    return " ".join(tr.claim(claims[s]) for s in slots if s in claims)
-
-
 def gains_section(tr: Translator, view: InspectorView) -> None:
     st.header(tr("inspector.gains_heading"))
     st.markdown(tr("inspector.gains_intro"))
@@ -321,7 +312,7 @@ def gains_section(tr: Translator, view: InspectorView) -> None:
             readable(fig),
             key=f"gains_{side}",
             title=tr("inspector.hist_title", name=sv.summary.label),
-            words=words(view.claims, tr, f"{side}_hist"),
+            words=tr.claim(view.claims[f"{side}_hist"]),
             table=edges | counts,
             headers={k: tr(f"inspector.hist_{k}") for k in edges},
             lang=tr.lang,
@@ -416,12 +407,11 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
         titles = {"x_title": tr("inspector.x_modules"), "y_title": tr(f"inspector.{key}_y")}
         fig = readings_figure(series, **titles, log_y=log_y, percent=percent)
         table, headers = readings_table(series, tr)
-        slots = [f"{side}{key}_{part}" for side in ("", "a_", "b_") for part in PARTS]
         chart(
             readable(fig),
             key=f"readings_{key}",
             title=tr(f"inspector.{key}_title"),
-            words=words(view.claims, tr, *slots),
+            words=tr.chart_words(view.claims, key, f"a_{key}", f"b_{key}"),
             table=table,
             headers=headers,
             lang=tr.lang,
