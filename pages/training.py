@@ -132,13 +132,6 @@ def show_claims(view: TrainingView, tr: Translator, slots: Sequence[str]) -> Non
             st.markdown(tr.claim(view.claims[slot]))
 
 
-def chart_words(view: TrainingView, tr: Translator, name: str) -> str:
-    """A chart's words: one sentence per variant (its own text names it), then a count of the
-    values it cannot draw."""
-    slot = f"chart_{name}_"
-    return " ".join(tr.claim(c) for s, c in view.claims.items() if s.startswith(slot))
-
-
 def loss_table(view: TrainingView, labels: dict, x: str) -> dict[str, list]:
     """Every point a loss chart draws: its position, the run (variant, kind, seed), the loss."""
     table: dict[str, list] = {x: [], "run": [], "loss": []}
@@ -175,7 +168,7 @@ def seed_chart(
         readable(fig),
         key=key,
         title=tr(f"training.{text}_chart"),
-        words=chart_words(view, tr, text),
+        words=tr.runs_words(view.claims, text),
         table=table,
         headers={"seed": labels["seed"], **labels},
         lang=tr.lang,
@@ -195,7 +188,7 @@ def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
                 ),
                 key=f"{key}_{x}",
                 title=tr(f"training.loss_{x}_chart"),
-                words=chart_words(view, tr, f"loss_{x}"),
+                words=tr.runs_words(view.claims, f"loss_{x}"),
                 table=loss_table(view, labels, x),
                 headers={x: labels[f"{x}_axis"], "run": tr("training.run"), "loss": labels["loss"]},
                 lang=tr.lang,

@@ -97,7 +97,7 @@ def _render(key: str, lang: str, values: Mapping[str, Any], noise: Any) -> str:
 
 class Translator:
     """Texts in one language: ``tr(key, **values)``, ``tr.claim(c)``, ``tr.chart_words(claims,
-    chart)``, ``tr.message(m)``."""
+    chart)``, ``tr.runs_words(claims, chart)``, ``tr.message(m)``."""
 
     def __init__(self, lang: str) -> None:
         self.lang = lang if lang in LANGUAGES else DEFAULT_LANGUAGE
@@ -118,6 +118,12 @@ class Translator:
         and the count of the values it cannot draw (``<chart>_not_finite``), where there are."""
         slots = [f"{chart}_{part}" for chart in charts for part in ("words", "not_finite")]
         return " ".join(self.claim(claims[s]) for s in slots if s in claims)
+
+    def runs_words(self, claims: Mapping[str, Claim], chart: str) -> str:
+        """A chart of runs' summary (``labkit.chart_words.runs_words``, in slots
+        ``chart_<chart>_<group>``): one sentence per group, then the count it cannot draw."""
+        prefix = f"chart_{chart}_"
+        return " ".join(self.claim(c) for slot, c in claims.items() if slot.startswith(prefix))
 
     def message(self, message: Message) -> str:
         """A core note or warning, by its code."""

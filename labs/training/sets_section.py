@@ -59,11 +59,6 @@ def _table(
     return table
 
 
-def _words(claims: Mapping, chart_name: str, tr: Translator) -> str:
-    prefix = f"chart_{chart_name}_"
-    return " ".join(tr.claim(c) for slot, c in claims.items() if slot.startswith(prefix))
-
-
 def _say(tr: Translator, claims: Mapping, slots: Sequence[str]) -> None:
     for slot in slots:
         if slot in claims:
@@ -100,7 +95,7 @@ def _spread_chart(
         readable(spread_figure(series, **axes)),
         key=f"sets_{stems[0]}_{what}",
         title=tr(f"training_sets.{stems[0]}_{what}_chart"),
-        words=_words(view.claims, what, tr),
+        words=tr.runs_words(view.claims, what),
         table=_table(x_key, y_key, lines),
         headers={x_key: x_header, "run": tr("training.run"), y_key: y_header},
         lang=tr.lang,

@@ -64,12 +64,11 @@ def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:
         headers["mean"] = labels["mean"]
     table["init"] = [alphas.init] * len(alphas.layers)  # the dashed line
     headers["init"] = labels["init"]
-    words = " ".join(tr.claim(c) for s, c in view.claims.items() if s.startswith("chart_alpha_"))
     chart(
         readable(fig),
         key=f"{key}_alpha",
         title=tr("training.alpha_chart"),
-        words=words,
+        words=tr.runs_words(view.claims, "alpha"),
         table=table,
         headers=headers,
         lang=tr.lang,
