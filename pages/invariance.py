@@ -154,24 +154,17 @@ def sweep_section(lab: InvarianceLab, tr: Translator) -> None:
     st.subheader(tr("invariance.sweep_heading"))
     sweep = lab.shift.sweep
     names = labels(tr, "offset", "cosine", "rms_cos", "layer_cos", "energy")
+    # The sweep's curves, each with the label that names it.
+    curves = {"rms_cosine": "rms_cos", "layer_cosine": "layer_cos"}
+    curves["rms_energy_along_ones"] = "energy"
     chart(
         readable(sweep_figure(sweep, names)),
         key="sweep",
         title=tr("invariance.sweep_chart"),
         words=tr.chart_words(lab.claims, "sweep"),
         more=" ".join(tr.claim(lab.claims[s]) for s in ("sweep_layer", "sweep_rms", "sweep_limit")),
-        table={
-            "c": sweep["offsets"],
-            "rms_cosine": sweep["rms_cosine"],
-            "layer_cosine": sweep["layer_cosine"],
-            "rms_energy_along_ones": sweep["rms_energy_along_ones"],
-        },
-        headers={
-            "c": "c",
-            "rms_cosine": names["rms_cos"],
-            "layer_cosine": names["layer_cos"],
-            "rms_energy_along_ones": names["energy"],
-        },
+        table={"c": sweep["offsets"], **{k: sweep[k] for k in curves}},
+        headers={"c": "c", **{k: names[label] for k, label in curves.items()}},
         lang=tr.lang,
         file_name="normlab-invariance-sweep.csv",
     )

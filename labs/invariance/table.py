@@ -139,86 +139,38 @@ class Transform:
         return self.rms_invariant if self.in_paper else None
 
 
-TRANSFORMS: dict[str, Transform] = {
-    t.id: t
-    for t in (
-        Transform(
-            "weight_matrix_rescale",
-            "Weight matrix re-scaling",
-            "W' = delta W: every pre-activation of every case is multiplied by delta.",
-            True,
-            True,
-            True,
-            _weight_matrix_rescale,
-        ),
-        Transform(
-            "weight_matrix_recenter",
-            "Weight matrix re-centering",
-            "W' = W + 1 gamma^T: every unit's pre-activation for a case moves by the same "
-            "amount gamma . x, a shift along 1.",
-            True,
-            False,
-            True,
-            _weight_matrix_recenter,
-        ),
-        Transform(
-            "weight_vector_rescale",
-            "Weight vector re-scaling",
-            "w_i' = delta w_i for one unit i: one coordinate of every pre-activation is "
-            "multiplied by delta, the others are not (a per-coordinate scale).",
-            False,
-            False,
-            True,
-            _weight_vector_rescale,
-        ),
-        Transform(
-            "dataset_rescale",
-            "Dataset re-scaling",
-            "x' = delta x for every case: every pre-activation is multiplied by delta.",
-            True,
-            True,
-            True,
-            _dataset_rescale,
-        ),
-        Transform(
-            "dataset_recenter",
-            "Dataset re-centering",
-            "x' = x + gamma for every case: unit j moves by (W gamma)_j, a different amount "
-            "per unit, so the shift is not along 1.",
-            False,
-            False,
-            True,
-            _dataset_recenter,
-        ),
-        Transform(
-            "single_case_rescale",
-            "Single training case re-scaling",
-            "x' = delta x for one case only: that case's pre-activation is multiplied by delta.",
-            True,
-            True,
-            True,
-            _single_case_rescale,
-        ),
-        Transform(
-            "shift_ones",
-            "Shift along the ones direction",
-            "A' = A + c 1: every pre-activation moves by c along the all-ones direction.",
-            True,
-            False,
-            False,
-            _shift_ones,
-        ),
-        Transform(
-            "negative_rescale",
-            "Negative re-scaling",
-            "W' = -delta W: every pre-activation is multiplied by -delta; both outputs flip sign.",
-            False,
-            False,
-            False,
-            _negative_rescale,
-        ),
-    )
-}
+# id, name, what the change does; whether it leaves LayerNorm's and RMSNorm's outputs unchanged,
+# whether Table 1 lists it; the change.
+TRANSFORMS: dict[str, Transform] = {t.id: t for t in (
+    Transform("weight_matrix_rescale", "Weight matrix re-scaling",
+              "W' = delta W: every pre-activation of every case is multiplied by delta.",
+              True, True, True, _weight_matrix_rescale),
+    Transform("weight_matrix_recenter", "Weight matrix re-centering",
+              "W' = W + 1 gamma^T: every unit's pre-activation for a case moves by the same "
+              "amount gamma . x, a shift along 1.",
+              True, False, True, _weight_matrix_recenter),
+    Transform("weight_vector_rescale", "Weight vector re-scaling",
+              "w_i' = delta w_i for one unit i: one coordinate of every pre-activation is "
+              "multiplied by delta, the others are not (a per-coordinate scale).",
+              False, False, True, _weight_vector_rescale),
+    Transform("dataset_rescale", "Dataset re-scaling",
+              "x' = delta x for every case: every pre-activation is multiplied by delta.",
+              True, True, True, _dataset_rescale),
+    Transform("dataset_recenter", "Dataset re-centering",
+              "x' = x + gamma for every case: unit j moves by (W gamma)_j, a different amount "
+              "per unit, so the shift is not along 1.",
+              False, False, True, _dataset_recenter),
+    Transform("single_case_rescale", "Single training case re-scaling",
+              "x' = delta x for one case only: that case's pre-activation is multiplied by delta.",
+              True, True, True, _single_case_rescale),
+    Transform("shift_ones", "Shift along the ones direction",
+              "A' = A + c 1: every pre-activation moves by c along the all-ones direction.",
+              True, False, False, _shift_ones),
+    Transform("negative_rescale", "Negative re-scaling",
+              "W' = -delta W: every pre-activation is multiplied by -delta; both outputs flip "
+              "sign.",
+              False, False, False, _negative_rescale),
+)}  # fmt: skip
 
 
 @dataclass(frozen=True)
