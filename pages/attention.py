@@ -127,7 +127,6 @@ def _weights(weights, case: str, box: Sandbox, tr: Translator, kind: str) -> Non
         words=words(box, tr, key),
         table={"key": key_labels(box.n), "weight": weights},
         headers={"key": tr("attention.key_axis"), "weight": tr("attention.weight_axis")},
-        lang=tr.lang,
         file_name=f"normlab-attention-{kind}-{case}.csv",
         config=style.chart_config(key),
     )
@@ -180,7 +179,6 @@ def keys_section(box: Sandbox, tr: Translator) -> None:
                 words=words(box, tr, f"keys_{case}"),
                 table=table,
                 headers=headers,
-                lang=tr.lang,
                 file_name=f"normlab-attention-keys-{case}.csv",
                 config=style.chart_config(f"keys_{case}"),
             )

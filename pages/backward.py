@@ -106,7 +106,6 @@ def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
             "layer": lesson.jacobian_layer.ravel(),
         },
         headers={k: names[k] for k in ("row", "col", "rms", "layer")},
-        lang=tr.lang,
         file_name="normlab-backward-jacobians.csv",
     )
     st.subheader(tr("backward.spectrum_heading"))
@@ -117,7 +116,6 @@ def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
         words=tr.chart_words(view.claims, "spectrum"),
         table={"k": np.arange(1, d + 1), "rms": lesson.eig_rms, "layer": lesson.eig_layer},
         headers={"k": "k", "rms": names["rms"], "layer": names["layer"]},
-        lang=tr.lang,
         file_name="normlab-backward-spectrum.csv",
     )
     st.markdown(tr.claim(view.claims["spectrum_rms"]))
@@ -151,7 +149,6 @@ def gradients(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
                 "layer": lesson.grad_layer,
             },
             headers={"i": names["coordinate"], **{k: names[k] for k in order}},
-            lang=tr.lang,
             file_name="normlab-backward-gradients.csv",
         )
     with right:
@@ -181,7 +178,6 @@ def components(
             **{k: list(parts[k]) for k in order},
         },
         headers={"direction": names["component"], **{k: names[k] for k in order}},
-        lang=tr.lang,
         file_name="normlab-backward-components.csv",
     )
     table = pd.DataFrame(

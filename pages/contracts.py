@@ -189,7 +189,6 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
         ),
         table={"i": np.arange(state["d"]), "a": c.y_a, "b": c.y_b, "delta": c.delta},
         headers={"i": labels["coordinate"], **{k: labels[k] for k in ("a", "b", "delta")}},
-        lang=tr.lang,
         file_name="normlab-contracts.csv",
     )
     st.latex(DELTA_FORMULA)

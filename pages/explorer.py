@@ -232,7 +232,6 @@ def coordinates(tr: Translator, view: ExplorerView, labels: dict, scale: float) 
         table=table,
         # Short headers ("i", "RMSNorm"), as the statistics': four columns fit a phone's width.
         headers={k: labels[k].removesuffix("(x)") for k in full},
-        lang=tr.lang,
         config=style.chart_config("normlab-coordinates"),
     )
 
@@ -322,7 +321,6 @@ def geometry(tr: Translator, view: ExplorerView, state: dict, labels: dict, scal
             words=tr.claim(claims["plane_words"]),
             table=_points_table(labels, (plane.point, plane.rms, plane.layer), "ab"),
             headers=points,
-            lang=tr.lang,
             file_name="normlab-plane.csv",
             config=style.chart_config("normlab-plane"),
         )
@@ -356,7 +354,6 @@ def sphere(tr: Translator, view: ExplorerView, labels: dict, scale: float) -> No
         more=tr.claim(view.claims["sphere"]),
         table=_points_table(labels, (s.point, s.rms, s.layer), ("x1", "x2", "x3")),
         headers={"point": tr("charts.point"), "x1": "x₁", "x2": "x₂", "x3": "x₃"},
-        lang=tr.lang,
         file_name="normlab-sphere.csv",
         config=style.chart_config("normlab-sphere"),
     )

@@ -315,7 +315,6 @@ def gains_section(tr: Translator, view: InspectorView) -> None:
             words=tr.claim(view.claims[f"{side}_hist"]),
             table=edges | counts,
             headers={k: tr(f"inspector.hist_{k}") for k in edges},
-            lang=tr.lang,
             file_name=f"normlab-inspector-gains-{side}.csv",
             config=chart_config(f"gains-{side}"),
         )
@@ -414,7 +413,6 @@ def readings_section(tr: Translator, view: InspectorView, prompt: str) -> None:
             words=tr.chart_words(view.claims, key, f"a_{key}", f"b_{key}"),
             table=table,
             headers=headers,
-            lang=tr.lang,
             file_name=f"normlab-inspector-{key}.csv",
             config=chart_config(f"norm-{key}"),
         )

@@ -102,7 +102,6 @@ def case_section(lab: InvarianceLab, tr: Translator) -> None:
         more=" ".join(tr.claim(lab.claims[s]) for s in ("case_intro", "case_rms", "case_layer")),
         table=columns,
         headers=headers,
-        lang=tr.lang,
         file_name="normlab-invariance-case.csv",
     )
     st.markdown(tr.claim(lab.claims[f"why_{lab.transform}"]))
@@ -165,7 +164,6 @@ def sweep_section(lab: InvarianceLab, tr: Translator) -> None:
         more=" ".join(tr.claim(lab.claims[s]) for s in ("sweep_layer", "sweep_rms", "sweep_limit")),
         table={"c": sweep["offsets"], **{k: sweep[k] for k in curves}},
         headers={"c": "c", **{k: names[label] for k, label in curves.items()}},
-        lang=tr.lang,
         file_name="normlab-invariance-sweep.csv",
     )
 
@@ -202,7 +200,6 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
         more=tr.claim(lab.claims["collapse"]),
         table={"c": s.offsets, **series, "slope": np.asarray(slope, dtype=float)},
         headers={"c": "c", **{k: fig_labels[k] for k in (*series, "slope")}},
-        lang=tr.lang,
         file_name="normlab-invariance-collapse.csv",
     )
     pair_labels = labels(tr)
@@ -226,7 +223,6 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
         more=tr.claim(lab.claims["pair"]),
         table=pair_table,
         headers=pair_headers,
-        lang=tr.lang,
         file_name="normlab-invariance-pair.csv",
     )
     st.markdown(tr("invariance.lost_text"))

@@ -116,7 +116,6 @@ def eps_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -> 
         more=tr.claim(view.claims["norm_caption"]),
         table=table,
         headers=headers,
-        lang=tr.lang,
         file_name="normlab-precision-norm.csv",
     )
     st.markdown(tr.claim(view.claims["norm_explain"]))
@@ -138,7 +137,6 @@ def matched_section(view: PrecisionView, tr: Translator, labels: dict[str, str])
         words=tr.chart_words(view.claims, "matched"),
         table={"scale": SWEEP_SCALES, **view.matched},
         headers={"scale": labels["scale"], **names},
-        lang=tr.lang,
         file_name="normlab-precision-matched.csv",
     )
     st.markdown(tr.claim(view.claims["matched"]))
@@ -177,7 +175,6 @@ def dtype_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -
         words=tr.chart_words(view.claims, "error"),
         table={"scale": SWEEP_SCALES, **view.errors},
         headers={"scale": labels["scale"]},
-        lang=tr.lang,
         file_name="normlab-precision-error.csv",
     )
     slots = ("error_f32", "error_bf16", "error_f16_range", "error_f16_low", "error_f16_high")
@@ -205,7 +202,6 @@ def drift_section(view: PrecisionView, tr: Translator) -> None:
         more=tr.claim(view.claims["drift_caption"]),
         table={"i": np.arange(1, view.d + 1), **view.sums},
         headers={"i": labels["index"]},
-        lang=tr.lang,
         file_name="normlab-precision-sums.csv",
     )
     drift = view.claims["drift"]

@@ -180,7 +180,6 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int) -> None:
         more=f"{claims['offset']} {claims['length']}",
         table=table,
         headers=headers,
-        lang=tr.lang,
         file_name="normlab-residual-layers.csv",
     )
 
@@ -261,7 +260,6 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
         words=tr.chart_words(view.claims, "trained_figure", "trained_figure_none"),
         table=table,
         headers=headers,
-        lang=tr.lang,
         file_name="normlab-residual-trained.csv",
     )
     st.subheader(tr("residual.trained_explain_heading"))
@@ -282,7 +280,6 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
             **{n: view.relative_magnitude[n].ravel() for n in TRAINED_NORMS},
         },
         headers={"l": "l", "i": "i", **{n: names[n] for n in TRAINED_NORMS}},
-        lang=tr.lang,
         file_name="normlab-residual-coordinates.csv",
     )
     st.markdown(f"{claims['outliers']} {claims['dims']}")

@@ -206,7 +206,6 @@ def show_figures(view: SpeedView, tr: Translator) -> None:
                 words=tr.chart_words(view.claims, *(f"{name}_{t}" for t in techniques)),
                 table={"shape": shapes, **values},
                 headers={"shape": shape_header, **names},
-                lang=tr.lang,
                 file_name=f"normlab-speed-{name}.csv",
             )
 
@@ -243,7 +242,6 @@ def show_partial(view: SpeedView, tr: Translator) -> None:
         words=tr.chart_words(view.claims, "partial_chart"),
         table={"p": [fmt.pct(p, lang=tr.lang) for p in PARTIALS], "ratio": ratio, "error": error},
         headers={"p": "p", **labels},
-        lang=tr.lang,
         file_name="normlab-speed-partial.csv",
         full={"p": ps, "ratio": ratio, "error": error},
     )

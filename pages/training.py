@@ -171,7 +171,6 @@ def seed_chart(
         words=tr.runs_words(view.claims, text),
         table=table,
         headers={"seed": labels["seed"], **labels},
-        lang=tr.lang,
         file_name=f"normlab-training-{key.replace('_', '-')}.csv",
     )
 
@@ -191,7 +190,6 @@ def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
                 words=tr.runs_words(view.claims, f"loss_{x}"),
                 table=loss_table(view, labels, x),
                 headers={x: labels[f"{x}_axis"], "run": tr("training.run"), "loss": labels["loss"]},
-                lang=tr.lang,
                 file_name=f"normlab-training-{key}-loss-{x}.csv",
             )
     st.caption(tr("training.loss_note"))

@@ -45,7 +45,7 @@ def chart(
     words: str,
     table: Columns | Callable[[], Columns],
     headers: Mapping[str, str],
-    lang: str,
+    lang: str | None = None,
     more: str = "",
     full: Columns | Callable[[], str] | None = None,
     file_name: str | None = None,
@@ -62,8 +62,9 @@ def chart(
     drawn; ``headers`` names them for the reader. ``full``: every value when the chart draws
     fewer (columns, or a callable that writes the CSV); without it the table is the full data.
     ``file_name`` names the CSV in the share dialog (``None``: the page offers the full data
-    there itself).
+    there itself). ``lang``: the numbers' language, by default the page's.
     """
+    lang = lang or fmt.current_language()
     fig = localised(fig, lang)
     drawn = plotly_spec(fig) if isinstance(fig, dict) else fig
     st.plotly_chart(drawn, key=key, config=config, alt=f"{title}. {words}")

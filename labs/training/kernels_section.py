@@ -64,7 +64,6 @@ def _chart(view: KernelView, tr: Translator, labels: dict[str, str], what: str) 
         words=tr.claim(view.claims[f"{what}_words"]),
         table=_table(bars),
         headers={"group": tr("training.fair_kernel_label"), **labels},
-        lang=tr.lang,
         file_name=f"normlab-training-fair-{what}.csv",
     )
 

@@ -126,7 +126,6 @@ def r2_chart(view: ScurveView, claims: dict[str, str], tr: Translator) -> None:
         words=tr.chart_words(view.claims, "r2"),
         table=table,
         headers=headers,
-        lang=tr.lang,
         file_name=f"normlab-scurve-r2-seed{view.seed}.csv",
     )
 
@@ -185,7 +184,6 @@ def layer_chart(
         words=layer_words(norm, curve, claims),
         table=table,
         headers={"x": names["x_axis"]},
-        lang=tr.lang,
         full=every_point,
         file_name=f"normlab-scurve-{norm}-seed{view.seed}-{curve.name}.csv",
     )

@@ -98,7 +98,6 @@ def _spread_chart(
         words=tr.runs_words(view.claims, what),
         table=_table(x_key, y_key, lines),
         headers={x_key: x_header, "run": tr("training.run"), y_key: y_header},
-        lang=tr.lang,
         file_name=f"normlab-training-{stems[1]}-{what}.csv",
     )
 

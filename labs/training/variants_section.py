@@ -71,7 +71,6 @@ def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:
         words=tr.runs_words(view.claims, "alpha"),
         table=table,
         headers=headers,
-        lang=tr.lang,
         file_name=f"normlab-training-{key}-dyt-alpha.csv",
     )
     if "alpha" in view.claims:
