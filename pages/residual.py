@@ -31,9 +31,9 @@ from labs.training.activations import SHIPPED_SEEDS, TEXTS
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
-from ui.frame import begin_page, metric_row, metric_width, presenting, readable, share_box
+from ui.frame import begin_page, metric_row, metric_width, readable, share_box
 from ui.i18n import Translator, translator
-from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, read_link_value
+from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
 
 # The panels of the figure, in reading order: the stream, what W_l is handed, what it returns.
 PANELS = (
@@ -80,15 +80,6 @@ def compute_trained(seed: int, prompt: str) -> TrainedView:
     return trained_view(seed=seed, text=prompt)
 
 
-def choose_mode(tr: Translator) -> str:
-    """The model of the stream: buttons above the page, none in the presenter view."""
-    if presenting():
-        return st.session_state.get("mode", read_link_value(P["mode"])[0])
-    return widgets.labelled_choice(
-        P["mode"], tr("residual.mode_label"), lambda m: tr(f"residual.mode_{m}"), kind="segmented"
-    )
-
-
 def controls(tr: Translator, mode: str) -> dict:
     """The sidebar controls of ``mode``; every one is carried by the URL under its key."""
     with st.sidebar:
@@ -107,7 +98,7 @@ def controls(tr: Translator, mode: str) -> dict:
                 lambda k: tr(f"residual.prompt_{k}"),
                 help=tr("residual.prompt_help"),
             )
-    return {key: st.session_state.get(key, read_link_value(P[key])[0]) for key in MODE_KEYS[mode]}
+    return {key: widgets.current(P[key]) for key in MODE_KEYS[mode]}
 
 
 def metrics(view: ResidualView, tr: Translator, layers: int) -> None:
@@ -294,7 +285,8 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
 
 def main() -> None:
     tr = translator(begin_page("residual", PARAMS))
-    mode = choose_mode(tr)
+    # The model of the stream.
+    mode = widgets.switch(P["mode"], tr("residual.mode_label"), lambda m: tr(f"residual.mode_{m}"))
     state = controls(tr, mode)
     if mode == "synthetic":
         layers = int(state["layers"])

@@ -14,6 +14,7 @@ import streamlit as st
 
 from core.inputs import VectorParseError, link_vector, other_reading, parse_vector
 from ui import fmt
+from ui.frame import presenting
 from ui.i18n import translator
 from ui.params import (
     BoolParam,
@@ -161,6 +162,19 @@ def labelled_choice(
         value = st.selectbox(label, values, format_func=names, key=param.key, **kwargs)
     _to_link(param, value)
     return value
+
+
+def current(param: Param) -> Any:
+    """``param``'s value in this session: its widget's, else the link's (a widget not drawn)."""
+    return st.session_state.get(param.key, read_link_value(param)[0])
+
+
+def switch(param: Param, label: str, names: Callable[[str], str]) -> str:
+    """A page's choice between its views: a row of buttons above the page, none in the
+    presenter view (which shows the view the link names)."""
+    if presenting():
+        return current(param)
+    return labelled_choice(param, label, names, kind="segmented")
 
 
 def _from_link(param: Param) -> None:

@@ -21,9 +21,9 @@ from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
 from ui.export import columns_csv
-from ui.frame import presenting, readable
+from ui.frame import readable
 from ui.i18n import Translator
-from ui.params import ChoiceParam, IntParam, read_link_value
+from ui.params import ChoiceParam, IntParam
 
 VIEW = ChoiceParam("view", "runs", ("runs", "scurve"))
 SCURVE_PARAMS = (
@@ -45,11 +45,7 @@ def compute(seed: int) -> ScurveView:
 
 def choose_view(tr: Translator) -> str:
     """The training lab's view: buttons above the page, none in the presenter view."""
-    if presenting():
-        return st.session_state.get(VIEW.key, read_link_value(VIEW)[0])
-    return widgets.labelled_choice(
-        VIEW, tr("scurve.view_label"), lambda v: tr(f"scurve.view_{v}"), kind="segmented"
-    )
+    return widgets.switch(VIEW, tr("scurve.view_label"), lambda v: tr(f"scurve.view_{v}"))
 
 
 def controls(tr: Translator) -> tuple[int, str]:
@@ -58,9 +54,7 @@ def controls(tr: Translator) -> tuple[int, str]:
         st.header(tr("common.controls"))
         widgets.number(P["trained_seed"], tr("scurve.seed_label"), step=1)
         widgets.labelled_choice(P["norm"], tr("scurve.norm_label"), lambda n: NORM_NAMES[n])
-    seed = st.session_state.get("trained_seed", read_link_value(P["trained_seed"])[0])
-    norm = st.session_state.get("norm", read_link_value(P["norm"])[0])
-    return int(seed), str(norm)
+    return int(widgets.current(P["trained_seed"])), str(widgets.current(P["norm"]))
 
 
 def scurve_section(tr: Translator) -> None:
