@@ -28,7 +28,7 @@ from labs.explorer.units import stat_noise
 from ui import fmt, widgets
 from ui.chart import chart, localised
 from ui.code import code_section
-from ui.export import coordinates_csv, statistics_csv, view_json
+from ui.export import coordinates_csv, saved, statistics_csv, view_json
 from ui.frame import Saving, begin_page, metric_width, presenting, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam, TextParam
@@ -430,33 +430,16 @@ def downloads(tr: Translator, view: ExplorerView, state: dict, labels: dict) -> 
         name: {k: v for k, v in view.stats[key].as_dict().items() if k != "d"}
         for name, key in (("x", "x"), ("rmsnorm", "rms"), ("layernorm", "layer"))
     }
+
+    def html() -> str:  # the coordinates chart at the normal text size, Plotly's script inside
+        fig = figure(_coords_spec(tr, view, labels, 1.0))
+        return fig.to_html(include_plotlyjs=True, full_html=True)
+
     files = [
-        (
-            "common.save_coordinates",
-            lambda: coordinates_csv(arrays),
-            "normlab-coordinates.csv",
-            "text/csv",
-        ),
-        (
-            "common.save_statistics",
-            lambda: statistics_csv(stats),
-            "normlab-statistics.csv",
-            "text/csv",
-        ),
-        (
-            "common.save_json",
-            lambda: view_json("explorer", state, arrays, stats),
-            "normlab-view.json",
-            "application/json",
-        ),
-        (
-            "common.save_figure",
-            lambda: figure(_coords_spec(tr, view, labels, 1.0)).to_html(
-                include_plotlyjs=True, full_html=True
-            ),
-            "normlab-coordinates.html",
-            "text/html",
-        ),
+        saved("coordinates", lambda: coordinates_csv(arrays), "normlab-coordinates.csv"),
+        saved("statistics", lambda: statistics_csv(stats), "normlab-statistics.csv"),
+        saved("json", lambda: view_json("explorer", state, arrays, stats), "normlab-view.json"),
+        saved("figure", html, "normlab-coordinates.html"),
     ]
     return Saving("explorer", files)
 

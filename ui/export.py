@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -23,6 +23,14 @@ MAX_JSON_BYTES = 1_000_000
 
 # Named arrays of one length, each a column of a CSV.
 Columns = Mapping[str, Sequence | np.ndarray]
+# The media types of the files a page offers, by their ending.
+MEDIA_TYPES = {"csv": "text/csv", "json": "application/json", "html": "text/html"}
+
+
+def saved(what: str, write: Callable[[], str], file_name: str) -> tuple[str, object, str, str]:
+    """One file a page offers to save (``ui.frame.Saving``): the button's text key
+    (``common.save_<what>``), what writes the file when it is clicked, its name and its type."""
+    return f"common.save_{what}", write, file_name, MEDIA_TYPES[file_name.rpartition(".")[2]]
 
 
 def coordinates_csv(columns: Mapping[str, np.ndarray]) -> str:
