@@ -91,12 +91,13 @@ def fusable(x: Tensor, *params: Param) -> bool:
     return not (torch.is_grad_enabled() and needs_grad)
 
 
-def _rows(t: Tensor, d: int) -> np.ndarray:
-    """``t`` as a C-contiguous (n, d) numpy view (a copy only if ``t`` is strided)."""
-    return t.detach().contiguous().view(-1, d).numpy()
+def as_rows(t: Tensor, d: int | None = None) -> np.ndarray:
+    """``t`` as a C-contiguous (n, d) numpy view (a copy only if ``t`` is strided); ``d``
+    defaults to its last axis."""
+    return t.detach().contiguous().view(-1, t.shape[-1] if d is None else d).numpy()
 
 
-def _vector(p: Param) -> np.ndarray | None:
+def as_vector(p: Param) -> np.ndarray | None:
     return None if p is None else p.detach().contiguous().numpy()
 
 
@@ -145,7 +146,7 @@ def fused_norm(
             f"out must be a contiguous CPU tensor of x's shape {tuple(x.shape)} and dtype {x.dtype}"
         )
     d = x.shape[-1]
-    xs = _rows(x, d)
+    xs = as_rows(x, d)
     stream = (
         (out is not None or _huge(xs.nbytes))
         and xs.nbytes >= STREAM_MIN_BYTES
@@ -153,7 +154,7 @@ def fused_norm(
     )
     out = fresh(x.shape, x.dtype) if out is None else out
     stats = tuple(np.empty(xs.shape[0], dtype=xs.dtype) for _ in range(1 if kind == "rms" else 2))
-    args = (xs, _vector(weight), _vector(bias), float(eps), _rows(out, d), *stats)
+    args = (xs, as_vector(weight), as_vector(bias), float(eps), as_rows(out, d), *stats)
     _launch(kind, *args, stream=stream)
     return out, stats
 

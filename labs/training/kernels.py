@@ -17,30 +17,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-import numpy as np
 import torch
 
-from core.fast import composite_norm, fused_norm
+from core.fast import as_rows, as_vector, composite_norm, fused_norm
 from core.norms import layer_norm, rms_norm
 
 NormFunction = Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None, float], torch.Tensor]
-
-
-def _lab_rms(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float):
-    return rms_norm(x, weight, eps=eps)
-
-
-def _lab_layer(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float):
-    return layer_norm(x, weight, bias, eps=eps)
-
-
-def _rows(t: torch.Tensor) -> np.ndarray:
-    """``t`` as a C-contiguous (n, d) numpy view (a copy only where ``t`` is strided)."""
-    return t.detach().contiguous().view(-1, t.shape[-1]).numpy()
-
-
-def _vector(t: torch.Tensor) -> np.ndarray:
-    return t.detach().contiguous().numpy()
 
 
 class _FusedRMS(torch.autograd.Function):
@@ -58,9 +40,8 @@ class _FusedRMS(torch.autograd.Function):
 
         x, weight, inv_rms = ctx.saved_tensors
         dx, dweight = torch.empty(x.shape, dtype=x.dtype), torch.zeros_like(weight)
-        rms_backward(
-            _rows(x), _vector(weight), inv_rms.numpy(), _rows(grad), _rows(dx), dweight.numpy()
-        )
+        rows, grads, dxs = (as_rows(t) for t in (x, grad, dx))
+        rms_backward(rows, as_vector(weight), inv_rms.numpy(), grads, dxs, dweight.numpy())
         return dx, dweight, None
 
 
@@ -83,31 +64,18 @@ class _FusedLayer(torch.autograd.Function):
         dx, dweight = torch.empty(x.shape, dtype=x.dtype), torch.zeros_like(weight)
         dbias = torch.zeros_like(weight) if ctx.has_bias else None
         sums = (dweight.numpy(), None if dbias is None else dbias.numpy())
-        layer_backward(
-            _rows(x), _vector(weight), mean.numpy(), rstd.numpy(), _rows(grad), _rows(dx), *sums
-        )
+        rows, grads, dxs = (as_rows(t) for t in (x, grad, dx))
+        layer_backward(rows, as_vector(weight), mean.numpy(), rstd.numpy(), grads, dxs, *sums)
         return dx, dweight, dbias, None
 
 
-def _fused_rms(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float):
-    return _FusedRMS.apply(x, weight, float(eps))
-
-
-def _fused_layer(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float):
-    return _FusedLayer.apply(x, weight, bias, float(eps))
-
-
-def _ops_rms(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, eps: float):
-    return composite_norm("rms", x, weight, None, eps)
-
-
 _FUNCTIONS: dict[tuple[str, str], NormFunction] = {
-    ("rms", "lab"): _lab_rms,
-    ("layer", "lab"): _lab_layer,
-    ("rms", "ops"): _ops_rms,
+    ("rms", "lab"): lambda x, w, b, eps: rms_norm(x, w, eps=eps),
+    ("layer", "lab"): lambda x, w, b, eps: layer_norm(x, w, b, eps=eps),
+    ("rms", "ops"): lambda x, w, b, eps: composite_norm("rms", x, w, None, eps),
     ("layer", "ops"): functools.partial(composite_norm, "layer"),
-    ("rms", "fused"): _fused_rms,
-    ("layer", "fused"): _fused_layer,
+    ("rms", "fused"): lambda x, w, b, eps: _FusedRMS.apply(x, w, float(eps)),
+    ("layer", "fused"): lambda x, w, b, eps: _FusedLayer.apply(x, w, b, float(eps)),
 }
 KERNELS = tuple(dict.fromkeys(kernel for _, kernel in _FUNCTIONS))
 
