@@ -174,10 +174,8 @@ def precision_view(
     }
     eps_out = math.sqrt(eps)
     matched = {
-        "inside": output_norm_vs_scale(d, SWEEP_SCALES, [eps], placement="inside", seed=seed)[0],
-        "outside": output_norm_vs_scale(d, SWEEP_SCALES, [eps_out], placement="outside", seed=seed)[
-            0
-        ],
+        p: output_norm_vs_scale(d, SWEEP_SCALES, [e], placement=p, seed=seed)[0]
+        for p, e in (("inside", eps), ("outside", eps_out))
     }
     sweep = reduction_error(SWEEP_SCALES[:, None] * z, dtypes, eps=eps)
     # At a scale the sweep holds, the table is the sweep's row: torch's half root of a lone row
