@@ -114,6 +114,8 @@ class Launcher:
         self.workers = [Worker(worker_name(i), port) for i, port in enumerate(plan.worker_ports)]
         self.proxy: subprocess.Popen | None = None
         self.bundle: bundle.ThreadingHTTPServer | None = None
+        self.packed = threading.Event()  # the bundle's text is all packed (state.json says so)
+        self.packed_noted = False
         self.stopping = threading.Event()
         # One secret for every worker, so a token or cookie signed by one is valid on another
         # after a visitor moves (Streamlit makes a random one per process otherwise).
@@ -135,7 +137,7 @@ class Launcher:
     def start(self) -> None:
         """Workers first, then HAProxy once they answer (or the health timeout passed)."""
         if self.plan.bundle_port:
-            self.bundle = bundle.start(self.plan.bundle_port)
+            self.bundle = bundle.start(self.plan.bundle_port, self.note_packed)
         config = write_run_files(self.plan, self.run_dir)
         checked = subprocess.run(
             [HAPROXY, "-c", "-q", "-f", str(config)], capture_output=True, text=True
@@ -153,8 +155,15 @@ class Launcher:
         self.proxy = subprocess.Popen([HAPROXY, "-db", "-f", str(config)], env=self.env)
         self.write_state()
 
+    def note_packed(self, files: int, seconds: float) -> None:
+        log(f"the bundle's {files} scripts and styles are packed ({seconds:.0f} s)")
+        self.packed.set()
+
     def watch(self) -> None:
         """Note workers that exited, and start those whose wait is over."""
+        if self.packed.is_set() and not self.packed_noted:
+            self.packed_noted = True
+            self.write_state()
         now = time.monotonic()
         for worker in self.workers:
             if worker.due is None and worker.proc.poll() is not None:
@@ -207,6 +216,7 @@ class Launcher:
         return {
             "proxy": {"address": self.plan.address, "port": self.plan.port, "pid": self.proxy.pid},
             "seats": self.plan.seats,
+            "bundle_packed": self.packed.is_set(),
             "workers": {
                 w.name: {"port": w.port, "pid": w.proc.pid, "restarts": w.restarts}
                 for w in self.workers
