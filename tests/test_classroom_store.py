@@ -408,3 +408,22 @@ def test_vanished_files_are_made_again_and_each_failure_is_logged_once(tmp_path,
         assert error(lambda: down.state("ABCDEF")) == "down"
     failures = [r for r in caplog.records if "failed" in r.getMessage()]
     assert len(failures) == 1 and "ConnectionError" in failures[0].getMessage()
+
+
+def test_sqlite_runs_in_new_threads_share_idle_connections(tmp_path, monkeypatch) -> None:
+    """Streamlit runs each script run in a thread of its own: a store call from a new thread
+    takes an idle connection rather than opening one (with its pragmas) per run."""
+    import threading
+
+    store = open_store(LESSON, {"NORMLAB_DATA_DIR": str(tmp_path)})
+    code, _ = store.create("teacher")
+    opened: list[object] = []
+    connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: opened.append(a) or connect(*a, **k))
+    for _ in range(5):  # five page runs, one after another, each in a new thread
+        run = threading.Thread(
+            target=lambda: store.join(code, seat("s"), "127.0.0.1") and store.state(code)
+        )
+        run.start()
+        run.join()
+    assert opened == [] and store.state(code).students == 1

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+import queue
 import secrets
 import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,29 +51,40 @@ CLASS_TABLES = ("phases", "seats", "answers", "classes")
 class SqliteStore(ClassStore):
     """One SQLite file in WAL mode: readers never wait for the writer, and each write is one
     ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``, so a committed answer survives the
-    process that wrote it. One connection per thread and process; a file that vanished (deleted
-    by hand, a cleaned folder) is made again with its schema on the next call."""
+    process that wrote it. Connections wait idle for the next call of any thread; a file that
+    vanished (deleted by hand, a cleaned folder) is made again with its schema on the next
+    call."""
 
     def __init__(
         self, data_dir: Path | str, limits: Limits, lesson: Lesson, **kwargs: object
     ) -> None:
         super().__init__(limits, lesson, **kwargs)
         self.path = Path(data_dir) / SQLITE_FILE
-        self._local = threading.local()
-        self._connection()
+        self._idle: queue.SimpleQueue = queue.SimpleQueue()  # (connection, pid, inode)
+        self._give(*self._take())
 
-    def _connection(self) -> sqlite3.Connection:
-        local = self._local
-        try:
-            if getattr(local, "con", None) is not None and local.pid == os.getpid():
-                if os.stat(self.path).st_ino == local.inode:
-                    return local.con
-                local.con.close()
-        except OSError:
-            local.con.close()  # the file is gone: open (and so make) a new one
+    def _take(self) -> tuple[sqlite3.Connection, int]:
+        """An idle connection of this process to the file as it is now (and its inode), or a
+        new one. Streamlit runs each script run in a thread of its own: a connection per thread
+        was a new one, with its pragmas, on every run of every student's page."""
+        while True:
+            try:
+                con, pid, inode = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            if pid != os.getpid():
+                continue  # another process's (forked): not this one's to use or close
+            try:
+                if os.stat(self.path).st_ino == inode:
+                    return con, inode
+            except OSError:
+                pass  # the file is gone: open (and so make) a new one
+            con.close()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            con = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            con = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
             con.execute("PRAGMA journal_mode = WAL")
             con.execute("PRAGMA synchronous = FULL")
             version = con.execute("PRAGMA user_version").fetchone()[0]
@@ -81,30 +92,47 @@ class SqliteStore(ClassStore):
                 con.executescript(SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
             elif version != SCHEMA_VERSION:
                 raise sqlite3.DatabaseError(f"schema version {version} in {self.path}")
-            inode = os.stat(self.path).st_ino
+            return con, os.stat(self.path).st_ino
         except (OSError, sqlite3.Error) as err:
             raise self.down(err) from err
-        local.con, local.pid, local.inode = con, os.getpid(), inode
-        return con
+
+    def _give(self, con: sqlite3.Connection, inode: int) -> None:
+        self._idle.put((con, os.getpid(), inode))
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one read or one write, back to the idle ones afterwards (closed
+        where SQLite failed)."""
+        con, inode = self._take()
+        try:
+            yield con
+        except sqlite3.Error:
+            con.close()
+            raise
+        except BaseException:
+            self._give(con, inode)
+            raise
+        self._give(con, inode)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        con = self._connection()
         try:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
+            with self._connection() as con:
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    yield con
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+                con.execute("COMMIT")
         except sqlite3.Error as err:
             raise self.down(err) from err
         self.up()
 
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         try:
-            rows = self._connection().execute(sql, args).fetchall()
+            with self._connection() as con:
+                rows = con.execute(sql, args).fetchall()
         except sqlite3.Error as err:
             raise self.down(err) from err
         self.up()
