@@ -26,7 +26,7 @@ from labs.lesson.words import moves
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
-from ui.frame import begin_page, readable, share_box
+from ui.frame import begin_page, readable_spec, share_box
 from ui.i18n import Translator, translator
 from ui.params import IntParam, read_link_value
 
@@ -197,7 +197,7 @@ def figure_chart(r: StepResult, tr: Translator) -> None:
     lab = labels_for(tr, r)
     columns = data_columns(r, lab, tr)
     chart(
-        readable(FIGURES[r.step_id](r, lab)),
+        readable_spec(("lesson", r.step_id, *lab.values()), lambda: FIGURES[r.step_id](r, lab)),
         key=f"fig_{r.step_id}",
         title=tr(f"lesson.{r.step_id}_chart"),
         words=figure_words(r, tr),

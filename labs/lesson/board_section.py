@@ -33,8 +33,9 @@ from labs.lesson.class_section import (
 )
 from labs.lesson.options import OPTIONS, STEP_IDS, letter
 from serve.classroom.store import ClassError
-from ui.frame import readable
+from ui.frame import readable_spec
 from ui.i18n import Translator
+from ui.st_private import plotly_spec
 
 # The board's QR code, shown 400 px wide: more than a third of a 1080 px board's height, readable
 # from the back of a room. Drawn at least that wide, so no browser enlarges it into a blur.
@@ -122,7 +123,12 @@ def distribution(step: int, round: int, rounds: dict, tr: Translator, correct: s
     labels = {"option": tr("classroom.axis_option"), "count": tr("classroom.axis_count")}
     index = options.index(correct) if correct in options else None
     st.plotly_chart(
-        readable(counts_figure(letters, numbers, labels, correct=index)),
+        plotly_spec(
+            readable_spec(
+                ("class_counts", *letters, *numbers, *labels.values(), index),
+                lambda: counts_figure(letters, numbers, labels, correct=index),
+            )
+        ),
         key=f"class_counts_{step_id}_{round}",
         alt=tr("classroom.chart_alt", k=step, counts=text),
     )
