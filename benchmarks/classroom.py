@@ -41,7 +41,7 @@ from serve.config import BUSY_MARKER, COOKIE, RETRY_S
 from serve.launcher import read_state
 
 TARGET_LOST = TARGET_TWICE = 0
-TARGET_TEACHER_S, TARGET_P95_S = 3.0, 1.0
+TARGET_TEACHER_S, TARGET_P95_S, TARGET_REVEAL_S = 3.0, 1.0, 2.0
 DEFAULT_WINDOW_S, SEED = 10.0, 25
 # The students' first loads arrive together on a cold server; their answers are what is timed.
 JOIN_TIMEOUT_S, ANSWER_TIMEOUT_S, TEACHER_TIMEOUT_S, READY_TIMEOUT_S = 180.0, 60.0, 30.0, 180.0
@@ -49,9 +49,11 @@ JOIN_TIMEOUT_S, ANSWER_TIMEOUT_S, TEACHER_TIMEOUT_S, READY_TIMEOUT_S = 180.0, 60
 # checks); a run that did not say "recorded" (too fast, the store down) is sent again after
 # RESEND_S; a student recorded before the kill watches DROP_GRACE_S after it for a drop.
 RECONNECT_S, RECOVER_TIMEOUT_S, RESEND_S, DROP_GRACE_S = 0.2, 90.0, 0.5, 3.0
+REVEAL_TIMEOUT_S = 120.0  # a settled student waits this long for the teacher's reveal
 PAGE = "lesson"
 PICK = f"pick_{STEP_IDS[0]}"
 RECORDED = re.compile(r"\*\*(\w)\*\* is recorded")
+REVEALED = re.compile(r"The numbers say \*\*\w\*\*")  # the step's answer, once revealed
 # The server log's lines worth reporting: restarts, HAProxy's servers down or up, the store.
 EVENTS = re.compile(r"Server sessions/\S+ is (DOWN|UP)|exited with|class store|Traceback")
 
@@ -75,6 +77,8 @@ class Report:
     p95_s: float = math.nan
     max_s: float = math.nan
     teacher_complete_s: float = math.nan
+    saw_reveal: int = 0  # students whose page showed the answer the teacher revealed
+    reveal_s: float = math.nan  # from the teacher's click until the last of them saw it
     errors: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
 
@@ -86,6 +90,8 @@ class Report:
             and self.counted_twice <= TARGET_TWICE
             and self.teacher_complete_s <= TARGET_TEACHER_S
             and self.p95_s <= TARGET_P95_S
+            and self.saw_reveal == self.students
+            and self.reveal_s <= TARGET_REVEAL_S
         )
 
     def lines(self) -> list[str]:
@@ -107,6 +113,8 @@ class Report:
             f"(target {TARGET_TEACHER_S:g} s)",
             f"answer latency: p95 {self.p95_s:.3f} s, max {self.max_s:.3f} s "
             f"(target p95 {TARGET_P95_S:g} s)",
+            f"the teacher's reveal reached {self.saw_reveal}/{self.students} students, the last "
+            f"after {self.reveal_s:.2f} s (target {TARGET_REVEAL_S:g} s)",
             *(f"error: {e}" for e in self.errors[:10]),
             *(f"server: {e}" for e in self.events[:20]),
             "PASS" if self.passed() else "FAIL",
@@ -129,6 +137,8 @@ class Student:
         self.cookies = Cookies()
         self.cookies.values[SEAT_COOKIE] = self.token
         self.conn, self.shown = None, Run()
+        self.page, self.shown_at = "", 0.0  # the page's script hash, when its run ended
+        self.live = ("", 0.0)  # the live fragment's id and period
         self.option: str | None = None  # the pick sent: the radio's label
         self.choice: str | None = None  # its option id, as the store holds it
         self.told: str | None = None  # the option the page said is recorded
@@ -162,20 +172,68 @@ class Student:
         self.conn = await open_stream(self.base_url, self.cookies, left, source=self.source)
         await asyncio.wait_for(self.rerun(), max(1.0, deadline - time.monotonic()))
 
-    async def rerun(self) -> None:
-        """A run with the radio's value as the browser holds it (once picked)."""
+    async def send(self, fragment: str = "") -> None:
+        """Ask for a run with the radio's value as the browser holds it (once picked): of the
+        page, or the timed run of its live ``fragment`` (which reruns the page when the class
+        moved)."""
         msg = protos().BackMsg()
         state = msg.rerun_script
         state.query_string = urlencode({"class": self.code, "lang": "en"})
-        state.page_name = PAGE
+        if fragment:  # as the browser's timer sends it: the page by its hash, the fragment's id
+            state.page_script_hash, state.fragment_id = self.page, fragment
+            state.is_auto_rerun = True
+        else:
+            state.page_name = PAGE
         if self.option is not None:
             pick = protos().WidgetState(id=self.shown.ids[PICK], string_value=self.option)
             state.widget_states.widgets.append(pick)
         state.context_info.locale, state.context_info.timezone = "en-US", "UTC"
         await self.conn.send(msg.SerializeToString())
-        self.shown = await receive_run(self.conn)
+
+    async def receive(self) -> None:
+        """The next run to finish; one of the page (not of the fragment alone) is what it shows."""
+        run = await receive_run(self.conn, self.note)
+        if run.ids:
+            self.shown, self.shown_at = run, time.monotonic()
+
+    async def rerun(self) -> None:
+        """A run of the page, which must show the pick."""
+        await self.send()
+        await self.receive()
         if PICK not in self.shown.ids:
             raise RuntimeError(f"no {PICK} on the page: {self.shown.exceptions[:1]}")
+
+    def note(self, kind: str, msg) -> None:
+        """The page's hash (as the browser's address bar holds it), and the live fragment's id
+        and period (the browser's timer), from the page's run."""
+        if kind == "navigation":
+            self.page = msg.navigation.page_script_hash
+        elif kind == "auto_rerun":
+            self.live = (msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
+
+    async def see_reveal(self, seen: list[float], give_up: float) -> None:
+        """Read every run that comes, as the browser does (a page rerun by the server's push
+        among them), while the live fragment runs on the browser's timer (restarted by each run
+        of the page), until the page shows the step's answer (then note when) or ``give_up`` (a
+        monotonic time)."""
+
+        async def timer() -> None:
+            tick = self.shown_at
+            while True:
+                tick = max(tick, self.shown_at) + self.live[1]
+                await asyncio.sleep(max(0.0, tick - time.monotonic()))
+                await self.send(self.live[0])
+
+        ticking = asyncio.create_task(timer())
+        try:
+            while not REVEALED.search(" ".join(self.shown.alerts)):
+                left = give_up - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError("the reveal never reached this student")
+                await asyncio.wait_for(self.receive(), left)
+        finally:
+            ticking.cancel()
+        seen.append(time.monotonic())
 
     async def reconnect(self) -> None:
         """The websocket again, with the pick held, as often as it takes (bounded)."""
@@ -253,28 +311,32 @@ class Student:
 @dataclass
 class Outcome:
     """The students, the latencies of answers no kill cut, errors, when the last "recorded"
-    arrived, and which worker was killed."""
+    arrived, which worker was killed, how many students are settled (recorded, through the kill,
+    or failed) and when each saw the reveal."""
 
     crowd: list[Student] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     last_recorded: float = 0.0
     killed: str = ""
+    settled: threading.Event = field(default_factory=threading.Event)
+    seen: list[float] = field(default_factory=list)
 
 
 async def answer_together(
-    base_url: str, code: str, students: int, window_s: float, run_dir: Path | None = None
-) -> Outcome:
+    out: Outcome, base_url: str, code: str, students: int, window_s: float, run_dir: Path | None
+) -> None:
     """Every student joins, then answers at a seeded moment within ``window_s``; with
-    ``run_dir`` (the launcher's) the busiest worker is killed once half are recorded."""
+    ``run_dir`` (the launcher's) the busiest worker is killed once half are recorded. Once all
+    are settled (``out.settled``), each runs its live fragment until it sees the reveal."""
     rng = random.Random(SEED)
-    out = Outcome([Student(base_url, code) for _ in range(students)])
+    out.crowd = [Student(base_url, code) for _ in range(students)]
     joined = await asyncio.gather(
         *(s.open(JOIN_TIMEOUT_S) for s in out.crowd), return_exceptions=True
     )
     out.errors += [f"join: {type(e).__name__}: {e}"[:160] for e in joined if e is not None]
     ready = [s for s, e in zip(out.crowd, joined, strict=True) if e is None]
-    killed, kill_at = asyncio.Event(), []
+    killed, kill_at, settled = asyncio.Event(), [], []
     start = time.monotonic()
 
     async def one(student: Student, at: float, choice: int) -> None:
@@ -286,6 +348,15 @@ async def answer_together(
             await student.stay(killed, kill_at)
         except Exception as exc:  # one student's failure is a reported error, not a crash
             out.errors.append(f"student: {type(exc).__name__}: {exc}"[:200])
+            return
+        finally:
+            settled.append(student)
+            if len(settled) == len(ready):
+                out.settled.set()
+        try:
+            await student.see_reveal(out.seen, time.monotonic() + REVEAL_TIMEOUT_S)
+        except Exception as exc:
+            out.errors.append(f"reveal: {type(exc).__name__}: {exc}"[:200])
 
     async def kill() -> None:
         try:
@@ -303,10 +374,11 @@ async def answer_together(
     plan = [(rng.uniform(0, window_s), rng.randrange(4)) for _ in ready]
     if run_dir is None:
         killed.set()
+    if not ready:
+        out.settled.set()
     crowd = [one(s, at, c) for s, (at, c) in zip(ready, plan, strict=True)]
     await asyncio.gather(*crowd, *([kill()] if run_dir is not None else []))
     await asyncio.gather(*(s.close() for s in out.crowd), return_exceptions=True)
-    return out
 
 
 def kill_busiest(run_dir: Path, crowd: list[Student]) -> str:
@@ -364,19 +436,30 @@ def measure(
 ) -> Report:
     """One class on the app at ``url`` (whose store ``env`` names), the teacher's page opened in
     ``browser`` (Playwright, sync): the figures of the report. ``kill_in``, the launcher's run
-    folder, has its busiest worker killed once half the class is recorded."""
+    folder, has its busiest worker killed once half the class is recorded. Once every student is
+    settled and the teacher's counts are complete, the teacher shows the answer to the class."""
     report = Report(students, 0, env.get("NORMLAB_CLASS_STORE") or "sqlite", window_s)
     teacher = browser.new_page(viewport={"width": 1400, "height": 1400})
     teacher.goto(f"{url}/{PAGE}?class=new&lang=en")
     teacher.wait_for_selector(live.READY, timeout=READY_TIMEOUT_S * 1000)
     teacher.wait_for_function("location.search.includes('teacher=')")
     code = teacher.evaluate("new URLSearchParams(location.search).get('class')")
-    outcome = in_thread(answer_together(url, code, students, window_s, kill_in))
+    outcome = Outcome()
+    # Playwright's sync API holds this thread's event loop: the students run in a thread of theirs.
+    work = answer_together(outcome, url, code, students, window_s, kill_in)
+    thread = threading.Thread(target=asyncio.run, args=(work,))
+    thread.start()
+    outcome.settled.wait(JOIN_TIMEOUT_S + window_s + RECOVER_TIMEOUT_S + ANSWER_TIMEOUT_S)
     told = sum(s.told is not None for s in outcome.crowd)
     if told:
         report.teacher_complete_s = measure_teacher(teacher, told, outcome.last_recorded)
+    teacher.locator(".st-key-class_revealed button").click()
+    revealed_at = time.monotonic()
+    thread.join()
     teacher.close()
     summarise(report, outcome, code, env)
+    report.saw_reveal = len(outcome.seen)
+    report.reveal_s = max(outcome.seen, default=math.inf) - revealed_at
     return report
 
 

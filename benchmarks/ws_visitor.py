@@ -165,9 +165,9 @@ async def open_stream(base_url: str, cookies: Cookies, timeout_s: float, source:
 
 
 async def receive_run(conn, note: Callable[[str, object], None] | None = None) -> Run:
-    """Read ``ForwardMsg`` from ``conn`` until a run finishes: what that run showed. A run stopped
-    early for a rerun is followed by a new one, and only the last counts; ``note`` is told of
-    every other message (its type, the message)."""
+    """Read ``ForwardMsg`` from ``conn`` until a run (of the page, or of a fragment) finishes:
+    what that run showed. A run stopped early for a rerun is followed by a new one, and only the
+    last counts; ``note`` is told of every other message (its type, the message)."""
     ForwardMsg = protos().ForwardMsg  # noqa: N806
 
     run = Run()
@@ -183,7 +183,8 @@ async def receive_run(conn, note: Callable[[str, object], None] | None = None) -
             status = msg.script_finished
             if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 continue
-            if status != ForwardMsg.FINISHED_SUCCESSFULLY:
+            done = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+            if status not in done:
                 name = ForwardMsg.ScriptFinishedStatus.Name(status)
                 raise NoEffect(f"the script finished with {name}")
             return run

@@ -30,6 +30,7 @@ from tests.serve_util import need_haproxy
 
 STEP = STEP_IDS[0]
 GOOD = dict(recorded=60, head_count=60, lost=0, counted_twice=0, p95_s=0.5, teacher_complete_s=2.0)
+GOOD.update(saw_reveal=60, reveal_s=1.5)
 
 
 def test_the_report_fails_on_a_lost_answer_a_second_seat_or_a_slow_teacher() -> None:
@@ -38,6 +39,7 @@ def test_the_report_fails_on_a_lost_answer_a_second_seat_or_a_slow_teacher() -> 
     bad = [{"lost": 1}, {"teacher_complete_s": 3.5}, {"p95_s": 1.2}, {"recorded": 59}]
     bad += [{"errors": ["student: not recorded"]}, {"teacher_complete_s": float("inf")}]
     bad += [{"counted_twice": 1}, {"head_count": 61}, {"head_count": 59}]
+    bad += [{"saw_reveal": 59}, {"reveal_s": 2.5}, {"reveal_s": float("inf")}]
     for change in bad:
         assert not Report(**{**good.__dict__, **change}).passed(), change
     lines = Report(**{**good.__dict__, "lost": 1, "counted_twice": 2, "head_count": 61}).lines()
@@ -83,7 +85,8 @@ def class_with(tmp_path: Path, told: list[str | None], held: list[str | None]):
 def test_the_store_is_read_seat_by_seat(tmp_path: Path) -> None:
     a, b, c, _ = OPTIONS[STEP]
     outcome, code, env, _ = class_with(tmp_path, [a, b, c], [a, b, c])
-    report = Report(3, 2, "sqlite", 1.0, p95_s=0.1, teacher_complete_s=1.0)
+    report = Report(3, 2, "sqlite", 1.0, p95_s=0.1, teacher_complete_s=1.0, saw_reveal=3)
+    report.reveal_s = 1.0
     summarise(report, outcome, code, env)
     assert (report.recorded, report.lost, report.counted_twice, report.head_count) == (3, 0, 0, 3)
     assert report.passed()
@@ -133,3 +136,5 @@ def test_a_worker_killed_mid_vote_loses_and_doubles_nothing() -> None:
     assert report.reconnected >= 1
     assert any("exited with -9" in line for line in report.events), report.events
     assert math.isfinite(report.teacher_complete_s)
+    # The teacher's reveal reached every student's page, through its live fragment's timed runs.
+    assert report.saw_reveal == 6 and report.reveal_s < 30, report.lines()
