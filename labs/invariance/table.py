@@ -73,42 +73,16 @@ def _make_setup(*, n: int, m: int, d: int, rng: np.random.Generator) -> Setup:
     )
 
 
-def _weight_matrix_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    return replace(s, weight=size * s.weight)
+def _plus_gamma(a: np.ndarray, size: float, rng: np.random.Generator) -> np.ndarray:
+    """``a`` with one gamma of ``size`` (a draw of ``rng``) added to every row."""
+    return a + size * rng.standard_normal(a.shape[1])
 
 
-def _weight_matrix_recenter(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    gamma = size * rng.standard_normal(s.weight.shape[1])
-    return replace(s, weight=s.weight + gamma)  # every row w_i gets the same gamma
-
-
-def _weight_vector_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    weight = s.weight.copy()
-    weight[rng.integers(weight.shape[0])] *= size
-    return replace(s, weight=weight)
-
-
-def _dataset_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    return replace(s, x=size * s.x)
-
-
-def _dataset_recenter(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    gamma = size * rng.standard_normal(s.x.shape[1])
-    return replace(s, x=s.x + gamma)  # every case gets the same gamma
-
-
-def _single_case_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    x = s.x.copy()
-    x[rng.integers(x.shape[0])] *= size
-    return replace(s, x=x)
-
-
-def _shift_ones(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    return replace(s, bias=s.bias + size)
-
-
-def _negative_rescale(s: Setup, size: float, rng: np.random.Generator) -> Setup:
-    return replace(s, weight=-size * s.weight)
+def _one_row_scaled(a: np.ndarray, size: float, rng: np.random.Generator) -> np.ndarray:
+    """``a`` with one row (a draw of ``rng``) multiplied by ``size``."""
+    a = a.copy()
+    a[rng.integers(a.shape[0])] *= size
+    return a
 
 
 @dataclass(frozen=True)
@@ -144,32 +118,34 @@ class Transform:
 TRANSFORMS: dict[str, Transform] = {t.id: t for t in (
     Transform("weight_matrix_rescale", "Weight matrix re-scaling",
               "W' = delta W: every pre-activation of every case is multiplied by delta.",
-              True, True, True, _weight_matrix_rescale),
+              True, True, True, lambda s, size, rng: replace(s, weight=size * s.weight)),
     Transform("weight_matrix_recenter", "Weight matrix re-centering",
               "W' = W + 1 gamma^T: every unit's pre-activation for a case moves by the same "
               "amount gamma . x, a shift along 1.",
-              True, False, True, _weight_matrix_recenter),
+              True, False, True,
+              lambda s, size, rng: replace(s, weight=_plus_gamma(s.weight, size, rng))),
     Transform("weight_vector_rescale", "Weight vector re-scaling",
               "w_i' = delta w_i for one unit i: one coordinate of every pre-activation is "
               "multiplied by delta, the others are not (a per-coordinate scale).",
-              False, False, True, _weight_vector_rescale),
+              False, False, True,
+              lambda s, size, rng: replace(s, weight=_one_row_scaled(s.weight, size, rng))),
     Transform("dataset_rescale", "Dataset re-scaling",
               "x' = delta x for every case: every pre-activation is multiplied by delta.",
-              True, True, True, _dataset_rescale),
+              True, True, True, lambda s, size, rng: replace(s, x=size * s.x)),
     Transform("dataset_recenter", "Dataset re-centering",
               "x' = x + gamma for every case: unit j moves by (W gamma)_j, a different amount "
               "per unit, so the shift is not along 1.",
-              False, False, True, _dataset_recenter),
+              False, False, True, lambda s, size, rng: replace(s, x=_plus_gamma(s.x, size, rng))),
     Transform("single_case_rescale", "Single training case re-scaling",
               "x' = delta x for one case only: that case's pre-activation is multiplied by delta.",
-              True, True, True, _single_case_rescale),
+              True, True, True, lambda s, size, rng: replace(s, x=_one_row_scaled(s.x, size, rng))),
     Transform("shift_ones", "Shift along the ones direction",
               "A' = A + c 1: every pre-activation moves by c along the all-ones direction.",
-              True, False, False, _shift_ones),
+              True, False, False, lambda s, size, rng: replace(s, bias=s.bias + size)),
     Transform("negative_rescale", "Negative re-scaling",
               "W' = -delta W: every pre-activation is multiplied by -delta; both outputs flip "
               "sign.",
-              False, False, False, _negative_rescale),
+              False, False, False, lambda s, size, rng: replace(s, weight=-size * s.weight)),
 )}  # fmt: skip
 
 
