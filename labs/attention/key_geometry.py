@@ -69,7 +69,6 @@ class KeySet:
     keys: np.ndarray  # (n, d)
     norms: np.ndarray  # (n,)
     along_ones: np.ndarray  # (n,) k · 1/sqrt(d)
-    margins: np.ndarray  # (n,) best selection margin; <= SELECT_TOL: un-selectable
     unselectable: tuple[int, ...]
     hull: np.ndarray  # for drawing: d = 2 vertex loop (m,), d = 3 triangles (f, 3); may be empty
     best: BestQuery
@@ -250,7 +249,6 @@ def key_sets(d: int, n: int, seed: int, spread: float, offset: float, length: fl
                 keys=keys,
                 norms=np.linalg.norm(keys, axis=1),
                 along_ones=keys.sum(axis=1) / math.sqrt(d),
-                margins=margins,
                 unselectable=tuple(int(i) for i in np.flatnonzero(margins <= SELECT_TOL)),
                 hull=hull_for_drawing(keys),
                 best=best_query(keys, length),

@@ -62,7 +62,6 @@ class CaseView:
     where their labels piled up."""
 
     keyset: KeySet
-    scores: np.ndarray  # (n,)
     weights: np.ndarray  # (n,)
     named: tuple[int, ...] = ()
 
@@ -307,13 +306,13 @@ def attention_sandbox(
     cases: dict[str, CaseView] = {}
     claims: dict[str, Claim] = {}
     for ks in key_sets(d, n, int(seed), float(spread), float(offset), float(length)):
-        scores, weights = attention(ks.keys, query)
+        _, weights = attention(ks.keys, query)
         claims.update(_geometry_claims(ks.case, ks, d, n))
         claims[f"top_{ks.case}"], top = _top_claim(weights)
         claims[f"uniform_{ks.case}"] = _uniform_claim(ks, d, length)
         claims[f"dial_{ks.case}"], dial = _dial_claim(ks, d, length)
         named = tuple(sorted({*top, *dial}))
-        cases[ks.case] = CaseView(ks, scores, weights, named)
+        cases[ks.case] = CaseView(ks, weights, named)
         claims.update(_chart_claims(ks.case, cases[ks.case]))
     claims.update(_layer_claims(cases["layer"].keyset, d, length))
     return Sandbox(d, n, float(length), direction, query, cases, claims)

@@ -73,7 +73,6 @@ class NormSummary:
     lowest: float  # min and max of at_step over the seeds
     highest: float
     median_step_ms: float
-    shares: tuple[float | None, ...]
     finite: bool
 
 
@@ -236,7 +235,6 @@ def _summary(norm: str, runs: Sequence[RunCurves], step: int, seconds: float) ->
         lowest=float(np.min(at_step)),
         highest=float(np.max(at_step)),
         median_step_ms=float(np.median(steps) * 1e3) if steps.size else math.nan,
-        shares=tuple(r.norm_share for r in runs),
         finite=all(r.finite for r in runs),
     )
 

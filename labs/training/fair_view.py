@@ -49,10 +49,6 @@ class Timing:
     def step_ms(self) -> float:
         return 1e3 * self.step.median
 
-    @property
-    def layer_us(self) -> float:
-        return 1e6 * self.layer.median
-
 
 @dataclass(frozen=True)
 class KernelView:
@@ -64,7 +60,6 @@ class KernelView:
     ratios: dict[tuple[str, str], float]
     paired: dict[tuple[str, str], list[float]]
     dyt: Timing | None
-    norm_layers: int
     setup: dict[str, int]  # the model's size and the counts of steps and passes
     machine: Mapping[str, Any]
     claims: dict[str, Claim]
@@ -134,7 +129,7 @@ def kernel_view(record: Mapping[str, Any]) -> KernelView:
     setup = {k: record["model"][k] for k in ("n_layer", "n_embd", "block_size")}
     setup |= {"batch_size": record["batch_size"], "warmup": int(record["warmup_steps"])}
     setup |= {"steps": first.step.steps_done, "repeats": first.layer.steps_done}
-    return KernelView(timings, ratios, paired, dyt, norm_layers, setup, record["machine"], claims)
+    return KernelView(timings, ratios, paired, dyt, setup, record["machine"], claims)
 
 
 def shipped_kernel_view() -> KernelView:
