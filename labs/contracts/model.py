@@ -181,14 +181,13 @@ class ContractsView:
     """Everything the contracts page shows for one link state.
 
     ``same[key]`` says whether the two resolved contracts agree on that setting
-    (``CONTRACT_KEYS``); ``mistake`` names the real mistake the settings reproduce, if any."""
+    (``CONTRACT_KEYS``)."""
 
     comparison: Comparison
     writer: str
     gain_mode: str
     weight_mean: float
     same: dict[str, bool]
-    mistake: str | None
     claims: dict[str, Claim]
 
 
@@ -243,7 +242,6 @@ def contracts_view(state: dict[str, Any]) -> ContractsView:
         gain_mode=writer.gain_mode,
         weight_mean=float(np.mean(weight)),
         same=same,
-        mistake=mistake,
         claims=claims,
     )
 

@@ -124,7 +124,6 @@ class ResidualTrace:
     layers: np.ndarray
     readings: dict[str, dict[str, np.ndarray]]
     streams: dict[str, np.ndarray]
-    drift: float
     eps: float
     d: int
     n: int
@@ -219,7 +218,6 @@ def simulate_residual(
         layers=np.arange(layers + 1),
         readings=readings,
         streams={name: np.stack(streams[name]) for name in NORMS},
-        drift=drift,
         eps=eps,
         d=d,
         n=n,
