@@ -147,6 +147,8 @@ SCALE_LADDER = (1e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0)
 # The settings a contract is made of, in the order the page's table lists them.
 CONTRACT_KEYS = ("eps", "eps_placement", "reduction_dtype", "gain_mode", "cast")
 _PLAIN = {"eps_a": "preset", "eps_b": "preset", "red_a": "preset", "red_b": "preset"}
+# Both sides Llama, the checkpoint written by A: the two mistakes of one model's own settings.
+_LLAMA = {**_PLAIN, "a": "llama", "b": "llama", "checkpoint": "a"}
 # Three real checkpoint mistakes, each as the settings that reproduce it on this page's
 # synthetic checkpoint (the page does not load real weights).
 MISTAKES: dict[str, dict[str, Any]] = {
@@ -154,25 +156,9 @@ MISTAKES: dict[str, dict[str, Any]] = {
     "gemma_gain": {**_PLAIN, "a": "gemma", "b": "llama", "checkpoint": "a", "scale": 1.0},
     # A config with the wrong rms_norm_eps (Llama 2 ships 1e-5, Llama 1 1e-6); it shows where
     # activations are small.
-    "eps": {
-        **_PLAIN,
-        "a": "llama",
-        "b": "llama",
-        "eps_a": "1e-5",
-        "eps_b": "1e-6",
-        "checkpoint": "a",
-        "scale": 0.01,
-    },
+    "eps": {**_LLAMA, "eps_a": "1e-5", "eps_b": "1e-6", "scale": 0.01},
     # A hand-rolled norm that forgets the float32 upcast on a bfloat16 model.
-    "bf16": {
-        **_PLAIN,
-        "a": "llama",
-        "b": "llama",
-        "red_b": "bfloat16",
-        "dtype": "bfloat16",
-        "checkpoint": "a",
-        "scale": 1.0,
-    },
+    "bf16": {**_LLAMA, "red_b": "bfloat16", "dtype": "bfloat16", "scale": 1.0},
 }
 
 
