@@ -17,18 +17,12 @@ import os
 import time
 
 from benchmarks import live
+from benchmarks.target import rss_bytes
 from benchmarks.ws_visitor import WsVisitor
 from serve.launcher import wait_for_health
 
 TARGET = 0.10
 STEP_TIMEOUT_S, LOAD_TIMEOUT_S = 60.0, 120.0
-
-
-def rss_mb(pid: int) -> float:
-    """The process's resident memory, MB."""
-    with open(f"/proc/{pid}/status") as status:
-        kb = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
-    return kb / 1024
 
 
 async def wave(url: str, first: int, size: int) -> list[str]:
@@ -61,14 +55,14 @@ def main(argv: list[str] | None = None) -> int:
             errors += asyncio.run(wave(url, first, args.wave))
             done = first + args.wave
             if done % args.every == 0:
-                rss = rss_mb(proc.pid)
+                rss = rss_bytes([proc.pid]) / 2**20
                 if done == args.every:
                     base = rss
                 print(f"| {done} | {rss:.0f} | {time.monotonic() - start:.0f} |", flush=True)
         # Streamlit drops a closed session at its next cleanup after the TTL: wait it out.
         time.sleep(args.ttl + args.idle)
         asyncio.run(wave(url, args.sessions, 1))  # a visit after the wait
-        last = rss_mb(proc.pid)
+        last = rss_bytes([proc.pid]) / 2**20
         print(f"| {args.sessions + 1}, after {args.ttl + args.idle} s idle | {last:.0f} | |")
     finally:
         live.stop_server(proc)

@@ -214,10 +214,6 @@ def compute(links: tuple[tuple[str, str], ...], text: str, settings: Settings) -
 # --- The contract -------------------------------------------------------------------------------
 
 
-def _eps_text(eps: float | None) -> str:
-    return "None" if eps is None else fmt.num(eps)
-
-
 def _delta_text(delta: float) -> str:
     return "—" if delta == float("inf") else fmt.num(delta)
 
@@ -240,7 +236,7 @@ def group_table(tr: Translator, view: SideView) -> pd.DataFrame:
             tr("inspector.col_count"): g.count,
             tr("inspector.col_class"): g.cls,
             tr("inspector.col_formula"): tr(f"inspector.kind_{g.kind}"),
-            "eps": _eps_text(g.eps),
+            "eps": "None" if g.eps is None else fmt.num(g.eps),
             tr("inspector.col_gain"): tr(f"inspector.conv_{g.gain}"),
             tr("inspector.col_dtype"): g.dtype,
             tr("inspector.col_preset"): (

@@ -217,11 +217,8 @@ def _claims(lesson: BackwardLesson, noise: float) -> dict[str, Claim]:
         "components_layer": _layer_components_claim(lesson),
         "components_rms": _rms_components_claim(lesson),
         "components_conclusion": _conclusion_claim(lesson),
-        "components_why": pick(
-            True,
-            "backward.components_why",
-            "backward.components_why",
-            cos=float(cosine(np.ones_like(lesson.x), lesson.x)),
+        "components_why": Claim(
+            "backward.components_why", {"cos": float(cosine(np.ones_like(lesson.x), lesson.x))}
         ),
     }
 

@@ -18,6 +18,8 @@ from labkit import style
 COLORS = {"rms": style.RMS, "layer": style.LAYER, "none": style.INPUT, "dyt": style.EXTRA[2]}
 DASHES = {"rms": "solid", "layer": "dash", "none": "dot", "dyt": "dashdot"}
 MARKERS = {"rms": "diamond", "layer": "square", "none": "circle", "dyt": "triangle-up"}
+# Bars differ by hatching too, not by colour alone.
+PATTERNS = {"rms": "", "layer": "/", "none": ".", "dyt": "x"}
 # Loss in nats per byte: ln 256 = 5.55 at the start, about 1.5 after training. A log axis
 # shows the early fall and the late differences at once; these ticks stay apart on a phone.
 LOSS_TICKS = (1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)
@@ -144,7 +146,7 @@ def per_run_figure(
                 x=[f"{labels['seed']} {run['seed']}" for run in mine],
                 y=[scale * v for v in values],
                 name=labels[norm],
-                marker={"color": COLORS[norm], "pattern": {"shape": _pattern(norm)}},
+                marker={"color": COLORS[norm], "pattern": {"shape": PATTERNS[norm]}},
                 hovertemplate=(
                     f"{labels[norm]}, %{{x}}: %{{y:.4g}}{' %' if percent else ''}<extra></extra>"
                 ),
@@ -164,11 +166,6 @@ def _span(finals: Mapping[str, Mapping]) -> dict:
         return {}
     middle = (values.max() + values.min()) / 2
     return {"range": [middle - MIN_LOSS_SPAN / 2, middle + MIN_LOSS_SPAN / 2]}
-
-
-def _pattern(norm: str) -> str:
-    # Bars differ by hatching too, not by colour alone.
-    return {"rms": "", "layer": "/", "none": ".", "dyt": "x"}[norm]
 
 
 # The loss axis of the seeds figure spans at least this much (nats per byte), so that a gap of

@@ -65,10 +65,6 @@ def _say(tr: Translator, claims: Mapping, slots: Sequence[str]) -> None:
             st.markdown(tr.claim(claims[slot]))
 
 
-def _seed_label(tr: Translator, name: str, seed: int) -> str:
-    return f"{name}, {tr('training.seed')} {seed}"
-
-
 def _spread_chart(
     view: PlacementView | QKNormView,
     tr: Translator,
@@ -85,7 +81,7 @@ def _spread_chart(
     :func:`spread_figure`'s titles and scales."""
     series = [_series(tr, v, name, x, grid) for v, (name, _, grid) in variants.items()]
     lines = [
-        (_seed_label(tr, name, seed), x, row)
+        (f"{name}, {tr('training.seed')} {seed}", x, row)
         for name, seeds, grid in variants.values()
         for seed, row in zip(seeds, grid, strict=True)
     ]
