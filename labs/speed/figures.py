@@ -14,13 +14,7 @@ from labkit import style
 # Copy grey, RMSNorm vermillion, LayerNorm blue (the app's colours); composite forms dashed and
 # open-marked, fused ones solid and filled, so the technique reads without colour too.
 COLORS = {"copy": style.INPUT, "rms": style.RMS, "layer": style.LAYER}
-MARKERS = {
-    "copy": "circle",
-    "rms_composite": "diamond-open",
-    "layer_composite": "square-open",
-    "rms_fused": "diamond",
-    "layer_fused": "square",
-}
+MARKERS = {"copy": "circle", "rms": "diamond", "layer": "square"}
 DASHES = {"copy": "dot", "composite": "dash", "fused": "solid"}
 
 
@@ -28,7 +22,8 @@ def _style(kernel: str) -> tuple[str, dict]:
     """The colour of a kernel id such as ``rms_fused``, and its dash and marker as
     ``style.line`` keywords."""
     norm, _, technique = kernel.partition("_")
-    return COLORS[norm], {"dash": DASHES[technique or "copy"], "symbol": MARKERS[kernel]}
+    symbol = MARKERS[norm] + ("-open" if technique == "composite" else "")
+    return COLORS[norm], {"dash": DASHES[technique or "copy"], "symbol": symbol}
 
 
 def _spread(y: np.ndarray, lo: np.ndarray, hi: np.ndarray, **options: object) -> dict:

@@ -92,15 +92,12 @@ def _fresh_copy(x: Any, w: Any, b: Any) -> Callable[[], Any]:
 def kernel_table(implementation: str, device: str) -> dict[str, Kernel]:
     """The kernels a run times, by id (``KERNELS`` order): numpy has only composites."""
     if implementation == "numpy":
-        return {
-            "copy": Kernel("copy", lambda x, w, b: x.copy),
-            "rms_composite": Kernel(
-                "rms_composite", lambda x, w, b: lambda: _numpy_rms(x, w, x.shape[-1])
-            ),
-            "layer_composite": Kernel(
-                "layer_composite", lambda x, w, b: lambda: _numpy_layer(x, w, b)
-            ),
+        builders: dict[str, Builder] = {
+            "copy": lambda x, w, b: x.copy,
+            "rms_composite": lambda x, w, b: lambda: _numpy_rms(x, w, x.shape[-1]),
+            "layer_composite": lambda x, w, b: lambda: _numpy_layer(x, w, b),
         }
+        return {name: Kernel(name, build) for name, build in builders.items()}
     table = {"copy": Kernel("copy", lambda x, w, b: x.clone)}
     if device == "cpu":
         table["copy"] = Kernel("copy_fresh", _fresh_copy)
