@@ -67,15 +67,9 @@ def controls(tr: Translator) -> dict:
 
 def labels(tr: Translator) -> dict[str, str]:
     keys = ("colorbar", "row", "col", "index", "eigenvalue", "upstream", "input_grads")
-    out = {key: tr(f"backward.{key}") for key in keys}
-    out.update({key: tr(f"backward.{key}") for key in ("along_ones", "along_x", "component")})
-    out.update(
-        rms=tr("common.rms_norm"),
-        layer=tr("common.layer_norm"),
-        coordinate=tr("common.coordinate"),
-        value=tr("common.value"),
-    )
-    return out
+    out = {key: tr(f"backward.{key}") for key in (*keys, "along_ones", "along_x", "component")}
+    out.update(rms=tr("common.rms_norm"), layer=tr("common.layer_norm"))
+    return out | {key: tr(f"common.{key}") for key in ("coordinate", "value")}
 
 
 def formulas(tr: Translator) -> None:
