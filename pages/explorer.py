@@ -194,16 +194,10 @@ def metrics(tr: Translator, view: ExplorerView) -> None:
 
 def figure_labels(tr: Translator) -> dict[str, str]:
     keys = ("axis_a", "axis_b", "circle", "ray", "x_short", "sphere", "plane", "circle3d", "ones")
-    return {
-        "input": tr("common.input"),
-        "outputs": tr("explorer.coords_outputs"),
-        "x": "x",
-        "rms": tr("common.rms_norm"),
-        "layer": tr("common.layer_norm"),
-        "coordinate": tr("common.coordinate"),
-        "value": tr("common.value"),
-        **{k: tr(f"explorer.{k}") for k in keys},
-    }
+    labels = {"outputs": tr("explorer.coords_outputs"), "x": "x"}
+    labels |= {"rms": tr("common.rms_norm"), "layer": tr("common.layer_norm")}
+    labels |= {k: tr(f"common.{k}") for k in ("input", "coordinate", "value")}
+    return labels | {k: tr(f"explorer.{k}") for k in keys}
 
 
 def coordinates(tr: Translator, view: ExplorerView, labels: dict, scale: float) -> None:

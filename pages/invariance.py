@@ -57,13 +57,9 @@ def controls(tr: Translator) -> dict:
 
 def labels(tr: Translator, *keys: str) -> dict[str, str]:
     """Figure labels: the norms, the axes, and ``invariance.<key>`` for each of ``keys``."""
-    return {
-        "rms": tr("common.rms_norm"),
-        "layer": tr("common.layer_norm"),
-        "coordinate": tr("common.coordinate"),
-        "value": tr("common.value"),
-        **{k: tr(f"invariance.{k}") for k in keys},
-    }
+    names = {"rms": tr("common.rms_norm"), "layer": tr("common.layer_norm")}
+    names |= {k: tr(f"common.{k}") for k in ("coordinate", "value")}
+    return names | {k: tr(f"invariance.{k}") for k in keys}
 
 
 def formulas(tr: Translator) -> None:
