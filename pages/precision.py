@@ -81,15 +81,10 @@ def controls(tr: Translator) -> dict:
 
 
 def axis_labels(tr: Translator, view: PrecisionView) -> dict[str, str]:
-    return {
-        "inside": tr("precision.inside"),
-        "outside": tr("precision.outside"),
-        "sqrt_d": tr("precision.sqrt_d", value=math.sqrt(view.d)),
-        "knee": tr("precision.knee", value=view.knee),
-        "scale": tr("precision.scale_axis"),
-        "norm": tr("precision.norm_axis"),
-        "error": tr("precision.error_axis"),
-    }
+    labels = {k: tr(f"precision.{k}") for k in ("inside", "outside")}
+    labels |= {k: tr(f"precision.{k}_axis") for k in ("scale", "norm", "error")}
+    labels["sqrt_d"] = tr("precision.sqrt_d", value=math.sqrt(view.d))
+    return labels | {"knee": tr("precision.knee", value=view.knee)}
 
 
 def eps_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -> None:

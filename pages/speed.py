@@ -181,12 +181,8 @@ def show_notes(view: SpeedView, tr: Translator) -> None:
 
 def show_figures(view: SpeedView, tr: Translator) -> None:
     names = kernel_names(tr, view.run.labels)
-    labels = {
-        **names,
-        "size": tr(f"speed.size_{view.swept}"),
-        "time": tr("speed.time"),
-        "bandwidth": tr("speed.bandwidth"),
-    }
+    labels = {**names, "size": tr(f"speed.size_{view.swept}")}
+    labels |= {k: tr(f"speed.{k}") for k in ("time", "bandwidth")}
     spread = {k: (view.q1_ms[k], view.q3_ms[k]) for k in view.median_ms}
     shapes = [shape_text([s]) for s in view.run.shapes()]
     shape_header = f"{tr('speed.col_batch')} × {tr('speed.col_width')}"
@@ -230,11 +226,8 @@ def show_partial(view: SpeedView, tr: Translator) -> None:
         np.array([view.partial[p][2] for p in PARTIALS]),
     )
     error = np.array([view.run.partial_error[p] for p in PARTIALS])
-    labels = {
-        "p": tr("speed.partial_axis"),
-        "ratio": tr("speed.partial_ratio_axis"),
-        "error": tr("speed.partial_error_axis"),
-    }
+    labels = {"p": tr("speed.partial_axis")}
+    labels |= {k: tr(f"speed.partial_{k}_axis") for k in ("ratio", "error")}
     chart(
         readable(partial_figure(ps, ratio, spread, error, labels, fmt.pct)),
         key="partial",

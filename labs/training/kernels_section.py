@@ -27,12 +27,9 @@ def shipped() -> KernelView:
 
 
 def _labels(tr: Translator) -> dict[str, str]:
-    return {
-        "rms": tr("training.variant_rms"),
-        "layer": tr("training.variant_layer"),
-        DYT: tr("training.fair_variant_dyt"),
-        **{kernel: tr(f"training.fair_kernel_{kernel}") for kernel in FAIR_KERNELS},
-    }
+    labels = {norm: tr(f"training.variant_{norm}") for norm in FAIR_NORMS}
+    labels[DYT] = tr("training.fair_variant_dyt")
+    return labels | {kernel: tr(f"training.fair_kernel_{kernel}") for kernel in FAIR_KERNELS}
 
 
 def _bars(view: KernelView, labels: dict[str, str], what: str) -> list[dict]:
