@@ -142,12 +142,8 @@ def keys_table(view: CaseView, tr: Translator) -> tuple[dict, dict[str, str]]:
     ]
     table = {"key": key_labels(len(ks.keys)), **dict(zip(axes, ks.keys.T, strict=True))}
     table |= {"norm": ks.norms, "mark": marks}
-    headers = {
-        "key": tr("attention.key_axis"),
-        "norm": tr("attention.norm_column"),
-        "mark": tr("attention.mark_column"),
-    }
-    return table, headers
+    headers = {k: tr(f"attention.{k}_column") for k in ("norm", "mark")}
+    return table, {"key": tr("attention.key_axis"), **headers}
 
 
 def keys_section(box: Sandbox, tr: Translator) -> None:

@@ -120,13 +120,9 @@ def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
 def gradients(view: BackwardView, tr: Translator, names: dict[str, str]) -> None:
     lesson = view.lesson
     st.subheader(tr("backward.gradient_heading"))
-    names = {
-        **names,
-        "upstream": tr("backward.upstream_short"),
-        "rms": tr("backward.grad_rms"),
-        "layer": tr("backward.grad_layer"),
-        "upstream_title": names["upstream"],
-    }
+    names = {**names, "upstream_title": names["upstream"]}
+    names["upstream"] = tr("backward.upstream_short")
+    names |= {k: tr(f"backward.grad_{k}") for k in ("rms", "layer")}
     order = ("upstream", "rms", "layer")
     parts = {k: (lesson.parts[k].ones, lesson.parts[k].radial) for k in order}
     left, right = st.columns(2, gap="large")

@@ -155,12 +155,9 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int) -> None:
     metrics(view, tr, layers)
 
     st.subheader(tr("residual.figure_heading"))
-    names = {
-        "rms": tr("residual.rms_trunk"),
-        "layer": tr("residual.layer_trunk"),
-        "layer_axis": tr("residual.layer_axis"),
-        **{q: tr(f"residual.q_{q}") for q in QUANTITIES},
-    }
+    names = {n: tr(f"residual.{n}_trunk") for n in NORMS}
+    names |= {q: tr(f"residual.q_{q}") for q in QUANTITIES}
+    names["layer_axis"] = tr("residual.layer_axis")
     titles = {**names, **{q: tr(f"residual.p_{q}") for q in PANELS}}
     table, headers = panels_table(view.layers, view.readings, PANELS, titles, NORMS)
     chart(
@@ -187,14 +184,12 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int) -> None:
 
 def trained_names(tr: Translator) -> dict[str, str]:
     """Labels of the trained mode's figures and tables: models, axes, panels, table rows."""
+    keys = ("layer_axis", "coordinate_axis", "times_median", "quantity")
     return {
         **{n: tr(f"residual.trained_{n}") for n in TRAINED_NORMS},
-        "layer_axis": tr("residual.layer_axis"),
-        "coordinate_axis": tr("residual.coordinate_axis"),
-        "times_median": tr("residual.times_median"),
+        **{k: tr(f"residual.{k}") for k in keys},
         **{q: tr(f"residual.p_{q}") for q in TRAINED_QUANTITIES},
         **{f"q_{q}": tr(f"residual.q_{q}") for q in (*TRAINED_QUANTITIES, "loss")},
-        "quantity": tr("residual.quantity"),
     }
 
 
