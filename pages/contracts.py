@@ -160,33 +160,23 @@ def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
         st.metric(tr("contracts.metric_rel"), fmt.num(c.relative), width="content")
         st.metric(tr("contracts.metric_dtype"), state["dtype"], width="content")
     short = preset_title(tr, short=True)
-    labels = {
-        "a": f"A: {short(state['a'])}",
-        "b": f"B: {short(state['b'])}",
-        "delta": "Δ = y_B − y_A",
-        "outputs": tr("contracts.outputs_title", dtype=state["dtype"]),
-        "delta_title": tr("contracts.delta_title"),
-        "coordinate": tr("common.coordinate"),
-        "value": tr("common.value"),
-    }
-    names = {"a": short(state["a"]), "b": short(state["b"])}
-    numbers = {**names, "dtype": state["dtype"], "d": state["d"]}
+    names = {side: short(state[side]) for side in SIDES}
+    labels = {side: f"{side.upper()}: {name}" for side, name in names.items()}
+    labels |= {"delta": "Δ = y_B − y_A", "delta_title": tr("contracts.delta_title")}
+    labels |= {k: tr(f"common.{k}") for k in ("coordinate", "value")}
+    labels["outputs"] = tr("contracts.outputs_title", dtype=state["dtype"])
+    # The caption's numbers: both sides' names, eps and reduction dtype, and the checkpoint's.
+    settings = {"a": c.settings_a, "b": c.settings_b}
+    numbers = {**names, "dtype": state["dtype"], "d": state["d"], "writer": view.writer}
+    numbers |= {f"eps_{side}": settings[side]["eps"] for side in SIDES}
+    numbers |= {f"red_{side}": settings[side]["reduction_dtype"] for side in SIDES}
+    numbers |= {"mode": tr(f"contracts.value_{view.gain_mode}"), "w_mean": view.weight_mean}
     chart(
         readable(contract_figure(c.y_a, c.y_b, c.delta, labels)),
         key="contract",
         title=tr("contracts.figure_chart"),
         words=tr.chart_words(view.claims, "figure"),
-        more=tr(
-            "contracts.figure_caption",
-            **numbers,
-            eps_a=c.settings_a["eps"],
-            eps_b=c.settings_b["eps"],
-            red_a=c.settings_a["reduction_dtype"],
-            red_b=c.settings_b["reduction_dtype"],
-            writer=view.writer,
-            mode=tr(f"contracts.value_{view.gain_mode}"),
-            w_mean=view.weight_mean,
-        ),
+        more=tr("contracts.figure_caption", **numbers),
         table={"i": np.arange(state["d"]), "a": c.y_a, "b": c.y_b, "delta": c.delta},
         headers={"i": labels["coordinate"], **{k: labels[k] for k in ("a", "b", "delta")}},
         file_name="normlab-contracts.csv",
