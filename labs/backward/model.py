@@ -295,19 +295,13 @@ def _spectrum_claim(lesson: BackwardLesson, kind: str) -> Claim:
 
 
 def _component_fields(lesson: BackwardLesson) -> dict[str, float]:
-    parts = lesson.parts
-    return {
-        "g_ones": parts["upstream"].ones,
-        "g_x": parts["upstream"].radial,
-        "rms_ones": parts["rms"].ones,
-        "rms_x": parts["rms"].radial,
-        "layer_ones": parts["layer"].ones,
-        "layer_x": parts["layer"].radial,
-        "eps": lesson.eps,
-        "mean_square": float(mean_square(lesson.x)[0]),
-        "variance": float(variance(lesson.x)[0]),
-        "tol_pct": FLAT_TOLERANCE,
-    }
+    """Each vector's parts along 1 and along x (the upstream's as ``g``), and the moments."""
+    fields: dict[str, float] = {}
+    for name, part in (("g", "upstream"), ("rms", "rms"), ("layer", "layer")):
+        fields |= {f"{name}_ones": lesson.parts[part].ones, f"{name}_x": lesson.parts[part].radial}
+    fields["mean_square"] = float(mean_square(lesson.x)[0])
+    fields["variance"] = float(variance(lesson.x)[0])
+    return fields | {"eps": lesson.eps, "tol_pct": FLAT_TOLERANCE}
 
 
 def _gone(value: float, stat: float) -> Verdict:
