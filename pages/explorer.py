@@ -24,6 +24,7 @@ from labkit import style
 from labs.explorer import GAIN_LIMIT, OFFSET_LIMIT, PARTIAL_LADDER, ExplorerView, dtype_max, explore
 from labs.explorer.figures import coordinates_spec, figure, plane_spec, sphere_spec
 from labs.explorer.snippet import explorer_code
+from labs.explorer.state import DRAW
 from labs.explorer.units import stat_noise
 from ui import fmt, widgets
 from ui.chart import chart, localised
@@ -166,13 +167,7 @@ def input_vector(state: dict, text: str, tr: Translator) -> np.ndarray:
             # overflow float64 and every statistic would read inf.
             message = tr("explorer.x_scaled_too_large", limit=MAX_ABS_VALUE)
             st.error(tr("explorer.x_error", message=message))
-    return make_input(
-        state["d"],
-        dist=state["dist"],
-        seed=state["seed"],
-        offset=state["offset"],
-        scale=state["scale"],
-    )
+    return make_input(state["d"], **{k: state[k] for k in DRAW})
 
 
 def metrics(tr: Translator, view: ExplorerView) -> None:

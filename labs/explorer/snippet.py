@@ -7,6 +7,7 @@ import numpy as np
 
 from core.inputs import MAX_ABS_VALUE, VectorParseError, parse_vector
 from labkit.snippet_writing import call, literal, program
+from labs.explorer.state import DRAW
 
 TITLE = "The code behind the explorer's numbers: x, both norms and their statistics."
 
@@ -31,14 +32,7 @@ def _input_lines(state: Mapping[str, object]) -> list[str]:
         # The page's own order of operations: scale first, then the offset.
         return [f"x = {literal(state['scale'])} * parse_vector({literal(text)}) + "
                 f"{literal(state['offset'])}  # the typed x"]  # fmt: skip
-    draw = call(
-        "make_input",
-        state["d"],
-        dist=state["dist"],
-        seed=state["seed"],
-        offset=state["offset"],
-        scale=state["scale"],
-    )
+    draw = call("make_input", state["d"], **{k: state[k] for k in DRAW})
     return [f"x = {draw}  # the page's seeded draw, shape (d,)"]
 
 

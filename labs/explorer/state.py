@@ -27,6 +27,8 @@ GAIN_LIMIT = 4.0
 # pRMSNorm's p: the RMSNorm paper's experiments used 6.25 % (1/16); 1 is the full RMS.
 PARTIAL_LADDER = (0.01, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 3 / 4, 1.0)
 PAPER_PARTIAL = 1 / 16
+# The link settings of x's seeded draw, as ``core.inputs.make_input`` names them.
+DRAW = ("dist", "seed", "offset", "scale")
 
 
 @dataclass(frozen=True)
