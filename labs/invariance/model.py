@@ -197,11 +197,7 @@ def _shift_view(seed: int, c_max: float) -> ShiftView:
         spread=spread[1:],
         dist_rms=dist["rms"][1:],
         dist_layer=dist["layer"][1:],
-        at_zero={
-            "spread": float(spread[0]),
-            "dist_rms": float(dist["rms"][0]),
-            "dist_layer": float(dist["layer"][0]),
-        },
+        at_zero={"spread": float(spread[0]), **{f"dist_{n}": float(dist[n][0]) for n in NORMS}},
         pair_rms=(images["rms_a"][-1], images["rms_b"][-1]),
         pair_layer=(images["layer_a"][-1], images["layer_b"][-1]),
         x_mean=float(np.mean(x_a)),

@@ -220,15 +220,9 @@ def _headline(
 
 def _against_copy(technique: str, at: dict[str, Measurement], shape: tuple[int, int]) -> Claim:
     copy = at["copy"]
-    return Claim(
-        f"speed.copy_{technique}",
-        {
-            "shape": shape_text([shape]),
-            "copy_gbs": copy.gb_per_s,
-            "rms_x": paired_ratio(at[f"rms_{technique}"], copy)[0],
-            "layer_x": paired_ratio(at[f"layer_{technique}"], copy)[0],
-        },
-    )
+    fields = {f"{n}_x": paired_ratio(at[f"{n}_{technique}"], copy)[0] for n in ("rms", "layer")}
+    fields |= {"shape": shape_text([shape]), "copy_gbs": copy.gb_per_s}
+    return Claim(f"speed.copy_{technique}", fields)
 
 
 def _range(technique: str, run: SpeedRun) -> Claim:
