@@ -262,10 +262,7 @@ def _stream_claims(last: dict, d: int, layers: int, drift: float, eps: float) ->
     """The offset each stream carries and the length of what each norm hands on."""
     rms, lay = last["rms"], last["layer"]
     sqrt_d = math.sqrt(d)
-    lengths = both(
-        close(rms["input_norm"], sqrt_d, rtol=LENGTH_RTOL),
-        close(lay["input_norm"], sqrt_d, rtol=LENGTH_RTOL),
-    )
+    lengths = both(*(close(r["input_norm"], sqrt_d, rtol=LENGTH_RTOL) for r in (rms, lay)))
     return {
         "offset": Claim(
             "residual.offset_reading",
