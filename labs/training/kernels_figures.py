@@ -2,7 +2,7 @@
 
 A bar is a mapping with ``norm`` ("rms", "layer" or "dyt"), ``group`` (the label of its place on
 the x axis: the kernel, or DyT's own) and ``value``. RMSNorm and LayerNorm keep the training
-lab's colours and hatching; DyT gets a colour of its own from the palette."""
+lab's colours and hatching, DyT too."""
 
 from __future__ import annotations
 
@@ -11,11 +11,8 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from labkit import style
-from labs.training.figures import COLORS, sized_axis, sized_layout
+from labs.training.figures import COLORS, PATTERNS, sized_axis, sized_layout
 
-DYT_COLOR = style.EXTRA[2]
-# Bars differ by hatching too, not by colour alone.
-PATTERNS = {"rms": "", "layer": "/", "dyt": "x"}
 # DyT stands alone in its group: it shares RMSNorm's slot, so the groups keep two slots each, and
 # is drawn centred, as wide as one of them (a group of two slots spans 0.8 of a category).
 ALONE = {"offsetgroup": "rms", "width": 0.4, "offset": -0.2}
@@ -33,7 +30,7 @@ def kernel_bars(
                 x=[bar["group"] for bar in mine],
                 y=[bar["value"] for bar in mine],
                 name=labels[norm],
-                marker={"color": COLORS.get(norm, DYT_COLOR), "pattern": {"shape": PATTERNS[norm]}},
+                marker={"color": COLORS[norm], "pattern": {"shape": PATTERNS[norm]}},
                 hovertemplate=f"{labels[norm]}, %{{x}}: %{{y:.4g}}<extra></extra>",
                 **(ALONE if norm == "dyt" else {"offsetgroup": norm}),
             )
