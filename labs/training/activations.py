@@ -137,18 +137,22 @@ def _rows(text: str, block_size: int) -> list[Any]:
     return [ids[i : i + block_size][None, :] for i in range(0, ids.numel(), block_size)]
 
 
-def _capture_streams(model: Any, rows: list[Any]) -> list[np.ndarray]:
-    """Forward ``rows`` with hooks on every block; the L + 1 streams, each (tokens, d) float64."""
+def capture(model: Any, rows: list[Any], taps: list[tuple[Any, str, Any]]) -> dict[Any, Any]:
+    """Forward ``rows`` through ``model`` and keep each tap's tensors as (tokens, d) float64: a
+    tap is (module, "input" or "output", key); the arrays by key, in the order of ``taps``."""
     import torch
 
-    captured: list[list[np.ndarray]] = [[] for _ in range(len(model.blocks) + 1)]
+    captured: dict[Any, list[np.ndarray]] = {key: [] for _, _, key in taps}
 
-    def keep(index: int, tensor: Any) -> None:
-        captured[index].append(tensor.detach().reshape(-1, tensor.shape[-1]).double().numpy())
+    def keep(key: Any, tensor: Any) -> None:
+        captured[key].append(tensor.detach().reshape(-1, tensor.shape[-1]).double().numpy())
 
-    handles = [model.blocks[0].register_forward_pre_hook(lambda _m, args: keep(0, args[0]))]
-    for i, block in enumerate(model.blocks):
-        handles.append(block.register_forward_hook(lambda _m, _a, out, i=i: keep(i + 1, out)))
+    handles = [
+        module.register_forward_pre_hook(lambda _m, args, key=key: keep(key, args[0]))
+        if side == "input"
+        else module.register_forward_hook(lambda _m, _a, out, key=key: keep(key, out))
+        for module, side, key in taps
+    ]
     try:
         with torch.no_grad():
             for row in rows:
@@ -156,7 +160,14 @@ def _capture_streams(model: Any, rows: list[Any]) -> list[np.ndarray]:
     finally:
         for handle in handles:
             handle.remove()
-    return [np.concatenate(parts) for parts in captured]
+    return {key: np.concatenate(parts) for key, parts in captured.items()}
+
+
+def _capture_streams(model: Any, rows: list[Any]) -> list[np.ndarray]:
+    """Forward ``rows`` with hooks on every block; the L + 1 streams, each (tokens, d) float64."""
+    taps = [(model.blocks[0], "input", 0)]
+    taps += [(block, "output", i + 1) for i, block in enumerate(model.blocks)]
+    return list(capture(model, rows, taps).values())
 
 
 def read_activations(

@@ -189,27 +189,10 @@ def _sample(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _capture(model, text: str) -> dict[str, np.ndarray]:
     """Every norm layer's input on ``text`` (rows of the block size), by module name in forward
     order: (tokens, d) float64 each."""
-    import torch
+    from labs.training.activations import _rows, capture
 
-    from labs.training.activations import _rows
-
-    captured: dict[str, list[np.ndarray]] = {name: [] for name, _ in model.norms()}
-
-    def keep(name: str, tensor) -> None:
-        captured[name].append(tensor.detach().reshape(-1, tensor.shape[-1]).double().numpy())
-
-    handles = [
-        module.register_forward_pre_hook(lambda _m, args, name=name: keep(name, args[0]))
-        for name, module in model.norms()
-    ]
-    try:
-        with torch.no_grad():
-            for row in _rows(text, model.config.block_size):
-                model(row)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return {name: np.concatenate(parts) for name, parts in captured.items()}
+    taps = [(module, "input", name) for name, module in model.norms()]
+    return capture(model, _rows(text, model.config.block_size), taps)
 
 
 def layer_curves(model, text: str) -> tuple[LayerCurve, ...]:
