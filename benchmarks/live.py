@@ -74,9 +74,8 @@ SMALLEST_FIGURE_FONT = r"""() => {
 SHUTDOWN_GRACE_S = 10.0
 
 
-def streamlit_command(port: int) -> list[str]:
-    """``streamlit run app.py`` headless on ``127.0.0.1:port``, with this interpreter."""
-    return worker_command(port)
+# ``streamlit run app.py`` headless on ``127.0.0.1:port``, with this interpreter.
+streamlit_command = worker_command
 
 
 @contextmanager

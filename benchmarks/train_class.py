@@ -19,7 +19,6 @@ from urllib.parse import urlencode
 from benchmarks import live
 from benchmarks.st_private import protos
 from benchmarks.ws_visitor import Cookies, Run, open_stream, receive_run
-from serve.launcher import wait_for_health
 
 # The teacher's settings: the lab's smallest live run.
 LINK = {"lang": "en", "layer": "false", "width": 16, "depth": 1, "steps": 10}
@@ -68,15 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"Start: load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     cache = Path(tempfile.mkdtemp(prefix="normlab-train-class-"))
-    port = live.free_port()
-    env = {"NORMLAB_RUN_CACHE": str(cache)}
-    proc = live.start_server(live.streamlit_command(port), port, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_health(url)
+    with live.live_app(env={"NORMLAB_RUN_CACHE": str(cache)}) as url:
         results, pressed = asyncio.run(press_together(url, args.students))
-    finally:
-        live.stop_server(proc)
     errors = [repr(r)[:160] for r in results if isinstance(r, BaseException)]
     runs = [r for r in results if not isinstance(r, BaseException)]
     shown = [end - pressed for run, end in runs if "live_step" in run.ids]
