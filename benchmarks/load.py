@@ -93,19 +93,17 @@ CROWDS = {"ws": ws_crowd, "browser": browser_crowd}
 
 
 async def drive_crowd(
-    client: str,
+    opts: Options,
     base_url: str,
     visitors: int,
     interactions: int,
-    timeouts: tuple[float, float],
     deadline: float,
-    think_s: float,
     failover: Failover | None = None,
 ) -> tuple[list[Visitor], bool]:
-    """Run every visitor of ``client``'s class at once until done or ``deadline`` (and
-    ``failover`` beside them; the command line allows it with the ws client only); ``timeouts``
-    are (step, load) s."""
-    async with CROWDS[client](base_url, visitors, timeouts, think_s) as crowd:
+    """Run every visitor of ``opts.client``'s class at once until done or ``deadline`` (and
+    ``failover`` beside them; the command line allows it with the ws client only)."""
+    timeouts = (opts.step_timeout_s, opts.load_timeout_s)
+    async with CROWDS[opts.client](base_url, visitors, timeouts, opts.think_s) as crowd:
         extra = [failover(crowd)] if failover is not None else []
         return crowd, await until_deadline(crowd, interactions, deadline, extra)
 
@@ -186,18 +184,8 @@ def drive(
     failover = None
     if opts.kill_after_s is not None and run_dir is not None:
         failover = Failover(run_dir, opts.kill_after_s)
-    crowd, hit = asyncio.run(
-        drive_crowd(
-            opts.client,
-            base_url,
-            visitors,
-            interactions,
-            (opts.step_timeout_s, opts.load_timeout_s),
-            deadline,
-            opts.think_s,
-            failover,
-        )
-    )
+    running = drive_crowd(opts, base_url, visitors, interactions, deadline, failover)
+    crowd, hit = asyncio.run(running)
     if report is not None:
         report.deadline_hit = hit
     return crowd, failover
