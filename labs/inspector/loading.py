@@ -186,12 +186,6 @@ def _make_room(nbytes: int, settings: Settings) -> None:
     gc.collect()
 
 
-def _store(loaded: LoadedModel) -> None:
-    with _CACHE_LOCK:
-        _CACHE[_key(loaded.ref)] = loaded
-        _CACHE.move_to_end(_key(loaded.ref))
-
-
 def is_loaded(ref: ModelRef) -> bool:
     """Whether ``ref`` is in the cache (the page shows a progress box only when it is not)."""
     with _CACHE_LOCK:
@@ -232,7 +226,9 @@ def load(
         if hit is not None:
             return hit
         loaded = _LOADERS[ref.kind](ref, settings, step)
-        _store(loaded)
+        with _CACHE_LOCK:
+            _CACHE[_key(ref)] = loaded
+            _CACHE.move_to_end(_key(ref))
         return loaded
     except Refusal:
         raise

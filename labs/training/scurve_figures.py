@@ -16,7 +16,6 @@ from labkit import style
 from labs.training.figures import sized_axis, sized_layout
 
 COLORS = {"rms": style.RMS, "layer": style.LAYER}
-SYMBOLS = {"rms": style.SYMBOLS["rms"], "layer": style.SYMBOLS["layer"]}
 # The fitted tanh in dark grey over the points, the line in green and dashed beside it.
 FIT_COLOR = style.TEXT
 LINE_COLOR = style.ACCENT
@@ -94,7 +93,7 @@ def r2_figure(
                     name=trace_name(names[norm], form),
                     mode="lines+markers",
                     line={"color": COLORS[norm], "width": 2.5, "dash": "solid" if first else "dot"},
-                    marker={"color": COLORS[norm], "symbol": SYMBOLS[norm], "size": 8},
+                    marker={"color": COLORS[norm], "symbol": style.SYMBOLS[norm], "size": 8},
                     opacity=1.0 if first else 0.75,
                     hovertemplate="%{x}: R² = %{y:.4g}<extra>%{fullData.name}</extra>",
                 )
