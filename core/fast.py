@@ -168,7 +168,7 @@ def fresh(shape: tuple[int, ...], dtype: torch.dtype) -> Tensor:
     # A private anonymous mapping (a shared one is backed by shmem, whose huge pages are off by
     # default), a huge page longer so that the data can start on a huge-page boundary.
     mapping = mmap.mmap(-1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    start = -_address(mapping) % HUGE_PAGE
+    start = -np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data % HUGE_PAGE
     mapping.madvise(mmap.MADV_HUGEPAGE, start, nbytes - nbytes % HUGE_PAGE or HUGE_PAGE)
     data = np.frombuffer(mapping, dtype=np.uint8, count=nbytes, offset=start)
     # The tensor holds the array, the array the mapping: the last of them to go unmaps it.
@@ -178,10 +178,6 @@ def fresh(shape: tuple[int, ...], dtype: torch.dtype) -> Tensor:
 def _huge(nbytes: int) -> bool:
     """Whether :func:`fresh` maps ``nbytes`` on its own, asking for huge pages."""
     return nbytes >= HUGE_MIN_BYTES and hasattr(mmap, "MADV_HUGEPAGE")
-
-
-def _address(mapping: mmap.mmap) -> int:
-    return np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data
 
 
 def fused(kind: str, x: Tensor, weight: Param, bias: Param, eps: float) -> Tensor:

@@ -60,11 +60,6 @@ def compute(state: tuple[tuple[str, object], ...]) -> ContractsView:
     return contracts_view(dict(state))
 
 
-def apply_mistake(name: str) -> None:
-    """Button callback: put the mistake's settings into the widgets (and so into the link)."""
-    st.session_state.update(MISTAKES[name])
-
-
 def preset_title(tr: Translator, *, short: bool = False) -> Callable[[str], str]:
     """A preset's name for the reader, one per preset across the pages (the lesson's table);
     ``short``: without the class in brackets, for a legend (``Kode PyTorch dari makalah
@@ -118,8 +113,9 @@ def mistake_buttons(tr: Translator) -> None:
         col.button(
             tr(f"contracts.mistake_{name}"),
             key=f"mistake_{name}",
-            on_click=apply_mistake,
-            args=(name,),
+            # The mistake's settings into the widgets, and so into the link.
+            on_click=st.session_state.update,
+            args=(MISTAKES[name],),
             disabled=MISTAKES[name].get("dtype", "float32") not in MODEL_DTYPES,
             width="stretch",
         )

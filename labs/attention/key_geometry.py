@@ -125,11 +125,6 @@ def direction_angles(u: np.ndarray) -> tuple[float, float]:
     return math.degrees(math.atan2(across, along)), math.degrees(math.atan2(b, a))
 
 
-def dial_angles(angle: float, turn: float) -> tuple[int, int]:
-    """(angle, turn) rounded to the nearest :data:`DIAL_STEP` degrees the page's controls take."""
-    return (int(DIAL_STEP * round(angle / DIAL_STEP)), int(DIAL_STEP * round(turn / DIAL_STEP)))
-
-
 def attention(keys: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Scores q·k_i/sqrt(d) and their softmax: (n, d), (d,) -> (n,), (n,)."""
     scores = keys @ query / math.sqrt(keys.shape[-1])  # (n, d) @ (d,) -> (n,)
@@ -233,7 +228,9 @@ def best_query(keys: np.ndarray, length: float) -> BestQuery:
     width = float(widths[choice])
     _, weights = attention(keys, length * u)
     spread = length * width / math.sqrt(d)
-    return BestQuery(u, angle, turn, width, spread, weights, dial_angles(angle, turn))
+    # (angle, turn) rounded to the nearest DIAL_STEP degrees the page's controls take.
+    dial = tuple(int(DIAL_STEP * round(a / DIAL_STEP)) for a in (angle, turn))
+    return BestQuery(u, angle, turn, width, spread, weights, dial)
 
 
 @lru_cache(maxsize=64)

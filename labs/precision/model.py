@@ -284,18 +284,14 @@ def _eps_claims(view: PrecisionView) -> dict[str, Claim]:
     return claims
 
 
-def _sqrt_d_rounding(d: int) -> float:
-    """How far rounding alone moves a float64 ``||x / RMS(x)|| / sqrt(d)`` from 1: the sum of d
-    squares, the mean, the root and the division each round once, by at most an ulp at 1."""
-    return (d + 4) * float(np.finfo(np.float64).eps)
-
-
 def _matched_claim(view: PrecisionView) -> Claim:
     sqrt_d = math.sqrt(view.d)
     if view.eps == 0:
         gap = float(np.max(np.abs(np.concatenate(list(view.matched.values())) / sqrt_d - 1)))
+        # Rounding alone moves a float64 ||x / RMS(x)|| / sqrt(d) from 1: the sum of d squares,
+        # the mean, the root and the division each round once, by at most an ulp at 1.
         return pick(
-            at_most(gap, _sqrt_d_rounding(view.d)),
+            at_most(gap, (view.d + 4) * float(np.finfo(np.float64).eps)),
             "precision.matched_zero",
             "precision.matched_zero_unsettled",
             sqrt_d=sqrt_d,
