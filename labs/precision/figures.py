@@ -10,6 +10,8 @@ import plotly.graph_objects as go
 from labkit import style
 
 PLACEMENT_DASH = {"inside": "solid", "outside": "dash"}
+# One colour per eps, in turn.
+EPS_COLOURS = (style.ACCENT, *style.EXTRA[:2], style.LAYER, style.RMS)
 # One colour per dtype, kept across both dtype figures so a reader matches them at a glance.
 DTYPE_COLOURS = {
     "float64": style.INPUT,
@@ -31,11 +33,6 @@ def _reference(
     fig.add_trace(style.line(x, y, name, colour, dash=dash, width=1.5, hovertemplate=hover))
 
 
-def _eps_colour(index: int) -> str:
-    palette = (style.ACCENT, *style.EXTRA[:2], style.LAYER, style.RMS)
-    return palette[index % len(palette)]
-
-
 def norm_vs_scale_figure(
     scales: np.ndarray,
     norms: Mapping[str, np.ndarray],
@@ -51,9 +48,8 @@ def norm_vs_scale_figure(
         for i, eps in enumerate(eps_text):
             name = f"ε = {eps} · {labels[placement]}"
             dash = PLACEMENT_DASH[placement]
-            trace = style.line(
-                scales, grid[i], name, _eps_colour(i), dash=dash, width=2.5, hover=hover
-            )
+            colour = EPS_COLOURS[i % len(EPS_COLOURS)]
+            trace = style.line(scales, grid[i], name, colour, dash=dash, width=2.5, hover=hover)
             fig.add_trace(trace)
     _reference(fig, [scales[0], scales[-1]], [sqrt_d, sqrt_d], labels["sqrt_d"], style.MUTED, "dot")
     # Every other decade on x: 13 decade labels crowd a phone's width.

@@ -216,12 +216,6 @@ class ShiftResponse:
     shift: np.ndarray
 
 
-def _readers(model: Any) -> list[Any]:
-    """The module that reads :math:`h_l`, l = 0 .. L: each block, then the final norm, or the
-    output head where there is none (the post-norm layout)."""
-    return [*model.blocks, model.ln_f if model.ln_f is not None else model.lm_head]
-
-
 def _text_loss(model: Any, rows: list[Any], reader: Any = None, shift: float = 0.0) -> float:
     """Mean next-byte cross-entropy over ``rows``; with ``reader``, its input gets ``+ shift``."""
     import torch
@@ -245,7 +239,9 @@ def shift_response(model: Any, text: str, shifts: Any) -> ShiftResponse:
 
     ``shifts``: :math:`c_l` for l = 0 .. L (L + 1 finite numbers)."""
     shifts = np.asarray(shifts, dtype=np.float64)
-    readers = _readers(model)
+    # The module that reads h_l, l = 0 .. L: each block, then the final norm, or the output head
+    # where there is none (the post-norm layout).
+    readers = [*model.blocks, model.ln_f if model.ln_f is not None else model.lm_head]
     if shifts.shape != (len(readers),) or not np.all(np.isfinite(shifts)):
         raise ValueError(f"shifts must be {len(readers)} finite numbers (got {shifts!r})")
     rows = _rows(text, model.config.block_size)
