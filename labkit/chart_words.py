@@ -57,6 +57,14 @@ def _extremes(values: np.ndarray, where: Sequence, name: str) -> dict[str, objec
     }
 
 
+def _not_finite(chart: str, *arrays: np.ndarray, text: str = NOT_FINITE) -> dict[str, Claim]:
+    """``{"not_finite": claim}`` counting the values of ``arrays`` that are not finite (the text
+    ``text``, for the chart ``chart``); nothing where every value is."""
+    bad = sum(int(np.sum(~np.isfinite(a))) for a in arrays)
+    fields = {"count": bad, "total": sum(int(np.size(a)) for a in arrays), "chart": chart}
+    return {"not_finite": Claim(text, fields)} if bad else {}
+
+
 def _position(value: object) -> object:
     """A position as the sentence quotes it: an int index stays an int, a number a float."""
     if isinstance(value, (int, np.integer)):
@@ -94,10 +102,7 @@ def pair_words(
     layer = np.asarray(layer, dtype=np.float64)
     if rms.shape != layer.shape or rms.shape != (len(where),):
         raise ValueError("rms, layer and where must have one entry per position")
-    bad = int(np.sum(~np.isfinite(rms)) + np.sum(~np.isfinite(layer)))
-    out: dict[str, Claim] = {}
-    if bad:
-        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": 2 * len(where), "chart": key})
+    out = _not_finite(key, rms, layer)
     both = np.isfinite(rms) & np.isfinite(layer)
     if not np.any(np.isfinite(rms)) or not np.any(np.isfinite(layer)) or not np.any(both):
         out["words"] = Claim(NO_FINITE, {"total": 2 * len(where), "chart": key})
@@ -194,9 +199,7 @@ def lines_words(
     bad = int(sum(np.sum(~np.isfinite(g)) for g in shaped.values()))
     if any(not np.any(np.isfinite(g)) for g in shaped.values()):
         return {"words": Claim(LINES_NO_FINITE, {"count": bad, "total": total, "chart": key})}
-    out: dict[str, Claim] = {}
-    if bad:
-        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": total, "chart": key})
+    out = _not_finite(key, *shaped.values())
     fields: dict[str, object] = {}
     for name, grid in shaped.items():
         finite = np.isfinite(grid)
@@ -230,12 +233,8 @@ def series_words(
     values = np.asarray(values, dtype=np.float64)
     if values.shape != (len(where),):
         raise ValueError("values and where must have one entry per position")
-    finite = np.isfinite(values)
-    out: dict[str, Claim] = {}
-    if not np.all(finite):
-        bad = int(np.sum(~finite))
-        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": len(where), "chart": key})
-    if not np.any(finite):
+    out = _not_finite(key, values)
+    if not np.any(np.isfinite(values)):
         out["words"] = Claim(NO_FINITE_VALUES, {"total": len(where), "chart": key})
         return out
     fields = {k.removeprefix("v_"): v for k, v in _extremes(values, where, "v").items()}
@@ -252,10 +251,7 @@ def peak_words(key: str, grids: dict[str, np.ndarray]) -> dict[str, Claim]:
     entry gives ``charts.no_finite_panel`` instead of the words."""
     grids = {name: np.asarray(grid, dtype=np.float64) for name, grid in grids.items()}
     total = sum(grid.size for grid in grids.values())
-    bad = sum(int(np.sum(~np.isfinite(grid))) for grid in grids.values())
-    out: dict[str, Claim] = {}
-    if bad:
-        out["not_finite"] = Claim(NOT_FINITE, {"count": bad, "total": total, "chart": key})
+    out = _not_finite(key, *grids.values())
     if not all(np.any(np.isfinite(grid)) for grid in grids.values()):
         out["words"] = Claim(NO_FINITE_PANEL, {"total": total, "chart": key})
         return out
@@ -288,7 +284,7 @@ def runs_words(
     no finite value has no words of its own.
     """
     out: dict[str, Claim] = {}
-    total = bad = 0
+    drawn: list[np.ndarray] = []
     for name, lines in groups.items():
         fields: dict[str, object] = {}
         for label, where, values in lines:
@@ -296,7 +292,7 @@ def runs_words(
             if values.shape != (len(where),):
                 raise ValueError(f"{name!r}: a line needs one value per position")
             finite = np.isfinite(values)
-            total, bad = total + values.size, bad + int(np.sum(~finite))
+            drawn.append(values)
             if not np.any(finite):
                 continue
             lo = int(np.argmin(np.where(finite, values, np.inf)))
@@ -310,6 +306,4 @@ def runs_words(
                 fields["hi_at"] = _position(where[hi])
         if fields:
             out[name] = Claim(keys[name], fields)
-    if bad:
-        out["not_finite"] = Claim(not_finite, {"count": bad, "total": total, "chart": chart})
-    return out
+    return out | _not_finite(chart, *drawn, text=not_finite)
