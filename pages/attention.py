@@ -75,13 +75,6 @@ def controls(tr: Translator) -> dict:
     return state
 
 
-def _point_query(angle: int, turn: int) -> None:
-    """``on_click`` of a "point the query here" button: runs before the widgets are drawn. The
-    angles are the core's whole degrees (``BestQuery.dial``), which the sentence above quotes."""
-    st.session_state["angle"] = angle
-    st.session_state["turn"] = turn
-
-
 def formulas(tr: Translator) -> None:
     """Attention, then RMSNorm, then LayerNorm, each named."""
     st.subheader(tr("attention.formulas_heading"))
@@ -204,8 +197,10 @@ def uniform_section(box: Sandbox, tr: Translator) -> None:
                 st.button(
                     tr("attention.use_best"),
                     key=f"use_{case}",
-                    on_click=_point_query,
-                    args=best.dial,
+                    # Set before the widgets are drawn: the core's whole degrees
+                    # (``BestQuery.dial``), which the sentence above quotes.
+                    on_click=st.session_state.update,
+                    args=(dict(zip(("angle", "turn"), best.dial, strict=True)),),
                     icon=":material/explore:",
                 )
 

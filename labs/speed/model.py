@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.device import torch_available
 from labkit.chart_words import lines_words, pair_words
 from labkit.claims import Claim
 from labs.speed.kernels import PARTIALS, kernel_table, partial_size
@@ -69,7 +70,8 @@ def plan(sweep: str, d: int, batch: int, implementation: str, device: str, dtype
     widths, batches = sweep_sizes(sweep, d, batch)
     fits, over = shapes_within_cap(widths, batches, dtype)
     largest = max(fits, key=lambda s: s[0] * s[1]) if fits else None
-    table = kernel_table(implementation, device) if _backend_ready(implementation) else {}
+    ready = implementation == "numpy" or torch_available()
+    table = kernel_table(implementation, device) if ready else {}
     return Plan(
         shapes=tuple(fits),
         skipped=over,
@@ -77,12 +79,6 @@ def plan(sweep: str, d: int, batch: int, implementation: str, device: str, dtype
         partials=PARTIALS,
         partial_shape=largest,
     )
-
-
-def _backend_ready(implementation: str) -> bool:
-    from core.device import torch_available
-
-    return implementation == "numpy" or torch_available()
 
 
 def paired_ratio(num: Measurement, den: Measurement) -> tuple[float, float, float]:
