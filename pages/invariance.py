@@ -168,17 +168,12 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
     """How far apart two cases stay, and how much pattern is left, as c grows."""
     s, c = lab.shift, lab.c_max
     st.subheader(tr("invariance.lost_heading", c=c))
-    metrics = (
-        ("metric_spread", s.spread[-1], s.at_zero["spread"]),
-        ("metric_dist_rms", s.dist_rms[-1], s.at_zero["dist_rms"]),
-        ("metric_dist_layer", s.dist_layer[-1], s.at_zero["dist_layer"]),
-    )
     with metric_row():
-        for key, value, at_zero in metrics:
+        for name in ("spread", "dist_rms", "dist_layer"):  # at c_max, and at c = 0 beneath
             st.metric(
-                tr(f"invariance.{key}", c=c),
-                fmt.num(float(value)),
-                delta=tr("invariance.at_zero", value=at_zero),
+                tr(f"invariance.metric_{name}", c=c),
+                fmt.num(float(getattr(s, name)[-1])),
+                delta=tr("invariance.at_zero", value=s.at_zero[name]),
                 delta_color="off",
                 delta_arrow="off",
                 width=metric_width(),
@@ -199,12 +194,9 @@ def collapse_section(lab: InvarianceLab, tr: Translator) -> None:
         file_name="normlab-invariance-collapse.csv",
     )
     pair_labels = labels(tr)
-    pair_labels.update(
-        a=tr("invariance.case_name", case=CASE_A),
-        b=tr("invariance.case_name", case=CASE_B),
-        rms_panel=tr("invariance.pair_rms", c=c),
-        layer_panel=tr("invariance.pair_layer", c=c),
-    )
+    pair_labels["a"] = tr("invariance.case_name", case=CASE_A)
+    pair_labels["b"] = tr("invariance.case_name", case=CASE_B)
+    pair_labels |= {f"{n}_panel": tr(f"invariance.pair_{n}", c=c) for n in ("rms", "layer")}
     pair_table = {"i": np.arange(s.pair_rms[0].shape[-1])}
     pair_headers = {"i": pair_labels["coordinate"]}
     for kind, pair in (("rms", s.pair_rms), ("layer", s.pair_layer)):

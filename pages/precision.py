@@ -156,12 +156,8 @@ def dtype_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -
     limits = view.limits
     st.subheader(tr("precision.dtype_heading"))
     st.markdown(tr("precision.dtype_intro", eps=view.eps))
-    labels = {
-        **labels,
-        "limit_sum": tr("precision.limit_sum"),
-        "limit_square": tr("precision.limit_square"),
-        "chosen": tr("precision.chosen", scale=view.scale),
-    }
+    labels = {**labels, **{k: tr(f"precision.{k}") for k in ("limit_sum", "limit_square")}}
+    labels["chosen"] = tr("precision.chosen", scale=view.scale)
     shown = {"sum": limits.sum, "square": limits.square} if "float16" in view.errors else {}
     chart(
         readable(error_vs_scale_figure(SWEEP_SCALES, view.errors, shown, view.scale, labels)),
