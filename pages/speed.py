@@ -221,10 +221,7 @@ def show_partial(view: SpeedView, tr: Translator) -> None:
     st.subheader(tr("speed.partial_heading"))
     ps = np.array(PARTIALS)
     ratio = np.array([view.partial[p][0] for p in PARTIALS])
-    spread = (
-        np.array([view.partial[p][1] for p in PARTIALS]),
-        np.array([view.partial[p][2] for p in PARTIALS]),
-    )
+    spread = tuple(np.array([view.partial[p][i] for p in PARTIALS]) for i in (1, 2))
     error = np.array([view.run.partial_error[p] for p in PARTIALS])
     labels = {"p": tr("speed.partial_axis")}
     labels |= {k: tr(f"speed.partial_{k}_axis") for k in ("ratio", "error")}
@@ -270,22 +267,14 @@ def number_tables(view: SpeedView, tr: Translator) -> None:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="numbers")
         if view.partial:
             width = view.largest[1]
-            st.dataframe(
-                pd.DataFrame(
-                    {
-                        tr("speed.col_p"): [fmt.pct(p) for p in PARTIALS],
-                        tr("speed.col_k"): [
-                            f"{partial_size(p, width)} / {width}" for p in PARTIALS
-                        ],
-                        tr("speed.col_ratio"): [fmt.num(view.partial[p][0]) for p in PARTIALS],
-                        tr("speed.col_error"): [
-                            fmt.pct(view.run.partial_error[p]) for p in PARTIALS
-                        ],
-                    }
-                ),
-                hide_index=True,
-                key="partial_numbers",
-            )
+            columns = {
+                "p": [fmt.pct(p) for p in PARTIALS],
+                "k": [f"{partial_size(p, width)} / {width}" for p in PARTIALS],
+                "ratio": [fmt.num(view.partial[p][0]) for p in PARTIALS],
+                "error": [fmt.pct(view.run.partial_error[p]) for p in PARTIALS],
+            }
+            frame = pd.DataFrame({tr(f"speed.col_{k}"): v for k, v in columns.items()})
+            st.dataframe(frame, hide_index=True, key="partial_numbers")
 
 
 def show_run(view: SpeedView, tr: Translator) -> None:
