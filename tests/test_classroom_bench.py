@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.class_student import Student, said_recorded
 from benchmarks.classroom import (
     Outcome,
     Report,
-    Student,
     check_store,
     parse,
     run_class,
-    said_recorded,
     summarise,
 )
 from benchmarks.live import CHROMIUM
