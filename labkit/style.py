@@ -122,6 +122,9 @@ LARGE_TEXT_SCALE = 22 / 16
 MIN_FONT_SIZE = 14
 # A phone's plot area (390 px: the page's 356 px less the figure's margins), in px.
 PHONE_PLOT_PX = 280
+# A phone's legend row (the page's 356 px less an entry's line symbol), in px: a longer name
+# breaks at a space rather than run off the screen.
+PHONE_LEGEND_PX = 316
 # Figure text over white at 12.6:1. Streamlit's chart theme writes ticks and axis titles in a
 # grey of 3.7:1, too faint on a projector.
 TEXT = "#333333"
@@ -178,8 +181,13 @@ def readable(
     for note in layout.get("annotations", ()):
         note["font"] = sized.font(note.get("font"), colour=False)  # perhaps its series' colour
     out = go.Figure(data=fig.data, layout=layout)
+    legend_size = layout["legend"]["font"]["size"]
     for trace in out.data:
         sized.trace(trace)
+        if trace.name and trace.showlegend is not False:
+            named = wrap(trace.name, PHONE_LEGEND_PX, legend_size)
+            if named != trace.name:
+                trace.name = named
     return out
 
 

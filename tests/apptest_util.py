@@ -72,9 +72,9 @@ def decode(values: object) -> np.ndarray:
 
 
 def trace(spec: dict, name: str, axis: str = "y") -> np.ndarray:
-    """The ``axis`` data of the trace called ``name``."""
+    """The ``axis`` data of the trace called ``name`` (a long name drawn over lines, ``<br>``)."""
     for tr in spec["data"]:
-        if tr.get("name") == name:
+        if (tr.get("name") or "").replace("<br>", " ") == name:
             return decode(tr[axis])
     raise KeyError(f"no trace named {name!r}: {[tr.get('name') for tr in spec['data']]}")
 

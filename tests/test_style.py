@@ -70,3 +70,24 @@ def test_a_3d_scene_gets_readable_axes_and_no_2d_axes() -> None:
 def test_colour_bars_are_readable() -> None:
     fig = readable(go.Figure(go.Heatmap(z=[[0, 1], [1, 0]])))
     assert fig.data[0].colorbar.tickfont.size == FONT_SIZE
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_a_legend_name_too_long_for_a_phone_breaks_at_spaces(large: bool) -> None:
+    """Lesson step 6's Indonesian legend ran off a 390 px phone: a name longer than a phone's
+    legend row is drawn over lines (``<br>`` at spaces), in the same words; short names and
+    hidden entries stay as they are."""
+    long = "LayerNorm: kosinus dengan keluarannya pada c = 0"
+    fig = go.Figure(
+        [
+            go.Scatter(y=[1, 2], name=long),
+            go.Scatter(y=[2, 1], name="RMSNorm(x)"),
+            go.Scatter(y=[0, 1], name=long, showlegend=False),
+        ]
+    )
+    out = readable(fig, large=large)
+    lines = out.data[0].name.split("<br>")
+    size = out.layout.legend.font.size
+    assert len(lines) >= 2 and " ".join(lines) == long
+    assert all(len(line) * 0.5 * size <= style.PHONE_LEGEND_PX for line in lines)
+    assert out.data[1].name == "RMSNorm(x)" and out.data[2].name == long
