@@ -33,16 +33,21 @@ PACKED: dict[Path, bytes] = {}  # Zopfli's gzip of each text file packed so far
 
 
 @functools.cache
-def _plain(path: Path) -> tuple[bytes, bytes | None]:
-    body = path.read_bytes()
-    return body, gzip.compress(body, 9, mtime=0) if path.suffix in TEXT else None
+def _body(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+@functools.cache
+def _level9(path: Path) -> bytes:
+    return gzip.compress(_body(path), 9, mtime=0)
 
 
 def load(path: Path) -> tuple[bytes, bytes | None]:
     """The file's bytes, and a gzip stream of a text file (None for any other): Zopfli's once
-    ``pack`` has reached it, gzip's at level 9 until then."""
-    body, packed = _plain(path)
-    return body, PACKED.get(path, packed)
+    ``pack`` has reached it, gzip's at level 9 until then (made only for a file not packed)."""
+    if path.suffix not in TEXT:
+        return _body(path), None
+    return _body(path), PACKED.get(path) or _level9(path)
 
 
 def pack(done: Callable[[int, float], None] | None = None) -> None:

@@ -226,7 +226,10 @@ def readable_spec(key: tuple, build: Callable[[], go.Figure]) -> dict:
     if spec is None:
         if len(_SPECS) >= SPECS_KEPT:
             _SPECS.pop(next(iter(_SPECS)), None)
-        spec = _SPECS[full] = readable(build()).to_plotly_json()
+        spec = readable(build()).to_plotly_json()
+        # Plotly's default template, which ``plotly_spec`` adds shared instead of copying it.
+        spec["layout"].pop("template", None)
+        _SPECS[full] = spec
     return spec
 
 
