@@ -65,13 +65,14 @@ def chart_state(spec: str) -> tuple[int, float] | None:
 @dataclass
 class Run:
     """What the server sent for one script run: the page, widget ids by key, the chart, the
-    alerts' texts and each radio's options (by key)."""
+    alerts' and the markdown's texts and each radio's options (by key)."""
 
     page: str = ""
     ids: dict[str, str] = field(default_factory=dict)
     chart: tuple[int, float] | None = None
     exceptions: list[str] = field(default_factory=list)
     alerts: list[str] = field(default_factory=list)
+    markdown: list[str] = field(default_factory=list)
     options: dict[str, list[str]] = field(default_factory=dict)
 
     def take(self, element) -> None:
@@ -82,6 +83,9 @@ class Run:
             return
         if kind == "alert":
             self.alerts.append(element.alert.body)
+            return
+        if kind == "markdown":
+            self.markdown.append(element.markdown.body)
             return
         widget_id = getattr(getattr(element, kind), "id", "")
         if not (isinstance(widget_id, str) and widget_id.startswith(WIDGET_ID_PREFIX)):

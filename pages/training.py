@@ -23,6 +23,7 @@ from labs.training.lab_view import (
     LIVE_WIDTHS,
     LIVE_WORK,
     TRAIN_LINE,
+    Progress,
     live_configs,
     live_curves,
     live_seconds,
@@ -283,9 +284,9 @@ def run_live(state: dict, tr: Translator, labels: dict) -> None:
         st.info(tr("training.same_waiting"))
         bar, chart = st.progress(0.0, text=tr("training.starting")), st.empty()
         deadline = time.monotonic() + cap + 60
-        while not same.done.wait(DRAW_EVERY_S) and time.monotonic() < deadline:
-            if same.shown is not None:
-                draw_progress(bar, chart, *same.shown, tr, labels)
+        while not same.wait(DRAW_EVERY_S) and time.monotonic() < deadline:
+            if (shown := same.shown) is not None:
+                draw_progress(bar, chart, shown, tr, labels)
         bar.empty()
         chart.empty()
     records, cached = run_cache.load(key), True
@@ -321,8 +322,12 @@ def train_with_chart(
         if now - drawn[0] < DRAW_EVERY_S:
             return
         drawn[0] = now
-        training.shown = (live_curves(results), progress(results, now - started))
-        draw_progress(bar, chart, *training.shown, tr, labels)
+        shown = {
+            "records": [run_record(r) for r in results],
+            "progress": vars(progress(results, now - started)),
+        }
+        training.show(shown)
+        draw_progress(bar, chart, shown, tr, labels)
 
     records = [run_record(r) for r in train_live(configs, draw)]  # the models are dropped
     bar.empty()
@@ -333,11 +338,16 @@ def train_with_chart(
 # A key for each drawing of a growing chart: a placeholder drawn twice with the same figure in
 # one run would otherwise give two elements one id.
 DRAWS = itertools.count()
+_DRAWN: tuple = (None, ())  # the last drawing of a run in this process, and its curves
 
 
-def draw_progress(bar, chart, curves, p, tr: Translator, labels: dict) -> None:
-    """A run's progress bar and its growing loss chart, ``p`` (``lab_view.progress``) of the
-    way, in this visitor's language."""
+def draw_progress(bar, chart, shown: dict, tr: Translator, labels: dict) -> None:
+    """A run's progress bar and its growing loss chart, in this visitor's language: ``shown``
+    holds the records of the runs so far and their ``lab_view.progress``."""
+    global _DRAWN
+    if _DRAWN[0] is not shown:  # the visitors who watch one run share its curves
+        _DRAWN = (shown, live_curves(shown["records"]))
+    curves, p = _DRAWN[1], Progress(**shown["progress"])
     text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
     bar.progress(p.fraction, text=text)
     runs = figure_runs(curves, "step")

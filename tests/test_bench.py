@@ -238,7 +238,7 @@ def test_train_class_trains_once_for_students_pressing_together(capsys):
 
     assert own_thread(train_class.main, ["--students", "2"]) == 0
     out = capsys.readouterr().out
-    assert "students: 2; trainings run: 1; results shown: 2" in out
+    assert "students: 2, workers: 1; trainings run: 1; results shown: 2" in out
 
 
 def own_thread(main, argv: list[str]) -> int:

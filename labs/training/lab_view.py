@@ -58,7 +58,7 @@ LIVE_THREADS = 1
 # Validations per live run (about), and the forward-timing repeats once a run completes (even).
 LIVE_VALIDATIONS = 20
 LIVE_TIMING_REPEATS = 6
-# One live training per server process, in turn: two at once would each time the other's load.
+# One live training per host, in turn: two at once would each time the other's load.
 TRAIN_LINE = Line()
 
 
@@ -238,6 +238,7 @@ def reference_spread(view: TrainingView) -> float | None:
     return max(spreads)
 
 
-def live_curves(results: Sequence[TrainResult]) -> tuple[RunCurves, ...]:
-    """The curves of runs still training (for the growing chart), without the comparisons."""
-    return in_order(run_curves(run_record(r)) for r in results)
+def live_curves(records: Sequence[Mapping[str, Any]]) -> tuple[RunCurves, ...]:
+    """The curves of runs still training (``run_record``, for the growing chart), without the
+    comparisons."""
+    return in_order(run_curves(r) for r in records)

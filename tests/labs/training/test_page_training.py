@@ -53,6 +53,11 @@ TITLES = {
 }
 
 
+def training_now() -> list[Path]:
+    """The runs training now on this host (``run_cache.Training``'s files)."""
+    return list(run_cache.folder().glob("*.live"))
+
+
 def open_page_alone(lang: str = "en", **query: str) -> AppTest:
     """The page script alone, so that a button's click reaches it."""
     return open_alone("training", lang, **query)
@@ -140,9 +145,7 @@ def test_a_short_live_run_finishes_under_its_cap_and_draws_its_curves(monkeypatc
         np.testing.assert_array_equal(decode(trace["y"]), run.val_loss)
         assert decode(trace["x"])[-1] == 12
     assert_claims_shown(at, view.claims, lang)
-    assert (
-        TRAIN_LINE.same(run_cache.run_key({})) is None and TRAIN_LINE._next == TRAIN_LINE._serving
-    )
+    assert not training_now() and not TRAIN_LINE.tickets()
 
 
 # DyT beside the two norms, peri-norm with RMSNorm on the queries and keys: one block of width 16.
@@ -212,9 +215,7 @@ def test_the_cap_stops_a_long_run_and_shows_what_it_reached(monkeypatch, lang) -
     assert "live_share" not in figures(at)
     assert [i.value for i in at.info].count(tr("training.share_nothing")) == 2  # and shipped
     # Released at the end: the next visitor may train.
-    assert (
-        TRAIN_LINE.same(run_cache.run_key({})) is None and TRAIN_LINE._next == TRAIN_LINE._serving
-    )
+    assert not training_now() and not TRAIN_LINE.tickets()
 
 
 def test_a_full_line_refuses_one_more_run(monkeypatch) -> None:
@@ -394,15 +395,15 @@ def test_a_second_visitor_with_the_same_settings_gets_the_finished_run(monkeypat
 
 def test_a_second_visitor_with_the_same_settings_watches_and_gets_the_same_run() -> None:
     """A class pressing Train together: the second visitor does not train again; the page
-    says whose run it watches, draws it as it grows (``run_cache.Training.shown``), and then
+    says whose run it watches, draws it as it grows (``run_cache.Training.show``), and then
     shows that run, kept on disk."""
     first = open_page_alone(**TINY)
     trained = threading.Thread(target=train, args=(first,))
     trained.start()
     deadline = time.monotonic() + 60
-    while not TRAIN_LINE._running and trained.is_alive() and time.monotonic() < deadline:
+    while not training_now() and trained.is_alive() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert TRAIN_LINE._running, "the first visitor never started training"
+    assert training_now(), "the first visitor never started training"
     second = train(open_page_alone(**TINY))
     trained.join()
     watching = translator("en")("training.same_waiting")
