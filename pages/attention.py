@@ -23,7 +23,7 @@ from labs.attention.snippet import attention_code
 from ui import widgets
 from ui.chart import chart
 from ui.code import code_section
-from ui.frame import begin_page, presenting, readable, share_box, view_mode
+from ui.frame import begin_page, norm_formulas, presenting, readable, share_box, view_mode
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
 
@@ -81,13 +81,7 @@ def formulas(tr: Translator) -> None:
     st.markdown(f"**{tr('attention.formula_attention')}**")
     st.latex(SCORE_FORMULA)
     # Two columns, not three: LayerNorm's formula is wider than a third of a laptop's page.
-    cols = st.columns(2)
-    for col, label, formula in (
-        (cols[0], tr("common.rms_norm"), RMS_FORMULA),
-        (cols[1], tr("common.layer_norm"), LAYER_FORMULA),
-    ):
-        col.markdown(f"**{label}**")
-        col.latex(formula)
+    norm_formulas(tr, RMS_FORMULA, LAYER_FORMULA)
     st.caption(tr("attention.formula_note"))
 
 
@@ -205,13 +199,6 @@ def uniform_section(box: Sandbox, tr: Translator) -> None:
                 )
 
 
-def paper_section(tr: Translator) -> None:
-    st.subheader(tr("attention.paper_heading"))
-    for key in ("explain_projection", "explain_scaling", "explain_offset", "explain_eps"):
-        st.markdown(tr(f"attention.{key}"))
-    st.caption(tr("attention.paper_text"))
-
-
 def main() -> None:
     lang = begin_page("attention", PARAMS)
     tr = translator(lang)
@@ -222,7 +209,10 @@ def main() -> None:
     keys_section(box, tr)
     uniform_section(box, tr)
     formulas(tr)
-    paper_section(tr)
+    st.subheader(tr("attention.paper_heading"))
+    for key in ("explain_projection", "explain_scaling", "explain_offset", "explain_eps"):
+        st.markdown(tr(f"attention.{key}"))
+    st.caption(tr("attention.paper_text"))
     code_section(tr, attention_code(state))
     share_box(PARAMS, lang)
 

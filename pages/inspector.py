@@ -45,12 +45,6 @@ LISTED = 8
 HUB_IDS_KEY = "_inspector_hub_ids"
 
 
-def _allowed(catalog: Catalog, allow_none: bool) -> str:
-    names = [*([NONE] if allow_none else []), *catalog.choices()]
-    text = ", ".join(names[:LISTED]) + (", …" if len(names) > LISTED else "")
-    return text + (", owner/name" if catalog.settings.hub else "")
-
-
 @dataclass(frozen=True)
 class ModelParam(Param):
     """A model this server offers: a shipped name, ``local:<folder>``, or ``owner/name`` when the
@@ -63,20 +57,17 @@ class ModelParam(Param):
         catalog = Catalog.from_env()
         if (self.allow_none and value == NONE) or catalog.resolve(value) is not None:
             return value, None
-        allowed = _allowed(catalog, self.allow_none)
+        names = [*([NONE] if self.allow_none else []), *catalog.choices()]
+        allowed = ", ".join(names[:LISTED]) + (", …" if len(names) > LISTED else "")
+        allowed += ", owner/name" if catalog.settings.hub else ""
         return self.default, Problem(
             "unknown_choice", {"allowed": allowed, "value": str(self.default) or NONE}
         )
 
 
-def _defaults(catalog: Catalog) -> tuple[str, str]:
-    choices = catalog.choices()
-    a = PREFERRED[0] if PREFERRED[0] in choices else (choices[0] if choices else "")
-    b = PREFERRED[1] if PREFERRED[1] in choices else NONE
-    return a, b
-
-
-_DEFAULT_A, _DEFAULT_B = _defaults(Catalog.from_env())
+_CHOICES = Catalog.from_env().choices()
+_DEFAULT_A = PREFERRED[0] if PREFERRED[0] in _CHOICES else (_CHOICES[0] if _CHOICES else "")
+_DEFAULT_B = PREFERRED[1] if PREFERRED[1] in _CHOICES else NONE
 # ``text`` is the app's text size (``text=large``), read on every page; the models' text is the
 # ``prompt``. A ``text=`` that is not a size stays the frame's business (a notice, then the normal
 # size), never a prompt: a mistyped size and a sentence cannot be told apart, and no link ever
@@ -265,22 +256,19 @@ def module_table(tr: Translator, view: SideView) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(tr("inspector.col_module")).fillna("—")
 
 
-def model_card(tr: Translator, side: str, view: SideView) -> None:
-    s = view.summary
-    st.subheader(f"{tr(f'inspector.side_{side}')} · {s.label}")
-    st.caption(tr(f"inspector.source_{s.source}", architecture=s.architecture))
-    metrics = {"params": fmt.num(s.parameters), "dtype": s.dtype, "width": fmt.num(s.width)}
-    metrics["norms"] = fmt.num(len(view.contract.modules))
-    with metric_row():
-        for name, value in metrics.items():
-            st.metric(tr(f"inspector.metric_{name}"), value, width=metric_width())
-
-
 def contract_section(tr: Translator, view: InspectorView) -> None:
+    """Each model's card (its source and size) and its normalisation contract."""
     st.header(tr("inspector.contract_heading"))
     st.markdown(tr("inspector.contract_intro"))
     for side, sv in view.sides.items():
-        model_card(tr, side, sv)
+        s = sv.summary
+        st.subheader(f"{tr(f'inspector.side_{side}')} · {s.label}")
+        st.caption(tr(f"inspector.source_{s.source}", architecture=s.architecture))
+        metrics = {"params": fmt.num(s.parameters), "dtype": s.dtype, "width": fmt.num(s.width)}
+        metrics["norms"] = fmt.num(len(sv.contract.modules))
+        with metric_row():
+            for name, value in metrics.items():
+                st.metric(tr(f"inspector.metric_{name}"), value, width=metric_width())
         st.markdown(tr.claim(sv.claims["contract"]))
         st.table(group_table(tr, sv))
         with st.expander(tr("inspector.every_module", name=sv.summary.label)):

@@ -21,7 +21,7 @@ from labs.invariance.table import TABLE_TOL, TRANSFORMS, InvarianceRow
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
-from ui.frame import begin_page, metric_row, metric_width, readable, share_box
+from ui.frame import begin_page, metric_row, metric_width, norm_formulas, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
 
@@ -62,17 +62,6 @@ def labels(tr: Translator, *keys: str) -> dict[str, str]:
     return names | {k: tr(f"invariance.{k}") for k in keys}
 
 
-def formulas(tr: Translator) -> None:
-    """The two formulas, named, RMSNorm first as on every page."""
-    left, right = st.columns(2)
-    for col, name, formula in (
-        (left, "rms_norm", RMS_FORMULA),
-        (right, "layer_norm", LAYER_FORMULA),
-    ):
-        col.markdown(f"**{tr(f'common.{name}')}**")
-        col.latex(formula)
-
-
 def case_section(lab: InvarianceLab, tr: Translator) -> None:
     """One change up close: the case that moved most, before and after, and why."""
     name = tr(f"invariance.t_{lab.transform}")
@@ -101,7 +90,7 @@ def case_section(lab: InvarianceLab, tr: Translator) -> None:
         file_name="normlab-invariance-case.csv",
     )
     st.markdown(tr.claim(lab.claims[f"why_{lab.transform}"]))
-    formulas(tr)
+    norm_formulas(tr, RMS_FORMULA, LAYER_FORMULA)
 
 
 def cell(invariant: bool, residual: float, tr: Translator) -> str:

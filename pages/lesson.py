@@ -26,7 +26,7 @@ from labs.lesson.words import moves
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
-from ui.frame import begin_page, readable_spec, share_box
+from ui.frame import begin_page, norm_formulas, readable_spec, share_box
 from ui.i18n import Translator, translator
 from ui.params import IntParam, read_link_value
 
@@ -209,14 +209,6 @@ def figure_chart(r: StepResult, tr: Translator) -> None:
     )
 
 
-def formulas(pairs: tuple[tuple[str, str], ...], *, side_by_side: bool = True) -> None:
-    """Formulas, each named (RMSNorm first, as on every page); wide ones one under the other."""
-    places = st.columns(len(pairs)) if side_by_side else [st.container() for _ in pairs]
-    for place, (name, formula) in zip(places, pairs, strict=True):
-        place.markdown(f"**{name}**")
-        place.latex(fmt.stacked(formula))
-
-
 def invariance_table(r: StepResult, tr: Translator) -> None:
     """Measured and published verdicts of every transformation, RMSNorm's columns first."""
     marks = {None: "—", True: tr("lesson.yes"), False: tr("lesson.no")}
@@ -251,9 +243,8 @@ def presets_table(tr: Translator) -> None:
 
 def extras(r: StepResult, tr: Translator) -> None:
     """Formulas and tables that go with a step's answer."""
-    rms, layer = tr("common.rms_norm"), tr("common.layer_norm")
     if r.step_id == "centre":
-        formulas(((rms, RMS_FORMULA), (layer, LAYER_FORMULA)))
+        norm_formulas(tr, RMS_FORMULA, LAYER_FORMULA)
     elif r.step_id == "identity":
         st.latex(IDENTITY_FORMULA)
         for when in ("before", "after"):
@@ -262,8 +253,7 @@ def extras(r: StepResult, tr: Translator) -> None:
     elif r.step_id == "table":
         invariance_table(r, tr)
     elif r.step_id == "gradient":
-        jacobians = ((rms, RMS_JACOBIAN_FORMULA), (layer, LAYER_JACOBIAN_FORMULA))
-        formulas(jacobians, side_by_side=False)
+        norm_formulas(tr, RMS_JACOBIAN_FORMULA, LAYER_JACOBIAN_FORMULA, side_by_side=False)
     elif r.step_id == "gain":
         presets_table(tr)
 

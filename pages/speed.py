@@ -171,14 +171,6 @@ def run_measurement(state: dict, tr: Translator) -> None:
     st.session_state[RESULT_KEY] = {"state": dict(state), "view": speed_view(run, state["sweep"])}
 
 
-def show_notes(view: SpeedView, tr: Translator) -> None:
-    for slot, show in (("skipped", st.info), ("capped", st.warning)):
-        if slot in view.claims:
-            show(tr.claim(view.claims[slot]))
-    # The caption names the run's own fields.
-    st.caption(tr("speed.run_info", **vars(view.run)))
-
-
 def show_figures(view: SpeedView, tr: Translator) -> None:
     names = kernel_names(tr, view.run.labels)
     labels = {**names, "size": tr(f"speed.size_{view.swept}")}
@@ -206,15 +198,6 @@ def show_figures(view: SpeedView, tr: Translator) -> None:
             )
 
 
-def show_headlines(view: SpeedView, tr: Translator) -> None:
-    st.subheader(tr("speed.headline_heading"))
-    for technique in ("composite", "fused"):
-        lines = [f"headline_{technique}", f"range_{technique}", f"copy_{technique}"]
-        shown = [tr.claim(view.claims[s]) for s in lines if s in view.claims]
-        if shown:
-            st.markdown("\n\n".join(shown))
-
-
 def show_partial(view: SpeedView, tr: Translator) -> None:
     if not view.partial:
         return
@@ -237,15 +220,6 @@ def show_partial(view: SpeedView, tr: Translator) -> None:
     )
     st.markdown(tr.claim(view.claims["partial"]))
     st.caption(tr("speed.partial_paper"))
-
-
-def show_why(view: SpeedView, tr: Translator) -> None:
-    st.subheader(tr("speed.why_heading"))
-    st.markdown(tr("speed.why_memory"))
-    st.markdown(tr("speed.why_composite"))
-    if "rms_fused" in view.median_ms:
-        st.markdown(tr("speed.why_fused"))
-    st.markdown(tr("speed.why_gpu"))
 
 
 def number_tables(view: SpeedView, tr: Translator) -> None:
@@ -278,14 +252,29 @@ def number_tables(view: SpeedView, tr: Translator) -> None:
 
 
 def show_run(view: SpeedView, tr: Translator) -> None:
-    show_notes(view, tr)
+    """A run's notes, figures, headlines, the partial chart, why, and its numbers."""
+    for slot, show in (("skipped", st.info), ("capped", st.warning)):
+        if slot in view.claims:
+            show(tr.claim(view.claims[slot]))
+    # The caption names the run's own fields.
+    st.caption(tr("speed.run_info", **vars(view.run)))
     if view.largest is None:
         st.error(tr("speed.nothing"))
         return
     show_figures(view, tr)
-    show_headlines(view, tr)
+    st.subheader(tr("speed.headline_heading"))
+    for technique in ("composite", "fused"):
+        lines = [f"headline_{technique}", f"range_{technique}", f"copy_{technique}"]
+        shown = [tr.claim(view.claims[s]) for s in lines if s in view.claims]
+        if shown:
+            st.markdown("\n\n".join(shown))
     show_partial(view, tr)
-    show_why(view, tr)
+    st.subheader(tr("speed.why_heading"))
+    st.markdown(tr("speed.why_memory"))
+    st.markdown(tr("speed.why_composite"))
+    if "rms_fused" in view.median_ms:
+        st.markdown(tr("speed.why_fused"))
+    st.markdown(tr("speed.why_gpu"))
     number_tables(view, tr)
 
 

@@ -13,7 +13,7 @@ from streamlit.delta_generator import DeltaGenerator
 from labkit import style
 from ui import chrome, fmt
 from ui.export import ViewFileError, restore_state
-from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
+from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, Translator, t
 from ui.params import (
     ChoiceParam,
     Notice,
@@ -195,6 +195,16 @@ def metric_width() -> int:
     """A metric's width in pixels: ``METRIC_WIDTH``, wider with ``?text=large`` (the value's
     digits grow with the page's text and would otherwise end in an ellipsis)."""
     return round(METRIC_WIDTH * (style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0))
+
+
+def norm_formulas(tr: Translator, rms: str, layer: str, *, side_by_side: bool = True) -> None:
+    """An RMSNorm and a LayerNorm formula, each named, RMSNorm first as on every page; clauses one
+    per line (``fmt.stacked``), and wide ones one under the other."""
+    pairs = (("common.rms_norm", rms), ("common.layer_norm", layer))
+    places = st.columns(2) if side_by_side else [st.container() for _ in pairs]
+    for place, (name, formula) in zip(places, pairs, strict=True):
+        place.markdown(f"**{tr(name)}**")
+        place.latex(fmt.stacked(formula))
 
 
 def readable(fig: go.Figure) -> go.Figure:
