@@ -97,7 +97,14 @@ def controls(tr: Translator) -> tuple[dict, str]:
             P["rms_bias"], tr("explorer.rms_bias_label"), help=tr("explorer.rms_bias_help")
         )
         widgets.ladder(P["partial"], tr("explorer.partial_label"), help=tr("explorer.partial_help"))
-        _compute_controls(tr)
+        st.subheader(tr("explorer.group_compute"))
+        if not torch_available():
+            st.info(tr("common.torch_missing", options="backend=torch, device, dtype"))
+        else:
+            backend = widgets.choice(P["backend"], tr("explorer.backend_label"), kind="segmented")
+            if backend == "torch":
+                widgets.choice(P["device"], tr("explorer.device_label"))
+                widgets.choice(P["dtype"], tr("explorer.dtype_label"))
     state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
     if not torch_available() or state["backend"] != "torch":
         state.update(backend="numpy", device="cpu", dtype="float64")
@@ -130,16 +137,6 @@ def first_move(tr: Translator) -> tuple[DeltaGenerator, DeltaGenerator | None]:
     with column:
         widgets.number(P["offset"], tr("explorer.offset_label"))
     return column.empty(), plot
-
-
-def _compute_controls(tr: Translator) -> None:
-    st.subheader(tr("explorer.group_compute"))
-    if not torch_available():
-        st.info(tr("common.torch_missing", options="backend=torch, device, dtype"))
-        return
-    if widgets.choice(P["backend"], tr("explorer.backend_label"), kind="segmented") == "torch":
-        widgets.choice(P["device"], tr("explorer.device_label"))
-        widgets.choice(P["dtype"], tr("explorer.dtype_label"))
 
 
 def input_vector(state: dict, text: str, tr: Translator) -> np.ndarray:
@@ -185,14 +182,6 @@ def metrics(tr: Translator, view: ExplorerView) -> None:
     with st.container(horizontal=True, gap="small"):
         for key, shown in values:
             st.metric(tr(f"explorer.{key}"), shown, width=metric_width())
-
-
-def figure_labels(tr: Translator) -> dict[str, str]:
-    keys = ("axis_a", "axis_b", "circle", "ray", "x_short", "sphere", "plane", "circle3d", "ones")
-    labels = {"outputs": tr("explorer.coords_outputs"), "x": "x"}
-    labels |= {"rms": tr("common.rms_norm"), "layer": tr("common.layer_norm")}
-    labels |= {k: tr(f"common.{k}") for k in ("input", "coordinate", "value")}
-    return labels | {k: tr(f"explorer.{k}") for k in keys}
 
 
 def coordinates(tr: Translator, view: ExplorerView, labels: dict, scale: float) -> None:
@@ -441,7 +430,11 @@ def main() -> None:
     x = input_vector(state, text, tr)
     view = compute(x, **{k: state[k] for k in SETTINGS})
     means.caption(tr.claim(view.claims["first_move"]))
-    labels = figure_labels(tr)
+    keys = ("axis_a", "axis_b", "circle", "ray", "x_short", "sphere", "plane", "circle3d", "ones")
+    labels = {"outputs": tr("explorer.coords_outputs"), "x": "x"}
+    labels |= {"rms": tr("common.rms_norm"), "layer": tr("common.layer_norm")}
+    labels |= {k: tr(f"common.{k}") for k in ("input", "coordinate", "value")}
+    labels |= {k: tr(f"explorer.{k}") for k in keys}
     scale = style.LARGE_TEXT_SCALE if view_mode().large_text else 1.0
     if plot is not None:  # the presenter's: the chart on the first screen, its numbers under it
         with plot:

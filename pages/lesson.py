@@ -185,22 +185,18 @@ def data_columns(r: StepResult, lab: dict[str, str], tr: Translator) -> list[Col
     return [coordinates, *((k, lab[k], a[k]) for k in ("meant", "loaded"))]
 
 
-def figure_words(r: StepResult, tr: Translator) -> str:
-    """The figure's summary: its words (the residual step: both panels'), then any count of
-    values it cannot draw."""
-    slots = sorted((s for s in r.claims if s.startswith("figure_")), key=lambda s: "words" not in s)
-    return " ".join(tr.claim(r.claims[s]) for s in slots)
-
-
 def figure_chart(r: StepResult, tr: Translator) -> None:
     """The figure that answers step ``r.step_id``, with its summary, caption and Data table."""
     lab = labels_for(tr, r)
     columns = data_columns(r, lab, tr)
+    # The summary: its words (the residual step: both panels'), then any count of values the
+    # figure cannot draw.
+    slots = sorted((s for s in r.claims if s.startswith("figure_")), key=lambda s: "words" not in s)
     chart(
         readable_spec(("lesson", r.step_id, *lab.values()), lambda: FIGURES[r.step_id](r, lab)),
         key=f"fig_{r.step_id}",
         title=tr(f"lesson.{r.step_id}_chart"),
-        words=figure_words(r, tr),
+        words=" ".join(tr.claim(r.claims[s]) for s in slots),
         more=tr.claim(r.claims["caption"]),
         table={name: values for name, _, values in columns},
         headers={name: header for name, header, _ in columns},

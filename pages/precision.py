@@ -80,13 +80,6 @@ def controls(tr: Translator) -> dict:
     return state
 
 
-def axis_labels(tr: Translator, view: PrecisionView) -> dict[str, str]:
-    labels = {k: tr(f"precision.{k}") for k in ("inside", "outside")}
-    labels |= {k: tr(f"precision.{k}_axis") for k in ("scale", "norm", "error")}
-    labels["sqrt_d"] = tr("precision.sqrt_d", value=math.sqrt(view.d))
-    return labels | {"knee": tr("precision.knee", value=view.knee)}
-
-
 def eps_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -> None:
     st.subheader(tr("precision.eps_heading"))
     left, right = st.columns(2)
@@ -137,21 +130,6 @@ def matched_section(view: PrecisionView, tr: Translator, labels: dict[str, str])
     st.markdown(tr.claim(view.claims["matched"]))
 
 
-def dtype_table(view: PrecisionView, tr: Translator) -> pd.DataFrame:
-    yes, no = tr("precision.yes"), tr("precision.no")
-    table = pd.DataFrame(
-        {
-            tr("precision.col_ms"): [fmt.num(r.mean_square) for r in view.rows],
-            tr("precision.col_ms_err"): [fmt.num(r.mean_square_error) for r in view.rows],
-            tr("precision.col_out_err"): [fmt.num(r.output_error) for r in view.rows],
-            tr("precision.col_overflow"): [yes if r.overflow else no for r in view.rows],
-        },
-        index=[r.dtype for r in view.rows],
-    )
-    table.index.name = tr("precision.col_dtype")
-    return table
-
-
 def dtype_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -> None:
     limits = view.limits
     st.subheader(tr("precision.dtype_heading"))
@@ -172,7 +150,18 @@ def dtype_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -
     st.markdown("\n".join(f"- {tr.claim(view.claims[s])}" for s in slots if s in view.claims))
     left, right = st.columns([3, 2], gap="large")
     left.markdown(f"**{tr('precision.table_heading', scale=view.scale)}**")
-    left.table(dtype_table(view, tr))
+    yes, no = tr("precision.yes"), tr("precision.no")
+    table = pd.DataFrame(
+        {
+            tr("precision.col_ms"): [fmt.num(r.mean_square) for r in view.rows],
+            tr("precision.col_ms_err"): [fmt.num(r.mean_square_error) for r in view.rows],
+            tr("precision.col_out_err"): [fmt.num(r.output_error) for r in view.rows],
+            tr("precision.col_overflow"): [yes if r.overflow else no for r in view.rows],
+        },
+        index=[r.dtype for r in view.rows],
+    )
+    table.index.name = tr("precision.col_dtype")
+    left.table(table)
     if "limits" in view.claims:
         right.markdown(tr.claim(view.claims["limits"]))
 
@@ -210,7 +199,10 @@ def main() -> None:
     view = compute(
         state["d"], state["seed"], state["placement"], state["scale"], state["eps"], dtypes
     )
-    labels = axis_labels(tr, view)
+    labels = {k: tr(f"precision.{k}") for k in ("inside", "outside")}
+    labels |= {k: tr(f"precision.{k}_axis") for k in ("scale", "norm", "error")}
+    labels["sqrt_d"] = tr("precision.sqrt_d", value=math.sqrt(view.d))
+    labels["knee"] = tr("precision.knee", value=view.knee)
     eps_section(view, tr, labels)
     matched_section(view, tr, labels)
     dtype_section(view, tr, labels)

@@ -101,8 +101,23 @@ def controls(tr: Translator, mode: str) -> dict:
     return {key: widgets.current(P[key]) for key in MODE_KEYS[mode]}
 
 
-def metrics(view: ResidualView, tr: Translator, layers: int) -> None:
-    """The RMSNorm trunk's last readings, each with the LayerNorm trunk's beside it."""
+def panels_table(layers, readings, panels, titles, norms) -> tuple[dict, dict[str, str]]:
+    """A figure of panels as a table: the layer l, then each panel's reading of each model."""
+    table: dict = {"l": np.asarray(layers)}
+    headers = {"l": "l"}
+    for q in panels:
+        for norm in norms:
+            table[f"{q}_{norm}"] = readings[norm][q]
+            headers[f"{q}_{norm}"] = f"{titles[q]}, {titles[norm]}"
+    return table, headers
+
+
+def toy_trunk(view: ResidualView, tr: Translator, layers: int) -> None:
+    """The synthetic trunk: model, last readings, figure, explanations, table."""
+    claims = {slot: tr.claim(claim) for slot, claim in view.claims.items()}
+    st.latex(RESIDUAL_FORMULA)
+    st.caption(tr("residual.model_caption", n=TOKENS, d=view.d, layers=layers))
+    # The RMSNorm trunk's last readings, each with the LayerNorm trunk's beside it.
     shown = (
         ("metric_offset", "stream_mean"),
         ("metric_cos", "input_cos_ones"),
@@ -122,37 +137,6 @@ def metrics(view: ResidualView, tr: Translator, layers: int) -> None:
                 delta_arrow="off",
                 width=metric_width(),
             )
-
-
-def reading_table(view: ResidualView, tr: Translator, names: dict[str, str]) -> pd.DataFrame:
-    frame = pd.DataFrame(
-        {
-            names[norm]: [fmt.num(view.last[norm][q], noise=ROUNDING) for q in QUANTITIES]
-            for norm in NORMS
-        },
-        index=[names[q] for q in QUANTITIES],
-    )
-    frame.index.name = tr("residual.quantity")
-    return frame
-
-
-def panels_table(layers, readings, panels, titles, norms) -> tuple[dict, dict[str, str]]:
-    """A figure of panels as a table: the layer l, then each panel's reading of each model."""
-    table: dict = {"l": np.asarray(layers)}
-    headers = {"l": "l"}
-    for q in panels:
-        for norm in norms:
-            table[f"{q}_{norm}"] = readings[norm][q]
-            headers[f"{q}_{norm}"] = f"{titles[q]}, {titles[norm]}"
-    return table, headers
-
-
-def toy_trunk(view: ResidualView, tr: Translator, layers: int) -> None:
-    """The synthetic trunk: model, last readings, figure, explanations, table."""
-    claims = {slot: tr.claim(claim) for slot, claim in view.claims.items()}
-    st.latex(RESIDUAL_FORMULA)
-    st.caption(tr("residual.model_caption", n=TOKENS, d=view.d, layers=layers))
-    metrics(view, tr, layers)
 
     st.subheader(tr("residual.figure_heading"))
     names = {n: tr(f"residual.{n}_trunk") for n in NORMS}
@@ -178,19 +162,16 @@ def toy_trunk(view: ResidualView, tr: Translator, layers: int) -> None:
     st.markdown(claims["swap"])
 
     st.subheader(tr("residual.table_heading", layers=layers))
-    st.table(reading_table(view, tr, names))
+    frame = pd.DataFrame(
+        {
+            names[norm]: [fmt.num(view.last[norm][q], noise=ROUNDING) for q in QUANTITIES]
+            for norm in NORMS
+        },
+        index=[names[q] for q in QUANTITIES],
+    )
+    frame.index.name = tr("residual.quantity")
+    st.table(frame)
     st.caption(claims["table"])
-
-
-def trained_names(tr: Translator) -> dict[str, str]:
-    """Labels of the trained mode's figures and tables: models, axes, panels, table rows."""
-    keys = ("layer_axis", "coordinate_axis", "times_median", "quantity")
-    return {
-        **{n: tr(f"residual.trained_{n}") for n in TRAINED_NORMS},
-        **{k: tr(f"residual.{k}") for k in keys},
-        **{q: tr(f"residual.p_{q}") for q in TRAINED_QUANTITIES},
-        **{f"q_{q}": tr(f"residual.q_{q}") for q in (*TRAINED_QUANTITIES, "loss")},
-    }
 
 
 def trained_table(view: TrainedView, names: dict[str, str]) -> pd.DataFrame:
@@ -208,23 +189,15 @@ def trained_table(view: TrainedView, names: dict[str, str]) -> pd.DataFrame:
     return frame
 
 
-def dims_table(view: TrainedView, names: dict[str, str]) -> pd.DataFrame:
-    """The largest coordinates of each model's stream, one row per layer."""
-    frame = pd.DataFrame(
-        {
-            names[n]: [", ".join(str(int(i)) for i in dims) for dims in view.outlier_dims[n]]
-            for n in TRAINED_NORMS
-        },
-        index=[str(int(layer)) for layer in view.layers],
-    )
-    frame.index.name = "l"  # the index of hₗ; "layer l" would wrap on a phone
-    return frame
-
-
 def trained_models(view: TrainedView, tr: Translator) -> None:
     """The shipped models: what they are and read, the readings by layer, what they show."""
     claims = {slot: tr.claim(claim) for slot, claim in view.claims.items()}
-    names = trained_names(tr)
+    # Labels of the figures and tables: models, axes, panels, table rows.
+    keys = ("layer_axis", "coordinate_axis", "times_median", "quantity")
+    names = {n: tr(f"residual.trained_{n}") for n in TRAINED_NORMS}
+    names |= {k: tr(f"residual.{k}") for k in keys}
+    names |= {q: tr(f"residual.p_{q}") for q in TRAINED_QUANTITIES}
+    names |= {f"q_{q}": tr(f"residual.q_{q}") for q in (*TRAINED_QUANTITIES, "loss")}
     st.subheader(tr("residual.trained_heading"))
     st.markdown(tr("residual.trained_lead"))
     st.caption(claims["model"])
@@ -271,7 +244,16 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
     st.markdown(f"{claims['outliers']} {claims['dims']}")
     k = view.outlier_dims["rms"].shape[1]
     st.markdown(f"**{tr('residual.dims_heading', k=k)}**")
-    st.table(dims_table(view, names))
+    # The largest coordinates of each model's stream, one row per layer.
+    dims = pd.DataFrame(
+        {
+            names[n]: [", ".join(str(int(i)) for i in row) for row in view.outlier_dims[n]]
+            for n in TRAINED_NORMS
+        },
+        index=[str(int(layer)) for layer in view.layers],
+    )
+    dims.index.name = "l"  # the index of hₗ; "layer l" would wrap on a phone
+    st.table(dims)
 
     st.subheader(tr("residual.trained_table_heading"))
     st.table(trained_table(view, names))
