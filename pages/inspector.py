@@ -246,11 +246,8 @@ def module_table(tr: Translator, view: SideView) -> pd.DataFrame:
     """Every module with every compatible preset's max |Δ| on the probe input."""
     rows = []
     for m in view.contract.modules:
-        row = {
-            tr("inspector.col_module"): m.name,
-            tr("inspector.col_place"): tr(f"inspector.place_{m.place}"),
-            "d": m.width,
-        }
+        row = {tr("inspector.col_module"): m.name}
+        row |= {tr("inspector.col_place"): tr(f"inspector.place_{m.place}"), "d": m.width}
         row |= {_preset_name(tr, name, m.kind): _delta_text(delta) for name, delta in m.deltas}
         rows.append(row)
     return pd.DataFrame(rows).set_index(tr("inspector.col_module")).fillna("—")

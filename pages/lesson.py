@@ -94,18 +94,13 @@ def sidebar(tr: Translator) -> int:
 
 def labels_for(tr: Translator, r: StepResult) -> dict[str, str]:
     """The names the step's figure and its table give what they draw."""
-    lab = {
-        "input": tr("common.input"),
-        "x": "x",
-        "rms": tr("common.rms_norm"),
-        "layer": tr("common.layer_norm"),
-        "coordinate": tr("common.coordinate"),
-        "value": tr("common.value"),
-        **{k: tr(f"lesson.label_{k}") for k in LESSON_LABELS},
-        "neg": tr("lesson.label_neg", factor=r.numbers.get("factor", 0.0)),
-        "case": tr("lesson.label_case", case=int(r.numbers.get("case", 0))),
-        **{k: tr(f"explorer.{k}") for k in EXPLORER_LABELS},
-    }
+    lab = {"input": tr("common.input"), "x": "x", "rms": tr("common.rms_norm")}
+    lab |= {"layer": tr("common.layer_norm"), "coordinate": tr("common.coordinate")}
+    lab["value"] = tr("common.value")
+    lab |= {k: tr(f"lesson.label_{k}") for k in LESSON_LABELS}
+    lab["neg"] = tr("lesson.label_neg", factor=r.numbers.get("factor", 0.0))
+    lab["case"] = tr("lesson.label_case", case=int(r.numbers.get("case", 0)))
+    lab |= {k: tr(f"explorer.{k}") for k in EXPLORER_LABELS}
     if r.step_id == "table":
         lab.update({f"transform_{w['id']}": tr(f"lesson.transform_{w['id']}") for w in r.rows})
     if r.step_id == "residual":
@@ -224,12 +219,10 @@ def invariance_table(r: StepResult, tr: Translator) -> None:
 def presets_table(tr: Translator) -> None:
     """The contract of each RMSNorm preset, its values in words."""
     presets = [p for p in PRESETS.values() if p.kind == "rms"]
-    cells = {
-        "eps": lambda p: tr("lesson.eps_finfo") if p.eps is None else fmt.num(p.eps),
-        "placement": lambda p: tr(f"lesson.placement_{p.eps_placement}"),
-        "reduction": lambda p: p.reduction_dtype or tr("lesson.reduction_input"),
-        "gain": lambda p: tr(f"lesson.gain_{p.gain_mode}"),
-    }
+    cells = {"eps": lambda p: tr("lesson.eps_finfo") if p.eps is None else fmt.num(p.eps)}
+    cells["placement"] = lambda p: tr(f"lesson.placement_{p.eps_placement}")
+    cells["reduction"] = lambda p: p.reduction_dtype or tr("lesson.reduction_input")
+    cells["gain"] = lambda p: tr(f"lesson.gain_{p.gain_mode}")
     columns = {tr(f"lesson.col_{k}"): [cell(p) for p in presets] for k, cell in cells.items()}
     frame = pd.DataFrame(columns, index=[tr(f"lesson.preset_{p.name}") for p in presets])
     frame.index.name = tr("lesson.col_preset")

@@ -169,11 +169,8 @@ def dtype_section(view: PrecisionView, tr: Translator, labels: dict[str, str]) -
 def drift_section(view: PrecisionView, tr: Translator) -> None:
     st.subheader(tr("precision.drift_heading"))
     st.markdown(tr("precision.drift_intro"))
-    labels = {
-        "index": tr("precision.index_axis"),
-        "partial_sum": tr("precision.partial_axis"),
-        "float16_max": tr("precision.float16_max", value=int(FLOAT16_MAX)),
-    }
+    labels = {"index": tr("precision.index_axis"), "partial_sum": tr("precision.partial_axis")}
+    labels["float16_max"] = tr("precision.float16_max", value=int(FLOAT16_MAX))
     chart(
         readable(running_sum_figure(view.sums, FLOAT16_MAX, labels)),
         key="running_sum",

@@ -241,12 +241,10 @@ def number_tables(view: SpeedView, tr: Translator) -> None:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="numbers")
         if view.partial:
             width = view.largest[1]
-            columns = {
-                "p": [fmt.pct(p) for p in PARTIALS],
-                "k": [f"{partial_size(p, width)} / {width}" for p in PARTIALS],
-                "ratio": [fmt.num(view.partial[p][0]) for p in PARTIALS],
-                "error": [fmt.pct(view.run.partial_error[p]) for p in PARTIALS],
-            }
+            columns = {"p": [fmt.pct(p) for p in PARTIALS]}
+            columns["k"] = [f"{partial_size(p, width)} / {width}" for p in PARTIALS]
+            columns["ratio"] = [fmt.num(view.partial[p][0]) for p in PARTIALS]
+            columns["error"] = [fmt.pct(view.run.partial_error[p]) for p in PARTIALS]
             frame = pd.DataFrame({tr(f"speed.col_{k}"): v for k, v in columns.items()})
             st.dataframe(frame, hide_index=True, key="partial_numbers")
 

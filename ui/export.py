@@ -81,14 +81,9 @@ def view_json(
     stats: Mapping[str, Mapping[str, float]],
 ) -> str:
     """The whole view: its state (link parameters), the vectors and their statistics."""
-    document = {
-        "format": FORMAT,
-        "version": VERSION,
-        "page": page,
-        "state": dict(state),
-        "arrays": {k: [float(v) for v in a] for k, a in arrays.items()},
-        "statistics": {k: {n: float(v) for n, v in s.items()} for k, s in stats.items()},
-    }
+    document = {"format": FORMAT, "version": VERSION, "page": page, "state": dict(state)}
+    document["arrays"] = {k: [float(v) for v in a] for k, a in arrays.items()}
+    document["statistics"] = {k: {n: float(v) for n, v in s.items()} for k, s in stats.items()}
     return json.dumps(document, indent=1)
 
 

@@ -167,22 +167,9 @@ def _figure_2d(keys, hull, points, direction, color, radius, plane, height, size
     query.update(name="query", line_width=2.5)
     traces.append(query)
     traces += _key_markers(points, color, size, 2)
-    arrow = {
-        "x": tip[0],
-        "y": tip[1],
-        "ax": 0.0,
-        "ay": 0.0,
-        "xref": "x",
-        "yref": "y",
-        "axref": "x",
-        "ayref": "y",
-        "showarrow": True,
-        "arrowhead": 3,
-        "arrowsize": 1.6,
-        "arrowwidth": 2.5,
-        "arrowcolor": style.EXTRA[0],
-        "text": "",
-    }
+    arrow = {"x": tip[0], "y": tip[1], "ax": 0.0, "ay": 0.0, "xref": "x", "yref": "y", "axref": "x"}
+    arrow |= {"ayref": "y", "showarrow": True, "arrowhead": 3, "arrowsize": 1.6, "arrowwidth": 2.5}
+    arrow |= {"arrowcolor": style.EXTRA[0], "text": ""}
     axis = {"range": [-extent, extent], "zeroline": True, "showgrid": True}
     return go.Figure(
         data=traces,
@@ -361,15 +348,8 @@ def weights_figure(
         marker={"color": color, "pattern": {"shape": hatch, "fgcolor": UNSELECTABLE}},
         hovertemplate="%{x}: %{y:.1%}<extra></extra>",
     )
-    uniform = {
-        "type": "line",
-        "xref": "paper",
-        "x0": 0,
-        "x1": 1,
-        "y0": 1.0 / n,
-        "y1": 1.0 / n,
-        "line": {"color": style.ACCENT, "dash": "dash", "width": 2},
-    }
+    uniform = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1.0 / n, "y1": 1.0 / n}
+    uniform |= {"line": {"color": style.ACCENT, "dash": "dash", "width": 2}}
     return go.Figure(
         data=[bars],
         layout=style.layout(

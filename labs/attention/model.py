@@ -172,13 +172,8 @@ def _dial_claim(ks: KeySet, d: int, length: float) -> tuple[Claim, list[int]]:
     angle, turn = ks.best.dial
     scores, weights = attention(ks.keys, length * query_direction(d, angle, turn))
     kind, tied = _most_weight(weights)
-    fields = {
-        "angle": angle,
-        "turn": turn,
-        "spread": float(scores.max() - scores.min()),
-        "w_pct": float(weights.max()),
-        "w_min_pct": float(weights.min()),
-    }
+    fields = {"angle": angle, "turn": turn, "spread": float(scores.max() - scores.min())}
+    fields |= {"w_pct": float(weights.max()), "w_min_pct": float(weights.min())}
     if kind != "uniform":
         fields["key" if kind == "one" else "keys"] = key_names(tied)
     turned = "_turn" if d == 3 and angle not in (0, 180) else ""
@@ -191,16 +186,9 @@ def _uniform_claim(ks: KeySet, d: int, length: float) -> Claim:
     best = ks.best
     tol = UNIFORM_TOL * length * float(np.max(ks.norms)) / math.sqrt(d)
     exact = at_most(best.spread, tol)
-    fields = {
-        "angle": best.angle,
-        "turn": best.turn,
-        "spread": best.spread,
-        "length": length,
-        "ratio": math.exp(best.spread),
-        "w_min_pct": float(best.weights.min()),
-        "w_max_pct": float(best.weights.max()),
-        "w_pct": 1.0 / len(best.weights),
-    }
+    fields = {"angle": best.angle, "turn": best.turn, "spread": best.spread, "length": length}
+    fields |= {"ratio": math.exp(best.spread), "w_min_pct": float(best.weights.min())}
+    fields |= {"w_max_pct": float(best.weights.max()), "w_pct": 1.0 / len(best.weights)}
     # The turn around 1 names a direction only at d = 3 and away from ±1.
     turned = "_turn" if d == 3 and best.angle not in (0.0, 180.0) else ""
     return pick(

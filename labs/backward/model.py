@@ -236,15 +236,10 @@ def _heatmap_claim(lesson: BackwardLesson) -> Claim:
     rows_rms = lesson.jacobian_rms.sum(axis=1)  # (d, d) -> (d,)
     diag_rms = np.diag(lesson.jacobian_rms)
     noise = _noise(lesson)
-    fields = {
-        "inv_r": 1 / lesson.rms_stat,
-        "diag_rms_lo": float(diag_rms.min()),
-        "diag_rms_hi": float(diag_rms.max()),
-        "sub_layer": 1 / (d * lesson.layer_stat),
-        "row_sum_layer": float(np.max(np.abs(rows_layer))),
-        "row_min_rms": float(rows_rms.min()),
-        "row_max_rms": float(rows_rms.max()),
-    }
+    fields = {"inv_r": 1 / lesson.rms_stat, "diag_rms_lo": float(diag_rms.min())}
+    fields |= {"diag_rms_hi": float(diag_rms.max()), "sub_layer": 1 / (d * lesson.layer_stat)}
+    fields["row_sum_layer"] = float(np.max(np.abs(rows_layer)))
+    fields |= {"row_min_rms": float(rows_rms.min()), "row_max_rms": float(rows_rms.max())}
     rows_vanish = at_most(fields["row_sum_layer"], noise)
     return pick(
         rows_vanish,
@@ -277,16 +272,9 @@ def _spectrum_claim(lesson: BackwardLesson, kind: str) -> Claim:
     along = eps / s**3
     rest = d - 1 - zeros
     expected = np.array([0.0] * zeros + [along] + [1 / s] * rest)
-    fields = {
-        "rest": rest,
-        inv_name: 1 / s,
-        "along": along,
-        "ratio_pct": eps / s**2,
-        moment_name: float(moment(lesson.x)[0]),
-        "eps": eps,
-        "min": float(eig[0]),
-        "max": float(eig[-1]),
-    }
+    fields = {"rest": rest, inv_name: 1 / s, "along": along, "ratio_pct": eps / s**2}
+    fields |= {moment_name: float(moment(lesson.x)[0]), "eps": eps, "min": float(eig[0])}
+    fields["max"] = float(eig[-1])
     if not _spectrum_matches(eig, expected, 1 / s):
         return Claim(f"backward.spectrum_{kind}_range", fields)
     flat = at_most(eps / s**2, FLAT_TOLERANCE)

@@ -172,13 +172,10 @@ def _offset_claim(u: Units, x: np.ndarray, finite: bool, ratio_noise: float) -> 
     """Whether x has a mean to remove, and what each norm leaves of it (before gain and bias)."""
     ones = np.ones_like(x)
     m_rms = float(np.mean(u.unit_rms)) if finite else math.nan
-    fields = {
-        "ratio": u.ratio,
-        "m_rms": m_rms,
-        "cos_rms": float(cosine(u.unit_rms, ones)) if finite else math.nan,
-        "m_layer": float(np.mean(u.unit_layer)),
-        "cos_layer": float(cosine(u.unit_layer, ones)),
-    }
+    fields = {"ratio": u.ratio, "m_rms": m_rms}
+    fields["cos_rms"] = float(cosine(u.unit_rms, ones)) if finite else math.nan
+    fields["m_layer"] = float(np.mean(u.unit_layer))
+    fields["cos_layer"] = float(cosine(u.unit_layer, ones))
     # Each mean at its own rounding level: the sum of its d coordinates, and for LayerNorm's the
     # rounding each coordinate carries from x - mu.
     layer_noise = sum_noise(u.unit_layer) + u.layer_noise
@@ -392,19 +389,10 @@ def _partial_claim(facts: Facts) -> Claim:
     with np.errstate(invalid="ignore"):
         diff = float(np.max(np.abs(u.unit_rms - u.unit_full)))
     top = float(np.max(np.abs(u.unit_full)))
-    fields = {
-        "k": u.k,
-        "d": facts.d,
-        "p_pct": facts.partial,
-        "rms_k": u.rms_k,
-        "rms": u.rms,
-        "ratio_pct": u.rms_k / u.rms if u.rms > 0 else 1.0,
-        "eps": facts.eps,
-        "den_k": u.den_k,
-        "den": u.den_full,
-        "diff": diff,
-        "diff_pct": ratio_or_zero(diff, top),
-    }
+    fields = {"k": u.k, "d": facts.d, "p_pct": facts.partial, "rms_k": u.rms_k, "rms": u.rms}
+    fields |= {"ratio_pct": u.rms_k / u.rms if u.rms > 0 else 1.0, "eps": facts.eps}
+    fields |= {"den_k": u.den_k, "den": u.den_full, "diff": diff}
+    fields["diff_pct"] = ratio_or_zero(diff, top)
     # Both outputs round each coordinate to a few ulps of the larger of them.
     scale = max(top, float(np.max(np.abs(u.unit_rms)))) if math.isfinite(diff) else 0.0
     noise = VECTOR_ULPS * U64 * scale

@@ -67,11 +67,8 @@ def explore(
     units = units_of(x64, eps, run.k, run.xhat_rms, run.xhat_layer)
     g_plane = gain if gain_pattern == "constant" else 1.0
     plane, sphere = _geometry(x64, units, g_plane, eps)
-    stats = {
-        "x": vector_stats(x64),
-        "rms": vector_stats(y_rms, finite=False),
-        "layer": vector_stats(y_layer, finite=False),
-    }
+    stats = {"x": vector_stats(x64), "rms": vector_stats(y_rms, finite=False)}
+    stats["layer"] = vector_stats(y_layer, finite=False)
     facts = Facts(
         **vars(run), d=d, dtype=computed, gain=g, stats=stats, norm_rms=length(y_rms),
         norm_layer=length(y_layer), units=units, plane=plane, sphere=sphere, eps=eps,

@@ -131,11 +131,8 @@ def stat_noise(values: np.ndarray) -> dict[str, float]:
         rms = float(np.sqrt(np.mean(np.square(values))))
     mean = sum_noise(values)
     delta = mean + U64 * top
-    out = {
-        "mean": mean,
-        "variance": delta * (2 * std + delta),
-        "cos_ones": ratio_or_zero(mean, rms),
-    }
+    out = {"mean": mean, "variance": delta * (2 * std + delta)}
+    out["cos_ones"] = ratio_or_zero(mean, rms)
     return {k: v if math.isfinite(v) else 0.0 for k, v in out.items()}
 
 

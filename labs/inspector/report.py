@@ -241,11 +241,8 @@ def _histogram_claim(hist: GainHistogram) -> Claim:
 
 def _claims(link: str, contract, prompt, readings) -> dict[str, Claim]:
     """Every sentence about one model; each carries the model's link value as ``model``."""
-    claims = {
-        "contract": _contract_claim(contract),
-        "gain": _gain_claim(contract),
-        "prompt": _prompt_claim(prompt),
-    }
+    claims = {"contract": _contract_claim(contract), "gain": _gain_claim(contract)}
+    claims["prompt"] = _prompt_claim(prompt)
     if contract.histogram is not None:
         claims["hist"] = _histogram_claim(contract.histogram)
     if readings:

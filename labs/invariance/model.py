@@ -347,11 +347,6 @@ def invariance_lab(*, transform: str, size: float, seed: int, c_max: float) -> I
     case, residual = _case_view(transform, size, seed)
     rows = invariance_table(size=size, seed=seed)
     shift = _shift_view(seed, c_max)
-    claims = {
-        **_case_claims(case),
-        **_row_claims(rows, size, seed),
-        **_sweep_claims(shift, c_max),
-        **_collapse_claims(shift, c_max),
-        **_chart_words(case, shift),
-    }
+    claims = {**_case_claims(case), **_row_claims(rows, size, seed), **_sweep_claims(shift, c_max)}
+    claims |= {**_collapse_claims(shift, c_max), **_chart_words(case, shift)}
     return InvarianceLab(transform, size, seed, c_max, case, residual, rows, shift, claims)

@@ -93,19 +93,13 @@ def outputs_figure(
         )  # fmt: skip
     for r, (_, outputs) in enumerate(rows, start=1):
         for c, (norm, color) in enumerate(NORMS, start=1):
-            before = {
-                "mode": "markers",
-                "marker": {"color": color, "symbol": style.SYMBOLS[norm], "size": 13},
-                "showlegend": r == 1,
-                "legendgroup": f"{norm}_before",
-            }
-            after = {
-                "mode": "lines+markers",
-                "marker": {"color": style.INPUT, "symbol": "x", "size": 8},
-                "line": {"color": style.INPUT, "dash": "dash", "width": 2},
-                "showlegend": r == 1 and c == 1,
-                "legendgroup": "after",
-            }
+            before = {"mode": "markers"}
+            before |= {"marker": {"color": color, "symbol": style.SYMBOLS[norm], "size": 13}}
+            before |= {"showlegend": r == 1, "legendgroup": f"{norm}_before"}
+            after = {"mode": "lines+markers"}
+            after |= {"marker": {"color": style.INPUT, "symbol": "x", "size": 8}}
+            after |= {"line": {"color": style.INPUT, "dash": "dash", "width": 2}}
+            after |= {"showlegend": r == 1 and c == 1, "legendgroup": "after"}
             name = f"{labels[norm]}: {labels['before']}"
             fig.add_trace(_coordinates(outputs[f"{norm}_before"], name, before), row=r, col=c)
             fig.add_trace(
@@ -250,11 +244,9 @@ def gain_figure(meant: np.ndarray, loaded: np.ndarray, labels: Mapping[str, str]
         (meant, "meant", style.RMS, "rms"),
         (loaded, "loaded", style.INPUT, "input"),
     ):
-        look = {
-            "mode": "lines+markers",
-            "marker": {"color": color, "symbol": style.SYMBOLS[kind], "size": 11},
-            "line": {"color": color, "dash": style.DASHES[kind], "width": 2},
-        }
+        look = {"mode": "lines+markers"}
+        look |= {"marker": {"color": color, "symbol": style.SYMBOLS[kind], "size": 11}}
+        look |= {"line": {"color": color, "dash": style.DASHES[kind], "width": 2}}
         fig.add_trace(_coordinates(values, labels[key], look))
     fig.add_hline(y=0, line={"color": style.MUTED, "width": 1})
     fig.update_xaxes(title_text=labels["coordinate"])

@@ -121,16 +121,9 @@ def _precision() -> Measured:
     else:
         correct = "visible" if max_rel > VISIBLE_CHANGE else None
     counts = np.bincount(ulps["divide"])
-    numbers = {
-        "d": PRECISION_WIDTH,
-        "n_diff": n_diff,
-        "n_same": PRECISION_WIDTH - n_diff,
-        "n_diff_mul": int(np.count_nonzero(ulps["multiply"])),
-        "worst_ulps": worst,
-        "max_rel": max_rel,
-        "mean_x": float(np.mean(x)),
-        "visible_pct": VISIBLE_CHANGE,
-    }
+    numbers = {"d": PRECISION_WIDTH, "n_diff": n_diff, "n_same": PRECISION_WIDTH - n_diff}
+    numbers |= {"n_diff_mul": int(np.count_nonzero(ulps["multiply"])), "worst_ulps": worst}
+    numbers |= {"max_rel": max_rel, "mean_x": float(np.mean(x)), "visible_pct": VISIBLE_CHANGE}
     reduction = pick(
         bool(y["mean_square"][0] == y["mean_square"][1]),
         "lesson.precision_reduction_exact",

@@ -244,14 +244,10 @@ def _eps_claims(view: PrecisionView) -> dict[str, Claim]:
     d, rms = view.d, view.rms
     sqrt_d = math.sqrt(d)
     curves = np.concatenate(list(view.norms.values()))  # (P * E, S)
-    fields = {
-        "d": d,
-        "sqrt_d": sqrt_d,
-        "s_max": float(SWEEP_SCALES[-1]),
-        "s_min": float(SWEEP_SCALES[0]),
-        "top_gap_pct": float(np.max(np.abs(curves[:, -1] / sqrt_d - 1.0))),
-        "low_pct": float(np.max(curves[:, 0] / sqrt_d)),
-    }
+    fields = {"d": d, "sqrt_d": sqrt_d, "s_max": float(SWEEP_SCALES[-1])}
+    fields["s_min"] = float(SWEEP_SCALES[0])
+    fields["top_gap_pct"] = float(np.max(np.abs(curves[:, -1] / sqrt_d - 1.0)))
+    fields["low_pct"] = float(np.max(curves[:, 0] / sqrt_d))
     knees = {
         f"{'in' if p == 'inside' else 'out'}{-round(math.log10(e))}": eps_knee(
             e, placement=p, rms=rms
@@ -336,11 +332,9 @@ def _dtype_claims(view: PrecisionView, z: np.ndarray) -> dict[str, Claim]:
 
 def _finite_range_claim(dtype: str, errors: np.ndarray) -> Claim:
     finite = errors[np.isfinite(errors)]
-    fields = {
-        "lo": float(finite.min()) if finite.size else math.nan,
-        "hi": float(finite.max()) if finite.size else math.nan,
-        "count": int(errors.size - finite.size),
-    }
+    fields = {"lo": float(finite.min()) if finite.size else math.nan}
+    fields["hi"] = float(finite.max()) if finite.size else math.nan
+    fields["count"] = int(errors.size - finite.size)
     stem = "precision.error_f32" if dtype == "float32" else "precision.error_bf16"
     return pick(at_most(fields["count"], 0), stem, f"{stem}_nonfinite", **fields)
 
@@ -389,18 +383,12 @@ def _float16_low_claim(below: float, error: float, z: np.ndarray, eps: float) ->
     with np.errstate(over="ignore"):
         x16 = np.abs((below * z).astype(np.float16).astype(np.float64))
     squares = x16 * x16
-    fields = {
-        "below": below,
-        "error": float(error),
-        "underflow_pct": float(np.mean(squares < FLOAT16_TINY)),
-        "subnormal_pct": float(np.mean(squares.astype(np.float16) < FLOAT16_MIN_NORMAL)),
-        "x_subnormal_pct": float(np.mean(x16 < FLOAT16_MIN_NORMAL)),
-        "eps": eps,
-        "ms": float(np.mean(squares)),
-        "tiny": FLOAT16_TINY,
-        "tiny_x": math.sqrt(FLOAT16_TINY),
-        "min_normal": FLOAT16_MIN_NORMAL,
-    }
+    fields = {"below": below, "error": float(error)}
+    fields["underflow_pct"] = float(np.mean(squares < FLOAT16_TINY))
+    fields["subnormal_pct"] = float(np.mean(squares.astype(np.float16) < FLOAT16_MIN_NORMAL))
+    fields |= {"x_subnormal_pct": float(np.mean(x16 < FLOAT16_MIN_NORMAL)), "eps": eps}
+    fields |= {"ms": float(np.mean(squares)), "tiny": FLOAT16_TINY}
+    fields |= {"tiny_x": math.sqrt(FLOAT16_TINY), "min_normal": FLOAT16_MIN_NORMAL}
     # Every square lost (mean square 0) moves the output by sqrt(1 + ms / eps) - 1 at most.
     fields["bound"] = math.expm1(math.log1p(fields["ms"] / eps) / 2) if eps > 0 else math.inf
     if fields["bound"] < error / 10:
@@ -413,11 +401,8 @@ def _float16_low_claim(below: float, error: float, z: np.ndarray, eps: float) ->
 
 
 def _float16_high_claim(errors: np.ndarray, limits: Float16Limits) -> Claim:
-    fields = {
-        "square": limits.square,
-        "s_max": float(SWEEP_SCALES[-1]),
-        "inf_from": int(FLOAT16_INF_FROM),
-    }
+    fields = {"square": limits.square, "s_max": float(SWEEP_SCALES[-1])}
+    fields["inf_from"] = int(FLOAT16_INF_FROM)
     over = SWEEP_SCALES >= limits.square
     if not over.any():
         return Claim("precision.error_f16_high_none", fields)

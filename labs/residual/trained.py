@@ -230,14 +230,10 @@ def trained_view(*, seed: int, text: str) -> TrainedView:
     readings = {n: _trained_readings(r) for n, r in chosen.items()}
     first = chosen["rms"].readings
     dims = {n: r.readings.outlier_dims for n, r in chosen.items()}
-    claims = {
-        **_model_claims(shipped, seed),
-        **_offset_claims(shipped, readings),
-        **_share_claims(readings, first.d),
-        "shift": _shift_claim(readings),
-        **_outlier_claims(readings, dims),
-        "table": Claim("residual.trained_table_caption", {"tokens": first.tokens}),
-    }
+    claims = {**_model_claims(shipped, seed), **_offset_claims(shipped, readings)}
+    claims |= {**_share_claims(readings, first.d), "shift": _shift_claim(readings)}
+    claims |= _outlier_claims(readings, dims)
+    claims["table"] = Claim("residual.trained_table_caption", {"tokens": first.tokens})
     relative = {
         n: r.readings.magnitude / np.median(r.readings.magnitude, axis=-1, keepdims=True)
         for n, r in chosen.items()
