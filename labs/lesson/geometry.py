@@ -60,20 +60,13 @@ def _centre() -> Measured:
     mean_rms = float(np.mean(y_rms))
     ratio = sx.mean / sx.rms
     options = {"zero": 0.0, "ratio": ratio, "mean": sx.mean, "one": 1.0}
+    numbers = {"d": LESSON_WIDTH, "mean_x": sx.mean, "rms_x": sx.rms}
+    numbers |= {"std_x": math.sqrt(sx.variance), "ratio": ratio, "mean_rms": mean_rms}
+    numbers |= {"mean_layer": float(np.mean(y_layer)), "rms_rms": vector_stats(y_rms).rms}
+    numbers |= {"rms_layer": vector_stats(y_layer).rms, "eps": LESSON_EPS}
     return Measured(
         _matching(options, mean_rms, SAME_TOL),
-        {
-            "d": LESSON_WIDTH,
-            "mean_x": sx.mean,
-            "rms_x": sx.rms,
-            "std_x": math.sqrt(sx.variance),
-            "ratio": ratio,
-            "mean_rms": mean_rms,
-            "mean_layer": float(np.mean(y_layer)),
-            "rms_rms": vector_stats(y_rms).rms,
-            "rms_layer": vector_stats(y_layer).rms,
-            "eps": LESSON_EPS,
-        },
+        numbers,
         {"x": x, "y_rms": y_rms, "y_layer": y_layer},
     )
 
@@ -107,16 +100,12 @@ def _transformed(x_after: np.ndarray, size: float) -> Measured:
     outputs = _pair(x, x_after)
     change_rms = max_change(outputs["rms_after"], outputs["rms_before"])
     change_layer = max_change(outputs["layer_after"], outputs["layer_before"])
+    numbers = {"size": size, "change_rms": change_rms, "change_layer": change_layer}
+    numbers |= {"mean_x": float(np.mean(x)), "mean_after": float(np.mean(x_after))}
+    numbers["eps"] = LESSON_EPS
     return Measured(
         which_unchanged(change_rms < SAME_TOL, change_layer < SAME_TOL),
-        {
-            "size": size,
-            "change_rms": change_rms,
-            "change_layer": change_layer,
-            "mean_x": float(np.mean(x)),
-            "mean_after": float(np.mean(x_after)),
-            "eps": LESSON_EPS,
-        },
+        numbers,
         {"x": x, "x_after": x_after, **outputs},
     )
 
@@ -164,19 +153,12 @@ def _sweep() -> Measured:
         correct = "back"
     else:
         correct = "zero" if vector_stats(far).rms < 1 - ALONG_ONES else None
-    return Measured(
-        correct,
-        {
-            "c_max": SWEEP_LIMIT,
-            "energy_far": energy_far,
-            "cos_far": cos_far,
-            "layer_cos_min": float(np.min(sweep["layer_cosine"])),
-            "spread_far": float(np.std(far)),
-            "spread_x": float(np.std(rms_norm(x, eps=LESSON_EPS))),
-            "energy_x": float(sweep["rms_energy_along_ones"][SWEEP_POINTS // 2]),
-        },
-        {k: np.asarray(v) for k, v in sweep.items()},
-    )
+    numbers = {"c_max": SWEEP_LIMIT, "energy_far": energy_far, "cos_far": cos_far}
+    numbers["layer_cos_min"] = float(np.min(sweep["layer_cosine"]))
+    numbers["spread_far"] = float(np.std(far))
+    numbers["spread_x"] = float(np.std(rms_norm(x, eps=LESSON_EPS)))
+    numbers["energy_x"] = float(sweep["rms_energy_along_ones"][SWEEP_POINTS // 2])
+    return Measured(correct, numbers, {k: np.asarray(v) for k, v in sweep.items()})
 
 
 def _angle_from_ones(point: tuple[float, float]) -> float:
@@ -197,22 +179,13 @@ def _plane() -> Measured:
         (False, True, True, False): "layer_on_x",
         (True, True, False, False): "both_on_x",
     }
+    numbers = {"x_a": p.point[0], "x_b": p.point[1], "rms_a": p.rms[0], "rms_b": p.rms[1]}
+    numbers |= {"layer_a": p.layer[0], "layer_b": p.layer[1], "radius": p.radius}
+    numbers |= {"angle_x": angle_x, "angle_rms": angle_rms, "angle_layer": angle_layer}
+    numbers |= {"len_rms": math.hypot(*p.rms), "len_layer": math.hypot(*p.layer)}
     return Measured(
         table.get((*on_x, *square)),
-        {
-            "x_a": p.point[0],
-            "x_b": p.point[1],
-            "rms_a": p.rms[0],
-            "rms_b": p.rms[1],
-            "layer_a": p.layer[0],
-            "layer_b": p.layer[1],
-            "radius": p.radius,
-            "angle_x": angle_x,
-            "angle_rms": angle_rms,
-            "angle_layer": angle_layer,
-            "len_rms": math.hypot(*p.rms),
-            "len_layer": math.hypot(*p.layer),
-        },
+        numbers,
         {"point": np.array(p.point), "rms": np.array(p.rms), "layer": np.array(p.layer)},
     )
 
@@ -224,16 +197,13 @@ def _recenter() -> Measured:
     case = int(np.argmax(change["rms"] + change["layer"]))
     a_before, a_after = before.preactivations()[case], after.preactivations()[case]
     cos_ones = float(np.sum(shift) / (np.linalg.norm(shift) * math.sqrt(shift.size)))
+    numbers = {"case": case, "res_rms": float(np.max(change["rms"]))}
+    numbers |= {"res_layer": float(np.max(change["layer"])), "shift_mean": float(np.mean(shift))}
+    numbers["shift_spread"] = float(np.std(shift))
+    numbers["shift_angle"] = math.degrees(math.acos(min(1.0, abs(cos_ones))))
     return Measured(
         which_unchanged(np.max(change["rms"]) < TABLE_TOL, np.max(change["layer"]) < TABLE_TOL),
-        {
-            "case": case,
-            "res_rms": float(np.max(change["rms"])),
-            "res_layer": float(np.max(change["layer"])),
-            "shift_mean": float(np.mean(shift)),
-            "shift_spread": float(np.std(shift)),
-            "shift_angle": math.degrees(math.acos(min(1.0, abs(cos_ones)))),
-        },
+        numbers,
         {"shift": shift, **_pair(a_before, a_after, eps=0.0)},  # eps = 0, as the paper's table
     )
 
@@ -250,18 +220,12 @@ def _table() -> Measured:
         for r in rows
     )
     other = {} if pattern else {"explain": Claim("lesson.explain_other", {})}
+    numbers = {"asked_rms": asked.rms_residual, "asked_layer": asked.layer_residual, "cases": 16}
+    numbers |= {"inputs": 8, "units": 8, "tol": TABLE_TOL}
+    numbers |= {"agree": sum(bool(r.matches_paper) for r in in_paper), "total": len(in_paper)}
     return Measured(
         which_unchanged(asked.rms_invariant, asked.layer_invariant),
-        {
-            "asked_rms": asked.rms_residual,
-            "asked_layer": asked.layer_residual,
-            "cases": 16,
-            "inputs": 8,
-            "units": 8,
-            "tol": TABLE_TOL,
-            "agree": sum(bool(r.matches_paper) for r in in_paper),
-            "total": len(in_paper),
-        },
+        numbers,
         {n: np.array([getattr(r, f"{n}_residual") for r in rows]) for n in ("rms", "layer")},
         [
             {k: getattr(r, k) for k in TABLE_FIELDS} | {"in_paper": TRANSFORMS[r.id].in_paper}

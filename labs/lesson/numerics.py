@@ -66,18 +66,13 @@ def _eps() -> Measured:
         for p in EPS_PLACEMENTS
     }  # (k, d) -> (k,)
     gap = abs(out_rms["inside"] - out_rms["outside"]) / out_rms["outside"]
+    numbers = {"eps": LESSON_EPS, "rms_x": vector_stats(x).rms}
+    numbers |= {"mean_square_x": vector_stats(x).second_moment, "out_inside": out_rms["inside"]}
+    numbers |= {"out_outside": out_rms["outside"], "out_clamp": out_rms["clamp"], "gap_pct": gap}
+    numbers["visible_pct"] = VISIBLE_CHANGE
     return Measured(
         "yes" if gap > VISIBLE_CHANGE else "no",
-        {
-            "eps": LESSON_EPS,
-            "rms_x": vector_stats(x).rms,
-            "mean_square_x": vector_stats(x).second_moment,
-            "out_inside": out_rms["inside"],
-            "out_outside": out_rms["outside"],
-            "out_clamp": out_rms["clamp"],
-            "gap_pct": gap,
-            "visible_pct": VISIBLE_CHANGE,
-        },
+        numbers,
         {"input_rms": EPS_CURVE_SCALES * vector_stats(base).rms, **curves},
     )
 
@@ -150,15 +145,12 @@ def _gradient() -> Measured:
     arrays = {k: np.abs(np.array(v)) for k, v in cos.items()}
     worst_layer = float(np.max(arrays["layer"]))
     least_rms = float(np.min(arrays["rms"]))
+    numbers = {"worst_layer": worst_layer, "least_rms": least_rms}
+    numbers |= {"cos_rms": cos["rms"][EPS_LADDER.index(LESSON_EPS)], "eps": LESSON_EPS}
+    numbers["eps_max"] = float(eps_values[-1])
     return Measured(
         which_unchanged(least_rms < NOISE, worst_layer < NOISE),
-        {
-            "worst_layer": worst_layer,
-            "least_rms": least_rms,
-            "cos_rms": cos["rms"][EPS_LADDER.index(LESSON_EPS)],
-            "eps": LESSON_EPS,
-            "eps_max": float(eps_values[-1]),
-        },
+        numbers,
         {"eps": eps_values, **arrays},
     )
 
@@ -172,19 +164,15 @@ def _residual() -> Measured:
         correct = "layer"
     else:
         correct = "alike" if min(rms, layer) >= ALIKE_LEVEL else "apart"
+    numbers = {**{k: float(v) for k, v in RESIDUAL_SETTING.items()}, "n": view.n, "tok_rms": rms}
+    numbers |= {"tok_layer": layer, "cos_rms": view.last["rms"]["input_cos_ones"]}
+    numbers["cos_layer"] = view.last["layer"]["input_cos_ones"]
+    numbers["offset_rms"] = view.last["rms"]["stream_mean"]
+    numbers["total"] = RESIDUAL_SETTING["layers"] * RESIDUAL_SETTING["drift"]
+    numbers["apart"] = TOKENS_APART
     return Measured(
         correct,
-        {
-            **{k: float(v) for k, v in RESIDUAL_SETTING.items()},
-            "n": view.n,
-            "tok_rms": rms,
-            "tok_layer": layer,
-            "cos_rms": view.last["rms"]["input_cos_ones"],
-            "cos_layer": view.last["layer"]["input_cos_ones"],
-            "offset_rms": view.last["rms"]["stream_mean"],
-            "total": RESIDUAL_SETTING["layers"] * RESIDUAL_SETTING["drift"],
-            "apart": TOKENS_APART,
-        },
+        numbers,
         {"layers": view.layers, **{f"{n}_readings": view.readings[n] for n in ("rms", "layer")}},
     )
 
@@ -209,20 +197,11 @@ def _gain() -> Measured:
         correct = "shorter"
     else:
         correct = "flipped" if ratio < 0.5 and flips > 0 else None
-    return Measured(
-        correct,
-        {
-            "w_min": float(w.min()),
-            "w_max": float(w.max()),
-            "rms_meant": vector_stats(meant).rms,
-            "rms_loaded": vector_stats(loaded).rms,
-            "ratio": ratio,
-            "flips": flips,
-            "d": LESSON_WIDTH,
-            "negative": int(np.count_nonzero(w < 0)),
-        },
-        {"x": x, "meant": meant, "loaded": loaded},
-    )
+    numbers = {"w_min": float(w.min()), "w_max": float(w.max())}
+    numbers |= {"rms_meant": vector_stats(meant).rms, "rms_loaded": vector_stats(loaded).rms}
+    numbers |= {"ratio": ratio, "flips": flips, "d": LESSON_WIDTH}
+    numbers["negative"] = int(np.count_nonzero(w < 0))
+    return Measured(correct, numbers, {"x": x, "meant": meant, "loaded": loaded})
 
 
 # The steps this module computes, by id.

@@ -297,18 +297,10 @@ def _matched_claim(view: PrecisionView) -> Claim:
     # At the knee s r = sqrt(eps): sqrt(d / 2) inside, sqrt(d) / 2 outside.
     gap_at_knee = 1.0 - math.sqrt(2.0) / 2.0
     unit = math.sqrt(view.eps) / view.rms
-    return Claim(
-        "precision.matched_caption",
-        {
-            "eps_in": view.eps,
-            "eps_out": view.eps_out,
-            "knee": view.knee,
-            "gap_pct": gap_at_knee,
-            "agree_pct": AGREE,
-            "agree_lo": u_lo * unit,
-            "agree_hi": u_hi * unit,
-        },
-    )
+    fields = {"eps_in": view.eps, "eps_out": view.eps_out, "knee": view.knee}
+    fields |= {"gap_pct": gap_at_knee, "agree_pct": AGREE, "agree_lo": u_lo * unit}
+    fields["agree_hi"] = u_hi * unit
+    return Claim("precision.matched_caption", fields)
 
 
 def _dtype_claims(view: PrecisionView, z: np.ndarray) -> dict[str, Claim]:
@@ -452,11 +444,7 @@ def _torch_drift_claim(x: np.ndarray, exact: float) -> Claim:
 
     widened = ("float32", "opmath")
     presets = [get_preset(name, "rms") for name in preset_names("rms")]
-    return Claim(
-        "precision.drift_torch",
-        {
-            "torch_pct": torch_half_sum_of_squares(x, "bfloat16") / exact,
-            "cast": ", ".join(p.name for p in presets if p.reduction_dtype in widened),
-            "native": ", ".join(p.name for p in presets if p.reduction_dtype not in widened),
-        },
-    )
+    fields = {"torch_pct": torch_half_sum_of_squares(x, "bfloat16") / exact}
+    fields["cast"] = ", ".join(p.name for p in presets if p.reduction_dtype in widened)
+    fields["native"] = ", ".join(p.name for p in presets if p.reduction_dtype not in widened)
+    return Claim("precision.drift_torch", fields)

@@ -234,17 +234,7 @@ def _partial_claim(run: SpeedRun, shape: tuple[int, int]) -> Claim:
     by_p = run.partial_by_p()
     ratio, q1, q3 = paired_ratio(by_p[PAPER_PARTIAL], by_p[1.0])
     word = verdict_word(q1, q3, len(by_p[1.0].samples))
-    return Claim(
-        f"speed.partial_{word}",
-        {
-            "p_pct": PAPER_PARTIAL,
-            "k": partial_size(PAPER_PARTIAL, shape[1]),
-            "d": shape[1],
-            "shape": shape_text([shape]),
-            "ratio": ratio,
-            "q1": q1,
-            "q3": q3,
-            "rounds": len(by_p[1.0].samples),
-            "err_pct": run.partial_error[PAPER_PARTIAL],
-        },
-    )
+    fields = {"p_pct": PAPER_PARTIAL, "k": partial_size(PAPER_PARTIAL, shape[1]), "d": shape[1]}
+    fields |= {"shape": shape_text([shape]), "ratio": ratio, "q1": q1, "q3": q3}
+    fields |= {"rounds": len(by_p[1.0].samples), "err_pct": run.partial_error[PAPER_PARTIAL]}
+    return Claim(f"speed.partial_{word}", fields)
