@@ -288,6 +288,8 @@ def _sweep_claims(s: ShiftView, c_max: float) -> dict[str, Claim]:
     # As c -> +inf, RMSNorm(x + c 1) -> 1 up to its length, and cos(1, x) = mean(x) / RMS(x).
     limit = s.x_mean / s.x_rms
     gap = abs(cos_far - limit)
+    rms = {"case": CASE_A, "c": c_max, "cos_far": cos_far, "cos_neg": float(sweep["rms_cosine"][0])}
+    rms["energy_far"] = float(sweep["rms_energy_along_ones"][-1])
     return {
         "sweep_layer": pick(
             at_least(low, 1.0 - TABLE_TOL),
@@ -296,16 +298,7 @@ def _sweep_claims(s: ShiftView, c_max: float) -> dict[str, Claim]:
             c=c_max,
             low=low,
         ),
-        "sweep_rms": Claim(
-            "invariance.sweep_rms",
-            {
-                "case": CASE_A,
-                "c": c_max,
-                "cos_far": cos_far,
-                "cos_neg": float(sweep["rms_cosine"][0]),
-                "energy_far": float(sweep["rms_energy_along_ones"][-1]),
-            },
-        ),
+        "sweep_rms": Claim("invariance.sweep_rms", rms),
         "sweep_limit": pick(
             at_most(gap, LIMIT_REACHED),
             "invariance.sweep_limit_reached",

@@ -263,16 +263,10 @@ def _stream_claims(last: dict, d: int, layers: int, drift: float, eps: float) ->
     rms, lay = last["rms"], last["layer"]
     sqrt_d = math.sqrt(d)
     lengths = both(*(close(r["input_norm"], sqrt_d, rtol=LENGTH_RTOL) for r in (rms, lay)))
+    offset = {"layers": layers, "offset_rms": rms["stream_mean"]}
+    offset |= {"offset_layer": lay["stream_mean"], "total": layers * drift}
     return {
-        "offset": Claim(
-            "residual.offset_reading",
-            {
-                "layers": layers,
-                "offset_rms": rms["stream_mean"],
-                "offset_layer": lay["stream_mean"],
-                "total": layers * drift,
-            },
-        ),
+        "offset": Claim("residual.offset_reading", offset),
         "length": pick(
             lengths,
             "residual.length_sqrt_d",

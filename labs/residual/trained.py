@@ -81,25 +81,14 @@ def _model_claims(shipped: dict, seed: int) -> dict[str, Claim]:
     """What the three models are, and their loss on validation data and on the text."""
     chosen = {norm: shipped[norm, seed] for norm in TRAINED_NORMS}
     model = chosen["rms"].config["model"]
+    steps = chosen["rms"].config["training"]["steps_done"]
+    fields = {"layers": model["n_layer"], "d": model["n_embd"], "steps": steps, "seed": seed}
+    fields |= {f"val_{n}": r.config["training"]["final_val_loss"] for n, r in chosen.items()}
+    text = {"tokens": chosen["rms"].readings.tokens, "block": model["block_size"]}
+    text |= {f"loss_{n}": r.shift.loss for n, r in chosen.items()}
     return {
-        "model": Claim(
-            "residual.trained_model_caption",
-            {
-                "layers": model["n_layer"],
-                "d": model["n_embd"],
-                "steps": chosen["rms"].config["training"]["steps_done"],
-                "seed": seed,
-                **{f"val_{n}": r.config["training"]["final_val_loss"] for n, r in chosen.items()},
-            },
-        ),
-        "text": Claim(
-            "residual.trained_text_loss",
-            {
-                "tokens": chosen["rms"].readings.tokens,
-                "block": model["block_size"],
-                **{f"loss_{n}": r.shift.loss for n, r in chosen.items()},
-            },
-        ),
+        "model": Claim("residual.trained_model_caption", fields),
+        "text": Claim("residual.trained_text_loss", text),
     }
 
 
