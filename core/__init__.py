@@ -16,6 +16,7 @@ from core.messages import Message, NormWarning
 from core.norms import (
     LAYER_FORMULA,
     RMS_FORMULA,
+    gated_rms_norm,
     layer_norm,
     layer_norm_reference,
     layer_norm_report,

@@ -117,6 +117,23 @@ def rms_norm(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> An
     return normalise("rms", x, weight, bias, settings, report=False)
 
 
+def gated_rms_norm(x: Any, gate: Any, weight: Any = None, **options: Any) -> Any:
+    r"""Qwen3-Next's gated RMSNorm (``Qwen3NextRMSNormGated``): the norm, then the gate ``z``,
+    :math:`y = \operatorname{cast}_{x}(\operatorname{rms\_norm}(x, w) \odot
+    \operatorname{silu}(\operatorname{fp32}(z)))`, shape (..., d) -> (..., d). ``options`` as
+    :func:`rms_norm`'s; the preset defaults to "qwen3", whose contract (Llama's order, a direct
+    weight) the gated module shares. Bit for bit on torch tensors; numpy's silu agrees to
+    rounding."""
+    options.setdefault("preset", "qwen3")
+    y = rms_norm(x, weight, **options)
+    if _backend.is_torch(y):
+        import torch.nn.functional as F
+
+        return (y * F.silu(gate.float())).to(x.dtype)
+    z = np.asarray(gate, dtype=np.float32)
+    return (y * (z / (1 + np.exp(-z)))).astype(np.asarray(x).dtype)
+
+
 @keyword_signature("layer")
 def layer_norm(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> Any:
     """LayerNorm over the last axis of ``x``, :data:`LAYER_FORMULA`: shape (..., d) -> (..., d).

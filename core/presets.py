@@ -62,8 +62,10 @@ def _fp32_formula(outer: str) -> str:
 
 
 def _transformers(name: str, label: str, module: str, **fields: Any) -> Preset:
-    """A preset whose upstream is ``module`` in transformers' ``models/<name>`` package."""
-    source = f"transformers/models/{name}/modeling_{name}.py: {module}"
+    """A preset whose upstream is ``module`` in transformers' ``models/<package>`` package (the
+    name's, with underscores; ``qwen3-next``: ``qwen3_next``)."""
+    package = fields.pop("package", name.replace("-", "_"))
+    source = f"transformers/models/{package}/modeling_{package}.py: {module}"
     return Preset(name=name, title=f"{label} ({module})", source=source, **fields)
 
 
@@ -74,6 +76,14 @@ def _config_eps(default_of: str) -> str:
     )
 
 
+# The three orders of transformers' RMSNorms around the float32 normalisation (XHAT): cast to
+# x's dtype, then the weight (Llama); the weight in float32, then the cast (OLMo 2, gpt-oss);
+# the zero-centred gain in float32, then the cast (Gemma, Qwen3-Next).
+_LLAMA_FORMULA = _fp32_formula(r"w \odot \operatorname{cast}_{x}\!\left(XHAT\right)")
+_PROMOTE_FORMULA = _fp32_formula(r"\operatorname{cast}_{x}\!\left(w \odot XHAT\right)")
+_OFFSET_FORMULA = _fp32_formula(
+    r"\operatorname{cast}_{x}\!\left((1 + \operatorname{fp32}(w)) \odot XHAT\right)"
+)
 # An upstream that casts nothing: x's dtype throughout, the weight's dtype by type promotion.
 _UNCAST = {"reduction_dtype": None, "cast": "before"}
 _ALL = (
@@ -103,7 +113,7 @@ _ALL = (
         "Llama",
         "LlamaRMSNorm",
         cast="before",
-        formula=_fp32_formula(r"w \odot \operatorname{cast}_{x}\!\left(XHAT\right)"),
+        formula=_LLAMA_FORMULA,
         notes=(
             "Normalises in float32, casts back to the input dtype, then multiplies by the "
             "weight, so the product is rounded in half precision when the weight is half. "
@@ -115,9 +125,7 @@ _ALL = (
         "Gemma",
         "GemmaRMSNorm",
         gain_mode="offset",
-        formula=_fp32_formula(
-            r"\operatorname{cast}_{x}\!\left((1 + \operatorname{fp32}(w)) \odot XHAT\right)"
-        ),
+        formula=_OFFSET_FORMULA,
         notes=(
             "The stored weight is zero-centred (initialised to 0, gain 1 + w) and the whole "
             "computation stays in float32 until one cast at the end."
@@ -143,11 +151,75 @@ _ALL = (
         "OLMo 2",
         "Olmo2RMSNorm",
         cast="promote",
-        formula=_fp32_formula(r"\operatorname{cast}_{x}\!\left(w \odot XHAT\right)"),
+        formula=_PROMOTE_FORMULA,
         notes=(
             "Like Llama, except that the weight multiplies the float32 result before the single "
             "cast back to the input dtype (in float64 when the weight is float64). "
             + _config_eps("Olmo2RMSNorm, while transformers' Olmo2Config defaults to 1e-5.")
+        ),
+    ),
+    _transformers(
+        "qwen3",
+        "Qwen3",
+        "Qwen3RMSNorm",
+        cast="before",
+        formula=_LLAMA_FORMULA,
+        notes=(
+            "Llama's operations. Qwen3 also normalises each attention head's queries and keys "
+            "with this module (q_norm and k_norm, over head_dim: 128 by default), before RoPE. "
+            + _config_eps("Qwen3RMSNorm and Qwen3Config.")
+        ),
+    ),
+    _transformers(
+        "qwen3-next",
+        "Qwen3-Next",
+        "Qwen3NextRMSNorm",
+        gain_mode="offset",
+        formula=_OFFSET_FORMULA,
+        notes=(
+            "Gemma's contract: a zero-centred weight (initialised to 0, gain 1 + w), float32 "
+            "until one cast at the end. Its linear-attention layers use Qwen3NextRMSNormGated "
+            "instead: Llama's order, then times silu of the gate in float32, then a cast to the "
+            "input dtype (core.gated_rms_norm computes it)."
+        ),
+    ),
+    _transformers(
+        "deepseek-v3",
+        "DeepSeek V3",
+        "DeepseekV3RMSNorm",
+        cast="before",
+        formula=_LLAMA_FORMULA,
+        notes=(
+            "Llama's operations. Besides the stream it normalises the compressed latents of its "
+            "attention: q_a_layernorm (width q_lora_rank, 1536 by default) and kv_a_layernorm "
+            "(kv_lora_rank, 512). transformers builds those two without the config's eps, so "
+            "they use the module's default, 1e-6, whatever rms_norm_eps says."
+        ),
+    ),
+    _transformers(
+        "gpt-oss",
+        "gpt-oss",
+        "GptOssRMSNorm",
+        cast="promote",
+        formula=_PROMOTE_FORMULA,
+        notes=(
+            "The weight multiplies the float32 result, then one cast to the input dtype: "
+            "(w * x).to(dtype), as in OLMo 2. "
+            + _config_eps("GptOssRMSNorm, while GptOssConfig defaults to 1e-5.")
+        ),
+    ),
+    _transformers(
+        "llama4-qk",
+        "Llama 4",
+        "Llama4TextL2Norm",
+        package="llama4",
+        has_weight=False,
+        formula=_fp32_formula(r"\operatorname{cast}_{x}\!\left(XHAT\right)"),
+        notes=(
+            "An RMS normalisation without a weight, in float32, cast back once. Llama 4 applies "
+            "it to every head's queries and keys after RoPE (use_qk_norm; the 128-expert model "
+            "does not), with the config's rms_norm_eps: 1e-6 is the module's default, 1e-5 "
+            "Llama4TextConfig's. On the contracts page a side with this preset reads no weight."
         ),
     ),
     Preset(

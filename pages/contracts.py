@@ -148,8 +148,9 @@ def contract_table(view: ContractsView, state: dict, tr: Translator) -> pd.DataF
 
 def comparison(view: ContractsView, state: dict, tr: Translator) -> None:
     c = view.comparison
-    if "mistake" in view.claims:
-        st.info(tr.claim(view.claims["mistake"]))
+    for key in ("mistake_why", "mistake"):
+        if key in view.claims:
+            st.info(tr.claim(view.claims[key]))
     # Side by side where they fit, two to a row on a phone.
     with st.container(horizontal=True, gap="small"):
         st.metric(tr("contracts.metric_max"), fmt.num(c.max_abs), width="content")

@@ -8,16 +8,40 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from transformers.models.deepseek_v3.configuration_deepseek_v3 import DeepseekV3Config
+from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
+    DeepseekV3Attention,
+    DeepseekV3RMSNorm,
+)
 from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+from transformers.models.gpt_oss.configuration_gpt_oss import GptOssConfig
+from transformers.models.gpt_oss.modeling_gpt_oss import GptOssRMSNorm
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
+from transformers.models.llama4.configuration_llama4 import Llama4TextConfig
+from transformers.models.llama4.modeling_llama4 import Llama4TextL2Norm
 from transformers.models.olmo.modeling_olmo import OlmoLayerNorm
 from transformers.models.olmo2.modeling_olmo2 import Olmo2RMSNorm
+from transformers.models.qwen3.configuration_qwen3 import Qwen3Config
+from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
+from transformers.models.qwen3_next.modeling_qwen3_next import (
+    Qwen3NextRMSNorm,
+    Qwen3NextRMSNormGated,
+)
 from transformers.models.t5.modeling_t5 import T5LayerNorm
 
-from core import PRESETS, NormWarning, Preset, get_preset, layer_norm, preset_names, rms_norm
+from core import (
+    PRESETS,
+    NormWarning,
+    Preset,
+    gated_rms_norm,
+    get_preset,
+    layer_norm,
+    preset_names,
+    rms_norm,
+)
 from core.defaults import DEFAULT_LAYER_EPS, DEFAULT_RMS_EPS, NORMALIZE_EPS, PAPER_EPS
 from core.knobs import CASTS, EPS_PLACEMENTS, GAIN_MODES
-from core.norms import rms_norm_report
+from core.norms import rms_norm_reference, rms_norm_report
 
 SEED = 1234
 D = 256
@@ -95,6 +119,10 @@ HF_MODULES = {
     "gemma": (GemmaRMSNorm, 0.1),  # a zero-centred weight: small values around 0
     "t5": (T5LayerNorm, 1.0),
     "olmo2": (Olmo2RMSNorm, 1.0),
+    "qwen3": (Qwen3RMSNorm, 1.0),
+    "qwen3-next": (Qwen3NextRMSNorm, 0.1),  # zero-centred, as Gemma's
+    "deepseek-v3": (DeepseekV3RMSNorm, 1.0),
+    "gpt-oss": (GptOssRMSNorm, 1.0),
 }
 
 
@@ -104,10 +132,67 @@ HF_MODULES = {
 def test_hf_rms_presets_bit_for_bit(name, dtype, weight_dtype):
     cls, weight_scale = HF_MODULES[name]
     x, w, _ = _inputs(dtype)
-    module = _module(cls, weight_scale * w, _weight_dtype(weight_dtype, dtype), DEFAULT_RMS_EPS)
+    eps = get_preset(name).eps
+    module = _module(cls, weight_scale * w, _weight_dtype(weight_dtype, dtype), eps)
     with torch.no_grad():
         theirs = module(x)
     _assert_bit_equal(rms_norm(x, module.weight.detach(), preset=name), theirs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scale", SCALES)
+def test_llama4_qk_preset_bit_for_bit(dtype, scale):
+    # Llama 4's queries and keys, (batch, heads, positions, head_dim): no weight.
+    x = (torch.randn(2, 4, 8, 128, generator=torch.Generator().manual_seed(SEED)) * scale).to(dtype)
+    with torch.no_grad():
+        theirs = Llama4TextL2Norm(get_preset("llama4-qk").eps)(x)
+    _assert_bit_equal(rms_norm(x, preset="llama4-qk"), theirs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("weight_dtype", WEIGHT_DTYPES)
+def test_qwen3_next_gated_rms_norm_bit_for_bit(dtype, weight_dtype):
+    x, w, _ = _inputs(dtype)
+    gate = torch.randn(x.shape, generator=torch.Generator().manual_seed(SEED + 1)).to(dtype)
+    module = _module(Qwen3NextRMSNormGated, w, _weight_dtype(weight_dtype, dtype), 1e-6)
+    with torch.no_grad():
+        theirs = module(x, gate)
+    ours = gated_rms_norm(x, gate, module.weight.detach())
+    _assert_bit_equal(ours, theirs)
+    plain = rms_norm(x, module.weight.detach(), preset="qwen3")
+    assert not torch.equal(ours, plain.to(dtype))  # the gate acted
+    ours_np = gated_rms_norm(x.double().numpy(), gate.double().numpy(), w.double().numpy())
+    expected = rms_norm_reference(x.double(), w.double()) * _silu64(gate.double().numpy())
+    np.testing.assert_allclose(ours_np, expected, rtol=1e-5, atol=1e-6)
+
+
+def _silu64(z):
+    return z / (1.0 + np.exp(-z))
+
+
+def test_what_the_new_presets_say_of_transformers_holds_in_the_pinned_version():
+    """The eps, widths and module defaults the notes quote, read from transformers itself."""
+    # A preset's eps is its module's default; the notes name the config's where it differs.
+    assert get_preset("gpt-oss").eps == GptOssRMSNorm(8).variance_epsilon == 1e-6
+    assert GptOssConfig().rms_norm_eps == 1e-5 and "GptOssConfig defaults to 1e-5" in (
+        get_preset("gpt-oss").notes
+    )
+    llama4 = Llama4TextConfig()
+    assert get_preset("llama4-qk").eps == Llama4TextL2Norm().eps == 1e-6
+    assert llama4.rms_norm_eps == 1e-5 and llama4.use_qk_norm
+    qwen3 = Qwen3Config()
+    assert (qwen3.head_dim, qwen3.rms_norm_eps, get_preset("qwen3").eps) == (128, 1e-6, 1e-6)
+    config = DeepseekV3Config(
+        hidden_size=64, num_attention_heads=2, q_lora_rank=16, kv_lora_rank=8,
+        qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8, rms_norm_eps=1e-3,
+    )  # fmt: skip
+    attention = DeepseekV3Attention(config, layer_idx=0)
+    # The latent norms ignore the config's eps: the module's default, 1e-6, always.
+    assert attention.q_a_layernorm.variance_epsilon == 1e-6
+    assert attention.kv_a_layernorm.variance_epsilon == 1e-6
+    assert (DeepseekV3Config().q_lora_rank, DeepseekV3Config().kv_lora_rank) == (1536, 512)
+    for name in ("qwen3", "deepseek-v3", "gpt-oss", "llama4-qk"):
+        assert "1e-6" in get_preset(name).notes or "1e-5" in get_preset(name).notes
 
 
 def test_olmo2_float64_model_multiplies_the_weight_in_float64():
@@ -289,6 +374,11 @@ def test_registry_and_lookup():
         "gemma",
         "t5",
         "olmo2",
+        "qwen3",
+        "qwen3-next",
+        "deepseek-v3",
+        "gpt-oss",
+        "llama4-qk",
         "transformer-engine",
         "paper",
         "x-transformers",

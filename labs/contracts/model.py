@@ -104,14 +104,15 @@ def compare_sides(
     xt, wt = _as_dtype(x, dtype), _as_dtype(weight, dtype)
     reports, alerts = [], []
     for name, side in zip("ab", (side_a, side_b), strict=True):
+        preset = get_preset(side.preset, "rms")
         with warnings.catch_warnings(record=True) as caught:
             # What the warnings say is returned, coded, in ``alerts``.
             warnings.simplefilter("always", NormWarning)
             reports.append(
                 rms_norm_report(
                     xt,
-                    wt,
-                    preset=get_preset(side.preset, "rms"),
+                    wt if preset.has_weight else None,  # a weightless upstream reads none
+                    preset=preset,
                     eps=side.eps,
                     reduction_dtype=side.reduction_dtype,
                 )
@@ -159,6 +160,16 @@ MISTAKES: dict[str, dict[str, Any]] = {
     "eps": {**_LLAMA, "eps_a": "1e-5", "eps_b": "1e-6", "scale": 0.01},
     # A hand-rolled norm that forgets the float32 upcast on a bfloat16 model.
     "bf16": {**_LLAMA, "red_b": "bfloat16", "dtype": "bfloat16", "scale": 1.0},
+    # OLMo 2's checkpoints set rms_norm_eps 1e-6; a loader that builds Olmo2Config without the
+    # checkpoint's config.json gets the library's default, 1e-5 (DEFAULT_EPS_OF).
+    "default_eps": {**_PLAIN, "a": "olmo2", "b": "olmo2", "checkpoint": "a", "scale": 0.01}
+    | {"eps_a": "1e-6", "eps_b": "1e-5"},
+}
+# The default rms_norm_eps of transformers' config classes (the pinned version's, checked by
+# tests/test_presets.py) against the eps their families' released checkpoints set.
+DEFAULT_EPS_OF = {
+    "olmo2": {"config": "Olmo2Config", "default": 1e-5, "checkpoint": 1e-6},
+    "llama": {"config": "LlamaConfig", "default": 1e-6, "checkpoint": 1e-5},  # Llama 3
 }
 
 
@@ -197,7 +208,9 @@ def contracts_view(state: dict[str, Any]) -> ContractsView:
     d, seed, dtype = state["d"], state["seed"], state["dtype"]
     sides = tuple(_side(state[k], state[f"eps_{k}"], state[f"red_{k}"]) for k in "ab")
     writer = get_preset(state[state["checkpoint"]], "rms")
-    weight = stored_weight(effective_gain(d, seed=seed), writer.gain_mode)
+    # A weightless writer (Llama 4's QK norm) stores no weight: a reader's is its gain of 1.
+    gain = effective_gain(d, seed=seed) if writer.has_weight else np.ones(d)
+    weight = stored_weight(gain, writer.gain_mode)
 
     def compare(scale: float) -> Comparison:
         return compare_sides(make_input(d, seed=seed, scale=scale), weight, *sides, dtype=dtype)
@@ -208,6 +221,9 @@ def contracts_view(state: dict[str, Any]) -> ContractsView:
     claims = _agreement_claims(c, same, state, compare)
     if mistake is not None:
         claims["mistake"] = _mistake_claim(mistake, c, weight, state, compare)
+    if mistake == "default_eps":
+        eps = {f"{k}_{n}": v for n, e in DEFAULT_EPS_OF.items() for k, v in e.items()}
+        claims["mistake_why"] = Claim("contracts.why_default_eps", eps)
     # The chart's summary: A's outputs in pair_words' first slot, B's in its second.
     words = pair_words("contracts.figure_words", range(d), c.y_a, c.y_b)
     # The chart draws a third trace, Δ = y_B - y_A: its values count among those not drawn.
@@ -297,7 +313,7 @@ def _mistake_claim(
         )
     x = _held(state, state["scale"])
     mean_square = float(np.mean(x**2))  # (d,) -> ()
-    if name == "eps":
+    if name in ("eps", "default_eps"):
         return _eps_mistake_claim(c, numbers, mean_square, state, compare)
     # The loop's mean rounded to bfloat16 as B's is, so the two differ by the running total only.
     loop = _bfloat16(running_sum_of_squares(x, "bfloat16")[-1] / x.size)

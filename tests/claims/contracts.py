@@ -41,6 +41,11 @@ CONTRACTS = {
     "gemma": (1e-6, "inside", "float32", "offset", "after"),
     "t5": (1e-6, "inside", "float32", "direct", "t5"),
     "olmo2": (1e-6, "inside", "float32", "direct", "promote"),
+    "qwen3": (1e-6, "inside", "float32", "direct", "before"),
+    "qwen3-next": (1e-6, "inside", "float32", "offset", "after"),
+    "deepseek-v3": (1e-6, "inside", "float32", "direct", "before"),
+    "gpt-oss": (1e-6, "inside", "float32", "direct", "promote"),
+    "llama4-qk": (1e-6, "inside", "float32", "direct", "after"),  # no weight at all
     "transformer-engine": (1e-5, "inside", "float32", "offset", "after"),
     "paper": (1e-8, "outside", "input", "direct", "before"),
     "x-transformers": (1e-12, "clamp", "input", "direct", "before"),
@@ -49,14 +54,19 @@ PRESETS = tuple(CONTRACTS)
 KEYS = ("eps", "eps_placement", "reduction_dtype", "gain_mode", "cast")
 SCALES = SCALE_LADDER
 _PLAIN = {"eps_a": "preset", "eps_b": "preset", "red_a": "preset", "red_b": "preset"}
-# The three checkpoint mistakes the page explains, as the settings that reproduce them.
+# The four checkpoint mistakes the page explains, as the settings that reproduce them.
 MISTAKES = (
     {**_PLAIN, "a": "gemma", "b": "llama", "checkpoint": "a", "scale": 1.0},
     {**_PLAIN, "a": "llama", "b": "llama", "eps_a": "1e-5", "eps_b": "1e-6", "checkpoint": "a"}
     | {"scale": 0.01},
     {**_PLAIN, "a": "llama", "b": "llama", "red_b": "bfloat16", "dtype": "bfloat16"}
     | {"checkpoint": "a", "scale": 1.0},
+    {**_PLAIN, "a": "olmo2", "b": "olmo2", "eps_a": "1e-6", "eps_b": "1e-5", "checkpoint": "a"}
+    | {"scale": 0.01},
 )
+# What OLMo 2's and Llama 3's released config.json files set, against the default of
+# transformers' config class (read from the installed transformers in check_default_eps).
+CHECKPOINT_EPS = {"olmo2": ("Olmo2Config", 1e-6), "llama": ("LlamaConfig", 1e-5)}
 
 _ANY = st.fixed_dictionaries(
     {
@@ -172,12 +182,23 @@ def x_transformers(x, w, eps, red):
     return h.to(x.dtype) * w
 
 
+def llama4_qk(x, w, eps, red):
+    """Llama4TextL2Norm.forward: a float32 RMS normalisation, cast back; it has no weight."""
+    h = x.to(red)
+    return (h * torch.rsqrt(_mean_square(h) + eps)).type_as(x)
+
+
 FORWARD = {
     "torch": torch_rmsnorm,
     "llama": llama,
     "gemma": gemma,
     "t5": t5,
     "olmo2": olmo2,
+    "qwen3": llama,  # Qwen3RMSNorm.forward is LlamaRMSNorm's, line for line
+    "qwen3-next": gemma,  # Qwen3NextRMSNorm.forward: float32, (1 + w), type_as(x)
+    "deepseek-v3": llama,  # DeepseekV3RMSNorm.forward: LlamaRMSNorm's
+    "gpt-oss": olmo2,  # GptOssRMSNorm.forward: (self.weight * hidden_states).to(input_dtype)
+    "llama4-qk": llama4_qk,
     "transformer-engine": gemma,
     "paper": paper,
     "x-transformers": x_transformers,
@@ -191,7 +212,10 @@ def _gain(d: int, seed: int) -> np.ndarray:
 
 def stored(state: dict) -> np.ndarray:
     """The checkpoint's weight: the gain, or the gain minus 1 for a zero-centred writer."""
-    g = _gain(state["d"], state["seed"])
+    if state[state["checkpoint"]] == "llama4-qk":  # nothing stored: the reader's gain of 1
+        g = np.ones(state["d"])
+    else:
+        g = _gain(state["d"], state["seed"])
     return g - 1.0 if CONTRACTS[state[state["checkpoint"]]][3] == "offset" else g
 
 
@@ -209,8 +233,15 @@ def side_output(state: dict, side: str, scale: float) -> np.ndarray:
     c, dtype = resolved(state, side), state["dtype"]
     x, w = held(x_at(state, scale), dtype), held(stored(state), dtype)
     red = getattr(torch, c["reduction_dtype"])
-    y = FORWARD[state[side]](x, w, c["eps"], red)
-    return y.double().numpy()
+    y = FORWARD[state[side]](x, w, c["eps"], red).double()
+    # The page defines 0/0 as 0 and says so (upstream code gives NaN): a coordinate that is 0
+    # where x reduces, over a denominator of 0.
+    h = x.to(red)
+    norm = h.double().pow(2).sum(-1, keepdim=True)
+    zero = (h == 0) & (norm == 0) & (c["eps"] == 0)
+    if c["eps_placement"] == "inside":  # the mean square in the reduction dtype may underflow
+        zero = (h == 0) & (_mean_square(h) + c["eps"] == 0)
+    return torch.where(zero, 0.0, y).numpy()
 
 
 @cache
@@ -334,6 +365,21 @@ def check_eps(state: dict, claim) -> None:
     np.testing.assert_allclose(f["ratio"], f["relative"] / f["relative_1"], rtol=1e-12)
 
 
+def check_default_eps(state: dict, claim) -> None:
+    import transformers
+
+    f = claim.fields
+    assert state["a"] == state["b"] == "olmo2" and (state["eps_a"], state["eps_b"]) == (
+        "1e-6",
+        "1e-5",
+    )
+    for family, (config, checkpoint_eps) in CHECKPOINT_EPS.items():
+        default = getattr(transformers, config)().rms_norm_eps
+        assert (f[f"config_{family}"], f[f"default_{family}"]) == (config, default)
+        assert f[f"checkpoint_{family}"] == checkpoint_eps != default
+    assert float(state["eps_b"]) == f["default_olmo2"] and float(state["eps_a"]) == 1e-6
+
+
 def check_bf16(state: dict, claim) -> None:
     f = claim.fields
     x = _held64(state, state["scale"])
@@ -396,6 +442,7 @@ CHECKS = {
     "contracts.explain_eps_same_at_1": check_eps,
     "contracts.explain_eps_rounding_at_1": check_eps,
     "contracts.explain_eps_near_rounding_at_1": check_eps,
+    "contracts.why_default_eps": check_default_eps,
     "contracts.explain_bf16": check_bf16,
     "contracts.explain_bf16_loop": check_bf16,
 }

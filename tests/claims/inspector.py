@@ -304,7 +304,14 @@ def upstream_norm(kind: str, preset: str, x, weight, bias, eps: float | None):
         "gemma": "gemma.modeling_gemma.GemmaRMSNorm",
         "olmo2": "olmo2.modeling_olmo2.Olmo2RMSNorm",
         "t5": "t5.modeling_t5.T5LayerNorm",
+        "qwen3": "qwen3.modeling_qwen3.Qwen3RMSNorm",
+        "qwen3-next": "qwen3_next.modeling_qwen3_next.Qwen3NextRMSNorm",
+        "deepseek-v3": "deepseek_v3.modeling_deepseek_v3.DeepseekV3RMSNorm",
+        "gpt-oss": "gpt_oss.modeling_gpt_oss.GptOssRMSNorm",
     }
+    if preset == "llama4-qk":  # Llama4TextL2Norm: float32, no weight, cast back
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).type_as(x)
     if preset in classes:
         return _upstream(classes[preset], d, 1e-6 if eps is None else eps, weight)(x)
     if preset == "torch":
@@ -322,12 +329,16 @@ def upstream_norm(kind: str, preset: str, x, weight, bias, eps: float | None):
 
 # Every preset of each kind the page compares a module with.
 PRESETS = {
-    "rms": ("torch", "llama", "gemma", "t5", "olmo2", "transformer-engine", "paper",
-            "x-transformers"),
+    "rms": ("torch", "llama", "gemma", "t5", "olmo2", "qwen3", "qwen3-next", "deepseek-v3",
+            "gpt-oss", "llama4-qk", "transformer-engine", "paper", "x-transformers"),
     "layer": ("torch", "olmo"),
 }  # fmt: skip
 # (kind, preset) -> whether the preset takes a weight, and a bias; else a weight and no bias.
-TAKES = {("layer", "torch"): (True, True), ("layer", "olmo"): (False, False)}
+TAKES = {
+    ("layer", "torch"): (True, True),
+    ("layer", "olmo"): (False, False),
+    ("rms", "llama4-qk"): (False, False),
+}
 
 
 @cache

@@ -33,8 +33,9 @@ SWEEP_EPS = (1e-8, 1e-6, 1e-5, 1e-3)
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 F16_MAX, F16_INF = 65504.0, 65520.0
 # Where each RMSNorm the pages offer squares x, from its upstream source: in float32 for a half
-# x ("float32": hidden_states.to(torch.float32) in transformers' Llama, Gemma, T5 and OLMo 2
-# norms, Transformer Engine's float32 kernel; torch.nn.RMSNorm's opmath type), or in x's own
+# x ("float32": hidden_states.to(torch.float32), or x.float(), in transformers' Llama, Gemma,
+# T5, OLMo 2, Qwen3, Qwen3-Next, DeepSeek V3, gpt-oss and Llama 4 norms, Transformer Engine's
+# float32 kernel; torch.nn.RMSNorm's opmath type), or in x's own
 # dtype (rmsnorm_torch.py's x.norm(2), x-transformers' F.normalize).
 SQUARES_IN = {
     "torch": "float32",
@@ -42,6 +43,11 @@ SQUARES_IN = {
     "gemma": "float32",
     "t5": "float32",
     "olmo2": "float32",
+    "qwen3": "float32",
+    "qwen3-next": "float32",
+    "deepseek-v3": "float32",
+    "gpt-oss": "float32",
+    "llama4-qk": "float32",
     "transformer-engine": "float32",
     "paper": "input",
     "x-transformers": "input",

@@ -1,4 +1,4 @@
-"""The contracts lesson: presets on one checkpoint, the three mistakes, links and notices."""
+"""The contracts lesson: presets on one checkpoint, the four mistakes, links and notices."""
 
 from __future__ import annotations
 
@@ -75,6 +75,33 @@ def test_eps_mistake_matches_the_formula() -> None:
     ms = np.mean(x.astype(np.float32).astype(np.float64) ** 2)
     rel = float(metrics(at)["relative error ‖Δ‖ / ‖y_A‖"])
     np.testing.assert_allclose(rel, np.sqrt((ms + 1e-5) / (ms + 1e-6)) - 1, rtol=1e-3)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_default_eps_mistake_says_where_each_eps_comes_from_and_its_size(lang: str) -> None:
+    """OLMo 2's checkpoint eps (1e-6) against Olmo2Config's default (1e-5): first-principles
+    ratio of the two denominators, and the sentence that names both sources."""
+    at = open_app("contracts", lang=lang)
+    at.button(key="mistake_default_eps").click().run()
+    assert not at.exception
+    assert (at.selectbox(key="a").value, at.selectbox(key="b").value) == ("olmo2", "olmo2")
+    assert (at.selectbox(key="eps_a").value, at.selectbox(key="eps_b").value) == ("1e-6", "1e-5")
+    x = make_input(64, seed=0, scale=0.01).astype(np.float32).astype(np.float64)
+    ms = np.mean(x**2)
+    rel = float(metrics(at)["relative error ‖Δ‖ / ‖y_A‖"]) if lang == "en" else None
+    if rel is not None:  # B divides by sqrt(ms + 1e-5) where A divides by sqrt(ms + 1e-6)
+        np.testing.assert_allclose(rel, 1 - np.sqrt((ms + 1e-6) / (ms + 1e-5)), rtol=1e-3)
+    infos = [i.value for i in at.info]
+    assert any("Olmo2Config" in i and "Llama" in i for i in infos), infos
+    assert len(infos) >= 2  # where the eps comes from, and the size of the error
+
+
+def test_a_weightless_preset_reads_no_weight_and_says_nothing_of_one() -> None:
+    at = open_app("contracts", a="llama4-qk", b="llama", checkpoint="a", d="32")
+    assert not at.exception and not at.warning  # no "the given weight was applied"
+    x = make_input(32, seed=0).astype(np.float32).astype(np.float64)
+    y = x / np.sqrt(np.mean(x**2) + 1e-6)  # no gain: the checkpoint stores none
+    np.testing.assert_allclose(trace(figures(at)["contract"], "A: Llama 4"), y, rtol=1e-6)
 
 
 def test_bf16_mistake_by_link_and_every_control_restored() -> None:
