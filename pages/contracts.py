@@ -108,17 +108,17 @@ def controls(tr: Translator) -> dict:
 
 def mistake_buttons(tr: Translator) -> None:
     st.markdown(f"**{tr('contracts.mistakes_heading')}**")
-    cols = st.columns(len(MISTAKES))
-    for col, name in zip(cols, MISTAKES, strict=True):
-        col.button(
-            tr(f"contracts.mistake_{name}"),
-            key=f"mistake_{name}",
-            # The mistake's settings into the widgets, and so into the link.
-            on_click=st.session_state.update,
-            args=(MISTAKES[name],),
-            disabled=MISTAKES[name].get("dtype", "float32") not in MODEL_DTYPES,
-            width="stretch",
-        )
+    # A row that wraps: each label whole, in either language, on a laptop or a phone.
+    with st.container(horizontal=True, gap="small"):
+        for name in MISTAKES:
+            st.button(
+                tr(f"contracts.mistake_{name}"),
+                key=f"mistake_{name}",
+                # The mistake's settings into the widgets, and so into the link.
+                on_click=st.session_state.update,
+                args=(MISTAKES[name],),
+                disabled=MISTAKES[name].get("dtype", "float32") not in MODEL_DTYPES,
+            )
 
 
 def setting_text(key: str, value: object, tr: Translator) -> str:
