@@ -1,5 +1,5 @@
 """The GPT of labs.training.model written again from its state dict alone, for the model's tests:
-the textbook norms, the three placements, QK norm per head, an explicit causal mask, softmax and
+the textbook norms, the five placements, QK norm per head, an explicit causal mask, softmax and
 exact GELU."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def queries_keys(config: ModelConfig, sd: dict, p: str, h):
     heads = config.n_head
     q, k, v = (h @ sd[f"{p}.attn.c_attn.weight"].T).split(d, dim=-1)
     q, k, v = (z.reshape(b, t, heads, d // heads).transpose(1, 2) for z in (q, k, v))
-    if config.qk_norm != "off":
+    if config.qk_norm in ("rms", "layer"):
         q = norm_of(config.qk_norm, q, sd, f"{p}.attn.q_norm", config.eps)
         k = norm_of(config.qk_norm, k, sd, f"{p}.attn.k_norm", config.eps)
     return q, k, v
@@ -87,9 +87,13 @@ def reference_forward(config: ModelConfig, sd: dict, idx):
         def norm(name, h, p=p):
             return norm_of(config.norm, h, sd, f"{p}.{name}", config.eps)
 
-        if config.placement == "pre":
-            x = x + attention(config, sd, p, norm("ln_1", x))
-            x = x + mlp(sd, p, norm("ln_2", x))
+        if config.placement in ("pre", "scaled"):
+            s = 1 / math.sqrt(i + 1) if config.placement == "scaled" else 1.0  # LayerNorm Scaling
+            x = x + attention(config, sd, p, s * norm("ln_1", x))
+            x = x + mlp(sd, p, s * norm("ln_2", x))
+        elif config.placement == "output":
+            x = x + norm("ln_1_out", attention(config, sd, p, x))
+            x = x + norm("ln_2_out", mlp(sd, p, x))
         elif config.placement == "post":
             x = norm("ln_1", x + attention(config, sd, p, x))
             x = norm("ln_2", x + mlp(sd, p, x))

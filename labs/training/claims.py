@@ -58,7 +58,7 @@ def run_claims(
 def _named(claim: Claim, runs: Sequence[RunCurves]) -> Claim:
     """A claim about the variant without a norm, named by what it computes: where it still
     normalises every head's queries and keys, the text ``<key>_qk`` naming that QK norm."""
-    qk = {r.qk_norm for r in runs if r.norm == "none"} - {"off"}
+    qk = {r.qk_norm for r in runs if r.norm == "none"} - {"off", "clip"}
     return Claim(f"{claim.key}_qk", {**claim.fields, "qk": NORM_CLASSES[qk.pop()]}) if qk else claim
 
 

@@ -47,7 +47,7 @@ class RunCurves:
     finite: bool  # every loss it recorded is a finite number
     max_seconds: float | None
     max_work: float | None
-    qk_norm: str = "off"  # the QK norm on every head's queries and keys (off, rms, layer)
+    qk_norm: str = "off"  # on every head's queries and keys (off, rms, layer), or QK-Clip
     # DyT's alpha at the end, per DyT layer (``dyt_layers``, forward order); None: not recorded.
     dyt_alpha: np.ndarray | None = None
     dyt_layers: tuple[str, ...] = ()

@@ -31,7 +31,7 @@ from labs.training.curves import (
     summaries,
 )
 from labs.training.dyt_claims import alpha_claims, dyt_claim
-from labs.training.model import NORM_KINDS, QK_NORMS
+from labs.training.model import BLOCK_LAYOUTS, NORM_KINDS, QK_NORMS
 from labs.training.reference import REFERENCE, load_reference
 from labs.training.run_cache import Line
 from labs.training.train import TrainConfig, TrainResult, train_together
@@ -42,6 +42,7 @@ LIVE_WIDTHS = (16, 32, 48, 64, 96, 128)
 LIVE_DEPTHS = (1, 6)
 LIVE_STEPS = (10, 3000)
 LIVE_LRS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1)
+LIVE_TAUS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)  # QK-Clip's cap, Kimi K2's 100 inside
 # ModelConfig needs eps > 0; up to 1, far past any row's mean square at initialisation.
 LIVE_EPS = ladder_upto(EPS_LADDER, 1.0, lo=1e-12)
 LIVE_DEFAULTS = {"width": 48, "depth": 2, "eps": DEFAULT_LAYER_EPS, "lr": 3e-3, "steps": 200}
@@ -87,14 +88,16 @@ def live_configs(
     max_work: float = LIVE_WORK,
     placement: str = "pre",
     qk_norm: str = "off",
+    tau: float = 100.0,
 ) -> list[TrainConfig]:
     """One config per norm, the reference's batches and heads, the visitor's architecture (the
-    norms' ``placement`` and ``qk_norm`` alike for every variant); the work cap is shared
+    norms' ``placement``, ``qk_norm`` and ``tau`` alike for every variant); the work cap is shared
     equally, the wall-clock cap holds for each (they run side by side)."""
     norms = [n for n in NORM_KINDS if n in norms]
     shape = {"n_layer": int(depth), "n_embd": int(width), "eps": float(eps)}
     norm = norms[0] if norms else "rms"
-    model = replace(REFERENCE.model, norm=norm, placement=placement, qk_norm=qk_norm, **shape)
+    shape |= {"placement": placement, "qk_norm": qk_norm, "tau": float(tau)}
+    model = replace(REFERENCE.model, norm=norm, **shape)
     config = replace(
         REFERENCE,
         model=model,
@@ -111,10 +114,6 @@ def live_configs(
     return [replace(config, model=replace(model, norm=n)) for n in norms]
 
 
-# Norm layers of the stream's width in a block, by placement (the final norm counted apart).
-STREAM_NORMS = {"pre": 2, "post": 2, "peri": 4}
-
-
 def _norm_weights(kind: str, d: int) -> int:
     """One norm layer's weights: LayerNorm's gain and bias, RMSNorm's gain, DyT's gain, bias and
     alpha, none for the identity."""
@@ -129,8 +128,9 @@ def max_parameters() -> int:
     d_head = d // REFERENCE.model.n_head
     vocab, block = REFERENCE.model.vocab_size, REFERENCE.model.block_size
     stream = max(_norm_weights(n, d) for n in NORM_KINDS)
-    qk = 2 * max(_norm_weights(n, d_head) for n in QK_NORMS if n != "off")
-    blocks = n_layer * (12 * d * d + max(STREAM_NORMS.values()) * stream + qk)  # 4d² + 8d²
+    qk = 2 * max(_norm_weights(n, d_head) for n in QK_NORMS if n in NORM_KINDS)
+    per_block = max(sum(w is not None for _, w in layout) for layout in BLOCK_LAYOUTS.values())
+    blocks = n_layer * (12 * d * d + per_block * stream + qk)  # 4d² + 8d²
     return 2 * vocab * d + block * d + blocks + stream
 
 

@@ -4,8 +4,10 @@ The variants share everything but the norm layers (``ModelConfig.norm``, one of 
 ``"layer"``, ``"rms"``, ``"none"`` for the identity, ``"dyt"`` for Dynamic Tanh,
 :math:`g \odot \tanh(\alpha x) + b`) and where they sit (``ModelConfig.placement``: ``"pre"``,
 ``"post"`` with no final norm, ``"peri"`` with the output norms ``ln_1_out`` and ``ln_2_out``,
-which only this layout has; docs/training.md describes the three). ``ModelConfig.qk_norm``
-normalises every head's query and key rows before the dot product (gains shared by the heads).
+``"output"`` with those alone (OLMo 2's), ``"scaled"``: pre-norm with block l's norms times
+1/sqrt(l); docs/training.md describes them). ``ModelConfig.qk_norm`` normalises every head's
+query and key rows before the dot product (gains shared by the heads), or ``"clip"`` rescales
+their weights after each step (``qk_clip``).
 The norms are the core's, through ``labs.training.kernels.norm_function``. ``init_weights`` draws
 every weight from one seeded generator in the order of the parameter names and norm parameters
 draw nothing, so two variants with the same seed start from the same weights wherever their
@@ -39,8 +41,8 @@ NORM_PARAMS = {
     "none": (),
     "dyt": ("alpha", "weight", "bias"),
 }
-PLACEMENTS = ("pre", "post", "peri")
-QK_NORMS = ("off", "rms", "layer")
+PLACEMENTS = ("pre", "post", "peri", "output", "scaled")
+QK_NORMS = ("off", "rms", "layer", "clip")
 # DyT's alpha starts at 0.5, the paper's default (it tunes the start only for its LLaMA models).
 DEFAULT_DYT_ALPHA = 0.5
 # Raw bytes: the vocabulary needs no file and covers any text, UTF-8 included.
@@ -67,10 +69,15 @@ BLOCK_LAYOUTS = {
         ("ln_2_out", "MLP output"),
     ),
 }
+# OLMo 2's block: Peri-LN's without the norms before the sublayers; LayerNorm Scaling: Pre-LN's.
+PERI = BLOCK_LAYOUTS["peri"]
+BLOCK_LAYOUTS |= {"output": PERI[1:3] + PERI[4:], "scaled": BLOCK_LAYOUTS["pre"]}
 ARCHITECTURES = {
     "pre": "decoder-only transformer, pre-norm (nanoGPT layout)",
     "post": "decoder-only transformer, post-norm (original Transformer), no final norm",
     "peri": "decoder-only transformer, peri-norm (Peri-LN: pre-norm plus sublayer-output norms)",
+    "output": "decoder-only transformer, output-norm (OLMo 2: sublayer-output norms, final norm)",
+    "scaled": "decoder-only transformer, scaled-norm (LayerNorm Scaling: pre-norm, / sqrt(layer))",
 }
 
 
@@ -97,6 +104,7 @@ class ModelConfig:
     placement: str = "pre"
     qk_norm: str = "off"
     dyt_alpha: float = DEFAULT_DYT_ALPHA
+    tau: float = 100.0  # QK-Clip's cap on a head's largest logit (qk_norm="clip"): Kimi K2's
 
     def __post_init__(self) -> None:
         _choice("norm", self.norm, MODEL_NORMS)
@@ -110,7 +118,7 @@ class ModelConfig:
                 raise ValueError(f"{name} must be a positive integer (got {value!r})")
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head")
-        for name in ("eps", "dyt_alpha"):
+        for name in ("eps", "dyt_alpha", "tau"):
             value = getattr(self, name)
             number = isinstance(value, float | int) and not isinstance(value, bool)
             if not (number and math.isfinite(value) and value > 0):
@@ -169,7 +177,8 @@ class CausalSelfAttention(nn.Module):
         self.n_head = config.n_head
         self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=False)  # q, k, v at once
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=False)
-        self.qk_norm = config.qk_norm != "off"
+        self.qk_norm, self.clip = config.qk_norm in ("rms", "layer"), config.qk_norm == "clip"
+        self.step_logits: torch.Tensor | None = None  # the last training pass's, for qk_clip
         if self.qk_norm:
             d_head, kind = config.n_embd // config.n_head, config.qk_norm
             self.q_norm = Norm(kind, d_head, config.eps, "query", config.kernel)
@@ -188,8 +197,35 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, c = x.shape
         q, k, v = self.heads(self.c_attn(x))
+        if self.clip and torch.is_grad_enabled():
+            self.step_logits = head_logits(q, k) / math.sqrt(q.shape[-1])
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+
+@torch.no_grad()
+def head_logits(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Each head's largest |q . k| over causal pairs (key at or before the query), not divided by
+    sqrt(d_head): (b, heads, t, d_head) twice -> (heads,)."""
+    t = q.shape[-2]
+    scores = (q @ k.transpose(-1, -2)).abs_()  # (b, h, t, t)
+    future = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+    # |logit| >= 0, so a zero in every future place leaves the causal maximum (or NaN).
+    return scores.masked_fill_(future, 0.0).amax(dim=(0, 2, 3))
+
+
+@torch.no_grad()
+def qk_clip(model: GPT) -> None:
+    r"""QK-Clip (Kimi K2's MuonClip, arXiv 2507.20534), after an optimiser step: each head whose
+    largest logit :math:`S_h = \max |q \cdot k| / \sqrt{d_{head}}` over the causal pairs of the
+    step's batch (read in its forward pass, before the update) exceeded ``tau`` has its query
+    and key rows of ``c_attn`` multiplied by :math:`\sqrt{\tau / S_h}`, which multiplies its
+    logits by :math:`\tau / S_h`. Kimi K2 reads the largest signed logit; here its magnitude,
+    as ``probe`` does. Nothing without ``qk_norm="clip"``."""
+    for attn in (block.attn for block in model.blocks if block.attn.step_logits is not None):
+        c, d_head = attn.c_attn.in_features, attn.c_attn.in_features // attn.n_head
+        gamma = (model.config.tau / attn.step_logits).clamp(max=1.0).sqrt()  # (heads,)
+        attn.c_attn.weight[: 2 * c] *= gamma.repeat_interleave(d_head).repeat(2)[:, None]
 
 
 class MLP(nn.Module):
@@ -211,9 +247,11 @@ class Block(nn.Module):
     """One block in ``config.placement``'s layout (``BLOCK_LAYOUTS``); the modules are
     registered in forward order, so ``GPT.norms()`` lists them in the order they compute."""
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, layer: int = 1) -> None:
         super().__init__()
         self.placement = config.placement
+        # LayerNorm Scaling (arXiv 2502.05795): block l's norms (l from 1) times 1/sqrt(l).
+        self.scale = 1 / math.sqrt(layer)
         for name, where in BLOCK_LAYOUTS[config.placement]:
             if name == "attn":
                 self.attn = CausalSelfAttention(config)
@@ -229,6 +267,12 @@ class Block(nn.Module):
         if self.placement == "post":
             x = self.ln_1(x + self.attn(x))
             return self.ln_2(x + self.mlp(x))
+        if self.placement == "scaled":
+            x = x + self.attn(self.ln_1(x) * self.scale)
+            return x + self.mlp(self.ln_2(x) * self.scale)
+        if self.placement == "output":  # OLMo 2
+            x = x + self.ln_1_out(self.attn(x))
+            return x + self.ln_2_out(self.mlp(x))
         x = x + self.ln_1_out(self.attn(self.ln_1(x)))
         return x + self.ln_2_out(self.mlp(self.ln_2(x)))
 
@@ -245,7 +289,7 @@ class GPT(nn.Module):
         self.config = config
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)
         self.wpe = nn.Embedding(config.block_size, config.n_embd)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.blocks = nn.ModuleList(Block(config, i + 1) for i in range(config.n_layer))
         self.ln_f = _stream_norm(config, "final") if config.placement != "post" else None
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         if seed is not None:
@@ -344,12 +388,7 @@ class Probe:
         """From ``c_attn``'s output, as the attention reads it (no second matrix product)."""
         with torch.no_grad():
             q, k, _ = attn.heads(qkv)
-            t = q.shape[-2]
-            scores = (q @ k.transpose(-1, -2)).abs_()  # (b, h, t, t)
-            future = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
-            # |logit| >= 0, so a zero in every future place leaves the causal maximum (or NaN).
-            top = scores.masked_fill_(future, 0.0).amax()
-            self.logits.append(float(top) / math.sqrt(q.shape[-1]))
+            self.logits.append(float(head_logits(q, k).amax()) / math.sqrt(q.shape[-1]))
 
     def hidden_rms(self) -> list[float]:
         return [
@@ -400,7 +439,7 @@ def describe(config: ModelConfig) -> dict[str, Any]:
         for name, where in BLOCK_LAYOUTS[config.placement]:
             if where is not None:
                 add(f"blocks.{i}.{name}", where, i, config.norm)
-            elif name == "attn" and config.qk_norm != "off":
+            elif name == "attn" and config.qk_norm in ("rms", "layer"):
                 add(f"blocks.{i}.attn.q_norm", "query", i, config.qk_norm)
                 add(f"blocks.{i}.attn.k_norm", "key", i, config.qk_norm)
     if config.placement != "post":
@@ -411,7 +450,7 @@ def describe(config: ModelConfig) -> dict[str, Any]:
         "norm_class": NORM_CLASSES[config.norm],
         "norm_formula": NORM_FORMULAS[config.norm],
         "norm_layers": layers,
-        "qk_norm_class": None if config.qk_norm == "off" else NORM_CLASSES[config.qk_norm],
+        "qk_norm_class": NORM_CLASSES.get(config.qk_norm),
         "mlp": "Linear(d, 4d) -> GELU -> Linear(4d, d), no biases",
         "attention": "causal multi-head, scaled dot product, no biases",
         "tied_embeddings": False,

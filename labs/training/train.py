@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from labs.training.corpus import Corpus, load_corpus
-from labs.training.model import GPT, ModelConfig, dyt_alphas, norms_bypassed, probe
+from labs.training.model import GPT, ModelConfig, dyt_alphas, norms_bypassed, probe, qk_clip
 
 STOP_REASONS = ("steps", "wall_clock", "work", "callback")
 # Validation windows are scored this many at a time, always, so that a loss recomputed from a
@@ -175,7 +175,8 @@ def start(config: TrainConfig, corpus: Corpus | None = None) -> tuple[GPT, Any, 
 def train_step(
     model: GPT, optimizer: Any, x: torch.Tensor, y: torch.Tensor, lr: float, grad_clip: float
 ) -> float:
-    """One AdamW update at learning rate ``lr``; returns the batch's loss before the update."""
+    """One AdamW update at learning rate ``lr`` (and QK-Clip after it, with ``qk_norm="clip"``);
+    returns the batch's loss before the update."""
     for group in optimizer.param_groups:
         group["lr"] = lr
     _, loss = model(x, y)
@@ -184,6 +185,7 @@ def train_step(
     if grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
+    qk_clip(model)
     return float(loss.detach())
 
 

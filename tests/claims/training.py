@@ -68,11 +68,14 @@ def dyt_layer_names(model: dict) -> list[str]:
     """The DyT layers of a model, in the order the forward pass meets them: per block the norm
     before attention (and after it, in peri-norm), then before the MLP (and after it), written
     ``i.ln_1`` ... as the modules are named; the final ``ln_f`` unless the layout is post-norm
-    (post-norm's ``ln_1`` and ``ln_2`` follow the sublayers, under the same names)."""
+    (post-norm's ``ln_1`` and ``ln_2`` follow the sublayers, under the same names; output-norm has
+    the output norms alone)."""
     placement = model.get("placement", "pre")
     per_block = ["ln_1", "ln_2"]
     if placement == "peri":
         per_block = ["ln_1", "ln_1_out", "ln_2", "ln_2_out"]
+    elif placement == "output":
+        per_block = ["ln_1_out", "ln_2_out"]
     names = [f"{i}.{name}" for i in range(model.get("n_layer", 2)) for name in per_block]
     return names if placement == "post" else [*names, "ln_f"]
 
@@ -196,10 +199,13 @@ MACHINES = st.fixed_dictionaries(
 # The architecture of the synthetic runs: 1 to 3 blocks in every placement (13 DyT layers at
 # most: 3 peri-norm blocks of four and the final one), the initial alpha stated or not.
 MODELS = st.fixed_dictionaries(
-    {"n_layer": st.integers(1, 3), "placement": st.sampled_from(["pre", "post", "peri"])},
+    {
+        "n_layer": st.integers(1, 3),
+        "placement": st.sampled_from(["pre", "post", "peri", "output", "scaled"]),
+    },
     optional={
         "dyt_alpha": st.sampled_from([0.5, 0.25, 1.0]),
-        "qk_norm": st.sampled_from(["off", "rms", "layer"]),
+        "qk_norm": st.sampled_from(["off", "rms", "layer", "clip"]),
     },
 )
 
@@ -931,7 +937,7 @@ def check_named(state: dict, claim) -> None:
     if claim.key.endswith("_qk"):
         assert len(qk) == 1 and claim.fields["qk"] == NAMES[qk.pop()], (qk, claim.fields)
     else:
-        assert qk == {"off"}, qk
+        assert qk <= {"off", "clip"}, qk  # QK-Clip normalises nothing
     fields = {k: v for k, v in claim.fields.items() if k != "qk"}
     plain = replace(claim, key=claim.key.removesuffix("_qk"), fields=fields)
     PLAIN[plain.key](state, plain)

@@ -1,7 +1,8 @@
 """labs.training.model's variants beyond the shipped pre-norm: DyT against its formula and
-gradcheck, QK norms per head, the three placements built and computed as named (against the
-forward pass tests/model_util.py writes from the state dict), the probe's readings, and the
-checkpoints and configs of the new fields."""
+gradcheck, QK norms per head, the five placements built and computed as named (against the
+forward pass tests/model_util.py writes from the state dict; Output-LN against transformers'
+Olmo2DecoderLayer), QK-Clip, the probe's readings, and the checkpoints and configs of the new
+fields."""
 
 from __future__ import annotations
 
@@ -28,9 +29,10 @@ from labs.training.model import (
     dyt,
     dyt_alphas,
     probe,
+    qk_clip,
 )
 from labs.training.store import load_checkpoint, read_config, save_checkpoint
-from labs.training.train import TrainConfig
+from labs.training.train import TrainConfig, train
 from tests.model_util import norm_of, perturbed, queries_keys, record_io, reference_forward
 
 SMALL = dict(n_layer=2, n_head=2, n_embd=8, block_size=8)
@@ -158,6 +160,8 @@ LAYOUT = {
     "pre": ["ln_1", "attn", "ln_2", "mlp"],
     "post": ["attn", "ln_1", "mlp", "ln_2"],
     "peri": ["ln_1", "attn", "ln_1_out", "ln_2", "mlp", "ln_2_out"],
+    "output": ["attn", "ln_1_out", "mlp", "ln_2_out"],
+    "scaled": ["ln_1", "attn", "ln_2", "mlp"],
 }
 WHERE = {
     "pre": {"ln_1": "pre-attention", "ln_2": "pre-MLP"},
@@ -168,6 +172,8 @@ WHERE = {
         "ln_2": "pre-MLP",
         "ln_2_out": "MLP output",
     },
+    "output": {"ln_1_out": "attention output", "ln_2_out": "MLP output"},
+    "scaled": {"ln_1": "pre-attention", "ln_2": "pre-MLP"},
 }
 
 
@@ -207,7 +213,7 @@ def test_each_placement_wires_its_sublayers_as_named(placement: str) -> None:
     def equal(a, b):
         assert torch.equal(a, b)
 
-    if placement == "pre":
+    if placement in ("pre", "scaled"):  # block 0: LayerNorm Scaling's factor 1/sqrt(1)
         equal(io["b.ln_1"][0], h)
         equal(io["b.attn"][0], io["b.ln_1"][1])
         equal(io["b.ln_2"][0], h + io["b.attn"][1])
@@ -219,6 +225,12 @@ def test_each_placement_wires_its_sublayers_as_named(placement: str) -> None:
         equal(io["b.mlp"][0], io["b.ln_1"][1])
         equal(io["b.ln_2"][0], io["b.ln_1"][1] + io["b.mlp"][1])
         equal(io["block"][1], io["b.ln_2"][1])
+    elif placement == "output":
+        equal(io["b.attn"][0], h)
+        equal(io["b.ln_1_out"][0], io["b.attn"][1])
+        equal(io["b.mlp"][0], h + io["b.ln_1_out"][1])
+        equal(io["b.ln_2_out"][0], io["b.mlp"][1])
+        equal(io["block"][1], io["b.mlp"][0] + io["b.ln_2_out"][1])
     else:
         equal(io["b.ln_1"][0], h)
         equal(io["b.attn"][0], io["b.ln_1"][1])
@@ -251,14 +263,103 @@ def test_forward_matches_the_state_dict_forward_float64(norm, placement, qk_norm
     t = idx.shape[1]
     for i in range(config.n_layer):
         p, h = f"blocks.{i}", streams[i]
-        if placement != "post":
+        if placement not in ("post", "output"):
             h = norm_of(norm, h, sd, f"{p}.ln_1", config.eps)
+            h = h / math.sqrt(i + 1) if placement == "scaled" else h
         q, k, _ = queries_keys(config, sd, p, h)
         logit = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
         top = max(
             top, float(logit[..., torch.tril(torch.ones(t, t, dtype=torch.bool))].abs().max())
         )
     np.testing.assert_allclose(reading.max_logit(), top, rtol=1e-12)
+
+
+def test_output_norm_orders_a_block_as_olmo_2s_decoder_layer() -> None:
+    """transformers' Olmo2DecoderLayer (pinned in requirements-dev.txt), given this block's
+    attention and MLP in place of its own and this block's gains in its two RMSNorms, computes
+    the block: the same sublayers and norms in the same order, h + norm(f(h)). What stays apart
+    is OLMo 2's attention (RMSNorm over the whole q and k projections, not per head; rotary
+    positions) and its SwiGLU MLP."""
+    from transformers import Olmo2Config
+    from transformers.models.olmo2.modeling_olmo2 import Olmo2DecoderLayer
+
+    config = small("rms", placement="output")
+    block = perturbed(GPT(config, seed=0)).double().blocks[0]
+    olmo_config = Olmo2Config(
+        hidden_size=config.n_embd, intermediate_size=4 * config.n_embd,
+        num_attention_heads=config.n_head, num_key_value_heads=config.n_head,
+        rms_norm_eps=config.eps,
+    )  # fmt: skip
+    olmo = Olmo2DecoderLayer(olmo_config, layer_idx=0).double()
+    assert olmo.self_attn.q_norm.weight.shape == olmo.self_attn.k_norm.weight.shape == (8,)
+
+    class Attention(torch.nn.Module):  # OLMo 2's attention returns (output, weights)
+        def forward(self, hidden_states, **_):
+            return block.attn(hidden_states), None
+
+    olmo.self_attn, olmo.mlp = Attention(), block.mlp
+    with torch.no_grad():
+        olmo.post_attention_layernorm.weight.copy_(block.ln_1_out.weight)
+        olmo.post_feedforward_layernorm.weight.copy_(block.ln_2_out.weight)
+        h = torch.randn(2, 8, 8, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+        # Olmo2RMSNorm computes in float32 whatever the input's dtype.
+        np.testing.assert_allclose(olmo(h), block(h), rtol=1e-5, atol=1e-6)
+        assert not torch.allclose(
+            olmo(h), GPT(small("rms", placement="peri")).double().blocks[0](h)
+        )
+
+
+def causal_tops(config: ModelConfig, sd: dict, idx) -> torch.Tensor:
+    """Each block's and head's largest |q . k| / sqrt(d_head) over causal pairs, from the state
+    dict (pre-norm): (blocks, heads)."""
+    _, streams = reference_forward(config, sd, idx)
+    tops = []
+    for i in range(config.n_layer):
+        h = norm_of(config.norm, streams[i], sd, f"blocks.{i}.ln_1", config.eps)
+        q, k, _ = queries_keys(config, sd, f"blocks.{i}", h)
+        logit = (q @ k.transpose(-1, -2)).abs() / math.sqrt(q.shape[-1])
+        causal = torch.tril(torch.ones(idx.shape[1], idx.shape[1], dtype=torch.bool))
+        tops.append(logit.masked_fill(~causal, 0.0).amax(dim=(0, 2, 3)))
+    return torch.stack(tops)
+
+
+def test_qk_clip_scales_each_head_above_tau_down_to_tau() -> None:
+    """After a training pass QK-Clip multiplies the query and key rows of each head whose largest
+    causal logit S on that batch exceeded tau by sqrt(tau / S) (Kimi K2's rule), and changes no
+    other weight: block 0, whose input the clip does not change, then reaches tau exactly in
+    every clipped head on the same batch."""
+    model = perturbed(GPT(small("rms", qk_norm="clip"), seed=0), scale=1.0).double()
+    idx = torch.randint(256, (2, 8), generator=torch.Generator().manual_seed(4))
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    tops = causal_tops(model.config, before, idx)
+    tau = float(tops[0].min() + tops[0].max()) / 2  # some heads of block 0 above it, some not
+    model.config = replace(model.config, tau=tau)
+    with torch.no_grad():
+        model(idx)  # an evaluation pass reads nothing
+    qk_clip(model)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    model(idx)  # a training pass
+    qk_clip(model)
+    after = model.state_dict()
+    d, d_head = SMALL["n_embd"], SMALL["n_embd"] // SMALL["n_head"]
+    for i, gamma in enumerate((tau / tops).clamp(max=1.0).sqrt()):
+        rows = torch.cat([gamma.repeat_interleave(d_head)] * 2 + [torch.ones(d, dtype=gamma.dtype)])
+        name = f"blocks.{i}.attn.c_attn.weight"
+        np.testing.assert_allclose(after[name], before[name] * rows[:, None], rtol=1e-14)
+    assert all(torch.equal(v, before[k]) for k, v in after.items() if "c_attn" not in k)
+    assert 0 < int((tops[0] > tau).sum()) < SMALL["n_head"]
+    expected = tops[0].clamp(max=tau)
+    np.testing.assert_allclose(causal_tops(model.config, after, idx)[0], expected, rtol=1e-12)
+
+
+def test_a_training_step_clips_with_qk_clip_only() -> None:
+    base = TrainConfig(model=small("rms"), steps=3, eval_every=3, timing_repeats=0, lr=0.1)
+    plain = train(base)
+    clipped = train(replace(base, model=replace(base.model, qk_norm="clip", tau=1e-3)))
+    loose = train(replace(base, model=replace(base.model, qk_norm="clip", tau=1e6)))
+    assert loose.val_loss == plain.val_loss and loose.val_max_logit == plain.val_max_logit
+    assert clipped.val_max_logit[0] == plain.val_max_logit[0]  # before any step
+    assert clipped.val_max_logit[-1] < plain.val_max_logit[-1] / 5
 
 
 def test_the_probe_ignores_future_pairs_and_adds_up_every_pass() -> None:
@@ -358,14 +459,19 @@ def test_an_old_config_without_the_new_fields_reads_as_todays_model() -> None:
     ("bad", "message"),
     [
         (dict(norm="batch"), r"norm must be one of \['layer', 'rms', 'none', 'dyt'\]"),
-        (dict(placement="middle"), r"placement must be one of \['pre', 'post', 'peri'\]"),
+        (
+            dict(placement="middle"),
+            r"placement must be one of \['pre', 'post', 'peri', 'output', 'scaled'\]",
+        ),
         (dict(placement=None), r"placement must be one of"),
-        (dict(qk_norm="dyt"), r"qk_norm must be one of \['off', 'rms', 'layer'\]"),
+        (dict(qk_norm="dyt"), r"qk_norm must be one of \['off', 'rms', 'layer', 'clip'\]"),
         (dict(qk_norm=True), r"qk_norm must be one of"),
         (dict(dyt_alpha=0.0), r"dyt_alpha must be a finite number > 0"),
         (dict(dyt_alpha=float("nan")), r"dyt_alpha must be a finite number > 0"),
         (dict(dyt_alpha="0.5"), r"dyt_alpha must be a finite number > 0"),
         (dict(dyt_alpha=True), r"dyt_alpha must be a finite number > 0"),
+        (dict(tau=0.0), r"tau must be a finite number > 0"),
+        (dict(tau=math.inf), r"tau must be a finite number > 0"),
     ],
 )
 def test_bad_values_name_the_field_and_what_is_allowed(bad: dict, message: str) -> None:
