@@ -96,8 +96,7 @@ def live_configs(
     norms = [n for n in NORM_KINDS if n in norms]
     shape = {"n_layer": int(depth), "n_embd": int(width), "eps": float(eps)}
     norm = norms[0] if norms else "rms"
-    shape |= {"placement": placement, "qk_norm": qk_norm, "tau": float(tau)}
-    model = replace(REFERENCE.model, norm=norm, **shape)
+    model = replace(REFERENCE.model, norm=norm, placement=placement, qk_norm=qk_norm, **shape)
     config = replace(
         REFERENCE,
         model=model,
@@ -110,6 +109,7 @@ def live_configs(
         seed=int(seed),
         max_seconds=float(max_seconds),
         max_work=float(max_work) / max(1, len(norms)),
+        tau=float(tau),
     )
     return [replace(config, model=replace(model, norm=n)) for n in norms]
 

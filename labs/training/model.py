@@ -104,7 +104,6 @@ class ModelConfig:
     placement: str = "pre"
     qk_norm: str = "off"
     dyt_alpha: float = DEFAULT_DYT_ALPHA
-    tau: float = 100.0  # QK-Clip's cap on a head's largest logit (qk_norm="clip"): Kimi K2's
 
     def __post_init__(self) -> None:
         _choice("norm", self.norm, MODEL_NORMS)
@@ -118,7 +117,7 @@ class ModelConfig:
                 raise ValueError(f"{name} must be a positive integer (got {value!r})")
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head")
-        for name in ("eps", "dyt_alpha", "tau"):
+        for name in ("eps", "dyt_alpha"):
             value = getattr(self, name)
             number = isinstance(value, float | int) and not isinstance(value, bool)
             if not (number and math.isfinite(value) and value > 0):
@@ -215,7 +214,7 @@ def head_logits(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def qk_clip(model: GPT) -> None:
+def qk_clip(model: GPT, tau: float) -> None:
     r"""QK-Clip (Kimi K2's MuonClip, arXiv 2507.20534), after an optimiser step: each head whose
     largest logit :math:`S_h = \max |q \cdot k| / \sqrt{d_{head}}` over the causal pairs of the
     step's batch (read in its forward pass, before the update) exceeded ``tau`` has its query
@@ -224,7 +223,7 @@ def qk_clip(model: GPT) -> None:
     as ``probe`` does. Nothing without ``qk_norm="clip"``."""
     for attn in (block.attn for block in model.blocks if block.attn.step_logits is not None):
         c, d_head = attn.c_attn.in_features, attn.c_attn.in_features // attn.n_head
-        gamma = (model.config.tau / attn.step_logits).clamp(max=1.0).sqrt()  # (heads,)
+        gamma = (tau / attn.step_logits).clamp(max=1.0).sqrt()  # (heads,)
         attn.c_attn.weight[: 2 * c] *= gamma.repeat_interleave(d_head).repeat(2)[:, None]
 
 

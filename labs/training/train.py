@@ -56,6 +56,7 @@ class TrainConfig:
     seed: int = 0
     max_seconds: float | None = None
     max_work: float | None = None
+    tau: float = 100.0  # QK-Clip's cap on a head's largest logit (qk_norm="clip"): Kimi K2's
 
     def __post_init__(self) -> None:
         ints = ("steps", "batch_size", "warmup", "eval_every", "eval_windows", "timing_repeats")
@@ -65,6 +66,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be an integer >= 0 (got {value!r})")
         if self.batch_size < 1 or self.eval_every < 1 or self.eval_windows < 1:
             raise ValueError("batch_size, eval_every and eval_windows must be at least 1")
+        if not (math.isfinite(self.tau) and self.tau > 0):
+            raise ValueError(f"tau must be a finite number > 0 (got {self.tau!r})")
         if not 0 < self.min_lr <= self.lr:
             raise ValueError(f"need 0 < min_lr <= lr (got {self.min_lr}, {self.lr})")
         for name in ("max_seconds", "max_work"):
@@ -173,10 +176,16 @@ def start(config: TrainConfig, corpus: Corpus | None = None) -> tuple[GPT, Any, 
 
 
 def train_step(
-    model: GPT, optimizer: Any, x: torch.Tensor, y: torch.Tensor, lr: float, grad_clip: float
+    model: GPT,
+    optimizer: Any,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    lr: float,
+    grad_clip: float,
+    tau: float = math.inf,
 ) -> float:
-    """One AdamW update at learning rate ``lr`` (and QK-Clip after it, with ``qk_norm="clip"``);
-    returns the batch's loss before the update."""
+    """One AdamW update at learning rate ``lr`` (and QK-Clip at ``tau`` after it, with
+    ``qk_norm="clip"``); returns the batch's loss before the update."""
     for group in optimizer.param_groups:
         group["lr"] = lr
     _, loss = model(x, y)
@@ -185,7 +194,7 @@ def train_step(
     if grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
-    qk_clip(model)
+    qk_clip(model, tau)
     return float(loss.detach())
 
 
@@ -403,7 +412,7 @@ def _pieces(model, optimizer, batches, corpus, budget) -> Iterator[None]:
         if step == config.steps:
             return "steps"
         lr = learning_rate(step, config)
-        step_fn = partial(_step_on_next_batch, model, optimizer, batches, lr, config.grad_clip)
+        step_fn = partial(_step_on_next_batch, model, optimizer, batches, lr, config)
         reason, loss = budget.spend("step", tokens * result.parameters, step_fn)
         if reason is not None:
             return reason
@@ -415,9 +424,9 @@ def _pieces(model, optimizer, batches, corpus, budget) -> Iterator[None]:
     return "steps"
 
 
-def _step_on_next_batch(model, optimizer, batches, lr, grad_clip) -> float:
+def _step_on_next_batch(model, optimizer, batches, lr, config) -> float:
     """Draw the next batch only when the step runs, so a refused step leaves the order intact."""
-    return train_step(model, optimizer, *batches.next(), lr, grad_clip)
+    return train_step(model, optimizer, *batches.next(), lr, config.grad_clip, config.tau)
 
 
 def _measure_norm_share(model: GPT, batches: Batches, budget: _Budget) -> None:

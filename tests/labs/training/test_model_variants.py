@@ -333,13 +333,12 @@ def test_qk_clip_scales_each_head_above_tau_down_to_tau() -> None:
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
     tops = causal_tops(model.config, before, idx)
     tau = float(tops[0].min() + tops[0].max()) / 2  # some heads of block 0 above it, some not
-    model.config = replace(model.config, tau=tau)
     with torch.no_grad():
         model(idx)  # an evaluation pass reads nothing
-    qk_clip(model)
+    qk_clip(model, tau)
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
     model(idx)  # a training pass
-    qk_clip(model)
+    qk_clip(model, tau)
     after = model.state_dict()
     d, d_head = SMALL["n_embd"], SMALL["n_embd"] // SMALL["n_head"]
     for i, gamma in enumerate((tau / tops).clamp(max=1.0).sqrt()):
@@ -355,11 +354,14 @@ def test_qk_clip_scales_each_head_above_tau_down_to_tau() -> None:
 def test_a_training_step_clips_with_qk_clip_only() -> None:
     base = TrainConfig(model=small("rms"), steps=3, eval_every=3, timing_repeats=0, lr=0.1)
     plain = train(base)
-    clipped = train(replace(base, model=replace(base.model, qk_norm="clip", tau=1e-3)))
-    loose = train(replace(base, model=replace(base.model, qk_norm="clip", tau=1e6)))
+    clipped = train(replace(base, model=replace(base.model, qk_norm="clip"), tau=1e-3))
+    loose = train(replace(base, model=replace(base.model, qk_norm="clip"), tau=1e6))
     assert loose.val_loss == plain.val_loss and loose.val_max_logit == plain.val_max_logit
     assert clipped.val_max_logit[0] == plain.val_max_logit[0]  # before any step
     assert clipped.val_max_logit[-1] < plain.val_max_logit[-1] / 5
+    for tau in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="tau must be a finite number > 0"):
+            replace(base, tau=tau)
 
 
 def test_the_probe_ignores_future_pairs_and_adds_up_every_pass() -> None:
@@ -470,8 +472,6 @@ def test_an_old_config_without_the_new_fields_reads_as_todays_model() -> None:
         (dict(dyt_alpha=float("nan")), r"dyt_alpha must be a finite number > 0"),
         (dict(dyt_alpha="0.5"), r"dyt_alpha must be a finite number > 0"),
         (dict(dyt_alpha=True), r"dyt_alpha must be a finite number > 0"),
-        (dict(tau=0.0), r"tau must be a finite number > 0"),
-        (dict(tau=math.inf), r"tau must be a finite number > 0"),
     ],
 )
 def test_bad_values_name_the_field_and_what_is_allowed(bad: dict, message: str) -> None:

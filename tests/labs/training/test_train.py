@@ -330,7 +330,7 @@ def smoke(**model: object) -> TrainConfig:
 
 
 def norm_count(config: ModelConfig) -> int:
-    per_block = {"pre": 2, "post": 2, "peri": 4}[config.placement]
+    per_block = {"pre": 2, "post": 2, "peri": 4, "output": 2, "scaled": 2}[config.placement]
     final = config.placement != "post"
     return config.n_layer * per_block + final
 
