@@ -72,8 +72,8 @@ PARAMS = (
 P = {p.key: p for p in PARAMS}
 LIVE_KEY = "_training_live"
 LIVE_ANCHOR = "train"
-# The settings a live run depends on besides its variants, placement and QK norm.
-RUN_SETTINGS = ("width", "depth", "eps", "lr", "steps", "seed")
+# The settings a live run depends on besides its variants, placement and QK norm (or clip).
+RUN_SETTINGS = ("width", "depth", "eps", "lr", "steps", "seed", "tau")
 # The growing chart is redrawn at most this often: each redraw sends every point again.
 DRAW_EVERY_S = 0.5
 
@@ -107,7 +107,7 @@ def figure_labels(tr: Translator, qk_norm: str = "off") -> dict[str, str]:
     """The variants' names (without a block norm, the QK norm it computes) and the charts'."""
     keys = ("validation", "training", "loss", "seed", "mean", "step_axis", "seconds_axis")
     labels = {n: tr(f"training.variant_{n}") for n in NORM_KINDS}
-    if qk_norm != "off":
+    if qk_norm in ("rms", "layer"):
         labels["none"] = tr("training.variant_none_qk", qk=NORM_CLASSES[qk_norm])
     return labels | {k: tr(f"training.{k}") for k in keys}
 

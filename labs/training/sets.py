@@ -2,8 +2,9 @@ r"""Two shipped sets beyond the two norms: where the norm sits, and QK-norm agai
 
 Both train RMSNorm models of ``labs.training.model`` on the reference corpus, one torch thread,
 and record at every validation the loss, the residual stream's RMS after the embedding and each
-block (``hidden_rms``) and the largest attention logit: ``PLACEMENT`` (``pre``, ``post`` and
-``peri`` norms) and ``QKNORM`` (``off`` and ``rms`` at every peak learning rate of ``QKNORM_LRS``).
+block (``hidden_rms``) and the largest attention logit: ``PLACEMENT`` (``pre``, ``post``,
+``peri``, ``output`` and ``scaled`` norms) and ``QKNORM`` (``off``, ``rms`` and ``clip`` at every
+peak learning rate of ``QKNORM_LRS``).
 ``python -m labs.training.runs --set placement`` (or ``--set qknorm``) writes
 ``assets/train/placement.json`` (``qknorm.json``), as docs/training.md describes; float32 holds
 about seven significant digits, hence ``SIGNIFICANT``. ``load_set(name)`` reads a set back."""
@@ -36,11 +37,11 @@ SIGNIFICANT = 7
 VALIDATIONS = 8
 
 # Deep enough that the stream passes many residual additions (each placement adds to it, or
-# renormalises it, 2 L times), short enough for three placements and three seeds in about
-# seven minutes on a loaded two-core machine. Peak learning rate, batches and width are the
+# renormalises it, 2 L times), short enough for five placements and three seeds in about a
+# quarter of an hour on a loaded two-core machine. Peak learning rate, batches and width are the
 # reference's.
 PLACEMENT_DEPTH = 8
-SET_PLACEMENTS = ("pre", "peri", "post")
+SET_PLACEMENTS = ("pre", "peri", "post", "output", "scaled")
 PLACEMENT_SEEDS = (0, 1, 2)
 _DEEP = replace(REFERENCE.model, n_layer=PLACEMENT_DEPTH)
 PLACEMENT = replace(REFERENCE, model=_DEEP, steps=400, eval_every=50, timing_repeats=0)
@@ -49,9 +50,13 @@ PLACEMENT = replace(REFERENCE, model=_DEEP, steps=400, eval_every=50, timing_rep
 # logits reach thousands within a hundred steps (measured with short trials); the minimum of the
 # cosine schedule is a tenth of the peak, as in the reference.
 QKNORM_LRS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-QKNORM_MODES = ("off", "rms")
+QKNORM_MODES = ("off", "rms", "clip")
 QKNORM_SEEDS = (0, 1)
-QKNORM = replace(REFERENCE, steps=240, eval_every=40, timing_repeats=0)
+# QK-Clip's cap: the plain runs' logits pass 10 from 1e-2 up (9 at 3e-3, thousands at 1e-1), and
+# QK norm's stay near it (at most 10.7), so the clip acts at three rates and its cap compares
+# with QK norm's. Kimi K2's 100 would act only at the two highest.
+QKNORM_TAU = 10.0
+QKNORM = replace(REFERENCE, steps=240, eval_every=40, timing_repeats=0, tau=QKNORM_TAU)
 
 
 def _shortened(config: TrainConfig, steps: int | None) -> TrainConfig:

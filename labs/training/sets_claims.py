@@ -5,14 +5,15 @@ and QK-norm sections, each chosen by a verdict computed from a view's numbers
 Placement, from the residual stream's RMS :math:`r_0, \dots, r_L` at the last validation: per
 placement the growth :math:`r_L / r_1` and the band :math:`\max_{l \ge 1} r_l / \min_{l \ge 1}
 r_l` of each seed ("grows" or "shrinks" only when every seed agrees; "within a band" when every
-band is at most ``BAND``); Pre-LN's growth against Peri-LN's (only where every seed's exceeds
-every seed's of the other); the final losses pair by pair, one called lower only where the gap
-between means exceeds the seed spread.
+band is at most ``BAND``); Pre-LN's growth against each of Peri-LN's, Output-LN's and LN
+Scaling's (one more only where every seed's exceeds every seed's of the other); the final losses
+pair by pair, one called lower only where the gap between means exceeds the seed spread.
 
 QK norm, from each run's peak attention logit: the plain model's peak against the learning rate;
 the blow-up :math:`\min_s P^{off}_s / \max_s P^{rms}_s` per learning rate (the largest factor,
-and the smallest learning rate where it exceeds 1); the final losses as for the placements; each
-mode's best learning rate; each chart's words (``labkit.chart_words.runs_words``).
+and the smallest learning rate where it exceeds 1); QK-Clip's peaks against its cap tau (and the
+plain model's); the final losses of each mode against the plain model's, as for the placements;
+each mode's best learning rate; each chart's words (``labkit.chart_words.runs_words``).
 
 The functions read a ``labs.training.sets_view.PlacementView`` or ``QKNormView`` (which import
 this module, so it names them only here)."""
@@ -27,11 +28,12 @@ from labkit.chart_words import runs_words
 from labkit.claims import Claim, at_most
 
 NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN"}
+NAMES |= {"output": "Output-LN", "scaled": "LN Scaling"}
 # A stream whose RMS over blocks 1 to L stays within this factor is "within a band": a quarter
 # more from its lowest block to its highest, a change a reader of a log-scaled chart can see.
 BAND = 1.25
 # The pairs of placements whose final losses are compared, in the page's order.
-PAIRS = (("pre", "post"), ("pre", "peri"), ("peri", "post"))
+PAIRS = (("pre", "post"), ("pre", "peri"), ("peri", "post"), ("pre", "output"), ("pre", "scaled"))
 PREFIX = "training_sets."
 
 
@@ -87,20 +89,18 @@ def _depth_claim(p: str, rms: np.ndarray, n_layer: int) -> Claim:
     return Claim(f"{PREFIX}place_depth_{key}", fields)
 
 
-def _growth_claim(view: Any) -> Claim | None:
-    """Pre-LN's growth from block 1 to block L against Peri-LN's, seed ranges apart or not."""
-    if not {"pre", "peri"} <= set(view.placements):
+def _growth_claim(view: Any, a: str, b: str) -> Claim | None:
+    """Placement ``a``'s growth from block 1 to block L against ``b``'s, ranges apart or not."""
+    if not {a, b} <= set(view.placements):
         return None
-    pre, peri = view.growth["pre"], view.growth["peri"]
-    if not (_finite(pre) and _finite(peri)) or min(pre.size, peri.size) == 0:
+    ga, gb = view.growth[a], view.growth[b]
+    if not (_finite(ga) and _finite(gb)) or min(ga.size, gb.size) == 0:
         return None
-    fields = {"blocks": view.n_layer, "pre_lo": float(pre.min()), "pre_hi": float(pre.max())}
-    fields |= {"peri_lo": float(peri.min()), "peri_hi": float(peri.max())}
-    if pre.min() > peri.max():
-        return Claim(f"{PREFIX}place_growth_pre_more", fields)
-    if peri.min() > pre.max():
-        return Claim(f"{PREFIX}place_growth_peri_more", fields)
-    return Claim(f"{PREFIX}place_growth_overlap", fields)
+    fields = {"blocks": view.n_layer, "a": NAMES[a], "b": NAMES[b]}
+    fields |= {"a_lo": float(ga.min()), "a_hi": float(ga.max())}
+    fields |= {"b_lo": float(gb.min()), "b_hi": float(gb.max())}
+    kind = "a_more" if ga.min() > gb.max() else "b_more" if gb.min() > ga.max() else "overlap"
+    return Claim(f"{PREFIX}place_growth_{kind}", fields)
 
 
 def _loss_claim(view: Any, a: str, b: str) -> Claim | None:
@@ -119,7 +119,7 @@ def _loss_claim(view: Any, a: str, b: str) -> Claim | None:
 
 
 def placement_claims(view: Any) -> dict[str, Claim]:
-    """The placement section's sentences, by slot: ``depth_<p>``, ``growth``, ``diverged_<p>``,
+    """The placement section's sentences, by slot: ``depth_<p>``, ``growth_<p>``, ``diverged_<p>``,
     ``loss_<a>_<b>``, and the two charts' words ``chart_loss_*`` and ``chart_rms_*``."""
     claims: dict[str, Claim] = {}
     for p in view.placements:
@@ -128,9 +128,9 @@ def placement_claims(view: Any) -> dict[str, Claim]:
     if view.n_layer >= 2:
         for p in view.placements:
             claims[f"depth_{p}"] = _depth_claim(p, view.hidden_rms[p], view.n_layer)
-        growth = _growth_claim(view)
-        if growth is not None:
-            claims["growth"] = growth
+        for p in ("peri", "output", "scaled"):
+            if (growth := _growth_claim(view, "pre", p)) is not None:
+                claims[f"growth_{p}"] = growth
     for a, b in PAIRS:
         if a in view.placements and b in view.placements:
             claim = _loss_claim(view, a, b)
@@ -192,26 +192,39 @@ def _blowup_claim(view: Any, ok: np.ndarray) -> Claim:
     return Claim(f"{PREFIX}qk_blowup", fields | {"first_factor": float(factors[first])})
 
 
-def _lr_loss_claim(view: Any, i: int) -> Claim:
-    """The final losses with and without QK norm at the ``i``-th learning rate."""
-    off, rms = view.final_loss["off"][:, i], view.final_loss["rms"][:, i]
+def _clip_claim(view: Any) -> Claim | None:
+    """QK-Clip's largest logit against its cap tau: how many learning rates a clipped run and a
+    plain run went above it at, and the clipped runs' largest, where, and the plain runs' there."""
+    clip, off, tau = view.peak_logit["clip"], view.peak_logit["off"], view.setup["tau"]
+    if not (_finite(clip) and _finite(off)):
+        return None
+    top = clip.max(axis=0)
+    i = int(np.argmax(top))
+    fields = {"tau": tau, "n": view.lrs.size, "over": int(np.count_nonzero(top > tau))}
+    fields |= {"off_over": int(np.count_nonzero(off.max(axis=0) > tau)), "lr": float(view.lrs[i])}
+    fields |= {"clip_hi": float(top[i]), "off_hi": float(off[:, i].max())}
+    return Claim(f"{PREFIX}qk_clip_{'over' if fields['over'] else 'capped'}", fields)
+
+
+def _lr_loss_claim(view: Any, i: int, mode: str) -> Claim:
+    """The final losses with ``mode`` (``rms`` or ``clip``) and without, at learning rate i."""
+    off, mine = view.final_loss["off"][:, i], view.final_loss[mode][:, i]
     lr = float(view.lrs[i])
-    if not (_finite(off) and _finite(rms)):
-        return Claim(f"{PREFIX}qk_loss_diverged", {"lr": lr})
-    kind, pair = loss_pair(rms, off)
-    fields = {"lr": lr, "off_loss": pair["b_loss"], "rms_loss": pair["a_loss"], "gap": pair["gap"]}
-    if kind != "one_seed":
-        fields["spread"] = pair["spread"]
+    if not (_finite(off) and _finite(mine)):
+        return Claim(f"{PREFIX}qk_{mode}_loss_diverged", {"lr": lr})
+    kind, pair = loss_pair(mine, off)
+    fields = {"lr": lr, "off_loss": pair["b_loss"], f"{mode}_loss": pair["a_loss"]}
+    fields |= {k: pair[k] for k in ("gap", "spread") if k in pair}  # no spread with one seed
     if kind == "beyond":
         kind = "lower" if pair["lower"] else "higher"
-    return Claim(f"{PREFIX}qk_loss_{kind}", fields)
+    return Claim(f"{PREFIX}qk_{mode}_loss_{kind}", fields)
 
 
 def _best_claim(view: Any) -> Claim | None:
     """Each mode's learning rate with the lowest mean final loss over the seeds (rates where a
-    run diverged left out; the first of equal means)."""
+    run diverged left out; the first of equal means); QK-Clip's too where it was trained."""
     fields: dict[str, float] = {}
-    for mode in ("off", "rms"):
+    for mode in view.modes:
         loss = view.final_loss[mode]
         finite = np.all(np.isfinite(loss), axis=0)
         if not finite.any():
@@ -220,13 +233,13 @@ def _best_claim(view: Any) -> Claim | None:
         means[finite] = loss[:, finite].mean(axis=0)
         i = int(np.argmin(means))
         fields |= {f"{mode}_lr": float(view.lrs[i]), f"{mode}_loss": float(means[i])}
-    return Claim(f"{PREFIX}qk_best", fields)
+    return Claim(f"{PREFIX}qk_best" + ("_clip" if "clip" in view.modes else ""), fields)
 
 
 def qknorm_claims(view: Any) -> dict[str, Claim]:
-    """The QK-norm section's sentences, by slot: ``rise``, ``blowup``, ``loss_<i>`` (one per
-    learning rate, ascending), ``best``, and the two charts' words ``chart_logit_*`` and
-    ``chart_loss_*``."""
+    """The QK-norm section's sentences, by slot: ``rise``, ``blowup``, ``clip``, ``rms_loss_<i>``
+    and ``clip_loss_<i>`` (one per learning rate, ascending), ``best``, and the two charts' words
+    ``chart_logit_*`` and ``chart_loss_*``."""
     claims: dict[str, Claim] = {}
     if {"off", "rms"} <= set(view.modes):
         ok = _comparable(view)
@@ -234,8 +247,12 @@ def qknorm_claims(view: Any) -> dict[str, Claim]:
         if rise is not None:
             claims["rise"] = rise
         claims["blowup"] = _blowup_claim(view, ok)
-        for i in range(view.lrs.size):
-            claims[f"loss_{i}"] = _lr_loss_claim(view, i)
+        if "clip" in view.modes and (clip := _clip_claim(view)) is not None:
+            claims["clip"] = clip
+        for mode in view.modes[1:]:  # rms, clip
+            claims |= {
+                f"{mode}_loss_{i}": _lr_loss_claim(view, i, mode) for i in range(view.lrs.size)
+            }
         best = _best_claim(view)
         if best is not None:
             claims["best"] = best

@@ -21,11 +21,16 @@ COLORS = {
     "pre": style.EXTRA[0],
     "post": style.EXTRA[1],
     "peri": style.EXTRA[2],
+    "output": style.EXTRA[3],
+    "scaled": style.ACCENT,
     "off": style.INPUT,
     "rms": style.RMS,
+    "clip": style.ACCENT,
 }
-DASHES = {"pre": "solid", "post": "dot", "peri": "dash", "off": "dot", "rms": "solid"}
-MARKERS = {"pre": "circle", "post": "square", "peri": "diamond", "off": "circle", "rms": "diamond"}
+DASHES = {"pre": "solid", "post": "dot", "peri": "dash", "output": "dashdot", "scaled": "longdash"}
+DASHES |= {"off": "dot", "rms": "solid", "clip": "dash"}
+MARKERS = {"pre": "circle", "post": "square", "peri": "diamond", "output": "triangle-up"}
+MARKERS |= {"scaled": "x", "off": "circle", "rms": "diamond", "clip": "square"}
 # How opaque a band of seeds is: its lines show through.
 BAND_ALPHA = 0.22
 

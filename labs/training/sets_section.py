@@ -126,8 +126,8 @@ def placement_section(tr: Translator) -> None:
     with right:
         _placement_chart(view, tr, "rms")
     slots = [f"diverged_{p}" for p in view.placements]
-    slots += [f"depth_{p}" for p in view.placements] + ["growth"]
-    slots += [slot for slot in view.claims if slot.startswith("loss_")]
+    slots += [f"depth_{p}" for p in view.placements]
+    slots += [slot for slot in view.claims if slot.startswith(("growth_", "loss_"))]
     _say(tr, view.claims, slots)
 
 
@@ -151,7 +151,11 @@ def qknorm_section(tr: Translator) -> None:
     left, right = st.columns(2, gap="large")
     with left:
         _qk_chart(view, tr, "logit")
-        _say(tr, view.claims, ["rise", "blowup"])
+        _say(tr, view.claims, ["rise", "blowup", "clip"])
     with right:
         _qk_chart(view, tr, "loss")
-        _say(tr, view.claims, [f"loss_{i}" for i in range(view.lrs.size)] + ["best"])
+        _say(
+            tr,
+            view.claims,
+            [s for s in view.claims if s.startswith(("rms_loss", "clip_loss"))] + ["best"],
+        )

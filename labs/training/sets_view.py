@@ -107,6 +107,9 @@ def qknorm_view(data: Mapping[str, Any]) -> QKNormView:
     lrs = sorted({float(r["lr"]) for r in runs})
     seeds = sorted({int(r["seed"]) for r in runs})
     cells = {(r["qk_norm"], float(r["lr"]), int(r["seed"])): r for r in runs}
+    taus = {r["config"]["tau"] for r in runs if r["qk_norm"] == "clip"}
+    if len(taus) > 1:
+        raise ValueError("every QK-Clip run of a set needs the same tau")
     if len(cells) != len(runs) or len(cells) != len(modes) * len(lrs) * len(seeds):
         raise ValueError("the QK-norm set needs one run for every mode, learning rate and seed")
     grids: dict[str, dict[str, np.ndarray]] = {"peak": {}, "loss": {}}
@@ -114,9 +117,8 @@ def qknorm_view(data: Mapping[str, Any]) -> QKNormView:
         rows = [[cells[(m, lr, s)] for lr in lrs] for s in seeds]
         grids["peak"][m] = np.array([[peak(r["val_max_logit"]) for r in row] for row in rows])
         grids["loss"][m] = np.array([[r["val_loss"][-1] for r in row] for row in rows])
-    view = QKNormView(
-        modes, np.array(lrs), tuple(seeds), grids["peak"], grids["loss"], _setup(runs), {}
-    )
+    setup = _setup(runs) | {"tau": taus.pop() if taus else None}
+    view = QKNormView(modes, np.array(lrs), tuple(seeds), grids["peak"], grids["loss"], setup, {})
     return replace(view, claims=qknorm_claims(view))
 
 

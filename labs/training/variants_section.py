@@ -1,5 +1,5 @@
-"""The training lab beyond the two norms: the placement and QK-norm controls of a live run, and
-DyT's learned alpha, layer by layer (``labs.training.dyt_claims``).
+"""The training lab beyond the two norms: the placement, QK-norm and QK-Clip controls of a live
+run, and DyT's learned alpha, layer by layer (``labs.training.dyt_claims``).
 
 ``pages/training.py`` adds ``ARCHITECTURE_PARAMS`` to its link parameters, draws
 :func:`architecture_controls` in its sidebar, names the choices in its settings sentence with
@@ -11,35 +11,47 @@ import streamlit as st
 
 from labs.training.curves import TrainingView
 from labs.training.figures import alpha_figure
+from labs.training.lab_view import LIVE_TAUS
 from labs.training.model import PLACEMENTS, QK_NORMS
+from labs.training.sets import QKNORM_TAU
 from ui import widgets
 from ui.chart import chart
 from ui.frame import readable
 from ui.i18n import Translator
-from ui.params import ChoiceParam
+from ui.params import ChoiceParam, LadderParam
 
 ARCHITECTURE_PARAMS = (
     ChoiceParam("placement", "pre", PLACEMENTS),
     ChoiceParam("qk_norm", "off", QK_NORMS),
+    LadderParam("tau", QKNORM_TAU, LIVE_TAUS),
 )
 _P = {p.key: p for p in ARCHITECTURE_PARAMS}
 
 
 def architecture_controls(tr: Translator) -> None:
     """Where the norm layers sit and the QK norm, each a select box in the page's language,
-    bound to the link (``placement``, ``qk_norm``). Call inside the sidebar."""
-    for key in _P:
+    bound to the link (``placement``, ``qk_norm``), and QK-Clip's cap ``tau`` (for ``clip``
+    alone). Call inside the sidebar."""
+    for key in ("placement", "qk_norm"):
         widgets.labelled_choice(
             _P[key],
             tr(f"training.{key}_label"),
             lambda value, key=key: tr(f"training.{key}_option_{value}"),
             help=tr(f"training.{key}_help"),
         )
+    clip = st.session_state.get("qk_norm") == "clip"
+    widgets.ladder(
+        _P["tau"], tr("training.tau_label"), help=tr("training.tau_help"), disabled=not clip
+    )
 
 
 def architecture_names(state: dict, tr: Translator) -> dict[str, str]:
-    """The chosen placement and QK norm by their names in the page's language."""
-    return {key: tr(f"training.{key}_option_{state[key]}") for key in _P}
+    """The chosen placement and QK norm (with QK-Clip, its tau) by their names in the page's
+    language."""
+    names = {key: tr(f"training.{key}_option_{state[key]}") for key in ("placement", "qk_norm")}
+    if state["qk_norm"] == "clip":
+        names["qk_norm"] = tr("training.tau_setting", tau=state["tau"])
+    return names
 
 
 def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:

@@ -2,12 +2,12 @@
 records with the standard library (``math.fsum``, plain loops).
 
 States: the shipped sets (``assets/train/placement.json`` and ``qknorm.json``, read here with
-json), and synthetic records drawn by hypothesis. Placement: one to three placements, one to
+json), and synthetic records drawn by hypothesis. Placement: one to five placements, one to
 three seeds, 2 to 5 blocks, streams whose RMS stays flat, grows, shrinks or wanders from block to
 block (a seed of its own now and then, ties, zeros and values that are not finite), losses that
-tie, lie close or diverge. QK norm: one or both modes, one to four learning rates, one to three
-seeds, logits that rise with the learning rate or wander, ties, zeros and NaN, losses that tie or
-diverge.
+tie, lie close or diverge. QK norm: the plain mode, QK norm and QK-Clip or some of them, one to
+four learning rates, one to three seeds, logits that rise with the learning rate or wander (the
+clipped ones around their tau, ties included), zeros and NaN, losses that tie or diverge.
 
 Each check reads the records it was given (``state["data"]``), never the view's arrays.
 """
@@ -26,9 +26,10 @@ from labs.training.sets_claims import BAND
 from labs.training.sets_view import placement_view, qknorm_view
 from tests.claims.oracle import check_runs_words
 
-NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN"}
-ORDER = ("pre", "post", "peri")
-MODES = ("off", "rms")
+NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "output": "Output-LN"}
+NAMES["scaled"] = "LN Scaling"
+ORDER = ("pre", "post", "peri", "output", "scaled")
+MODES = ("off", "rms", "clip")
 # Two float64 computations of one quantity in different orders: a few units in the last place.
 RTOL = 16 * 2.0**-52
 
@@ -73,7 +74,7 @@ def stream(draw, n_layer: int, profile: str) -> list[float]:
 PROFILES = st.sampled_from(["flat", "up", "down", "wander"])
 
 
-def _record(kind: str, value: str, seed: int, lr: float, curves: dict) -> dict:
+def _record(kind: str, value: str, seed: int, lr: float, curves: dict, tau: float = 10.0) -> dict:
     """A run as ``labs.training.sets`` writes it (the fields the view reads)."""
     model = {"n_layer": len(curves["rms"][-1]) - 1, "n_embd": 48, "n_head": 4}
     model |= {"placement": "pre", "qk_norm": "off", kind: value}
@@ -82,7 +83,13 @@ def _record(kind: str, value: str, seed: int, lr: float, curves: dict) -> dict:
         "qk_norm": model["qk_norm"],
         "lr": lr,
         "seed": seed,
-        "config": {"model": model, "steps": curves["steps"][-1], "lr": lr, "batch_size": 16},
+        "config": {
+            "model": model,
+            "steps": curves["steps"][-1],
+            "lr": lr,
+            "batch_size": 16,
+            "tau": tau,
+        },  # fmt: skip
         "val_steps": curves["steps"],
         "val_loss": curves["loss"],
         "val_max_logit": curves["logit"],
@@ -92,7 +99,7 @@ def _record(kind: str, value: str, seed: int, lr: float, curves: dict) -> dict:
 
 @st.composite
 def placement_data(draw) -> dict:
-    placements = draw(st.lists(st.sampled_from(ORDER), min_size=1, max_size=3, unique=True))
+    placements = draw(st.lists(st.sampled_from(ORDER), min_size=1, max_size=5, unique=True))
     seeds = draw(st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True))
     n_layer, n_val = draw(st.integers(2, 5)), draw(st.integers(1, 4))
     steps = [10 * i for i in range(n_val)]
@@ -118,7 +125,8 @@ LRS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 0.3)
 
 @st.composite
 def qknorm_data(draw) -> dict:
-    modes = draw(st.sampled_from([MODES, MODES, MODES, ("off",), ("rms",)]))
+    modes = draw(st.sampled_from([MODES, MODES, MODES[:2], ("off", "clip"), ("off",), ("rms",)]))
+    tau = draw(st.sampled_from([3.0, 10.0, 30.0]))
     lrs = sorted(draw(st.lists(st.sampled_from(LRS), min_size=1, max_size=4, unique=True)))
     seeds = draw(st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True))
     n_val = draw(st.integers(1, 4))
@@ -131,6 +139,8 @@ def qknorm_data(draw) -> dict:
             for seed in seeds:
                 if mode == "off" and rising:
                     top = draw(_value(1.0, 3.0, (2.0,))) * 10.0**i
+                elif mode == "clip":
+                    top = draw(_value(tau / 2, tau * 2, (tau,)))
                 else:
                     top = draw(_value(0.5, 50.0, (4.0, 3.0)))
                 logit = [top * draw(_value(0.1, 1.0, (1.0,))) for _ in range(n_val)]
@@ -142,7 +152,7 @@ def qknorm_data(draw) -> dict:
                     loss[-1] = draw(BAD)
                 curves = {"steps": list(range(n_val)), "loss": loss, "logit": logit}
                 curves["rms"] = [[0.1, 1.0, 1.0]] * n_val
-                runs.append(_record("qk_norm", mode, seed, lr, curves))
+                runs.append(_record("qk_norm", mode, seed, lr, curves, tau))
     return {"set": "qknorm", "data": {"runs": runs}}
 
 
@@ -259,19 +269,22 @@ def check_depth(state: dict, claim) -> None:
 
 
 def check_growth(state: dict, claim) -> None:
+    """Two placements' growth from block 1 to the last, named by ``a`` and ``b``."""
     f = claim.fields
     factors = {}
-    for p in ("pre", "peri"):
+    for side in ("a", "b"):
+        (p,) = [p for p in ORDER if NAMES[p] == f[side]]
         runs = runs_of(state, placement=p)
         assert runs
-        factors[p] = [r["val_hidden_rms"][-1][-1] / r["val_hidden_rms"][-1][1] for r in runs]
-        assert finite(factors[p])
-        near(f[f"{p}_lo"], min(factors[p]))
-        near(f[f"{p}_hi"], max(factors[p]))
-    assert f["blocks"] == len(runs_of(state, placement="pre")[0]["val_hidden_rms"][-1]) - 1
-    pre_more = min(factors["pre"]) > max(factors["peri"])
-    peri_more = min(factors["peri"]) > max(factors["pre"])
-    expected = "pre_more" if pre_more else "peri_more" if peri_more else "overlap"
+        factors[side] = [r["val_hidden_rms"][-1][-1] / r["val_hidden_rms"][-1][1] for r in runs]
+        assert finite(factors[side])
+        near(f[f"{side}_lo"], min(factors[side]))
+        near(f[f"{side}_hi"], max(factors[side]))
+        assert f["blocks"] == len(runs[0]["val_hidden_rms"][-1]) - 1
+    assert f["a"] != f["b"]
+    a_more = min(factors["a"]) > max(factors["b"])
+    b_more = min(factors["b"]) > max(factors["a"])
+    expected = "a_more" if a_more else "b_more" if b_more else "overlap"
     assert claim.key == f"training_sets.place_growth_{expected}"
 
 
@@ -374,7 +387,7 @@ def comparable(state: dict) -> list[float]:
     return [
         lr
         for lr in qk_lrs(state)
-        if all(math.isfinite(v) and v > 0 for m in MODES for v in peaks(state, m, lr))
+        if all(math.isfinite(v) and v > 0 for m in MODES[:2] for v in peaks(state, m, lr))
     ]
 
 
@@ -416,19 +429,35 @@ def check_blowup(state: dict, claim) -> None:
     assert f["rms_hi"] == max(peaks(state, "rms", best))
 
 
+def check_clip(state: dict, claim) -> None:
+    """QK-Clip's peaks against its tau, and the plain runs' at the same learning rates."""
+    f, lrs = claim.fields, qk_lrs(state)
+    (tau,) = {r["config"]["tau"] for r in runs_of(state, qk_norm="clip")}
+    clip = {lr: peaks(state, "clip", lr) for lr in lrs}
+    off = {lr: peaks(state, "off", lr) for lr in lrs}
+    assert all(finite(values) for values in [*clip.values(), *off.values()])
+    tops = {lr: max(values) for lr, values in clip.items()}
+    lr = min(lr for lr, top in tops.items() if top == max(tops.values()))
+    over = sum(top > tau for top in tops.values())
+    off_over = sum(max(values) > tau for values in off.values())
+    assert f == {"tau": tau, "n": len(lrs), "over": over, "off_over": off_over, "lr": lr,
+                 "clip_hi": tops[lr], "off_hi": max(off[lr])}  # fmt: skip
+    assert claim.key == f"training_sets.qk_clip_{'over' if over else 'capped'}"
+
+
 def check_qk_loss(state: dict, claim) -> None:
     f = claim.fields
     lr = f["lr"]
     assert lr in qk_lrs(state)
-    off, rms = finals(state, "off", lr), finals(state, "rms", lr)
-    kind = claim.key.removeprefix("training_sets.qk_loss_")
+    mode, kind = claim.key.removeprefix("training_sets.qk_").split("_loss_")
+    off, mine = finals(state, "off", lr), finals(state, mode, lr)
     if kind == "diverged":
-        assert not (finite(off) and finite(rms))
+        assert not (finite(off) and finite(mine))
         return
-    assert finite(off) and finite(rms)
-    truth = pair_truth(rms, off)
+    assert finite(off) and finite(mine)
+    truth = pair_truth(mine, off)
     scale = max(abs(truth["a_loss"]), abs(truth["b_loss"]))
-    near(f["rms_loss"], truth["a_loss"])
+    near(f[f"{mode}_loss"], truth["a_loss"])
     near(f["off_loss"], truth["b_loss"])
     near(f["gap"], truth["gap"], scale)
     if kind == "one_seed":
@@ -446,7 +475,7 @@ def check_qk_loss(state: dict, claim) -> None:
 
 def check_best(state: dict, claim) -> None:
     f = claim.fields
-    for mode in MODES:
+    for mode in MODES if claim.key.endswith("_clip") else MODES[:2]:
         means = {lr: mean(finals(state, mode, lr)) for lr in qk_lrs(state)
                  if finite(finals(state, mode, lr))}  # fmt: skip
         assert means
@@ -473,10 +502,7 @@ CHECKS = {
         for k in (d, f"{d}_within")
     },
     "training_sets.place_depth_unreadable": check_depth,
-    **{
-        f"training_sets.place_growth_{k}": check_growth
-        for k in ("pre_more", "peri_more", "overlap")
-    },
+    **{f"training_sets.place_growth_{k}": check_growth for k in ("a_more", "b_more", "overlap")},
     **{f"training_sets.place_loss_{k}": check_place_loss for k in ("beyond", "within", "one_seed")},
     "training_sets.place_diverged": check_place_diverged,
     **{f"training_sets.qk_{c}_words_{m}": check_qk_words for c in ("logit", "loss") for m in MODES},
@@ -484,9 +510,13 @@ CHECKS = {
     "training_sets.qk_rise_not_in_order": check_rise,
     "training_sets.qk_blowup": check_blowup,
     "training_sets.qk_blowup_none": check_blowup,
+    "training_sets.qk_clip_capped": check_clip,
+    "training_sets.qk_clip_over": check_clip,
     **{
-        f"training_sets.qk_loss_{k}": check_qk_loss
+        f"training_sets.qk_{m}_loss_{k}": check_qk_loss
+        for m in ("rms", "clip")
         for k in ("lower", "higher", "within", "one_seed", "diverged")
     },
     "training_sets.qk_best": check_best,
+    "training_sets.qk_best_clip": check_best,
 }

@@ -18,6 +18,7 @@ from labs.training import run_cache
 from labs.training.claims import drawn_shares
 from labs.training.lab_view import SECONDS_ENV, TRAIN_LINE, reference_view
 from labs.training.runs import CURVES_FILE, REFERENCE_DIR
+from labs.training.sets import QKNORM_TAU
 from tests.apptest_util import (
     APP,
     assert_claims_shown,
@@ -177,16 +178,37 @@ def test_dyt_peri_norm_and_qk_norm_train_live_and_show_alpha(monkeypatch, lang) 
     assert_claims_shown(at, view.claims, lang)
 
 
-def test_bad_variant_placement_and_qk_norm_values_are_named_with_what_is_allowed() -> None:
-    at = open_app("training", lang="en", dyt="perhaps", placement="sideways", qk_norm="l2")
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_output_norm_with_qk_clip_trains_live(monkeypatch, lang) -> None:
+    monkeypatch.setenv(SECONDS_ENV, "60")
+    link = {**BEYOND, "dyt": "false", "placement": "output", "qk_norm": "clip", "tau": "3"}
+    at = train(open_page_alone(lang, **link))
+    tr = translator(lang)
+    live = at.session_state[LIVE_KEY]
+    assert (live["state"]["placement"], live["state"]["qk_norm"], live["state"]["tau"]) == (
+        "output", "clip", 3.0)  # fmt: skip
+    assert all(r.steps_done == 10 and r.qk_norm == "clip" for r in live["view"].runs)
+    settings = "\n".join(c.value for c in at.caption)
+    assert tr("training.placement_option_output") in settings
+    assert tr("training.tau_setting", tau=3.0) in settings
+    assert_claims_shown(at, live["view"].claims, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_bad_variant_placement_qk_norm_and_tau_values_are_named_with_what_is_allowed(lang) -> None:
+    at = open_app("training", lang=lang, dyt="perhaps", placement="sideways", qk_norm="l2",
+                  tau="huge")  # fmt: skip
     assert not at.exception
     text = "\n".join(w.value for w in at.warning)
-    for key, allowed in (("dyt", "true, false"), ("placement", "pre, post, peri"),
-                         ("qk_norm", "off, rms, layer")):  # fmt: skip
+    for key, allowed in (("dyt", "true, false"), ("placement", "pre, post, peri, output, scaled"),
+                         ("qk_norm", "off, rms, layer, clip"), ("tau", "1")):  # fmt: skip
         assert f"`{key}`" in text and allowed in text, (key, text)
+    assert "1000" in text or "1.000" in text  # tau's range, in the page's number format
     state = at.session_state
     assert (state["dyt"], state["placement"], state["qk_norm"]) == (False, "pre", "off")
-    assert LIVE_KEY not in state
+    assert state["tau"] == QKNORM_TAU and LIVE_KEY not in state
+    at = open_app("training", lang=lang, qk_norm="clip", tau="7")
+    assert "`tau`" in "\n".join(w.value for w in at.warning) and at.session_state["tau"] == 10.0
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])

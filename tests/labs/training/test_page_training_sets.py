@@ -16,7 +16,8 @@ from tests.apptest_util import assert_claims_shown, decode, figures, open_app, s
 from ui.i18n import translator
 
 FIGURES = {"sets_place_loss", "sets_place_rms", "sets_qk_logit", "sets_qk_loss"}
-NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN"}
+NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "output": "Output-LN"}
+NAMES["scaled"] = "LN Scaling"
 
 
 def drawn(spec: dict, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -64,7 +65,7 @@ def test_the_charts_draw_the_shipped_seeds(pages) -> None:
             np.testing.assert_allclose(mean, grid.mean(axis=0), rtol=1e-15)
     runs = json.loads((REFERENCE_DIR / SET_FILES["qknorm"]).read_text())["runs"]
     tr = translator("en")
-    for mode in ("off", "rms"):
+    for mode in ("off", "rms", "clip"):
         lrs = sorted({r["lr"] for r in runs})
         by_seed = {}
         for r in runs:

@@ -11,10 +11,13 @@ import math
 import numpy as np
 import pytest
 
+from labs.training.model import PLACEMENTS
 from labs.training.runs import SETS
 from labs.training.sets import (
     PLACEMENT,
     QKNORM,
+    QKNORM_MODES,
+    QKNORM_TAU,
     SET_FILES,
     load_set,
     make_placement,
@@ -37,7 +40,7 @@ def quick(tmp_path_factory) -> dict:
 
 
 def test_a_quick_run_writes_the_file_it_documents(quick) -> None:
-    for name, expected in (("placement", 3), ("qknorm", 2)):
+    for name, expected in (("placement", 5), ("qknorm", 3)):
         path = quick["dir"] / SET_FILES[name]
         assert quick["made"][name]["file"] == str(path) and quick["made"][name]["runs"] == expected
         data = json.loads(path.read_text())
@@ -55,22 +58,25 @@ def test_a_quick_run_writes_the_file_it_documents(quick) -> None:
                 assert float(f"{value:.7g}") == value  # seven significant digits
             assert all(round(v, 8) == v for v in run["val_loss"])
     placement = load_set("placement", quick["dir"])
-    assert {r["placement"] for r in placement["runs"]} == {"pre", "post", "peri"}
+    assert {r["placement"] for r in placement["runs"]} == set(PLACEMENTS)
     assert {r["config"]["model"]["n_layer"] for r in placement["runs"]} == {PLACEMENT.model.n_layer}
     qk = load_set("qknorm", quick["dir"])
-    assert [(r["qk_norm"], r["lr"]) for r in qk["runs"]] == [("off", 3e-2), ("rms", 3e-2)]
+    assert [(r["qk_norm"], r["lr"]) for r in qk["runs"]] == [(m, 3e-2) for m in QKNORM_MODES]
+    assert {r["config"]["tau"] for r in qk["runs"]} == {QKNORM_TAU}
     assert {r["config"]["model"]["n_layer"] for r in qk["runs"]} == {QKNORM.model.n_layer}
 
 
 def test_the_quick_sets_read_into_the_pages_view(quick) -> None:
     view = placement_view(load_set("placement", quick["dir"]))
-    assert view.placements == ("pre", "post", "peri") and view.n_layer == 8
+    assert view.placements == PLACEMENTS and view.n_layer == 8
     assert view.hidden_rms["peri"].shape == (1, 9) and view.val_loss["pre"].shape == (1, 3)
     assert view.claims["loss_pre_post"].key == "training_sets.place_loss_one_seed"
     qk = qknorm_view(load_set("qknorm", quick["dir"]))
-    assert qk.modes == ("off", "rms") and qk.lrs.tolist() == [3e-2]
+    assert qk.modes == ("off", "rms", "clip") and qk.lrs.tolist() == [3e-2]
     assert "rise" not in qk.claims  # one learning rate: no trend to state
-    assert qk.claims["loss_0"].key == "training_sets.qk_loss_one_seed"
+    assert qk.claims["rms_loss_0"].key == "training_sets.qk_rms_loss_one_seed"
+    assert qk.claims["clip_loss_0"].key == "training_sets.qk_clip_loss_one_seed"
+    assert qk.setup["tau"] == QKNORM_TAU
 
 
 def test_the_runs_script_makes_both_sets() -> None:
@@ -89,7 +95,7 @@ def run(kind: str, value: str, seed: int, loss: list, rms: list, logit: list, lr
         "qk_norm": model["qk_norm"],
         "lr": lr,
         "seed": seed,
-        "config": {"model": model, "steps": steps[-1], "lr": lr},
+        "config": {"model": model, "steps": steps[-1], "lr": lr, "tau": 10.0},
         "val_steps": steps,
         "val_loss": loss,
         "val_max_logit": logit,
@@ -133,8 +139,8 @@ def test_every_depth_sentence_is_reached_and_holds(kind: str) -> None:
 @pytest.mark.parametrize(
     ("pre_loss", "peri_loss", "seeds", "loss_key", "growth_key"),
     [
-        ([2.0, 2.1], [2.05, 2.15], 2, "within", "growth_peri_more"),
-        ([2.0, math.nan], [2.0, 2.5], 2, None, "growth_peri_more"),
+        ([2.0, 2.1], [2.05, 2.15], 2, "within", "growth_b_more"),
+        ([2.0, math.nan], [2.0, 2.5], 2, None, "growth_b_more"),
         ([2.0], [2.3], 1, "one_seed", "growth_overlap"),
     ],
 )
@@ -151,7 +157,7 @@ def test_loss_and_growth_sentences_follow_the_spread(
     ]
     state = {"set": "placement", "data": {"runs": runs}}
     claims = placement_view(state["data"]).claims
-    assert claims["growth"].key == f"training_sets.place_{growth_key}"
+    assert claims["growth_peri"].key == f"training_sets.place_{growth_key}"
     if loss_key is None:
         assert "loss_pre_peri" not in claims
         assert claims["diverged_pre"].key == "training_sets.place_diverged"
@@ -177,7 +183,7 @@ def test_overlapping_growth_ranges_say_nothing_about_every_seed() -> None:
     state = {"set": "placement", "data": {"runs": runs}}
     view = placement_view(state["data"])
     assert np.all(view.growth["pre"] > view.growth["peri"])  # seed by seed
-    claim = view.claims["growth"]
+    claim = view.claims["growth_peri"]
     assert claim.key == "training_sets.place_growth_overlap"
     check(state, claim)
     assert "every seed" not in translator("en").claim(claim)
@@ -185,11 +191,12 @@ def test_overlapping_growth_ranges_say_nothing_about_every_seed() -> None:
 
 
 def qk_state(peaks: dict, losses: dict, lrs=(1e-3, 1e-2, 1e-1)) -> dict:
-    """Runs of both modes, two seeds: ``peaks[mode]`` and ``losses[mode]`` per seed and rate."""
+    """Runs of each mode of ``peaks``, two seeds: ``peaks[mode]`` and ``losses[mode]`` per seed
+    and rate."""
     runs = [
         run("qk_norm", mode, seed, [5.5, losses[mode][seed][i]], [0.1, 1.0, 1.0],
             [1.0, peaks[mode][seed][i]], lr=lr)
-        for mode in ("off", "rms")
+        for mode in peaks
         for seed in (0, 1)
         for i, lr in enumerate(lrs)
     ]  # fmt: skip
@@ -213,7 +220,9 @@ def test_the_logit_sentences_follow_the_peaks(off, rms, rise, blowup) -> None:
     claims = qknorm_view(state["data"]).claims
     assert claims["rise"].key == f"training_sets.qk_{rise}"
     assert claims["blowup"].key == f"training_sets.qk_{blowup}"
-    keys = [claims[f"loss_{i}"].key.removeprefix("training_sets.qk_loss_") for i in range(3)]
+    keys = [
+        claims[f"rms_loss_{i}"].key.removeprefix("training_sets.qk_rms_loss_") for i in range(3)
+    ]
     assert keys == ["within", "higher", "lower"]
     for claim in claims.values():
         check(state, claim)
@@ -224,11 +233,37 @@ def test_a_diverged_rate_is_named_and_left_out() -> None:
     losses = {"off": [[2.5, 2.2, math.nan], [2.5, 2.2, 2.9]], "rms": [[2.5, 2.3, 2.4]] * 2}
     state = qk_state(peaks, losses)
     view = qknorm_view(state["data"])
-    assert view.claims["loss_2"].key == "training_sets.qk_loss_diverged"
+    assert view.claims["rms_loss_2"].key == "training_sets.qk_rms_loss_diverged"
     assert view.claims["best"].fields["off_lr"] == 1e-2
     assert np.isnan(view.final_loss["off"][0, 2])
     for claim in view.claims.values():
         check(state, claim)
+
+
+@pytest.mark.parametrize(
+    ("clip", "key", "over"),
+    [([[4, 9, 10], [3, 8, 10]], "capped", 0), ([[4, 9, 12], [3, 11, 10]], "over", 2)],
+)
+def test_the_clip_sentence_weighs_its_peaks_against_tau(clip, key, over) -> None:
+    """tau = 10: a peak of exactly 10 is capped; the plain runs pass it at two rates."""
+    peaks = {"off": [[3, 30, 3000], [4, 40, 5000]], "rms": [[4, 4, 9], [3, 5, 8]], "clip": clip}
+    losses = {"off": [[2.5, 2.2, 2.9], [2.52, 2.21, 2.95]], "rms": [[2.5, 2.3, 2.4]] * 2}
+    losses["clip"] = [[2.5, 2.25, math.nan], [2.6, 2.26, 2.5]]
+    state = qk_state(peaks, losses)
+    claims = qknorm_view(state["data"]).claims
+    assert claims["clip"].key == f"training_sets.qk_clip_{key}"
+    assert (claims["clip"].fields["over"], claims["clip"].fields["off_over"]) == (over, 2)
+    keys = [
+        claims[f"clip_loss_{i}"].key.removeprefix("training_sets.qk_clip_loss_") for i in range(3)
+    ]
+    assert keys == ["within", "higher", "diverged"]
+    assert claims["best"].key == "training_sets.qk_best_clip"
+    for claim in claims.values():
+        check(state, claim)
+    with pytest.raises(ValueError, match="the same tau"):
+        runs = state["data"]["runs"]
+        odd = {**runs[-1], "config": {**runs[-1]["config"], "tau": 3.0}}
+        qknorm_view({"runs": [*runs[:-1], odd]})
 
 
 def test_a_set_that_is_not_a_grid_is_refused() -> None:
