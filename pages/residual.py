@@ -224,7 +224,14 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
     st.subheader(tr("residual.trained_explain_heading"))
     for slot in ("offset", "share", "chance", "shift"):
         st.markdown(claims[slot])
+    outliers(view, tr, names, claims)
+    st.subheader(tr("residual.trained_table_heading"))
+    st.table(trained_table(view, names))
+    st.caption(claims["table"])
 
+
+def outliers(view: TrainedView, tr: Translator, names: dict, claims: dict) -> None:
+    """Each model's largest coordinates, layer by layer: the chart and the table of them."""
     st.subheader(tr("residual.outliers_heading"))
     rows, cols = view.relative_magnitude["rms"].shape
     layer_of, coordinate_of = np.divmod(np.arange(rows * cols), cols)  # row by row
@@ -254,10 +261,6 @@ def trained_models(view: TrainedView, tr: Translator) -> None:
     )
     dims.index.name = "l"  # the index of hₗ; "layer l" would wrap on a phone
     st.table(dims)
-
-    st.subheader(tr("residual.trained_table_heading"))
-    st.table(trained_table(view, names))
-    st.caption(claims["table"])
 
 
 def main() -> None:
