@@ -22,6 +22,8 @@ from labs.training.sets import (
     load_set,
     make_placement,
     make_qknorm,
+    placement_configs,
+    qknorm_configs,
 )
 from labs.training.sets_view import placement_view, qknorm_view
 from tests.claims.training_sets import CHECKS
@@ -81,6 +83,19 @@ def test_the_quick_sets_read_into_the_pages_view(quick) -> None:
 
 def test_the_runs_script_makes_both_sets() -> None:
     assert SETS["placement"] is make_placement and SETS["qknorm"] is make_qknorm
+
+
+@pytest.mark.parametrize("name", ["placement", "qknorm"])
+def test_the_shipped_sets_are_what_the_script_trains_with_three_seeds(name: str) -> None:
+    """Every variant (and learning rate) of a shipped set has at least three seeds, as every new
+    variant must, and the file holds the runs the script's configs describe, in their order."""
+    runs = load_set(name)["runs"]
+    configs = (placement_configs if name == "placement" else qknorm_configs)()
+    assert [r["config"] for r in runs] == [json.loads(json.dumps(c.as_dict())) for c in configs]
+    seeds: dict[tuple, set] = {}
+    for r in runs:
+        seeds.setdefault((r["placement"], r["qk_norm"], r["lr"]), set()).add(r["seed"])
+    assert min(len(s) for s in seeds.values()) >= 3, seeds
 
 
 # --- Every branch, from records made by hand --------------------------------------------------
