@@ -204,7 +204,7 @@ def test_a_live_training_with_dyt_has_its_charts_words_and_data(monkeypatch, lan
     shipped = len(at.get("plotly_chart"))
     at.button(key="train").click().run()
     live = {c.key for c in at.get("plotly_chart") if str(c.key).startswith("live_")}
-    assert {"live_step", "live_seconds", "live_finals", "live_alpha", "live_step_time"} <= live
+    assert {"live_step", "live_seconds", "live_finals", "live_alpha_dyt", "live_step_time"} <= live
     check_charts(at, "training", {"lang": lang}, shipped + len(live))
 
 

@@ -138,11 +138,6 @@ def dyt(x: torch.Tensor, alpha: torch.Tensor, weight: torch.Tensor, bias: torch.
     return weight * torch.tanh(alpha * x) + bias
 
 
-def derf(x, alpha, shift, weight, bias):
-    r"""Dynamic erf (Chen et al. 2025), :math:`y = g \odot \operatorname{erf}(\alpha x + s) + b`."""
-    return weight * torch.erf(alpha * x + shift) + bias
-
-
 class Norm(nn.Module):
     """One norm layer: LayerNorm, RMSNorm, DyT, Derf or the identity.
 
@@ -178,8 +173,8 @@ class Norm(nn.Module):
             return x
         if self.kind == "dyt":
             return dyt(x, self.alpha, self.weight, self.bias)
-        if self.kind == "derf":
-            return derf(x, self.alpha, self.shift, self.weight, self.bias)
+        if self.kind == "derf":  # Dynamic erf (Chen et al. 2025): NORM_FORMULAS["derf"]
+            return self.weight * torch.erf(self.alpha * x + self.shift) + self.bias
         return self.fn(x, self.weight, getattr(self, "bias", None), self.eps)
 
     def extra_repr(self) -> str:

@@ -48,18 +48,15 @@ CHECKPOINT_NORMS = ("layer", "rms", "none")
 
 
 def reference_configs(
-    *,
-    steps: int | None = None,
-    seeds: Sequence[int] = REFERENCE_SEEDS,
-    norms: Sequence[str] = REFERENCE_NORMS,
+    *, steps: int | None = None, seeds: Sequence[int] = REFERENCE_SEEDS
 ) -> list[TrainConfig]:
-    """``REFERENCE`` for every seed and each of ``norms``, seed-major; ``steps`` overrides the
+    """``REFERENCE`` for every seed and ``REFERENCE_NORMS``, seed-major; ``steps`` overrides the
     length."""
     base = REFERENCE if steps is None else replace(REFERENCE, steps=steps)
     return [
         replace(base, model=replace(base.model, norm=norm), seed=seed)
         for seed in seeds
-        for norm in norms
+        for norm in REFERENCE_NORMS
     ]
 
 
@@ -114,15 +111,16 @@ def run_reference(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Train every reference run with ``threads`` CPU threads; write the files; return the
-    summary. Each run's loss and timing lines go to ``log``. ``norms`` trains those variants
-    alone and merges them into the set in ``directory``: its other runs and its ``machine`` stay
-    as they are, and each new run records its own ``machine``."""
+    summary. Each run's loss and timing lines go to ``log``. ``norms``: train those alone, merged
+    into the set in ``directory`` (its other runs and machine kept, each new run with its own)."""
     torch.set_num_threads(threads)
     directory = Path(directory)
     corpus = load_corpus()
     started, load_before = time.perf_counter(), os.getloadavg()
     runs = []
-    for config in reference_configs(steps=steps, seeds=seeds, norms=norms or REFERENCE_NORMS):
+    for config in reference_configs(steps=steps, seeds=seeds):
+        if config.model.norm not in (norms or REFERENCE_NORMS):
+            continue
         result = train(config, corpus=corpus)
         checkpoint = None
         if config.model.norm in CHECKPOINT_NORMS:
@@ -180,8 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     merge = "train these variants alone and merge them into the set (--set norms only)"
     parser.add_argument("--norms", nargs="+", choices=REFERENCE_NORMS, default=None, help=merge)
     args = parser.parse_args(argv)
-    options = (("steps", args.steps), ("seeds", args.seeds), ("norms", args.norms))
-    given = {k: v for k, v in options if v is not None}
+    given = {k: v for k, v in vars(args).items() if k in ("steps", "seeds", "norms") and v}
     result = make_set(args.set, args.out, threads=args.threads, **given)
     print(json.dumps({k: v for k, v in result.items() if k not in ("data", "variants")}, indent=1))
 

@@ -26,7 +26,6 @@ from labs.training.model import (
     ModelConfig,
     Norm,
     curve_params,
-    derf,
     describe,
     dyt,
     probe,
@@ -124,13 +123,15 @@ def test_derf_is_weight_erf_alpha_x_plus_shift_plus_bias_float64() -> None:
 def test_derf_gradcheck_float64() -> None:
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(3, 4, generator=gen, dtype=torch.float64, requires_grad=True)
-    alpha = torch.tensor([0.8], dtype=torch.float64, requires_grad=True)
-    shift = torch.tensor([0.3], dtype=torch.float64, requires_grad=True)
-    weight, bias = (
-        torch.randn(4, generator=gen, dtype=torch.float64, requires_grad=True) for _ in range(2)
-    )
-    assert torch.autograd.gradcheck(derf, (x, alpha, shift, weight, bias))
     layer = Norm("derf", 4, 1e-5, "final").double()
+    names = ("alpha", "shift", "weight", "bias")
+    values = [torch.tensor([0.8]), torch.tensor([0.3]), *(torch.randn(4, generator=gen),) * 2]
+    values = [v.double().requires_grad_() for v in values]
+
+    def call(x, *params):
+        return torch.func.functional_call(layer, dict(zip(names, params, strict=True)), (x,))
+
+    assert torch.autograd.gradcheck(call, (x, *values))
     layer(x).sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in layer.parameters())
 

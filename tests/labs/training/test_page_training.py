@@ -164,16 +164,16 @@ def test_dyt_peri_norm_and_qk_norm_train_live_and_show_alpha(monkeypatch, lang) 
     assert [r.norm for r in view.runs] == ["rms", "layer", "dyt"]
     assert all(r.steps_done == 10 and r.stopped_by == "steps" for r in view.runs)
     # Peri-norm: a norm before and after each sublayer, and the final one; each a DyT layer.
-    assert view.alphas.layers == ("0.ln_1", "0.ln_1_out", "0.ln_2", "0.ln_2_out", "ln_f")
-    alpha = figures(at)["live_alpha"]["data"]
+    assert view.alphas[0].layers == ("0.ln_1", "0.ln_1_out", "0.ln_2", "0.ln_2_out", "ln_f")
+    alpha = figures(at)["live_alpha_dyt"]["data"]
     seeds = [t for t in alpha if t["mode"] == "markers"]
-    np.testing.assert_array_equal(decode(seeds[0]["y"]), view.alphas.values.T.ravel())
+    np.testing.assert_array_equal(decode(seeds[0]["y"]), view.alphas[0].values.T.ravel())
     settings = "\n".join(c.value for c in at.caption)
     for name in (tr("training.placement_option_peri"), tr("training.qk_norm_option_rms")):
         assert name in settings
-    assert {"dyt", "alpha", "chart_alpha_dyt"} <= set(view.claims)
-    assert view.claims["dyt"].key == "training.dyt_one_seed"
-    assert view.claims["alpha"].key == "training.alpha_one_seed"
+    assert {"dyt", "alpha_dyt", "chart_alpha_dyt_dyt"} <= set(view.claims)
+    assert view.claims["dyt"].key == "training.s_norm_one_seed"
+    assert view.claims["alpha_dyt"].key == "training.learned_one_seed"
     assert_claims_shown(at, view.claims, lang)
 
 
