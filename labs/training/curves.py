@@ -22,6 +22,9 @@ from labs.training.train import STOP_REASONS
 
 # Points per curve sent to the browser: training losses are averaged over bins of steps.
 MAX_POINTS = 150
+# The learned scalars of the S-shaped norms, by (norm, param), and the record field of each.
+LEARNED = {("dyt", "alpha"): "dyt_alpha", ("derf", "alpha"): "dyt_alpha"}
+LEARNED[("derf", "shift")] = "derf_shift"
 
 
 @dataclass(frozen=True)
@@ -91,11 +94,6 @@ class AlphaSummary:
     init: float
     mean: np.ndarray  # (layers,) over the seeds
     spread: np.ndarray  # (layers,) max - min over the seeds; NaN where a value is not finite
-
-
-# The learned scalars of the S-shaped norms, by (norm, param), and the record field of each.
-LEARNED = {("dyt", "alpha"): "dyt_alpha", ("derf", "alpha"): "dyt_alpha"}
-LEARNED[("derf", "shift")] = "derf_shift"
 
 
 def alpha_summary(runs: Sequence[RunCurves], norm: str, param: str) -> AlphaSummary | None:

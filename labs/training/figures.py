@@ -278,7 +278,7 @@ def alpha_figure(
     bar from the lowest seed to the highest, a marker per seed (side by side), a black line at the
     mean over the seeds (with more than one seed) and a dashed line across at the initial ``init``.
 
-    ``labels`` names ``norm``, "seed", "mean", "alpha" (the y axis), "init" and "layer" (x axis).
+    ``labels`` names "variant", "seed", "mean", "alpha" (the y axis), "init" and "layer" (x axis).
     """
     values = np.asarray(values, dtype=float).reshape(len(seeds), len(layers))
     color, n = COLORS[norm], len(seeds)
@@ -289,7 +289,7 @@ def alpha_figure(
             x=np.concatenate([i + offsets for i in range(len(layers))]),
             y=values.T.ravel(),
             mode="markers",
-            name=labels[norm],
+            name=labels["variant"],
             marker={"color": color, "symbol": MARKERS[norm], "size": 12},
             customdata=np.array([[layer, seed] for layer in layers for seed in seeds]),
             hovertemplate=(

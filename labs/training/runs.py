@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=REFERENCE_THREADS, help=threads)
     parser.add_argument("--steps", type=int, default=None, help="override the step count")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="override the seeds")
-    merge = "train these variants alone and merge them into the set (--set norms only)"
-    parser.add_argument("--norms", nargs="+", choices=REFERENCE_NORMS, default=None, help=merge)
+    merge = "train these variants alone and merge them into the set in --out (--set norms)"
+    parser.add_argument("--norms", nargs="+", choices=REFERENCE_NORMS, help=merge)
     args = parser.parse_args(argv)
     given = {k: v for k, v in vars(args).items() if k in ("steps", "seeds", "norms") and v}
     result = make_set(args.set, args.out, threads=args.threads, **given)

@@ -54,8 +54,7 @@ def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:
             st.caption(tr(f"training.alpha_note_{alphas.norm}", init=alphas.init))
         texts = {"seed": "seed", "mean": "mean", "alpha": "alpha_axis"}
         texts |= {"init": "alpha_init", "layer": "alpha_layer"}
-        labels = {name: tr(f"training.{text}", **names) for name, text in texts.items()}
-        labels[alphas.norm] = names["variant"]
+        labels = names | {name: tr(f"training.{text}", **names) for name, text in texts.items()}
         fig = alpha_figure(
             alphas.norm, alphas.layers, alphas.seeds, alphas.values, alphas.init, labels
         )

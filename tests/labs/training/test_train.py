@@ -498,6 +498,25 @@ def test_every_shipped_set_names_the_function_that_makes_it() -> None:
         make_set("batch", "/nonexistent")
 
 
+def test_one_variant_trains_alone_and_merges_into_the_set(tmp_path) -> None:
+    """``--norms derf``: Derf's seed-0 run replaced, every other run and the set's machine kept
+    as they were, the new run with its own machine; no checkpoint written for Derf."""
+    shipped = json.loads((REFERENCE_DIR / CURVES_FILE).read_text())
+    (tmp_path / CURVES_FILE).write_text(json.dumps(shipped))
+    run_reference(tmp_path, steps=2, seeds=[0], norms=["derf"], log=lambda _line: None)
+    merged = json.loads((tmp_path / CURVES_FILE).read_text())
+    assert merged["machine"] == shipped["machine"]
+    pairs = [(r["norm"], r["seed"]) for r in merged["runs"]]
+    assert pairs == [(r["norm"], r["seed"]) for r in shipped["runs"]]
+    for old, new in zip(shipped["runs"], merged["runs"], strict=True):
+        if (new["norm"], new["seed"]) != ("derf", 0):
+            assert new == old
+    new = next(r for r in merged["runs"] if (r["norm"], r["seed"]) == ("derf", 0))
+    assert new["steps_done"] == 2 and new["machine"]["threads"] == 1
+    assert len(new["derf_shift"]) == len(new["dyt_alpha"]) == 7
+    assert {p.name for p in tmp_path.iterdir()} == {CURVES_FILE, SUMMARY_FILE}
+
+
 @pytest.mark.slow
 def test_reference_script_writes_every_file(tmp_path) -> None:
     summary = run_reference(tmp_path, threads=1, steps=2, seeds=[5], log=lambda _line: None)
