@@ -53,13 +53,14 @@ from ui.i18n import Translator, translator
 from ui.params import BoolParam, IntParam, LadderParam
 
 # The link names of the variants (``none`` alone would read oddly in a link).
-VARIANT_KEYS = {"rms": "rms", "layer": "layer", "none": "nonorm", "dyt": "dyt"}
+VARIANT_KEYS = {"rms": "rms", "layer": "layer", "none": "nonorm", "dyt": "dyt", "derf": "derf"}
 PARAMS = (
     VIEW,
     BoolParam("rms", True),
     BoolParam("layer", True),
     BoolParam("nonorm", False),
     BoolParam("dyt", False),
+    BoolParam("derf", False),
     LadderParam("width", float(LIVE_DEFAULTS["width"]), tuple(float(w) for w in LIVE_WIDTHS)),
     IntParam("depth", LIVE_DEFAULTS["depth"], *LIVE_DEPTHS),
     LadderParam("eps", DEFAULT_LAYER_EPS, LIVE_EPS),
@@ -222,7 +223,7 @@ def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     means = {n: s.mean_at_step for n, s in view.norms.items()} if several else None
     fig = final_loss_figure(data, labels)
     seed_chart(view, tr, labels, fig, f"{key}_finals", "finals", seed_table(seeds, labels, means))
-    show_claims(view, tr, ["spread", "none", "dyt"])
+    show_claims(view, tr, ["spread", "none", "dyt", "derf", "derf_dyt"])
 
 
 def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:

@@ -37,11 +37,14 @@ def record_io(model: GPT, idx: torch.Tensor, modules: Mapping[str, torch.nn.Modu
 
 
 def norm_of(kind: str, x, sd: dict, prefix: str, eps: float):
-    """The textbook norms, one formula step per line; DyT as its paper writes it."""
+    """The textbook norms, one formula step per line; DyT and Derf as their papers write them."""
     if kind == "none":
         return x
     if kind == "dyt":
         return sd[f"{prefix}.weight"] * torch.tanh(sd[f"{prefix}.alpha"] * x) + sd[f"{prefix}.bias"]
+    if kind == "derf":
+        u = sd[f"{prefix}.alpha"] * x + sd[f"{prefix}.shift"]
+        return sd[f"{prefix}.weight"] * torch.erf(u) + sd[f"{prefix}.bias"]
     if kind == "rms":
         ms = (x * x).mean(-1, keepdim=True)  # (..., d) -> (..., 1)
         return x / torch.sqrt(ms + eps) * sd[f"{prefix}.weight"]

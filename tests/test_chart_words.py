@@ -48,8 +48,8 @@ CASES = [
     # time (no share: the sentence reads none, so none is drawn); the fair kernels: a step and the
     # norm layer alone; the placement set (loss, the stream's RMS) and the QK-norm set (largest
     # logit, final loss).
-    ("training", {"lang": "en"}, 11),
-    ("training", {"lang": "id"}, 11),
+    ("training", {"lang": "en"}, 13),  # the shipped runs: DyT's α, Derf's α and s among them
+    ("training", {"lang": "id"}, 13),
     # The S-curve view: R² by layer, then a scatter per norm layer of the chosen model.
     ("training", {"lang": "en", "view": "scurve"}, 8),
     ("training", {"lang": "id", "view": "scurve", "trained_seed": "1", "norm": "layer"}, 8),
@@ -204,7 +204,7 @@ def test_a_live_training_with_dyt_has_its_charts_words_and_data(monkeypatch, lan
     shipped = len(at.get("plotly_chart"))
     at.button(key="train").click().run()
     live = {c.key for c in at.get("plotly_chart") if str(c.key).startswith("live_")}
-    assert {"live_step", "live_seconds", "live_finals", "live_alpha", "live_step_time"} <= live
+    assert {"live_step", "live_seconds", "live_finals", "live_alpha_dyt", "live_step_time"} <= live
     check_charts(at, "training", {"lang": lang}, shipped + len(live))
 
 

@@ -1,7 +1,7 @@
 """The training runs as the page draws and compares them: each run's curves thinned for the
 browser (``RunCurves``), each norm's losses over its seeds at the common comparison points
-(``NormSummary``), DyT's learned alpha over its seeds (``AlphaSummary``), and the page state
-that gathers them with its sentences (``TrainingView``).
+(``NormSummary``), DyT's and Derf's learned scalars over their seeds (``AlphaSummary``), and the
+page state that gathers them with its sentences (``TrainingView``).
 
 The comparison points: the loss at equal steps is the validation loss at the last validation
 step every run reached; the loss at equal time is each run's last validation within the shortest
@@ -17,11 +17,14 @@ from typing import Any
 import numpy as np
 
 from labkit.claims import Claim
-from labs.training.model import DEFAULT_DYT_ALPHA, NORM_CLASSES, ModelConfig, describe
+from labs.training.model import DEFAULT_DERF_SHIFT, NORM_CLASSES, S_NORMS, ModelConfig, describe
 from labs.training.train import STOP_REASONS
 
 # Points per curve sent to the browser: training losses are averaged over bins of steps.
 MAX_POINTS = 150
+# The learned scalars of the S-shaped norms, by (norm, param), and the record field of each.
+LEARNED = {("dyt", "alpha"): "dyt_alpha", ("derf", "alpha"): "dyt_alpha"}
+LEARNED[("derf", "shift")] = "derf_shift"
 
 
 @dataclass(frozen=True)
@@ -48,10 +51,12 @@ class RunCurves:
     max_seconds: float | None
     max_work: float | None
     qk_norm: str = "off"  # on every head's queries and keys (off, rms, layer), or QK-Clip
-    # DyT's alpha at the end, per DyT layer (``dyt_layers``, forward order); None: not recorded.
+    # An S-shaped norm's (DyT's, Derf's) alpha at the end, per layer (``dyt_layers``, forward
+    # order), and Derf's shift; None: not recorded.
     dyt_alpha: np.ndarray | None = None
     dyt_layers: tuple[str, ...] = ()
     dyt_init: float | None = None
+    derf_shift: np.ndarray | None = None
 
     @property
     def label(self) -> str:
@@ -78,8 +83,11 @@ class NormSummary:
 
 @dataclass(frozen=True)
 class AlphaSummary:
-    """Every DyT run's final alpha, by seed (rows) and layer (columns, forward order)."""
+    """Every run's final ``param`` of the S-shaped ``norm`` (``LEARNED``), by seed (rows) and
+    layer (columns, forward order)."""
 
+    norm: str
+    param: str
     layers: tuple[str, ...]
     seeds: tuple[int, ...]
     values: np.ndarray  # (seeds, layers)
@@ -88,21 +96,24 @@ class AlphaSummary:
     spread: np.ndarray  # (layers,) max - min over the seeds; NaN where a value is not finite
 
 
-def alpha_summary(runs: Sequence[RunCurves]) -> AlphaSummary | None:
-    """The DyT runs that recorded their alpha (None if none did); every one must have the
-    layers of the first."""
-    dyt = [r for r in runs if r.norm == "dyt" and r.dyt_alpha is not None]
-    if not dyt:
+def alpha_summary(runs: Sequence[RunCurves], norm: str, param: str) -> AlphaSummary | None:
+    """The ``norm`` runs that recorded their ``param`` (None if none did); every one must have
+    the layers and initial alpha of the first."""
+    field = LEARNED[(norm, param)]
+    mine = [r for r in runs if r.norm == norm and getattr(r, field) is not None]
+    if not mine:
         return None
-    layers, init = dyt[0].dyt_layers, dyt[0].dyt_init
-    if any(r.dyt_layers != layers or r.dyt_init != init for r in dyt):
-        raise ValueError("the DyT runs do not share their layers and initial alpha")
-    values = np.array([r.dyt_alpha for r in dyt], dtype=float).reshape(len(dyt), len(layers))
+    layers, init = mine[0].dyt_layers, mine[0].dyt_init
+    if any(r.dyt_layers != layers or r.dyt_init != init for r in mine):
+        raise ValueError(f"the {norm} runs do not share their layers and initial alpha")
+    values = np.array([getattr(r, field) for r in mine], dtype=float).reshape(len(mine), -1)
     return AlphaSummary(
+        norm=norm,
+        param=param,
         layers=layers,
-        seeds=tuple(r.seed for r in dyt),
+        seeds=tuple(r.seed for r in mine),
         values=values,
-        init=init if init is not None else DEFAULT_DYT_ALPHA,
+        init=init if param == "alpha" else DEFAULT_DERF_SHIFT,
         mean=values.mean(axis=0),
         spread=np.array([seed_spread(values[:, i]) for i in range(len(layers))]),
     )
@@ -120,7 +131,7 @@ class TrainingView:
     time_ratio: float | None  # RMSNorm's median step over LayerNorm's
     share_noise: float | None  # at least the timing noise (claims.share_noise; None: not timed)
     claims: dict[str, Claim]
-    alphas: AlphaSummary | None = None  # DyT's learned alpha (None: no DyT run recorded it)
+    alphas: tuple[AlphaSummary, ...] = ()  # DyT's and Derf's learned scalars, where recorded
 
 
 def _binned(values: np.ndarray, size: int) -> np.ndarray:
@@ -132,28 +143,30 @@ def _binned(values: np.ndarray, size: int) -> np.ndarray:
 
 
 def dyt_layers(model: Mapping[str, Any]) -> tuple[tuple[str, ...], float]:
-    """The DyT layers of a model (a run's ``config["model"]``) in forward order, each named by
-    its module without the ``blocks.`` prefix (``0.ln_1``, ``ln_f``), and their initial alpha."""
+    """The layers of a model's block norm (a run's ``config["model"]``) in forward order, each
+    named by its module without the ``blocks.`` prefix (``0.ln_1``, ``ln_f``), and the initial
+    alpha of its S-shaped norm."""
     config = ModelConfig(
         **{k: v for k, v in model.items() if k in ModelConfig.__dataclass_fields__}
     )
     names = [
         layer["name"].removeprefix("blocks.")
         for layer in describe(config)["norm_layers"]
-        if layer["class"] == NORM_CLASSES["dyt"]
+        if layer["class"] == NORM_CLASSES[config.norm]
     ]
     return tuple(names), float(config.dyt_alpha)
 
 
 def _alphas(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A DyT run's recorded alpha with its layers; nothing for another run, or one without it."""
-    alpha = record.get("dyt_alpha")
-    if record["norm"] != "dyt" or alpha is None:
+    """An S-shaped norm's recorded alpha (and Derf's shift) with its layers; nothing for another
+    run, or one without it."""
+    if record["norm"] not in S_NORMS:
         return {}
     layers, init = dyt_layers(record["config"]["model"])
-    if len(alpha) != len(layers):
-        raise ValueError(f"{len(alpha)} alphas recorded for the {len(layers)} DyT layers")
-    return {"dyt_alpha": np.asarray(alpha, dtype=float), "dyt_layers": layers, "dyt_init": init}
+    found = {k: np.asarray(record[k], dtype=float) for k in LEARNED.values() if record.get(k)}
+    if any(v.size != len(layers) for v in found.values()):
+        raise ValueError(f"{list(map(len, found.values()))} values for {len(layers)} layers")
+    return found | {"dyt_layers": layers, "dyt_init": init}
 
 
 def run_curves(record: Mapping[str, Any]) -> RunCurves:
@@ -239,8 +252,8 @@ def _summary(norm: str, runs: Sequence[RunCurves], step: int, seconds: float) ->
     )
 
 
-# RMSNorm first, then LayerNorm, then DyT, on every page; the variant without a norm last.
-PAGE_ORDER = ("rms", "layer", "dyt", "none")
+# RMSNorm first, then LayerNorm, DyT and Derf, on every page; the variant without a norm last.
+PAGE_ORDER = ("rms", "layer", "dyt", "derf", "none")
 
 
 def in_order(runs: Iterable[RunCurves]) -> tuple[RunCurves, ...]:

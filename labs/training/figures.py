@@ -2,9 +2,9 @@
 
 Every function takes plain arrays and names. A run is a mapping with ``norm``, ``seed``,
 ``train_x``, ``train_y`` (training losses averaged over bins of steps), ``val_x`` and ``val_y``.
-RMSNorm is drawn first and in vermillion, LayerNorm in blue, DyT in reddish purple, the variant
-without a norm in grey, each also with its own dash and marker. ``alpha_figure`` draws DyT's
-learned alpha per layer over the seeds."""
+RMSNorm is drawn first and in vermillion, LayerNorm in blue, DyT in reddish purple, Derf in
+orange, the variant without a norm in grey, each also with its own dash and marker.
+``alpha_figure`` draws DyT's or Derf's learned scalars per layer over the seeds."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ import plotly.graph_objects as go
 from labkit import style
 
 COLORS = {"rms": style.RMS, "layer": style.LAYER, "none": style.INPUT, "dyt": style.EXTRA[2]}
-DASHES = {"rms": "solid", "layer": "dash", "none": "dot", "dyt": "dashdot"}
+COLORS["derf"] = style.EXTRA[0]
+DASHES = {"rms": "solid", "layer": "dash", "none": "dot", "dyt": "dashdot", "derf": "longdash"}
 MARKERS = {"rms": "diamond", "layer": "square", "none": "circle", "dyt": "triangle-up"}
+MARKERS["derf"] = "triangle-down"
 # Bars differ by hatching too, not by colour alone.
-PATTERNS = {"rms": "", "layer": "/", "none": ".", "dyt": "x"}
+PATTERNS = {"rms": "", "layer": "/", "none": ".", "dyt": "x", "derf": "+"}
 # Loss in nats per byte: ln 256 = 5.55 at the start, about 1.5 after training. A log axis
 # shows the early fall and the late differences at once; these ticks stay apart on a phone.
 LOSS_TICKS = (1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0)
@@ -188,7 +190,7 @@ def final_loss_figure(
     ]
     layout = sized_layout(height)
     # Two-word names on two lines: three categories fit a phone without turning their labels; with
-    # four (DyT too) RMSNorm and LayerNorm meet on a phone, and there plotly turns them (its
+    # four or more RMSNorm and LayerNorm meet on a phone, and there plotly turns them (its
     # tickangle left to plotly, which turns labels only where they would overlap).
     layout["xaxis"] = _categories("", [labels[norm].replace(" ", "<br>") for norm in finals])
     layout["yaxis"] = sized_axis(labels["loss"], **_span(finals))
@@ -263,6 +265,7 @@ def _alpha_means(values: np.ndarray, label: str) -> go.Scatter:
 
 
 def alpha_figure(
+    norm: str,
     layers: Sequence[str],
     seeds: Sequence[int],
     values: np.ndarray,
@@ -271,14 +274,14 @@ def alpha_figure(
     *,
     height: int = 380,
 ) -> go.Figure:
-    """DyT's alpha at the end of training, layer by layer (``values``: seeds x layers): per layer a
+    """``norm``'s alpha (or shift) at the end of training, by layer (``values``: seeds x layers): a
     bar from the lowest seed to the highest, a marker per seed (side by side), a black line at the
     mean over the seeds (with more than one seed) and a dashed line across at the initial ``init``.
 
-    ``labels`` names "dyt", "seed", "mean", "alpha" (the y axis), "init" and "layer" (the x axis).
+    ``labels`` names "variant", "seed", "mean", "alpha" (the y axis), "init" and "layer" (x axis).
     """
     values = np.asarray(values, dtype=float).reshape(len(seeds), len(layers))
-    color, n = COLORS["dyt"], len(seeds)
+    color, n = COLORS[norm], len(seeds)
     traces = [bar for i in range(len(layers)) for bar in _range_bar(i, values[:, i], color)]
     offsets = 0.12 * (np.arange(n) - (n - 1) / 2)
     traces.append(
@@ -286,8 +289,8 @@ def alpha_figure(
             x=np.concatenate([i + offsets for i in range(len(layers))]),
             y=values.T.ravel(),
             mode="markers",
-            name=labels["dyt"],
-            marker={"color": color, "symbol": MARKERS["dyt"], "size": 12},
+            name=labels["variant"],
+            marker={"color": color, "symbol": MARKERS[norm], "size": 12},
             customdata=np.array([[layer, seed] for layer in layers for seed in seeds]),
             hovertemplate=(
                 f"%{{customdata[0]}}, {labels['seed']} %{{customdata[1]}}: %{{y:.4g}}"

@@ -21,6 +21,7 @@ from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, ladder_upto
 from core.device import torch_threads
 from labs.training.claims import run_claims, share_noise
 from labs.training.curves import (
+    LEARNED,
     RunCurves,
     TrainingView,
     alpha_summary,
@@ -30,7 +31,7 @@ from labs.training.curves import (
     run_curves,
     summaries,
 )
-from labs.training.dyt_claims import alpha_claims, dyt_claim
+from labs.training.dyt_claims import VERSUS, alpha_claims, versus
 from labs.training.model import BLOCK_LAYOUTS, NORM_KINDS, QK_NORMS
 from labs.training.reference import REFERENCE, load_reference
 from labs.training.run_cache import Line
@@ -116,8 +117,8 @@ def live_configs(
 
 def _norm_weights(kind: str, d: int) -> int:
     """One norm layer's weights: LayerNorm's gain and bias, RMSNorm's gain, DyT's gain, bias and
-    alpha, none for the identity."""
-    return {"layer": 2 * d, "rms": d, "none": 0, "dyt": 2 * d + 1}[kind]
+    alpha, Derf's and its shift, none for the identity."""
+    return {"layer": 2 * d, "rms": d, "none": 0, "dyt": 2 * d + 1, "derf": 2 * d + 2}[kind]
 
 
 def max_parameters() -> int:
@@ -215,12 +216,10 @@ def training_view(
     if "rms" in norms and "layer" in norms:
         ratio = norms["rms"].median_step_ms / norms["layer"].median_step_ms
     noise = share_noise(runs)
-    alphas = alpha_summary(runs)
+    alphas = tuple(s for key in LEARNED if (s := alpha_summary(runs, *key)) is not None)
     view = TrainingView(runs, norms, step, seconds, operations, ratio, noise, {}, alphas)
     claims = run_claims(view, reference_spread=reference_spread, machine=machine, live=live)
-    dyt = dyt_claim(view)
-    if dyt is not None:
-        claims["dyt"] = dyt
+    claims |= {slot: c for slot, args in VERSUS.items() if (c := versus(view, *args))}
     return replace(view, claims=claims | alpha_claims(alphas))
 
 

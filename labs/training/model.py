@@ -1,13 +1,14 @@
 r"""A small decoder-only transformer whose one variable is the norm (nanoGPT's shape).
 
 The variants share everything but the norm layers (``ModelConfig.norm``, one of ``MODEL_NORMS``:
-``"layer"``, ``"rms"``, ``"none"`` for the identity, ``"dyt"`` for Dynamic Tanh,
-:math:`g \odot \tanh(\alpha x) + b`) and where they sit (``ModelConfig.placement``: ``"pre"``,
-``"post"`` with no final norm, ``"peri"`` with the output norms ``ln_1_out`` and ``ln_2_out``,
-``"output"`` with those alone (OLMo 2's), ``"scaled"``: pre-norm with block l's norms times
-1/sqrt(l); docs/training.md describes them). ``ModelConfig.qk_norm`` normalises every head's
-query and key rows before the dot product (gains shared by the heads), or ``"clip"`` rescales
-their weights after each step (``qk_clip``).
+``"layer"``, ``"rms"``, ``"none"`` for the identity, and the S-shaped ``S_NORMS``: ``"dyt"`` for
+Dynamic Tanh, :math:`g \odot \tanh(\alpha x) + b`, ``"derf"`` for Dynamic erf,
+:math:`g \odot \operatorname{erf}(\alpha x + s) + b`) and where they sit
+(``ModelConfig.placement``: ``"pre"``, ``"post"`` with no final norm, ``"peri"`` with the output
+norms ``ln_1_out`` and ``ln_2_out``, ``"output"`` with those alone (OLMo 2's), ``"scaled"``:
+pre-norm with block l's norms times 1/sqrt(l); docs/training.md describes them).
+``ModelConfig.qk_norm`` normalises every head's query and key rows before the dot product (gains
+shared by the heads), or ``"clip"`` rescales their weights after each step (``qk_clip``).
 The norms are the core's, through ``labs.training.kernels.norm_function``. ``init_weights`` draws
 every weight from one seeded generator in the order of the parameter names and norm parameters
 draw nothing, so two variants with the same seed start from the same weights wherever their
@@ -30,21 +31,27 @@ from core.defaults import DEFAULT_LAYER_EPS
 from labs.training.kernels import KERNELS, norm_function
 
 # Every norm the model builds and trains.
-MODEL_NORMS = ("layer", "rms", "none", "dyt")
+MODEL_NORMS = ("layer", "rms", "none", "dyt", "derf")
 # The norms the training page, its claims and the shipped runs iterate: all of them.
 NORM_KINDS = MODEL_NORMS
 NORM_CLASSES = {"layer": "LayerNorm", "rms": "RMSNorm", "none": "Identity", "dyt": "DyT"}
+NORM_CLASSES["derf"] = "Derf"
+# The S-shaped norms: an elementwise curve with a learned scale alpha, no statistic of the row.
+S_NORMS = ("dyt", "derf")
 # The learnable parameters of each norm class, as named in the state dict.
 NORM_PARAMS = {
     "layer": ("weight", "bias"),
     "rms": ("weight",),
     "none": (),
     "dyt": ("alpha", "weight", "bias"),
+    "derf": ("alpha", "shift", "weight", "bias"),
 }
 PLACEMENTS = ("pre", "post", "peri", "output", "scaled")
 QK_NORMS = ("off", "rms", "layer", "clip")
-# DyT's alpha starts at 0.5, the paper's default (it tunes the start only for its LLaMA models).
+# DyT's alpha starts at 0.5, the paper's default (it tunes the start only for its LLaMA models);
+# Derf's too, and its shift s at 0 (not checked against the Derf paper: docs/training.md).
 DEFAULT_DYT_ALPHA = 0.5
+DEFAULT_DERF_SHIFT = 0.0
 # Raw bytes: the vocabulary needs no file and covers any text, UTF-8 included.
 BYTE_VOCAB = 256
 # nanoGPT's init: N(0, 0.02) for every matrix; the projections that write into the residual
@@ -55,6 +62,7 @@ NORM_FORMULAS = {
     "rms": r"y = g \odot \frac{x}{\sqrt{\frac{1}{d}\sum_i x_i^2 + \epsilon}}",
     "none": r"y = x",
     "dyt": r"y = g \odot \tanh(\alpha x) + b",
+    "derf": r"y = g \odot \operatorname{erf}(\alpha x + s) + b",
 }
 # Each placement's block, in forward order: the sublayers and the norms with their places.
 BLOCK_LAYOUTS = {
@@ -90,7 +98,7 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
 class ModelConfig:
     """The architecture. ``eps`` is the same for LayerNorm and RMSNorm (and the QK norms), so
     that the two differ only by centring (and LayerNorm's bias); by default torch.nn.LayerNorm's
-    1e-5. DyT has no eps; ``dyt_alpha`` is its alpha at initialisation."""
+    1e-5. DyT and Derf have no eps; ``dyt_alpha`` is their alpha at initialisation."""
 
     norm: str = "rms"
     n_layer: int = 2
@@ -130,7 +138,7 @@ def dyt(x: torch.Tensor, alpha: torch.Tensor, weight: torch.Tensor, bias: torch.
 
 
 class Norm(nn.Module):
-    """One norm layer: LayerNorm, RMSNorm, DyT or the identity.
+    """One norm layer: LayerNorm, RMSNorm, DyT, Derf or the identity.
 
     ``where`` names its place ("pre-attention", "post-MLP", "attention output", "query",
     "final", ...). ``bypass = True`` turns it into the identity with the weights kept, to time a
@@ -149,12 +157,14 @@ class Norm(nn.Module):
         self.kind, self.eps, self.where, self.kernel = kind, float(eps), where, kernel
         self.bypass = False
         self.fn = norm_function(kind, kernel) if kind in ("layer", "rms") else None
-        if kind == "dyt":
+        if kind in S_NORMS:
             # A (1,)-shaped scalar, as in the paper's code: safetensors and AdamW take it as is.
             self.alpha = nn.Parameter(torch.full((1,), float(alpha)))
-        if kind in ("layer", "rms", "dyt"):
+        if kind == "derf":
+            self.shift = nn.Parameter(torch.full((1,), DEFAULT_DERF_SHIFT))
+        if kind != "none":
             self.weight = nn.Parameter(torch.ones(d))
-        if kind in ("layer", "dyt"):
+        if kind not in ("rms", "none"):
             self.bias = nn.Parameter(torch.zeros(d))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -162,11 +172,13 @@ class Norm(nn.Module):
             return x
         if self.kind == "dyt":
             return dyt(x, self.alpha, self.weight, self.bias)
+        if self.kind == "derf":  # Dynamic erf (Chen et al. 2025): NORM_FORMULAS["derf"]
+            return self.weight * torch.erf(self.alpha * x + self.shift) + self.bias
         return self.fn(x, self.weight, getattr(self, "bias", None), self.eps)
 
     def extra_repr(self) -> str:
-        if self.kind == "dyt":
-            return f"DyT, where={self.where!r}"
+        if self.kind in S_NORMS:
+            return f"{NORM_CLASSES[self.kind]}, where={self.where!r}"
         return f"{NORM_CLASSES[self.kind]}, eps={self.eps}, where={self.where!r}"
 
 
@@ -328,11 +340,13 @@ def init_weights(model: GPT, seed: int) -> None:
     """Draw every non-norm weight from ``torch.Generator().manual_seed(seed)`` (nanoGPT's init).
 
     Parameters are visited in name order and norm parameters consume no draws (gains 1, biases
-    0, DyT's alpha ``config.dyt_alpha``), so a variant with another norm, placement or QK norm
-    gets the same numbers in every tensor the two have in common."""
+    0, DyT's and Derf's alpha ``config.dyt_alpha``, Derf's shift ``DEFAULT_DERF_SHIFT``), so a
+    variant with another norm, placement or QK norm gets the same numbers in every tensor the two
+    have in common."""
     generator = torch.Generator().manual_seed(seed)
     residual_std = INIT_STD / math.sqrt(2 * model.config.n_layer)
     norm_fill = {"weight": 1.0, "bias": 0.0, "alpha": float(model.config.dyt_alpha)}
+    norm_fill["shift"] = DEFAULT_DERF_SHIFT
     norm_names = {
         f"{name}.{p}": value for name, _ in model.norms() for p, value in norm_fill.items()
     }
@@ -347,7 +361,7 @@ def init_weights(model: GPT, seed: int) -> None:
 
 @contextmanager
 def norms_bypassed(model: GPT) -> Iterator[GPT]:
-    """Every norm layer of ``model`` (QK norms and DyT included) acts as the identity inside
+    """Every norm layer of ``model`` (QK norms, DyT and Derf included) acts as the identity inside
     the block (weights kept)."""
     layers = [m for _, m in model.norms()]
     try:
@@ -359,10 +373,11 @@ def norms_bypassed(model: GPT) -> Iterator[GPT]:
             m.bypass = False
 
 
-def dyt_alphas(model: GPT) -> list[float] | None:
-    """Each DyT layer's alpha in forward order; None for a model without DyT."""
-    alphas = [float(m.alpha.detach()[0]) for _, m in model.norms() if m.kind == "dyt"]
-    return alphas or None
+def curve_params(model: GPT, param: str = "alpha") -> list[float] | None:
+    """Each S-shaped layer's (DyT's, Derf's) scalar ``param`` ("alpha", Derf's "shift") in
+    forward order; None for a model without one."""
+    values = [float(getattr(m, param).detach()[0]) for _, m in model.norms() if hasattr(m, param)]
+    return values or None
 
 
 class Probe:

@@ -1,5 +1,5 @@
-"""Making the reference runs that ship with the app: four norms (DyT among them), three seeds,
-one small model (``labs.training.reference.REFERENCE``).
+"""Making the reference runs that ship with the app: five variants (DyT and Derf among them),
+three seeds, one small model (``labs.training.reference.REFERENCE``).
 
 ``python -m labs.training.runs`` (``--set norms``, the default) trains ``reference_configs()``
 and writes into ``assets/train/`` ``curves.json``, ``summary.json`` and, for
@@ -41,9 +41,9 @@ from labs.training.train import TrainConfig, TrainResult, stream_seeds, train
 
 REFERENCE_SEEDS = (0, 1, 2)
 # The norms the shipped runs train, in this order within each seed.
-REFERENCE_NORMS = ("layer", "rms", "none", "dyt")
+REFERENCE_NORMS = ("layer", "rms", "none", "dyt", "derf")
 # The norms whose final weights are saved: the pages read these checkpoints (the residual page,
-# the S-curve view) and no page reads DyT's, which would take assets/train past its 5 MiB.
+# the S-curve view) and no page reads DyT's or Derf's, which would take assets/train past 5 MiB.
 CHECKPOINT_NORMS = ("layer", "rms", "none")
 
 
@@ -107,16 +107,20 @@ def run_reference(
     threads: int = REFERENCE_THREADS,
     steps: int | None = None,
     seeds: Sequence[int] = REFERENCE_SEEDS,
+    norms: Sequence[str] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Train every reference run with ``threads`` CPU threads; write the files; return the
-    summary. Each run's loss and timing lines go to ``log``."""
+    summary. Each run's loss and timing lines go to ``log``. ``norms``: train those alone, merged
+    into the set in ``directory`` (its other runs and machine kept, each new run with its own)."""
     torch.set_num_threads(threads)
     directory = Path(directory)
     corpus = load_corpus()
     started, load_before = time.perf_counter(), os.getloadavg()
     runs = []
     for config in reference_configs(steps=steps, seeds=seeds):
+        if config.model.norm not in (norms or REFERENCE_NORMS):
+            continue
         result = train(config, corpus=corpus)
         checkpoint = None
         if config.model.norm in CHECKPOINT_NORMS:
@@ -130,6 +134,13 @@ def run_reference(
             f"norm share {result.norm_share:.3f}, {result.wall_seconds:.1f} s"
         )
     machine = machine_record(threads, started, load_before)
+    if norms is not None:
+        old = json.loads((directory / CURVES_FILE).read_text())
+        new = {(run["norm"], run["seed"]) for run in runs}
+        kept = [run for run in old["runs"] if (run["norm"], run["seed"]) not in new]
+        runs = [{**run, "machine": machine} for run in runs] + kept
+        runs.sort(key=lambda run: (run["seed"], REFERENCE_NORMS.index(run["norm"])))
+        machine = old["machine"]
     summary = {"machine": machine, "data": corpus.describe(), **reference_summary(runs)}
     curves = {"machine": machine, "data": corpus.describe(), "runs": runs}
     (directory / CURVES_FILE).write_text(json.dumps(curves, separators=(",", ":")) + "\n")
@@ -164,8 +175,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=REFERENCE_THREADS, help=threads)
     parser.add_argument("--steps", type=int, default=None, help="override the step count")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="override the seeds")
+    merge = "train these variants alone and merge them into the set in --out (--set norms)"
+    parser.add_argument("--norms", nargs="+", choices=REFERENCE_NORMS, help=merge)
     args = parser.parse_args(argv)
-    given = {k: v for k, v in (("steps", args.steps), ("seeds", args.seeds)) if v is not None}
+    given = {k: v for k, v in vars(args).items() if k in ("steps", "seeds", "norms") and v}
     result = make_set(args.set, args.out, threads=args.threads, **given)
     print(json.dumps({k: v for k, v in result.items() if k not in ("data", "variants")}, indent=1))
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from core.norms import rms_denominator, std_denominator
 
-# The two curves drawn and compared, named as the formulas they are (the same in every language).
-FIT_FORMS = ("A·tanh(α·x)", "k·x")
+# The curves drawn and compared (DyT's, the line, Derf's), named as the formulas they are.
+FIT_FORMS = ("A·tanh(α·x)", "k·x", "A·erf(α·x + s)")
 # R² at or above this: the curve describes the cloud; below it, the points spread about it.
 GOOD_FIT = 0.95
 # u = |α|·max|x| at most this (tanh(1) = 0.76·1) and R² within LINE_TIE of the line's: over the
@@ -69,6 +69,7 @@ class TanhFit:
     reason: str
     evaluations: int
     points: int
+    shift: float = math.nan  # Derf's s (0 in a tanh fit, which has none)
 
     @property
     def shape(self) -> str:
@@ -93,8 +94,9 @@ def _r2(y: np.ndarray, fitted: np.ndarray, total: float) -> float:
     return float(1.0 - np.sum((y - fitted) ** 2) / total)
 
 
-def fit_tanh(x, y, *, max_evaluations: int = MAX_EVALUATIONS) -> TanhFit:
-    r"""Fit :math:`y \approx A\tanh(\alpha x)` and :math:`y \approx k x` to finite points (any
+def fit_tanh(x, y, *, curve: str = "tanh", max_evaluations: int = MAX_EVALUATIONS) -> TanhFit:
+    r"""Fit :math:`y \approx A\tanh(\alpha x)` (``curve="erf"``: Derf's
+    :math:`A\operatorname{erf}(\alpha x + s)`) and :math:`y \approx k x` to finite points (any
     shape, flattened), every point weighted alike; see ``TanhFit``."""
     x = np.asarray(x, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64).ravel()
@@ -114,38 +116,43 @@ def fit_tanh(x, y, *, max_evaluations: int = MAX_EVALUATIONS) -> TanhFit:
     if not (total > 0 and xx > 0):
         return failed("flat")
     from scipy.optimize import OptimizeWarning, curve_fit
+    from scipy.special import erf
 
-    def model(v, alpha, amplitude):
-        return amplitude * np.tanh(alpha * v)
+    if curve == "tanh":  # f and f' of DyT's curve, or of Derf's (which has a shift s)
+        f, slope_of = np.tanh, lambda u: 1.0 - np.tanh(u) ** 2
+    else:
+        f, slope_of = erf, lambda u: 2.0 / math.sqrt(math.pi) * np.exp(-(u**2))
 
-    def jacobian(v, alpha, amplitude):
-        t = np.tanh(alpha * v)
-        return np.stack([amplitude * v * (1.0 - t**2), t], axis=-1)  # (n, 2)
+    def model(v, alpha, amplitude, shift=0.0):
+        return amplitude * f(alpha * v + shift)
+
+    def jacobian(v, alpha, amplitude, shift=0.0):
+        d = amplitude * slope_of(alpha * v + shift)
+        return np.stack([d * v, f(alpha * v + shift), d][: 2 + (curve == "erf")], axis=-1)
 
     # Start on the line: tanh(x / max|x|) · k·max|x| has the line's slope at 0, and u = 1.
     top = float(np.max(np.abs(x)))
-    start = (1.0 / top, slope * top)
+    start = (1.0 / top, slope * top, 0.0)[: 2 + (curve == "erf")]
     limits = {"maxfev": max_evaluations, "ftol": TOLERANCE, "xtol": TOLERANCE}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)  # the covariance is not used
-            (alpha, amplitude), _, info, _, _ = curve_fit(
+            (alpha, amplitude, *shift), _, info, _, _ = curve_fit(
                 model, x, y, p0=start, jac=jacobian, full_output=True, **limits
             )
     except RuntimeError:  # the search ran out of evaluations
         return failed("search", max_evaluations)
     evaluations = int(info["nfev"])
-    alpha, amplitude = float(alpha), float(amplitude)
-    if not (math.isfinite(alpha) and math.isfinite(amplitude)):
+    alpha, amplitude, shift = float(alpha), float(amplitude), float(sum(shift))
+    if not all(map(math.isfinite, (alpha, amplitude, shift))):
         return failed("search", evaluations)
-    if alpha < 0:  # A·tanh(α·x) = (-A)·tanh(-α·x): the same curve, α quoted positive
-        alpha, amplitude = -alpha, -amplitude
-    r2 = _r2(y, model(x, alpha, amplitude), total)
-    reach, sides = alpha * top, (-alpha * float(np.min(x)), alpha * float(np.max(x)))
-    flat = float(np.mean(alpha * np.abs(x) >= FLAT_REACH))
-    return TanhFit(
-        alpha, amplitude, r2, reach, *sides, flat, slope, line_r2, True, "", evaluations, x.size
-    )
+    if alpha < 0:  # A·f(α·x + s) = (-A)·f(-α·x - s), f odd: the same curve, α quoted positive
+        alpha, amplitude, shift = -alpha, -amplitude, -shift
+    r2 = _r2(y, model(x, alpha, amplitude, shift), total)
+    sides = (-alpha * float(np.min(x)) - shift, alpha * float(np.max(x)) + shift)
+    flat = float(np.mean(np.abs(alpha * x + shift) >= FLAT_REACH))
+    done = (True, "", evaluations, x.size, shift)
+    return TanhFit(alpha, amplitude, r2, max(sides), *sides, flat, slope, line_r2, *done)
 
 
 def normalised(x: np.ndarray, norm: str, eps: float) -> tuple[np.ndarray, np.ndarray]:
@@ -171,6 +178,7 @@ class LayerCurve:
     where: str
     fit: TanhFit
     ratio: float
+    erf: TanhFit  # Derf's curve, fitted to the same points
     x: np.ndarray
     y: np.ndarray
     sample: np.ndarray
@@ -206,5 +214,6 @@ def layer_curves(model, text: str) -> tuple[LayerCurve, ...]:
         flat_x, flat_y = x.ravel(), y.ravel()
         ratio = float(np.max(denominator) / np.min(denominator))
         fit, sample = fit_tanh(flat_x, flat_y), _sample(flat_x, flat_y)
-        curves.append(LayerCurve(name, places[name], fit, ratio, flat_x, flat_y, sample))
+        erf = fit_tanh(flat_x, flat_y, curve="erf")
+        curves.append(LayerCurve(name, places[name], fit, ratio, erf, flat_x, flat_y, sample))
     return tuple(curves)

@@ -19,6 +19,7 @@ COLORS = {"rms": style.RMS, "layer": style.LAYER}
 # The fitted tanh in dark grey over the points, the line in green and dashed beside it.
 FIT_COLOR = style.TEXT
 LINE_COLOR = style.ACCENT
+ERF_COLOR = style.EXTRA[0]  # Derf's erf dotted, in Derf's colour on the training charts
 POINT_SIZE = 4
 POINT_OPACITY = 0.35
 # Room beyond the points on the output axis: the straight line leaves the cloud at its ends, and
@@ -29,17 +30,17 @@ Y_PAD = 0.08
 def scurve_figure(
     x: np.ndarray,
     y: np.ndarray,
-    fit_y: np.ndarray | None,
+    fits: Mapping[str, np.ndarray],
     line_y: np.ndarray,
     names: Mapping[str, str],
     norm: str,
     *,
     height: int = 380,
 ) -> go.Figure:
-    """The points (x, y), in increasing x, in ``norm``'s colour; the fitted tanh at the same x
-    (``fit_y``; None: no fit, no curve) and the straight line (``line_y``).
+    """The points (x, y), in increasing x, in ``norm``'s colour; the fitted curves at the same x
+    (``fits``: "tanh", "erf", each where fitted) and the straight line (``line_y``).
 
-    ``names``: ``points``, ``tanh`` and ``line`` (the traces), ``x_axis`` and ``y_axis``."""
+    ``names``: ``points``, ``tanh``, ``erf`` and ``line`` (the traces), ``x_axis``, ``y_axis``."""
     hover = "x = %{x:.4g}<br>ŷ = %{y:.4g}<extra>%{fullData.name}</extra>"
     traces = [
         go.Scattergl(
@@ -52,7 +53,8 @@ def scurve_figure(
         )
     ]
     curves = (
-        ("tanh", fit_y, {"color": FIT_COLOR, "width": 3}),
+        ("tanh", fits.get("tanh"), {"color": FIT_COLOR, "width": 3}),
+        ("erf", fits.get("erf"), {"color": ERF_COLOR, "width": 2, "dash": "dot"}),
         ("line", line_y, {"color": LINE_COLOR, "width": 2.5, "dash": "dash"}),
     )
     traces += [

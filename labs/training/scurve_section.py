@@ -11,12 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import streamlit as st
+from scipy.special import erf
 
 from labs.training.activations import SHIPPED_SEEDS
 from labs.training.scurve import FIT_FORMS, LayerCurve
 from labs.training.scurve_figures import r2_figure, scurve_figure, trace_name
 from labs.training.scurve_snippet import scurve_code
-from labs.training.scurve_view import SCURVE_NORMS, ScurveView, scurve_view
+from labs.training.scurve_view import R2_KEYS, SCURVE_NORMS, ScurveView, scurve_view
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
@@ -34,6 +35,7 @@ P = {p.key: p for p in SCURVE_PARAMS}
 # The places a norm layer sits, as the checkpoints name them, and their texts.
 PLACES = {"pre-attention": "place_attention", "pre-MLP": "place_mlp", "final": "place_final"}
 NORM_NAMES = {"rms": "RMSNorm", "layer": "LayerNorm"}
+ERF_COLUMNS = (("alpha", "α"), ("shift", "s"), ("r2", "R²"))  # Derf's fit, in the table
 
 
 @st.cache_resource(max_entries=len(SHIPPED_SEEDS), show_spinner=False)
@@ -96,7 +98,7 @@ def found(view: ScurveView, claims: dict[str, str], tr: Translator) -> None:
     for norm in SCURVE_NORMS:
         groups = [f"- {claims[s]}" for s in claims if s.startswith(f"{norm}_group_")]
         st.markdown("\n".join([claims[f"{norm}_summary"], "", *groups]))
-        st.markdown(claims[f"{norm}_divisors"])
+        st.markdown(" ".join(claims[s] for s in (f"{norm}_divisors", f"{norm}_erf") if s in claims))
 
 
 def r2_chart(view: ScurveView, claims: dict[str, str], tr: Translator) -> None:
@@ -104,7 +106,7 @@ def r2_chart(view: ScurveView, claims: dict[str, str], tr: Translator) -> None:
     st.subheader(tr("scurve.r2_heading"), anchor=False)
     layers = view.layers()
     tables = {norm: view.table(norm) for norm in SCURVE_NORMS}
-    r2 = {n: dict(zip(FIT_FORMS, (t["r2"], t["line_r2"]), strict=True)) for n, t in tables.items()}
+    r2 = {n: {f: t[k] for f, k in zip(FIT_FORMS, R2_KEYS, strict=True)} for n, t in tables.items()}
     axes = {"layer_axis": tr("scurve.layer_axis"), "r2_axis": tr("scurve.r2_axis")}
     names = {**NORM_NAMES, "forms": FIT_FORMS, **axes}
     table: dict[str, list] = {"layer": layers}
@@ -126,7 +128,7 @@ def r2_chart(view: ScurveView, claims: dict[str, str], tr: Translator) -> None:
 
 def layer_words(norm: str, curve: LayerCurve, claims: dict[str, str]) -> str:
     """A layer chart's words: the fit, how well it describes the points, the shape."""
-    slots = (f"{norm}_{curve.name}_{part}" for part in ("fit", "quality", "shape"))
+    slots = (f"{norm}_{curve.name}_{part}" for part in ("fit", "quality", "shape", "erf"))
     return " ".join(claims[s] for s in slots if s in claims)
 
 
@@ -135,6 +137,7 @@ def layer_charts(view: ScurveView, norm: str, claims: dict[str, str], tr: Transl
     st.subheader(tr("scurve.layers_heading", norm=NORM_NAMES[norm]), anchor=False)
     st.caption(claims["sample"])
     names = {"points": tr("scurve.points"), "tanh": FIT_FORMS[0], "line": FIT_FORMS[1]}
+    names["erf"] = FIT_FORMS[2]
     names |= {"x_axis": tr("scurve.x_axis"), "y_axis": tr("scurve.y_axis")}
     curves = view.curves[norm]
     for start in range(0, len(curves), 2):
@@ -155,24 +158,21 @@ def layer_chart(
     """One layer: its name and place, the scatter with both fits, the words, the data."""
     place = PLACES.get(curve.where)
     st.markdown(f"**{curve.name}** · {tr(f'scurve.{place}') if place else curve.where}")
-    fit = curve.fit
-    x, y = curve.x[curve.sample], curve.y[curve.sample]
-    fit_y = fit.amplitude * np.tanh(fit.alpha * x) if fit.converged else None
-    line_y = fit.slope * x
-    table = {"x": x, names["points"]: y}
-    if fit_y is not None:
-        table[names["tanh"]] = fit_y
-    table[names["line"]] = line_y
+    fit, x, y = curve.fit, curve.x[curve.sample], curve.y[curve.sample]
+    fits = {"tanh": (np.tanh, curve.fit), "erf": (erf, curve.erf)}
+    ys = {k: f(c.alpha * x + c.shift) * c.amplitude for k, (f, c) in fits.items() if c.converged}
+    table = {"x": x, names["points"]: y} | {names[k]: v for k, v in ys.items()}
+    table[names["line"]] = line_y = fit.slope * x
 
     def every_point() -> str:
-        """All of the layer's points, with both fits, for the share dialog's CSV."""
+        """All of the layer's points, with every fit, for the share dialog's CSV."""
         full = {"x": curve.x, "y": curve.y, "line": fit.slope * curve.x}
-        if fit.converged:
-            full["tanh"] = fit.amplitude * np.tanh(fit.alpha * curve.x)
+        for k, (f, c) in fits.items():
+            full |= {k: c.amplitude * f(c.alpha * curve.x + c.shift)} if c.converged else {}
         return columns_csv(full)
 
     chart(
-        readable(scurve_figure(x, y, fit_y, line_y, names, norm)),
+        readable(scurve_figure(x, y, ys, line_y, names, norm)),
         key=f"scurve_{norm}_{curve.name}",
         title=tr("scurve.scatter_chart", layer=curve.name, norm=NORM_NAMES[norm]),
         words=layer_words(norm, curve, claims),
@@ -196,6 +196,7 @@ def table(view: ScurveView, norm: str, claims: dict[str, str], tr: Translator) -
             tr("scurve.col_reach"): [fmt.num(v) for v in rows["reach"]],
             tr("scurve.col_flat"): [fmt.pct(v) for v in rows["flat_share"]],
             tr("scurve.col_ratio"): [fmt.num(v) for v in rows["ratio"]],
+            **{f"{p} (erf)": [fmt.num(v) for v in rows[f"erf_{k}"]] for k, p in ERF_COLUMNS},
             tr("scurve.col_shape"): [claims[f"{norm}_{n}_cell"] for n in rows["layer"]],
         },
         index=pd.Index(rows["layer"], name=tr("scurve.col_layer")),

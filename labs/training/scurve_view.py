@@ -29,6 +29,7 @@ from labs.training.scurve import (
 SCURVE_NORMS = ("rms", "layer")  # RMSNorm first, as on every page
 NORM_NAMES = {"rms": "RMSNorm", "layer": "LayerNorm"}
 SHAPES = ("linear", "bending", "one_arm", "saturated", "no_fit")
+R2_KEYS = ("r2", "line_r2", "erf_r2")  # the R² of each of FIT_FORMS, in ScurveView.table
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class ScurveView:
         fits = ("alpha", "amplitude", "r2", "line_r2", "reach", "flat_share")
         table = {"layer": [c.name for c in rows]}
         table |= {field: [getattr(c.fit, field) for c in rows] for field in fits}
+        table |= {f"erf_{k}": [getattr(c.erf, k) for c in rows] for k in ("alpha", "shift", "r2")}
         return table | {"ratio": [c.ratio for c in rows]}
 
 
@@ -106,9 +108,11 @@ def layer_claims(norm: str, curve: LayerCurve) -> dict[str, Claim]:
     ``cell`` (its shape in a word, for the table). A fit that did not converge has ``fit`` (why)
     and ``cell`` only. Every claim carries the model (``norm``, its name) and the ``layer`` it
     is about."""
-    fit = curve.fit
+    fit, erf = curve.fit, curve.erf
     which = {"norm": NORM_NAMES[norm], "layer": curve.name}
     cell = Claim(f"scurve.cell_{fit.shape}", which)
+    erf_words = {**which} | {k: getattr(erf, k) for k in ("alpha", "shift", "amplitude", "r2")}
+    erf_words = Claim("scurve.erf_words" if erf.converged else "scurve.erf_no_fit", erf_words)
     if not fit.converged:
         fields = {**which, "evaluations": fit.evaluations, "line_r2": fit.line_r2}
         return {"fit": Claim(f"scurve.no_fit_{fit.reason}", fields), "cell": cell}
@@ -135,6 +139,7 @@ def layer_claims(norm: str, curve: LayerCurve) -> dict[str, Claim]:
         "fit": Claim("scurve.fit_words", words),
         "quality": quality,
         "shape": Claim(key, shape),
+        "erf": erf_words,
         "cell": cell,
     }
 
@@ -174,6 +179,15 @@ def model_claims(norm: str, curves: tuple[LayerCurve, ...]) -> dict[str, Claim]:
             if shape in limits:
                 fields["reach"] = limits[shape]
             claims[f"group_{shape}"] = Claim(f"scurve.group_{shape}", fields)
+    both = [c for c in curves if c.fit.converged and c.erf.converged]
+    gains = [c.erf.r2 - c.fit.r2 for c in both]  # Derf's curve's R² over DyT's, layer by layer
+    if both:
+        (lo, lo_at), (hi, hi_at) = (_extreme(both, gains, largest=m) for m in (False, True))
+        fields = {"norm": name, "n": len(both), "tie": LINE_TIE, "lo": lo, "lo_at": lo_at}
+        fields |= {"hi": hi, "hi_at": hi_at, "above": sum(g > LINE_TIE for g in gains)}
+        fields["below"] = sum(g < -LINE_TIE for g in gains)  # the rest within LINE_TIE
+        key = "apart" if fields["above"] + fields["below"] else "close"
+        claims["erf"] = Claim(f"scurve.erf_{key}", fields)
     ratios = [c.ratio for c in curves]
     lo, lo_at = _extreme(list(curves), ratios, largest=False)
     hi, hi_at = _extreme(list(curves), ratios, largest=True)
@@ -215,8 +229,7 @@ def _claims(view: ScurveView) -> dict[str, Claim]:
         for curve in view.curves[norm]:
             words = layer_claims(norm, curve)
             claims |= {f"{norm}_{curve.name}_{k}": c for k, c in words.items()}
-    fits = {norm: [c.fit for c in view.curves[norm]] for norm in SCURVE_NORMS}
-    grids = {n: np.array([[f.r2 for f in fs], [f.line_r2 for f in fs]]) for n, fs in fits.items()}
+    grids = {n: np.array([view.table(n)[k] for k in R2_KEYS]) for n in SCURVE_NORMS}
     words = lines_words("scurve.r2_words", FIT_FORMS, view.layers(), grids)
     claims |= {f"r2_{slot}": claim for slot, claim in words.items()}
     return claims

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from labs.training.corpus import Corpus, load_corpus
-from labs.training.model import GPT, ModelConfig, dyt_alphas, norms_bypassed, probe, qk_clip
+from labs.training.model import GPT, ModelConfig, curve_params, norms_bypassed, probe, qk_clip
 
 STOP_REASONS = ("steps", "wall_clock", "work", "callback")
 # Validation windows are scored this many at a time, always, so that a loss recomputed from a
@@ -224,7 +224,8 @@ class TrainResult:
     is the largest |q.k| / sqrt(d_head) on those windows then. ``hidden_rms`` (the stream's RMS
     after the embedding and each block) and ``max_logit`` come from the last validation (after
     ``val_steps[-1]`` updates: the end, for a run that finished its steps); ``dyt_alpha`` is each
-    DyT layer's alpha at the end, in forward order (None without DyT). ``stopped_by`` is one of
+    DyT or Derf layer's alpha at the end, in forward order (None without them), ``derf_shift``
+    each Derf layer's shift. ``stopped_by`` is one of
     ``STOP_REASONS``, None while running. ``work`` counts token-parameters (module docstring).
     Records written before these readings existed lack their keys."""
 
@@ -244,6 +245,7 @@ class TrainResult:
     hidden_rms: list[float] | None = None
     max_logit: float | None = None
     dyt_alpha: list[float] | None = None
+    derf_shift: list[float] | None = None
     model: Any = field(default=None, repr=False)
 
     @property
@@ -389,7 +391,8 @@ class _Run:
         if self.result.stopped_by == "steps":
             _measure_norm_share(self.model, self.batches, self.budget)
         self.result.wall_seconds = self.budget.elapsed()
-        self.result.dyt_alpha = dyt_alphas(self.model)
+        self.result.dyt_alpha = curve_params(self.model)
+        self.result.derf_shift = curve_params(self.model, "shift")
         return self.result
 
 

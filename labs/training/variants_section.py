@@ -1,15 +1,16 @@
 """The training lab beyond the two norms: the placement, QK-norm and QK-Clip controls of a live
-run, and DyT's learned alpha, layer by layer (``labs.training.dyt_claims``).
+run, and DyT's and Derf's learned scalars, layer by layer (``labs.training.dyt_claims``).
 
 ``pages/training.py`` adds ``ARCHITECTURE_PARAMS`` to its link parameters, draws
 :func:`architecture_controls` in its sidebar, names the choices in its settings sentence with
-:func:`architecture_names`, and calls :func:`alpha_section` for a set of runs with DyT in it."""
+:func:`architecture_names`, and calls :func:`alpha_section` for runs with DyT or Derf in them."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from labs.training.curves import TrainingView
+from labs.training.dyt_claims import SYMBOLS
 from labs.training.figures import alpha_figure
 from labs.training.lab_view import LIVE_TAUS
 from labs.training.model import PLACEMENTS, QK_NORMS
@@ -55,35 +56,38 @@ def architecture_names(state: dict, tr: Translator) -> dict[str, str]:
 
 
 def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:
-    """DyT's alpha at the end of training per layer, over the seeds, with its words and
-    whether it moved from its initial value; nothing where no DyT run recorded its alpha."""
-    alphas = view.alphas
-    if alphas is None:
-        return
-    st.subheader(tr("training.alpha_heading"))
-    st.caption(tr("training.alpha_note", init=alphas.init))
-    texts = {"dyt": "variant_dyt", "seed": "seed", "mean": "mean", "alpha": "alpha_axis"}
-    texts |= {"init": "alpha_init", "layer": "alpha_layer"}
-    labels = {name: tr(f"training.{text}") for name, text in texts.items()}
-    fig = alpha_figure(alphas.layers, alphas.seeds, alphas.values, alphas.init, labels)
-    table = {"layer": list(alphas.layers)}
-    for seed, row in zip(alphas.seeds, alphas.values, strict=True):
-        table[f"seed {seed}"] = [float(v) for v in row]
-    headers = {"layer": labels["layer"]}
-    headers |= {f"seed {seed}": f"{labels['seed']} {seed}" for seed in alphas.seeds}
-    if len(alphas.seeds) > 1:
-        table["mean"] = [float(v) for v in alphas.mean]
-        headers["mean"] = labels["mean"]
-    table["init"] = [alphas.init] * len(alphas.layers)  # the dashed line
-    headers["init"] = labels["init"]
-    chart(
-        readable(fig),
-        key=f"{key}_alpha",
-        title=tr("training.alpha_chart"),
-        words=tr.runs_words(view.claims, "alpha"),
-        table=table,
-        headers=headers,
-        file_name=f"normlab-training-{key}-dyt-alpha.csv",
-    )
-    if "alpha" in view.claims:
-        st.markdown(tr.claim(view.claims["alpha"]))
+    """Each learned scalar of DyT and Derf at the end of training per layer, over the seeds, with
+    its words and whether it moved from its initial value; nothing where no run recorded one."""
+    for alphas in view.alphas:
+        chart_name = f"{alphas.param}_{alphas.norm}"
+        names = {"variant": tr(f"training.variant_{alphas.norm}"), "param": SYMBOLS[alphas.param]}
+        st.subheader(tr("training.alpha_heading", **names))
+        if alphas.param == "alpha":
+            st.caption(tr(f"training.alpha_note_{alphas.norm}", init=alphas.init))
+        texts = {"seed": "seed", "mean": "mean", "alpha": "alpha_axis"}
+        texts |= {"init": "alpha_init", "layer": "alpha_layer"}
+        labels = names | {name: tr(f"training.{text}", **names) for name, text in texts.items()}
+        fig = alpha_figure(
+            alphas.norm, alphas.layers, alphas.seeds, alphas.values, alphas.init, labels
+        )
+        table = {"layer": list(alphas.layers)}
+        for seed, row in zip(alphas.seeds, alphas.values, strict=True):
+            table[f"seed {seed}"] = [float(v) for v in row]
+        headers = {"layer": labels["layer"]}
+        headers |= {f"seed {seed}": f"{labels['seed']} {seed}" for seed in alphas.seeds}
+        if len(alphas.seeds) > 1:
+            table["mean"] = [float(v) for v in alphas.mean]
+            headers["mean"] = labels["mean"]
+        table["init"] = [alphas.init] * len(alphas.layers)  # the dashed line
+        headers["init"] = labels["init"]
+        chart(
+            readable(fig),
+            key=f"{key}_{chart_name}",
+            title=tr("training.alpha_chart", **names),
+            words=tr.runs_words(view.claims, chart_name),
+            table=table,
+            headers=headers,
+            file_name=f"normlab-training-{key}-{alphas.norm}-{alphas.param}.csv",
+        )
+        if chart_name in view.claims:
+            st.markdown(tr.claim(view.claims[chart_name]))

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 from safetensors.torch import load_file
+from scipy import optimize, special
 
 from labkit.claims import Claim
 from labs.training.activations import DEFAULT_TEXT
@@ -162,6 +163,38 @@ def grid_fit(x: np.ndarray, y: np.ndarray) -> dict:
     }
 
 
+# Derf's curve A·erf(α·x + s): the shifts of the starting grid (|s| well past the page's fits,
+# which stay within 0.02), then a Nelder-Mead search over (log10 α, s) with A in closed form.
+SHIFT_GRID = np.linspace(-0.25, 0.25, 11)
+
+
+def _erf_error(log_alpha: float, shift: float, x: np.ndarray, y: np.ndarray) -> tuple:
+    """(A, residual sum of squares) of the best A·erf(α·x + s) for this α and s."""
+    e = special.erf(10.0**log_alpha * x + shift)
+    amplitude = float(e @ y) / float(e @ e)
+    return amplitude, float(np.sum((y - amplitude * e) ** 2))
+
+
+def erf_fit(x: np.ndarray, y: np.ndarray) -> dict:
+    """The least-squares A·erf(α·x + s), α > 0, written apart from the page's Levenberg-Marquardt:
+    the best point of a grid, then Nelder-Mead; R²; whether α lies inside the grid."""
+    top, total = float(np.max(np.abs(x))), float(np.sum((y - y.mean()) ** 2))
+    lo, hi = GRID_DECADES
+    logs = np.linspace(lo, hi, (hi - lo) * GRID_STEPS + 1) - math.log10(top)
+    grid = [(a, b) for a in logs[:: GRID_STEPS // 5] for b in SHIFT_GRID]
+    start = min(grid, key=lambda p: _erf_error(*p, x, y)[1])
+    found = optimize.minimize(
+        lambda p: _erf_error(p[0], p[1], x, y)[1] / total,
+        start,
+        method="Nelder-Mead",
+        options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 4000},
+    )
+    log_alpha, shift = (float(v) for v in found.x)
+    amplitude, residual = _erf_error(log_alpha, shift, x, y)
+    fit = {"alpha": 10.0**log_alpha, "shift": shift, "amplitude": amplitude}
+    return fit | {"r2": 1.0 - residual / total, "inside": logs[0] < log_alpha < logs[-1]}
+
+
 def denominators(x: np.ndarray, norm: str, eps: float) -> np.ndarray:
     """Each token's divisor, written without the page's helpers: (n, d) -> (n,)."""
     if norm == "layer":
@@ -185,6 +218,7 @@ def readings(seed: int) -> dict:
                 y = f_norm(norm, x, cfg["eps"])
                 div = denominators(x, norm, cfg["eps"])
                 layers[name] = {**grid_fit(x.ravel(), y.ravel()), "ratio": div.max() / div.min()}
+                layers[name]["erf"] = erf_fit(x.ravel(), y.ravel())
             out[norm] = {"config": config, "layers": layers}
         return out
     finally:
@@ -424,13 +458,56 @@ def check_r2_words(state: dict, claim: Claim) -> None:
     data = readings(state["seed"])
     grids = {
         norm: [[fit[key] for fit in data[norm]["layers"].values()] for key in ("r2", "line_r2")]
+        + [[fit["erf"]["r2"] for fit in data[norm]["layers"].values()]]
         for norm in NORMS.values()
     }
     where = list(data["rms"]["layers"])
     check_lines_words(claim, list(FIT_FORMS), where, grids, rtol=R2_ATOL)
 
 
+# --- Checks: Derf's curve ------------------------------------------------------------------------
+
+
+def check_erf_words(state: dict, claim: Claim) -> None:
+    """Derf's fitted curve in one layer, recomputed by grid and Nelder-Mead; the page's own α, s
+    and A score as well here."""
+    fit, f = layer_of(state, claim)["erf"], claim.fields
+    if claim.key == "scurve.erf_no_fit":
+        assert not fit["inside"]
+        return
+    assert fit["inside"]
+    near(f["alpha"], fit["alpha"])
+    near(f["amplitude"], fit["amplitude"])
+    assert abs(f["shift"] - fit["shift"]) <= FIT_RTOL, (f["shift"], fit["shift"])
+    r2_near(f["r2"], fit["r2"])
+    x, y = layer_of(state, claim)["x"], layer_of(state, claim)["y"]
+    e = f["amplitude"] * special.erf(f["alpha"] * x + f["shift"])
+    r2_near(1.0 - float(np.sum((y - e) ** 2)) / float(np.sum((y - y.mean()) ** 2)), fit["r2"])
+
+
+def check_erf_model(state: dict, claim: Claim) -> None:
+    """Derf's curve's R² minus the tanh's, in each layer where both fits exist: the extremes and
+    how many lie beyond ``LINE_TIE`` either way (a gain within rounding of it counts either way)."""
+    f = claim.fields
+    layers = readings(state["seed"])[NORMS[f["norm"]]]["layers"]
+    gains = {n: v["erf"]["r2"] - v["r2"] for n, v in layers.items() if v["inside"]}
+    gains = {n: g for n, g in gains.items() if layers[n]["erf"]["inside"]}
+    assert f["n"] == len(gains) > 0 and f["tie"] == LINE_TIE
+    for end, pick in (("lo", min), ("hi", max)):
+        assert abs(f[end] - pick(gains.values())) <= 2 * R2_ATOL
+        assert abs(gains[f[f"{end}_at"]] - pick(gains.values())) <= 2 * R2_ATOL
+    above = [sides(g, LINE_TIE, 2 * R2_ATOL) for g in gains.values()]
+    below = [sides(-g, LINE_TIE, 2 * R2_ATOL) for g in gains.values()]
+    assert sum(a == {True} for a in above) <= f["above"] <= sum(True in a for a in above)
+    assert sum(b == {True} for b in below) <= f["below"] <= sum(True in b for b in below)
+    assert (claim.key == "scurve.erf_close") == (f["above"] + f["below"] == 0)
+
+
 CHECKS = {
+    "scurve.erf_words": check_erf_words,
+    "scurve.erf_no_fit": check_erf_words,
+    "scurve.erf_close": check_erf_model,
+    "scurve.erf_apart": check_erf_model,
     "scurve.model_caption": check_model,
     "scurve.sample_caption": check_sample,
     "scurve.fit_words": check_fit,

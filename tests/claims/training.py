@@ -37,7 +37,7 @@ from labs.training.model import NORM_KINDS, Norm
 from labs.training.runs import CURVES_FILE, REFERENCE_DIR
 from tests.claims.oracle import check_runs_words
 
-NAMES = {"rms": "RMSNorm", "layer": "LayerNorm", "none": "Identity", "dyt": "DyT"}
+NAMES = {"rms": "RMSNorm", "layer": "LayerNorm", "none": "Identity", "dyt": "DyT", "derf": "Derf"}
 LIVE_FILE = Path(__file__).with_name("training_live.json")
 LIVE_DYT_FILE = Path(__file__).with_name("training_live_dyt.json")
 # DyT's alpha at initialisation where a record does not name it (the paper's default).
@@ -88,7 +88,8 @@ def make_record(norm: str, seed: int, shape: dict, run: dict) -> dict:
     return {
         "norm": norm,
         "seed": seed,
-        "dyt_alpha": run.get("alpha") if norm == "dyt" else None,
+        "dyt_alpha": run.get("alpha") if norm in ("dyt", "derf") else None,
+        "derf_shift": run.get("shift") if norm == "derf" else None,
         "config": {
             "model": {"norm": norm, **shape["model"]},
             "steps": steps,
@@ -126,6 +127,8 @@ def seed_base(draw, steps: int, n_val: int) -> dict:
         # DyT's final alpha, per layer (as many as the largest model has): at its initial value,
         # near it, or anywhere.
         "alpha": draw(_floats(-1.0, 3.0, 13, (0.5, 0.25, 0.52, 0.48, 1.0))),
+        # Derf's final shift, per layer: at its initial 0, near it, or anywhere.
+        "shift": draw(_floats(-1.0, 1.0, 13, (0.0, 0.02, -0.02, 0.05))),
     }
 
 
@@ -138,16 +141,18 @@ SHARES = {
         "layer": (0.2, 0.1, 0.35, -0.663),
         "none": (0.0, 0.01, -0.01, -0.1),
         "dyt": (0.1, 0.05, 0.3, -0.2),
+        "derf": (0.15, 0.05, 0.3, -0.2),
     }.items()
 }
 
 
 @st.composite
-def dyt_alpha(draw, base: dict, shape: dict) -> list[float] | None:
-    """A DyT run's final alpha per layer: its seed's (the same for every seed, or a little off),
-    its own, with a value that is not finite, or not recorded (None)."""
+def dyt_alpha(draw, base: dict, shape: dict, key: str = "alpha") -> list[float] | None:
+    """A DyT or Derf run's final alpha (or Derf's shift, ``key``) per layer: its seed's (the same
+    for every seed, or a little off), its own, with a value that is not finite, or not recorded
+    (None)."""
     n = len(dyt_layer_names(shape["model"]))
-    alpha = [a + draw(st.sampled_from([0.0, 0.0, 1e-3])) for a in base["alpha"][:n]]
+    alpha = [a + draw(st.sampled_from([0.0, 0.0, 1e-3])) for a in base[key][:n]]
     if draw(st.sampled_from([False] * 6 + [True])):
         alpha = draw(_floats(-1.0, 3.0, n, (0.5, 0.25)))
     if draw(st.sampled_from([False] * 12 + [True])):
@@ -173,7 +178,8 @@ def synthetic_run(draw, norm: str, base: dict, shape: dict) -> dict:
     timed = stopped == "steps" and (complete or draw(st.sampled_from([True] * 4 + [False])))
     forward = draw(st.floats(1e-4, 0.1))
     return {
-        "alpha": draw(dyt_alpha(base, shape)) if norm == "dyt" else None,
+        "alpha": draw(dyt_alpha(base, shape)) if norm in ("dyt", "derf") else None,
+        "shift": draw(dyt_alpha(base, shape, "shift")) if norm == "derf" else None,
         "train": [offset + v for v in base["train"][:done]],
         "seconds": seconds,
         "val": val,
@@ -781,9 +787,10 @@ def drawn_groups(state: dict, chart: str) -> dict:
             ]
             for n in norms
         }
-    if chart == "alpha":
-        return {"dyt": [(r["seed"], dyt_layer_names(r["config"]["model"]), r["dyt_alpha"])
-                        for r in alpha_runs(state)]}  # fmt: skip
+    if chart.startswith(("alpha_", "shift_")):  # one S-shaped norm's scalar, per layer
+        param, norm = chart.split("_")
+        return {norm: [(r["seed"], dyt_layer_names(r["config"]["model"]), r[FIELDS[param]])
+                       for r in alpha_runs(state, norm, param)]}  # fmt: skip
     raise AssertionError(chart)
 
 
@@ -817,23 +824,33 @@ def check_share_words(state: dict, claim, one: bool) -> None:
 # --- Checks: DyT ------------------------------------------------------------------------------
 
 
-def alpha_runs(state: dict) -> list[dict]:
-    """The DyT runs that recorded their final alpha."""
-    return [r for r in runs_of(state, "dyt") if r.get("dyt_alpha") is not None]
+# The record field of each learned scalar, and its value at initialisation where none is named.
+FIELDS = {"alpha": "dyt_alpha", "shift": "derf_shift"}
+SYMBOLS = {"α": "alpha", "s": "shift"}
+BY_NAME = {name: norm for norm, name in NAMES.items()}
+
+
+def alpha_runs(state: dict, norm: str, param: str) -> list[dict]:
+    """The ``norm`` runs that recorded their final ``param``."""
+    return [r for r in runs_of(state, norm) if r.get(FIELDS[param]) is not None]
 
 
 def check_alpha(state: dict, claim) -> None:
     """Per layer, the mean alpha over the seeds (``fsum``) against its initial value, and the
     seeds' spread (max - min) there: a layer moved when the mean left the initial value by more
     than the spread. Within rounding of that line, either verdict may be shown."""
-    runs, f = alpha_runs(state), claim.fields
+    f = claim.fields
+    norm, param = BY_NAME[f["variant"]], SYMBOLS[f["param"]]
+    assert norm in ("dyt", "derf") and (param == "alpha" or norm == "derf")
+    runs = alpha_runs(state, norm, param)
     assert runs
     model = runs[0]["config"]["model"]
-    names, init = dyt_layer_names(model), model.get("dyt_alpha", DYT_INIT)
-    table = [[r["dyt_alpha"][i] for r in runs] for i in range(len(names))]  # layers x seeds
+    names = dyt_layer_names(model)
+    init = model.get("dyt_alpha", DYT_INIT) if param == "alpha" else 0.0
+    table = [[r[FIELDS[param]][i] for r in runs] for i in range(len(names))]  # layers x seeds
     assert all(math.isfinite(a) for row in table for a in row)
     assert f["init"] == init and f["layers"] == len(names)
-    if claim.key == "training.alpha_one_seed":
+    if claim.key == "training.learned_one_seed":
         assert len(runs) == 1
         ends = {"lo": min(row[0] for row in table), "hi": max(row[0] for row in table)}
         for end, value in ends.items():
@@ -845,17 +862,17 @@ def check_alpha(state: dict, claim) -> None:
     moves = [abs(m - init) for m in means]
     scales = [max(abs(m), abs(init), *map(abs, row)) for m, row in zip(means, table, strict=True)]
     moved = [sides(m, sp, sc) for m, sp, sc in zip(moves, spreads, scales, strict=True)]
-    kind = claim.key.removeprefix("training.alpha_moved_")
+    kind = claim.key.removeprefix("training.learned_moved_")
     if kind == "all":
         assert all(True in m for m in moved)
         for end, pick in (("lo", min), ("hi", max)):
-            near(f[end], pick(means))
-            near(means[names.index(f[f"{end}_layer"])], pick(means))
-        near(f["spread"], max(spreads))
+            near(f[end], pick(means), max(scales))
+            near(means[names.index(f[f"{end}_layer"])], pick(means), max(scales))
+        near(f["spread"], max(spreads), max(scales))
         return
     far = names.index(f["far_layer"])
-    near(f["far_mean"], means[far])
-    near(f["far_spread"], spreads[far])
+    near(f["far_mean"], means[far], max(scales))
+    near(f["far_spread"], spreads[far], max(scales))
     if kind == "none":
         assert all(False in m for m in moved)
         assert moves[far] >= max(moves) - RTOL * max(scales), (f, moves)
@@ -873,39 +890,48 @@ def check_alpha(state: dict, claim) -> None:
     assert False in moved[near_]
     still = [moves[i] for i, m in enumerate(moved) if False in m]
     assert moves[near_] <= min(still) + RTOL * max(scales)
-    near(f["near_mean"], means[near_])
-    near(f["near_spread"], spreads[near_])
+    near(f["near_mean"], means[near_], max(scales))
+    near(f["near_spread"], spreads[near_], max(scales))
 
 
-def check_dyt(state: dict, claim) -> None:
-    """DyT's mean validation loss at the equal step against the lower of RMSNorm's and
-    LayerNorm's (either, where they agree within rounding), the gap against the seeds' spread."""
+def check_versus(state: dict, claim) -> None:
+    """DyT's or Derf's mean validation loss at the equal step against the lower of RMSNorm's
+    and LayerNorm's (either, where they agree within rounding), or Derf's against DyT's, the gap
+    against the seeds' spread."""
     step, f = equal_step(state), claim.fields
     assert step > 0 and f["step"] == step
-    dyt = runs_of(state, "dyt")
-    assert dyt and finite(dyt)
-    mine = mean_at(state, "dyt", "steps")
-    best, theirs = best_norm(state, claim)
-    near(f["dyt_loss"], mine)
+    derf_dyt = claim.key.startswith("training.derf_dyt_")
+    norm = "derf" if derf_dyt else BY_NAME[f["variant"]]
+    assert f["variant"] == NAMES[norm] and norm in ("dyt", "derf")
+    mine_runs = runs_of(state, norm)
+    assert mine_runs and finite(mine_runs)
+    mine = mean_at(state, norm, "steps")
+    if derf_dyt:
+        best, theirs = "dyt", mean_at(state, "dyt", "steps")
+        assert f["best"] == "DyT" and finite(runs_of(state, "dyt")) and math.isfinite(theirs)
+    else:
+        best, theirs = best_norm(state, claim)
+    near(f["loss"], mine)
     near(f["best_loss"], theirs)
     scale = max(abs(mine), abs(theirs))
     near(f["gap"], abs(mine - theirs), scale=scale)
-    if claim.key == "training.dyt_one_seed":
-        assert min(len(dyt), len(runs_of(state, best))) == 1
+    kind = claim.key.split("_dyt_" if derf_dyt else "s_norm_", 1)[1]
+    if kind == "one_seed":
+        assert min(len(mine_runs), len(runs_of(state, best))) == 1
         return
-    assert min(len(dyt), len(runs_of(state, best))) >= 2
-    spread = max(span([at_step(r, step) for r in runs_of(state, n)]) for n in ("dyt", best))
+    assert min(len(mine_runs), len(runs_of(state, best))) >= 2
+    spread = max(span([at_step(r, step) for r in runs_of(state, n)]) for n in (norm, best))
     near(f["spread"], spread)
     by_seed = {r["seed"]: at_step(r, step) for r in runs_of(state, best)}
-    pairs = [(at_step(r, step), by_seed[r["seed"]]) for r in dyt if r["seed"] in by_seed]
+    pairs = [(at_step(r, step), by_seed[r["seed"]]) for r in mine_runs if r["seed"] in by_seed]
     assert f["pairs"] == len(pairs) and f["wins"] == sum(x < y for x, y in pairs)
     beyond = sides(abs(mine - theirs), spread, scale)
-    if claim.key == "training.dyt_within_spread":
+    if kind == "within_spread":
         assert False in beyond
         return
     assert True in beyond
-    lower = sides(theirs, mine, scale)  # whether DyT's mean is the lower
-    assert (claim.key == "training.dyt_lower") in lower, (claim.key, mine, theirs)
+    lower = sides(theirs, mine, scale)  # whether this variant's mean is the lower
+    assert (kind == "lower") in lower, (claim.key, mine, theirs)
 
 
 def check_chart_words(state: dict, claim) -> None:
@@ -916,6 +942,8 @@ def check_chart_words(state: dict, claim) -> None:
     claim = replace(claim, key=claim.key.removesuffix("_one"))
     chart = claim.fields.get("chart", claim.key).removeprefix("training.")
     chart = chart.split("_words_")[0]
+    if chart in ("alpha", "shift"):  # one chart per S-shaped norm and scalar
+        chart = f"{chart}_{claim.key.rsplit('_', 1)[-1]}"
     if chart == "share":
         check_share_words(state, claim, one)
         return
@@ -923,7 +951,7 @@ def check_chart_words(state: dict, claim) -> None:
     check_runs_words(claim, groups, rtol=RTOL if chart == "ms" else 0.0)
     if claim.key.startswith("training.finals"):
         assert claim.fields["lo_line"] == claim.fields["hi_line"]
-    if "count" not in claim.fields and chart != "alpha":  # alpha: labs.training.dyt_claims
+    if "count" not in claim.fields and not chart.startswith(("alpha", "shift")):
         norm = claim.key.rsplit("_", 1)[-1]
         drawn = [v for *_, values in groups[norm] for v in values if math.isfinite(v)]
         assert (len(drawn) == 1) == one, (claim.key, one, drawn)
@@ -954,13 +982,18 @@ CHECKS = {
     },
     **{
         f"training.share_words_{n}{one}": check_chart_words
-        for n in ("rms", "layer", "dyt")
+        for n in ("rms", "layer", "dyt", "derf")
         for one in ("", "_one")
     },
-    "training.alpha_words_dyt": check_chart_words,
-    **{f"training.alpha_{k}": check_alpha for k in ("one_seed", "moved_all", "moved_some")},
-    "training.alpha_moved_none": check_alpha,
-    **{f"training.dyt_{k}": check_dyt for k in ("within_spread", "lower", "higher", "one_seed")},
+    **{f"training.{k}": check_chart_words for k in ("alpha_words_dyt", "alpha_words_derf")},
+    "training.shift_words_derf": check_chart_words,
+    **{f"training.learned_{k}": check_alpha for k in ("one_seed", "moved_all", "moved_some")},
+    "training.learned_moved_none": check_alpha,
+    **{
+        f"training.{text}_{k}": check_versus
+        for text in ("s_norm", "derf_dyt")
+        for k in ("within_spread", "lower", "higher", "one_seed")
+    },
     **{f"training.{k}": check_gap for k in ("steps_gap", "steps_tie", "time_gap", "time_tie")},
     "training.time_gap_within_spread": check_gap,
     "training.time_gap_beyond_spread": check_gap,

@@ -70,6 +70,9 @@ def test_each_variant_norm_is_the_one_named() -> None:
             elif norm == "dyt":
                 # Fresh DyT: alpha 0.5, gain 1, bias 0.
                 np.testing.assert_allclose(y.numpy(), torch.tanh(0.5 * x).numpy(), rtol=1e-15)
+            elif norm == "derf":
+                # Fresh Derf: alpha 0.5, shift 0, gain 1, bias 0.
+                np.testing.assert_allclose(y.numpy(), torch.erf(0.5 * x).numpy(), rtol=1e-15)
             elif norm == "rms":
                 # The embeddings' rows have a mean of about 1/sqrt(d) once divided by their RMS.
                 assert row_mean > 0.05, name

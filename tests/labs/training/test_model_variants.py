@@ -25,9 +25,9 @@ from labs.training.model import (
     CausalSelfAttention,
     ModelConfig,
     Norm,
+    curve_params,
     describe,
     dyt,
-    dyt_alphas,
     probe,
     qk_clip,
 )
@@ -91,11 +91,61 @@ def test_dyt_alpha_starts_at_the_configured_value_and_draws_nothing() -> None:
     for alpha in (0.5, 2.0):
         model = GPT(small("dyt", dyt_alpha=alpha), seed=3)
         sd = model.state_dict()
-        assert dyt_alphas(model) == [alpha] * (2 * SMALL["n_layer"] + 1)
+        assert curve_params(model) == [alpha] * (2 * SMALL["n_layer"] + 1)
         for name, tensor in base.items():
             assert torch.equal(sd[name], tensor), name
-    assert dyt_alphas(GPT(small("rms"))) is None
-    assert dyt_alphas(GPT(small("dyt", dyt_alpha=2.0))) == [2.0] * 5  # unseeded too
+    assert curve_params(GPT(small("rms"))) is None
+    assert curve_params(GPT(small("dyt", dyt_alpha=2.0))) == [2.0] * 5  # unseeded too
+
+
+# --- Derf -----------------------------------------------------------------------------------------
+
+
+def test_derf_is_weight_erf_alpha_x_plus_shift_plus_bias_float64() -> None:
+    layer = Norm("derf", 5, 1e-5, "final").double()
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        layer.alpha.fill_(1.3)
+        layer.shift.fill_(-0.4)
+        layer.weight.copy_(torch.randn(5, generator=gen, dtype=torch.float64))
+        layer.bias.copy_(torch.randn(5, generator=gen, dtype=torch.float64))
+    x = 2.0 * torch.randn(3, 4, 5, generator=gen, dtype=torch.float64)
+    y = layer(x).detach().numpy()
+    w, b = layer.weight.tolist(), layer.bias.tolist()
+    expected = [
+        [[w[j] * math.erf(1.3 * v - 0.4) + b[j] for j, v in enumerate(row)] for row in rows]
+        for rows in x.tolist()
+    ]
+    np.testing.assert_allclose(y, expected, rtol=1e-14, atol=1e-15)
+    assert "eps" not in layer.extra_repr() and "Derf" in layer.extra_repr()
+
+
+def test_derf_gradcheck_float64() -> None:
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    layer = Norm("derf", 4, 1e-5, "final").double()
+    names = ("alpha", "shift", "weight", "bias")
+    values = [torch.tensor([0.8]), torch.tensor([0.3]), *(torch.randn(4, generator=gen),) * 2]
+    values = [v.double().requires_grad_() for v in values]
+
+    def call(x, *params):
+        return torch.func.functional_call(layer, dict(zip(names, params, strict=True)), (x,))
+
+    assert torch.autograd.gradcheck(call, (x, *values))
+    layer(x).sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in layer.parameters())
+
+
+def test_derf_starts_at_alpha_and_zero_shift_and_draws_nothing() -> None:
+    base = GPT(small("layer"), seed=3).state_dict()
+    model = GPT(small("derf", dyt_alpha=0.75), seed=3)
+    sd = model.state_dict()
+    n = 2 * SMALL["n_layer"] + 1
+    assert curve_params(model) == [0.75] * n and curve_params(model, "shift") == [0.0] * n
+    assert curve_params(GPT(small("dyt")), "shift") is None
+    assert set(base) < set(sd) and len(set(sd) - set(base)) == 2 * n
+    for name, tensor in base.items():
+        assert torch.equal(sd[name], tensor), name
 
 
 # --- QK norm --------------------------------------------------------------------------------------
@@ -460,7 +510,7 @@ def test_an_old_config_without_the_new_fields_reads_as_todays_model() -> None:
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        (dict(norm="batch"), r"norm must be one of \['layer', 'rms', 'none', 'dyt'\]"),
+        (dict(norm="batch"), r"norm must be one of \['layer', 'rms', 'none', 'dyt', 'derf'\]"),
         (
             dict(placement="middle"),
             r"placement must be one of \['pre', 'post', 'peri', 'output', 'scaled'\]",

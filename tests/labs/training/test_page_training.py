@@ -84,11 +84,11 @@ def test_the_shipped_runs_are_shown_at_once_without_training(lang: str) -> None:
 def test_the_shipped_curves_reload_into_the_figures() -> None:
     at = open_app("training", lang="en")
     runs = json.loads((REFERENCE_DIR / CURVES_FILE).read_text())["runs"]
-    order = {"rms": 0, "layer": 1, "dyt": 2, "none": 3}  # the norms first, then DyT, then none
+    order = {"rms": 0, "layer": 1, "dyt": 2, "derf": 3, "none": 4}  # norms, DyT, Derf, none
     runs = sorted(runs, key=lambda r: (order[r["norm"]], r["seed"]))
     for key, x in (("shipped_step", "val_steps"), ("shipped_seconds", None)):
         validation = [t for t in figures(at)[key]["data"] if t["mode"] == "lines+markers"]
-        assert len(validation) == len(runs) == 12
+        assert len(validation) == len(runs) == 15
         for trace, run in zip(validation, runs, strict=True):
             np.testing.assert_array_equal(decode(trace["y"]), run["val_loss"])
             elapsed = [run["elapsed_seconds"][s - 1] if s else 0.0 for s in run["val_steps"]]
@@ -165,16 +165,16 @@ def test_dyt_peri_norm_and_qk_norm_train_live_and_show_alpha(monkeypatch, lang) 
     assert [r.norm for r in view.runs] == ["rms", "layer", "dyt"]
     assert all(r.steps_done == 10 and r.stopped_by == "steps" for r in view.runs)
     # Peri-norm: a norm before and after each sublayer, and the final one; each a DyT layer.
-    assert view.alphas.layers == ("0.ln_1", "0.ln_1_out", "0.ln_2", "0.ln_2_out", "ln_f")
-    alpha = figures(at)["live_alpha"]["data"]
+    assert view.alphas[0].layers == ("0.ln_1", "0.ln_1_out", "0.ln_2", "0.ln_2_out", "ln_f")
+    alpha = figures(at)["live_alpha_dyt"]["data"]
     seeds = [t for t in alpha if t["mode"] == "markers"]
-    np.testing.assert_array_equal(decode(seeds[0]["y"]), view.alphas.values.T.ravel())
+    np.testing.assert_array_equal(decode(seeds[0]["y"]), view.alphas[0].values.T.ravel())
     settings = "\n".join(c.value for c in at.caption)
     for name in (tr("training.placement_option_peri"), tr("training.qk_norm_option_rms")):
         assert name in settings
-    assert {"dyt", "alpha", "chart_alpha_dyt"} <= set(view.claims)
-    assert view.claims["dyt"].key == "training.dyt_one_seed"
-    assert view.claims["alpha"].key == "training.alpha_one_seed"
+    assert {"dyt", "alpha_dyt", "chart_alpha_dyt_dyt"} <= set(view.claims)
+    assert view.claims["dyt"].key == "training.s_norm_one_seed"
+    assert view.claims["alpha_dyt"].key == "training.learned_one_seed"
     assert_claims_shown(at, view.claims, lang)
 
 
@@ -192,6 +192,37 @@ def test_output_norm_with_qk_clip_trains_live(monkeypatch, lang) -> None:
     assert tr("training.placement_option_output") in settings
     assert tr("training.tau_setting", tau=3.0) in settings
     assert_claims_shown(at, live["view"].claims, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_derf_trains_live_beside_dyt_with_its_alpha_and_shift(monkeypatch, lang) -> None:
+    monkeypatch.setenv(SECONDS_ENV, "60")
+    link = {"derf": "true", "dyt": "true", "layer": "false", "steps": "10", "width": "16"}
+    at = train(open_page_alone(lang, **link, depth="1"))
+    view = at.session_state[LIVE_KEY]["view"]
+    assert [r.norm for r in view.runs] == ["rms", "dyt", "derf"]
+    assert all(r.steps_done == 10 and r.stopped_by == "steps" for r in view.runs)
+    assert [(a.norm, a.param) for a in view.alphas] == [
+        ("dyt", "alpha"), ("derf", "alpha"), ("derf", "shift")
+    ]  # fmt: skip
+    derf = next(r for r in view.runs if r.norm == "derf")
+    assert derf.dyt_layers == ("0.ln_1", "0.ln_2", "ln_f") and np.all(derf.derf_shift != 0.0)
+    for key, summary in (("live_alpha_derf", view.alphas[1]), ("live_shift_derf", view.alphas[2])):
+        seeds = [t for t in figures(at)[key]["data"] if t["mode"] == "markers"]
+        np.testing.assert_array_equal(decode(seeds[0]["y"]), summary.values.T.ravel())
+    assert view.claims["derf"].key == "training.s_norm_one_seed"
+    assert view.claims["derf_dyt"].key == "training.derf_dyt_one_seed"
+    assert view.claims["shift_derf"].key == "training.learned_one_seed"
+    assert_claims_shown(at, view.claims, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "id"])
+def test_a_bad_derf_value_is_named_in_the_pages_language(lang) -> None:
+    at = open_app("training", lang=lang, derf="maybe")
+    assert not at.exception
+    text = "\n".join(w.value for w in at.warning)
+    assert "`derf`" in text and "true, false" in text, text
+    assert at.session_state["derf"] is False and LIVE_KEY not in at.session_state
 
 
 @pytest.mark.parametrize("lang", ["en", "id"])

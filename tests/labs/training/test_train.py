@@ -352,16 +352,20 @@ def test_every_variant_trains_and_records_its_readings() -> None:
         assert len(result.hidden_rms) == config.model.n_layer + 1, name
         assert all(math.isfinite(v) and v > 0 for v in result.hidden_rms), name
         assert math.isfinite(result.max_logit) and result.max_logit == result.val_max_logit[-1]
-        if config.model.norm == "dyt":
-            alphas = [float(m.alpha.detach()) for _, m in result.model.norms() if m.kind == "dyt"]
+        if config.model.norm in ("dyt", "derf"):
+            kind = config.model.norm
+            alphas = [float(m.alpha.detach()) for _, m in result.model.norms() if m.kind == kind]
             assert result.dyt_alpha == alphas and len(alphas) == norm_count(config.model), name
             assert all(a != 0.5 for a in alphas), name  # learnt: two steps moved every alpha
         else:
             assert result.dyt_alpha is None, name
+        shifts = [float(m.shift.detach()) for _, m in result.model.norms() if m.kind == "derf"]
+        assert result.derf_shift == (shifts or None), name
+        assert config.model.norm != "derf" or all(s != 0.0 for s in shifts), name
         record = json.loads(json.dumps(result.curves()))
         assert record["config"]["model"]["placement"] == config.model.placement
         assert TrainConfig.from_dict(record["config"]) == config
-        for key in ("hidden_rms", "max_logit", "val_max_logit", "dyt_alpha"):
+        for key in ("hidden_rms", "max_logit", "val_max_logit", "dyt_alpha", "derf_shift"):
             assert record[key] == getattr(result, key), (name, key)
 
 
@@ -408,7 +412,8 @@ def test_shipped_files_are_complete_and_within_budget(reference) -> None:
         assert run["stopped_by"] == "steps" and run["steps_done"] == config.steps
         assert len(run["train_loss"]) == len(run["step_seconds"]) == config.steps
         assert run["val_steps"][0] == 0 and run["val_steps"][-1] == config.steps
-        assert (run["dyt_alpha"] is not None) == (run["norm"] == "dyt")
+        assert (run["dyt_alpha"] is not None) == (run["norm"] in ("dyt", "derf"))
+        assert (run.get("derf_shift") is not None) == (run["norm"] == "derf")
         path = checkpoint_path(run["norm"], run["seed"])
         if run["norm"] in CHECKPOINT_NORMS:
             assert path.name == run["checkpoint"] and path.with_suffix(".json").exists()
@@ -493,6 +498,25 @@ def test_every_shipped_set_names_the_function_that_makes_it() -> None:
         make_set("batch", "/nonexistent")
 
 
+def test_one_variant_trains_alone_and_merges_into_the_set(tmp_path) -> None:
+    """``--norms derf``: Derf's seed-0 run replaced, every other run and the set's machine kept
+    as they were, the new run with its own machine; no checkpoint written for Derf."""
+    shipped = json.loads((REFERENCE_DIR / CURVES_FILE).read_text())
+    (tmp_path / CURVES_FILE).write_text(json.dumps(shipped))
+    run_reference(tmp_path, steps=2, seeds=[0], norms=["derf"], log=lambda _line: None)
+    merged = json.loads((tmp_path / CURVES_FILE).read_text())
+    assert merged["machine"] == shipped["machine"]
+    pairs = [(r["norm"], r["seed"]) for r in merged["runs"]]
+    assert pairs == [(r["norm"], r["seed"]) for r in shipped["runs"]]
+    for old, new in zip(shipped["runs"], merged["runs"], strict=True):
+        if (new["norm"], new["seed"]) != ("derf", 0):
+            assert new == old
+    new = next(r for r in merged["runs"] if (r["norm"], r["seed"]) == ("derf", 0))
+    assert new["steps_done"] == 2 and new["machine"]["threads"] == 1
+    assert len(new["derf_shift"]) == len(new["dyt_alpha"]) == 7
+    assert {p.name for p in tmp_path.iterdir()} == {CURVES_FILE, SUMMARY_FILE}
+
+
 @pytest.mark.slow
 def test_reference_script_writes_every_file(tmp_path) -> None:
     summary = run_reference(tmp_path, threads=1, steps=2, seeds=[5], log=lambda _line: None)
@@ -507,10 +531,11 @@ def test_reference_script_writes_every_file(tmp_path) -> None:
     assert [r["checkpoint"] for r in loaded["runs"]] == [
         f"{n}-seed5.safetensors" if n in CHECKPOINT_NORMS else None for n in REFERENCE_NORMS
     ]
-    # Every record has the shipped records' keys: the shipped set is what this code writes.
-    shipped = load_reference()["runs"]
-    assert {frozenset(r) for r in loaded["runs"]} == {frozenset(r) for r in shipped}
-    assert {frozenset(r["config"]["model"]) for r in shipped} == {
+    # Every record has the shipped records' keys: the shipped set is what this code writes (the
+    # runs made before Derf have no derf_shift, and the runs merged in since carry their machine).
+    shipped, later = load_reference()["runs"], {"derf_shift", "machine"}
+    assert {frozenset(r) - later for r in loaded["runs"]} == {frozenset(r) - later for r in shipped}
+    assert {frozenset(r["config"]["model"]) for r in shipped} >= {  # the newest runs' fields
         frozenset(r["config"]["model"]) for r in loaded["runs"]
     }
     config = read_config(tmp_path / "rms-seed5.safetensors")

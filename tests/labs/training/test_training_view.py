@@ -42,6 +42,9 @@ from tests.claims.training import check_alpha
 from tests.hypothesis_util import examples
 from ui.i18n import translator
 
+# The learned scalars' charts, (chart, variant): DyT's α, Derf's α and s.
+LEARNED_CHARTS = (("alpha_dyt", "dyt"), ("alpha_derf", "derf"), ("shift_derf", "derf"))
+
 SETTINGS = {"width": 16, "depth": 1, "eps": 1e-5, "lr": 3e-3, "steps": 30, "seed": 2}
 
 
@@ -68,8 +71,9 @@ def test_the_wall_clock_cap_comes_from_the_environment_within_limits(
 
 
 def test_live_configs_differ_only_in_the_norm_and_share_the_work_cap() -> None:
-    configs = live_configs(["dyt", "none", "rms", "layer"], **SETTINGS, max_seconds=12.0)
-    assert [c.model.norm for c in configs] == list(NORM_KINDS) == ["layer", "rms", "none", "dyt"]
+    configs = live_configs(["derf", "dyt", "none", "rms", "layer"], **SETTINGS, max_seconds=12.0)
+    norms = ["layer", "rms", "none", "dyt", "derf"]
+    assert [c.model.norm for c in configs] == list(NORM_KINDS) == norms
     first = configs[0]
     for config in configs:
         assert replace(config, model=replace(config.model, norm=first.model.norm)) == first
@@ -96,7 +100,7 @@ def test_live_configs_give_every_variant_the_placement_and_qk_norm() -> None:
 
 def test_the_largest_model_bounds_memory() -> None:
     """The largest model a visitor can ask for, over every norm, placement and QK norm, counted
-    on torch's meta device (which allocates nothing): peri-norm with DyT and LayerNorm QK norms."""
+    on torch's meta device (which allocates nothing): peri-norm with Derf and LayerNorm QK norms."""
     sizes = {}
     with torch.device("meta"):
         for norm, placement, qk_norm in itertools.product(NORM_KINDS, PLACEMENTS, QK_NORMS):
@@ -106,7 +110,7 @@ def test_the_largest_model_bounds_memory() -> None:
                 block_size=REFERENCE.model.block_size,
             )  # fmt: skip
             sizes[norm, placement, qk_norm] = GPT(config).num_params()
-    assert max(sizes.values()) == max_parameters() == sizes["dyt", "peri", "layer"]
+    assert max(sizes.values()) == max_parameters() == sizes["derf", "peri", "layer"]
     # Weights, gradients and AdamW's two moments in float32: what training holds besides the
     # activations of one batch.
     assert 4 * 4 * max_parameters() <= 25 * 2**20
@@ -284,8 +288,8 @@ def test_shipped_view_matches_the_reference_summary() -> None:
     assert charts == {
         f"chart_{chart}_{n}": f"{chart}_words_{n}"
         for chart in ("loss_step", "loss_seconds", "finals", "ms")
-        for n in ("rms", "layer", "none", "dyt")
-    } | {"chart_alpha_dyt": "alpha_words_dyt"}
+        for n in ("rms", "layer", "none", "dyt", "derf")
+    } | {f"chart_{k}_{n}": f"{k.split('_')[0]}_words_{n}" for k, n in LEARNED_CHARTS}
     keys = {slot: key for slot, key in keys.items() if slot not in charts}
     assert keys == {
         "steps": "steps_gap",
@@ -297,8 +301,12 @@ def test_shipped_view_matches_the_reference_summary() -> None:
         "step_time": "step_time_mixed",
         "paper": "paper_unresolved",
         "machine": "machine_contended",
-        "dyt": "dyt_higher",
-        "alpha": "alpha_moved_all",
+        "dyt": "s_norm_higher",
+        "derf": "s_norm_higher",
+        "derf_dyt": "derf_dyt_within_spread",
+        "alpha_dyt": "learned_moved_all",
+        "alpha_derf": "learned_moved_all",
+        "shift_derf": "learned_moved_some",
     }
     assert view.claims["steps"].fields["winner"] == summary["winner"].replace("rms", "RMSNorm")
 
@@ -538,16 +546,17 @@ def test_dyt_is_compared_with_the_better_norm_and_its_alpha_with_its_seed_spread
             runs.append(record(norm, seed, [5, 4], [1, 1], [0, 2], [5.0, final + jitter]))
         runs[-1]["dyt_alpha"] = [0.7 + jitter / 2, 0.5 + seed * 0.01, 0.5]
     view = training_view(runs)
-    assert view.alphas.layers == ("0.ln_1", "0.ln_2", "ln_f") and view.alphas.init == 0.5
+    (alphas,) = view.alphas
+    assert alphas.layers == ("0.ln_1", "0.ln_2", "ln_f") and alphas.init == 0.5
     dyt = view.claims["dyt"]
-    assert dyt.key == "training.dyt_higher" and dyt.fields["best"] == "RMSNorm"
+    assert dyt.key == "training.s_norm_higher" and dyt.fields["best"] == "RMSNorm"
     assert dyt.fields["gap"] == pytest.approx(0.3) and dyt.fields["spread"] == pytest.approx(0.02)
     assert (dyt.fields["wins"], dyt.fields["pairs"]) == (0, 2)
-    alpha = view.claims["alpha"]
-    assert alpha.key == "training.alpha_moved_some"
+    alpha = view.claims["alpha_dyt"]
+    assert alpha.key == "training.learned_moved_some"
     assert (alpha.fields["moved"], alpha.fields["still"]) == (1, 2)
     assert (alpha.fields["far_layer"], alpha.fields["near_layer"]) == ("0.ln_1", "ln_f")
-    words = view.claims["chart_alpha_dyt"].fields
+    words = view.claims["chart_alpha_dyt_dyt"].fields
     assert (words["hi"], words["hi_line"], words["hi_at"]) == (pytest.approx(0.71), 1, "0.ln_1")
     # DyT is not a norm: below every variant, it is not the norm the no-norm variant is compared
     # with; it is lower than RMSNorm by 0.2, beyond the seeds' 0.02.
@@ -556,7 +565,7 @@ def test_dyt_is_compared_with_the_better_norm_and_its_alpha_with_its_seed_spread
     lower += [record("none", seed, [5, 4], [1, 1], [0, 2], [5.0, 2.0]) for seed in (0, 1)]
     view = training_view(lower)
     assert view.claims["none"].fields["best"] == "RMSNorm"
-    assert view.claims["dyt"].key == "training.dyt_lower"
+    assert view.claims["dyt"].key == "training.s_norm_lower"
     assert view.claims["dyt"].fields["gap"] == pytest.approx(0.2)
 
 
@@ -569,8 +578,8 @@ def test_the_farthest_alpha_named_beside_the_moved_layers_is_one_that_moved() ->
     for seed, alpha in ((0, [0.5, 0.55, 0.5]), (1, [0.9, 0.56, 0.5])):
         runs.append(record("dyt", seed, [5, 4], [1, 1], [0, 2], [5.0, 3.0]))
         runs[-1]["dyt_alpha"] = alpha
-    alpha = training_view(runs).claims["alpha"]
-    assert alpha.key == "training.alpha_moved_some"
+    alpha = training_view(runs).claims["alpha_dyt"]
+    assert alpha.key == "training.learned_moved_some"
     assert (alpha.fields["moved"], alpha.fields["still"]) == (1, 2)
     assert (alpha.fields["far_layer"], alpha.fields["near_layer"]) == ("0.ln_2", "ln_f")
     assert alpha.fields["far_spread"] == pytest.approx(0.01)
@@ -595,7 +604,7 @@ def test_the_shipped_share_text_and_chart_agree_and_the_noise_counts_every_slowe
     assert noise.fields["noise_pct"] == view.share_noise == pytest.approx(-dyt1.norm_share)
     assert noise.fields["noise_pct"] == pytest.approx(0.3941, abs=1e-4)
     assert noise.fields["same_pct"] == pytest.approx(0.3616, abs=1e-4)  # the no-norm runs'
-    assert (noise.fields["slower"], noise.fields["timed"]) == (3, 12)
+    assert (noise.fields["slower"], noise.fields["timed"]) == (3, 15)
     for lang, quoted in (("en", "39.4%"), ("id", "39,4%")):
         text = translator(lang).claim(noise)
         assert quoted in text and ("36.2%" if lang == "en" else "36,2%") in text
