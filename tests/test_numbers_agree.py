@@ -642,9 +642,11 @@ def test_numbers_agree(page: str, query: dict[str, str], lang: str) -> None:
 # A number only English writes: a point that cannot group thousands (``0.5``, ``1.25``,
 # ``1.2345``, ``1.5e-8``). ``1.016`` is left out: in Indonesian it is one thousand and sixteen.
 _POINT_DECIMAL = re.compile(r"(?<![\w.,])-?(?:0\.\d+|\d+\.(?:\d{1,2}|\d{4,})(?![\d.])|\d+\.\d+e)")
-# Code, links, version numbers and TeX lengths (``\\[0.6em]``) are the same in every language.
+# Code, links, version numbers, TeX lengths (``\\[0.6em]``) and arXiv identifiers are the same in
+# every language.
 _VERBATIM = re.compile(
     r"`[^`]*`|https?://\S+|[?&]\w+=[^\s&]*|\b(?:torch|Python|v)\s?\d[\d.]*|\d[\d.]*(?:em|ex|pt)\b"
+    r"|\barXiv\s\d{4}\.\d{4,5}"  # an arXiv identifier, not a decimal
 )
 
 
