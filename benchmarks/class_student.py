@@ -136,8 +136,11 @@ class Student:
             while not REVEALED.search(" ".join(self.shown.alerts)):
                 left = give_up - time.monotonic()
                 if left <= 0:
-                    raise RuntimeError("the reveal never reached this student")
+                    raise TimeoutError
                 await asyncio.wait_for(self.receive(), left)
+        except TimeoutError:  # what the page last showed says why
+            said = " | ".join(a[:80] for a in self.shown.alerts)
+            raise RuntimeError(f"no reveal; live {self.live}; the page said: {said}") from None
         finally:
             ticking.cancel()
         seen.append(time.monotonic())

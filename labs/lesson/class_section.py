@@ -179,6 +179,8 @@ def open_class(tr: Translator) -> Seat | None:
             st.warning(notice(tr, "down_kept", seat.code))
         else:
             st.warning(notice(tr, err.code, raw))
+            if err.code == "down":  # no seat yet, so no watch: this one waits for the store
+                in_page(retry)
             return None
     st.session_state[SEAT] = (seat.code, seat.key)
     st.session_state[LAST] = seat
@@ -363,6 +365,17 @@ def moved(seat: Seat, state: ClassState, step: int) -> bool:
         or state.revealed != seat.state.revealed
         or seat.down
     )
+
+
+@st.fragment(run_every=LIVE_S)
+def retry() -> None:
+    """A page the store could not answer before it had a seat: rerun it once the store answers
+    (a worker restarted mid-class, a store briefly away), so the student joins without a reload."""
+    try:
+        open_store(LESSON).guessed_too_often(client_address())  # a read that changes nothing
+    except ClassError:
+        return
+    rerun_if(True)
 
 
 @st.fragment(run_every=LIVE_S)
