@@ -178,9 +178,11 @@ _ALL = (
         formula=_OFFSET_FORMULA,
         notes=(
             "Gemma's contract: a zero-centred weight (initialised to 0, gain 1 + w), float32 "
-            "until one cast at the end. Its linear-attention layers use Qwen3NextRMSNormGated "
-            "instead: Llama's order, then times silu of the gate in float32, then a cast to the "
-            "input dtype (core.gated_rms_norm computes it)."
+            "until one cast at the end, for every layer's norms and full attention's q and k. "
+            "The output of its linear attention (over the value heads) is normalised by "
+            "Qwen3NextRMSNormGated instead: a weight that is the gain itself (initialised to 1), "
+            "Llama's order, then times silu of the gate in float32, then a cast to the input "
+            "dtype (core.gated_rms_norm computes it)."
         ),
     ),
     _transformers(
@@ -217,9 +219,10 @@ _ALL = (
         formula=_fp32_formula(r"\operatorname{cast}_{x}\!\left(XHAT\right)"),
         notes=(
             "An RMS normalisation without a weight, in float32, cast back once. Llama 4 applies "
-            "it to every head's queries and keys after RoPE (use_qk_norm; the 128-expert model "
-            "does not), with the config's rms_norm_eps: 1e-6 is the module's default, 1e-5 "
-            "Llama4TextConfig's. On the contracts page a side with this preset reads no weight."
+            "it to every head's queries and keys after RoPE, in the layers that use RoPE "
+            "(use_qk_norm; by default every fourth layer has neither; the 128-expert model has "
+            "none), with the config's rms_norm_eps: 1e-6 is the module's default, 1e-5 "
+            "Llama4TextConfig's."
         ),
     ),
     Preset(

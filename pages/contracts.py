@@ -29,7 +29,9 @@ from ui.frame import begin_page, breakable, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, IntParam, LadderParam
 
-PRESET_NAMES = tuple(preset_names("rms"))
+# The presets that read a stored weight: the page compares how two implementations read one
+# checkpoint (Llama 4's weightless QK norm reads none; the lesson's presets table lists it).
+PRESET_NAMES = tuple(n for n in preset_names("rms") if get_preset(n, "rms").has_weight)
 HAS_TORCH = torch_available()
 MODEL_DTYPES = DTYPES if HAS_TORCH else DTYPES[:2]
 RED_CHOICES = ("preset", *MODEL_DTYPES)

@@ -104,15 +104,14 @@ def compare_sides(
     xt, wt = _as_dtype(x, dtype), _as_dtype(weight, dtype)
     reports, alerts = [], []
     for name, side in zip("ab", (side_a, side_b), strict=True):
-        preset = get_preset(side.preset, "rms")
         with warnings.catch_warnings(record=True) as caught:
             # What the warnings say is returned, coded, in ``alerts``.
             warnings.simplefilter("always", NormWarning)
             reports.append(
                 rms_norm_report(
                     xt,
-                    wt if preset.has_weight else None,  # a weightless upstream reads none
-                    preset=preset,
+                    wt,
+                    preset=get_preset(side.preset, "rms"),
                     eps=side.eps,
                     reduction_dtype=side.reduction_dtype,
                 )
@@ -208,9 +207,7 @@ def contracts_view(state: dict[str, Any]) -> ContractsView:
     d, seed, dtype = state["d"], state["seed"], state["dtype"]
     sides = tuple(_side(state[k], state[f"eps_{k}"], state[f"red_{k}"]) for k in "ab")
     writer = get_preset(state[state["checkpoint"]], "rms")
-    # A weightless writer (Llama 4's QK norm) stores no weight: a reader's is its gain of 1.
-    gain = effective_gain(d, seed=seed) if writer.has_weight else np.ones(d)
-    weight = stored_weight(gain, writer.gain_mode)
+    weight = stored_weight(effective_gain(d, seed=seed), writer.gain_mode)
 
     def compare(scale: float) -> Comparison:
         return compare_sides(make_input(d, seed=seed, scale=scale), weight, *sides, dtype=dtype)

@@ -177,10 +177,12 @@ def open_class(tr: Translator) -> Seat | None:
         if err.code == "down" and before is not None and before[0] == raw.strip().upper():
             seat = replace(st.session_state[LAST], down=True)
             st.warning(notice(tr, "down_kept", seat.code))
+        elif err.code == "down":  # no seat yet, so no watch: this one waits for the store
+            st.warning(notice(tr, "down_wait", raw))
+            in_page(retry)
+            return None
         else:
             st.warning(notice(tr, err.code, raw))
-            if err.code == "down":  # no seat yet, so no watch: this one waits for the store
-                in_page(retry)
             return None
     st.session_state[SEAT] = (seat.code, seat.key)
     st.session_state[LAST] = seat

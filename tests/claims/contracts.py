@@ -45,7 +45,6 @@ CONTRACTS = {
     "qwen3-next": (1e-6, "inside", "float32", "offset", "after"),
     "deepseek-v3": (1e-6, "inside", "float32", "direct", "before"),
     "gpt-oss": (1e-6, "inside", "float32", "direct", "promote"),
-    "llama4-qk": (1e-6, "inside", "float32", "direct", "after"),  # no weight at all
     "transformer-engine": (1e-5, "inside", "float32", "offset", "after"),
     "paper": (1e-8, "outside", "input", "direct", "before"),
     "x-transformers": (1e-12, "clamp", "input", "direct", "before"),
@@ -182,12 +181,6 @@ def x_transformers(x, w, eps, red):
     return h.to(x.dtype) * w
 
 
-def llama4_qk(x, w, eps, red):
-    """Llama4TextL2Norm.forward: a float32 RMS normalisation, cast back; it has no weight."""
-    h = x.to(red)
-    return (h * torch.rsqrt(_mean_square(h) + eps)).type_as(x)
-
-
 FORWARD = {
     "torch": torch_rmsnorm,
     "llama": llama,
@@ -198,7 +191,6 @@ FORWARD = {
     "qwen3-next": gemma,  # Qwen3NextRMSNorm.forward: float32, (1 + w), type_as(x)
     "deepseek-v3": llama,  # DeepseekV3RMSNorm.forward: LlamaRMSNorm's
     "gpt-oss": olmo2,  # GptOssRMSNorm.forward: (self.weight * hidden_states).to(input_dtype)
-    "llama4-qk": llama4_qk,
     "transformer-engine": gemma,
     "paper": paper,
     "x-transformers": x_transformers,
@@ -212,10 +204,7 @@ def _gain(d: int, seed: int) -> np.ndarray:
 
 def stored(state: dict) -> np.ndarray:
     """The checkpoint's weight: the gain, or the gain minus 1 for a zero-centred writer."""
-    if state[state["checkpoint"]] == "llama4-qk":  # nothing stored: the reader's gain of 1
-        g = np.ones(state["d"])
-    else:
-        g = _gain(state["d"], state["seed"])
+    g = _gain(state["d"], state["seed"])
     return g - 1.0 if CONTRACTS[state[state["checkpoint"]]][3] == "offset" else g
 
 

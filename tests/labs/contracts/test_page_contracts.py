@@ -96,12 +96,14 @@ def test_default_eps_mistake_says_where_each_eps_comes_from_and_its_size(lang: s
     assert len(infos) >= 2  # where the eps comes from, and the size of the error
 
 
-def test_a_weightless_preset_reads_no_weight_and_says_nothing_of_one() -> None:
-    at = open_app("contracts", a="llama4-qk", b="llama", checkpoint="a", d="32")
-    assert not at.exception and not at.warning  # no "the given weight was applied"
-    x = make_input(32, seed=0).astype(np.float32).astype(np.float64)
-    y = x / np.sqrt(np.mean(x**2) + 1e-6)  # no gain: the checkpoint stores none
-    np.testing.assert_allclose(trace(figures(at)["contract"], "A: Llama 4"), y, rtol=1e-6)
+def test_a_weightless_preset_is_not_offered_and_a_link_naming_it_is_told() -> None:
+    """The page compares how two presets read one checkpoint's weight: Llama 4's QK norm reads
+    none, so a link naming it keeps the default with a notice naming the parameter."""
+    at = open_app("contracts", a="llama4-qk")
+    assert not at.exception and at.selectbox(key="a").value == "gemma"
+    options = at.selectbox(key="a").options
+    assert "Qwen3 (Qwen3RMSNorm)" in options and "Llama 4 (Llama4TextL2Norm)" not in options
+    assert any("`a`" in w.value for w in at.warning), [w.value for w in at.warning]
 
 
 def test_bf16_mistake_by_link_and_every_control_restored() -> None:
