@@ -54,21 +54,28 @@ def small(norm: str = "rms", **overrides) -> ModelConfig:
 # --- DyT ------------------------------------------------------------------------------------------
 
 
-def test_dyt_is_weight_tanh_alpha_x_plus_bias_float64() -> None:
-    layer = Norm("dyt", 5, 1e-5, "final").double()
+def _s_shaped(kind: str, curve, **scalars: float) -> Norm:
+    """A float64 ``kind`` layer with ``scalars`` (alpha, shift) and seeded weight and bias, held
+    to ``w_j * curve(x) + b_j`` written coordinate by coordinate with the standard library."""
+    layer = Norm(kind, 5, 1e-5, "final").double()
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():
-        layer.alpha.fill_(1.7)
+        for name, value in scalars.items():
+            getattr(layer, name).fill_(value)
         layer.weight.copy_(torch.randn(5, generator=gen, dtype=torch.float64))
         layer.bias.copy_(torch.randn(5, generator=gen, dtype=torch.float64))
     x = 2.0 * torch.randn(3, 4, 5, generator=gen, dtype=torch.float64)
     y = layer(x).detach().numpy()
     w, b = layer.weight.tolist(), layer.bias.tolist()
     expected = [
-        [[w[j] * math.tanh(1.7 * v) + b[j] for j, v in enumerate(row)] for row in rows]
-        for rows in x.tolist()
+        [[w[j] * curve(v) + b[j] for j, v in enumerate(row)] for row in rows] for rows in x.tolist()
     ]
     np.testing.assert_allclose(y, expected, rtol=1e-14, atol=1e-15)
+    return layer
+
+
+def test_dyt_is_weight_tanh_alpha_x_plus_bias_float64() -> None:
+    layer = _s_shaped("dyt", lambda v: math.tanh(1.7 * v), alpha=1.7)
     assert layer.eps == 1e-5 and "eps" not in layer.extra_repr()  # DyT reads no eps
 
 
@@ -102,21 +109,7 @@ def test_dyt_alpha_starts_at_the_configured_value_and_draws_nothing() -> None:
 
 
 def test_derf_is_weight_erf_alpha_x_plus_shift_plus_bias_float64() -> None:
-    layer = Norm("derf", 5, 1e-5, "final").double()
-    gen = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        layer.alpha.fill_(1.3)
-        layer.shift.fill_(-0.4)
-        layer.weight.copy_(torch.randn(5, generator=gen, dtype=torch.float64))
-        layer.bias.copy_(torch.randn(5, generator=gen, dtype=torch.float64))
-    x = 2.0 * torch.randn(3, 4, 5, generator=gen, dtype=torch.float64)
-    y = layer(x).detach().numpy()
-    w, b = layer.weight.tolist(), layer.bias.tolist()
-    expected = [
-        [[w[j] * math.erf(1.3 * v - 0.4) + b[j] for j, v in enumerate(row)] for row in rows]
-        for rows in x.tolist()
-    ]
-    np.testing.assert_allclose(y, expected, rtol=1e-14, atol=1e-15)
+    layer = _s_shaped("derf", lambda v: math.erf(1.3 * v - 0.4), alpha=1.3, shift=-0.4)
     assert "eps" not in layer.extra_repr() and "Derf" in layer.extra_repr()
 
 
