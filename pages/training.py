@@ -339,16 +339,12 @@ def train_with_chart(
 # A key for each drawing of a growing chart: a placeholder drawn twice with the same figure in
 # one run would otherwise give two elements one id.
 DRAWS = itertools.count()
-_DRAWN: tuple = (None, ())  # the last drawing of a run in this process, and its curves
 
 
 def draw_progress(bar, chart, shown: dict, tr: Translator, labels: dict) -> None:
     """A run's progress bar and its growing loss chart, in this visitor's language: ``shown``
     holds the records of the runs so far and their ``lab_view.progress``."""
-    global _DRAWN
-    if _DRAWN[0] is not shown:  # the visitors who watch one run share its curves
-        _DRAWN = (shown, live_curves(shown["records"]))
-    curves, p = _DRAWN[1], Progress(**shown["progress"])
+    curves, p = live_curves(shown["records"]), Progress(**shown["progress"])
     text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
     bar.progress(p.fraction, text=text)
     runs = figure_runs(curves, "step")

@@ -237,7 +237,15 @@ def reference_spread(view: TrainingView) -> float | None:
     return max(spreads)
 
 
+_LAST: tuple = (None, ())  # the last records drawn in this process, and their curves
+
+
 def live_curves(records: Sequence[Mapping[str, Any]]) -> tuple[RunCurves, ...]:
     """The curves of runs still training (``run_record``, for the growing chart), without the
-    comparisons."""
-    return in_order(run_curves(r) for r in records)
+    comparisons. Kept for the last records: the visitors of a worker who watch one run draw the
+    same drawing (``run_cache.Watched.shown`` reads each once)."""
+    global _LAST
+    last = _LAST
+    if last[0] is not records:
+        last = _LAST = (records, in_order(run_curves(r) for r in records))
+    return last[1]

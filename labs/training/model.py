@@ -34,8 +34,9 @@ from labs.training.kernels import KERNELS, norm_function
 MODEL_NORMS = ("layer", "rms", "none", "dyt", "derf")
 # The norms the training page, its claims and the shipped runs iterate: all of them.
 NORM_KINDS = MODEL_NORMS
-NORM_CLASSES = {"layer": "LayerNorm", "rms": "RMSNorm", "none": "Identity", "dyt": "DyT"}
-NORM_CLASSES["derf"] = "Derf"
+NORM_CLASSES = {
+    "layer": "LayerNorm", "rms": "RMSNorm", "none": "Identity", "dyt": "DyT", "derf": "Derf"
+}  # fmt: skip
 # The S-shaped norms: an elementwise curve with a learned scale alpha, no statistic of the row.
 S_NORMS = ("dyt", "derf")
 # The learnable parameters of each norm class, as named in the state dict.
