@@ -37,7 +37,7 @@ from labs.training.lab_view import (
 from labs.training.model import NORM_CLASSES, NORM_KINDS
 from labs.training.reference import REFERENCE
 from labs.training.scurve_section import SCURVE_PARAMS, VIEW, choose_view, scurve_section
-from labs.training.sets_section import placement_section, qknorm_section
+from labs.training.sets_section import data_section, placement_section, qknorm_section
 from labs.training.snippet import training_code
 from labs.training.variants_section import (
     ARCHITECTURE_PARAMS,
@@ -402,6 +402,7 @@ def main() -> None:
     kernels_section(tr)
     placement_section(tr)
     qknorm_section(tr)
+    data_section(tr)
     live_section(state, tr, figure_labels(tr, state["qk_norm"]))
     code_section(tr, training_code(), "training.code_caption")
     share_box(PARAMS, tr.lang)

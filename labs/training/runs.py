@@ -35,7 +35,7 @@ from labs.training.reference import (
     machine_record,
     reference_summary,
 )
-from labs.training.sets import make_placement, make_qknorm
+from labs.training.sets import make_data, make_placement, make_qknorm
 from labs.training.store import save_checkpoint
 from labs.training.train import TrainConfig, TrainResult, stream_seeds, train
 
@@ -156,6 +156,7 @@ SETS: dict[str, Callable[..., dict[str, Any]]] = {
     "kernels": measure,
     "placement": make_placement,
     "qknorm": make_qknorm,
+    "data": make_data,
 }
 
 

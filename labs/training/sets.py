@@ -1,13 +1,16 @@
-r"""Two shipped sets beyond the two norms: where the norm sits, and QK-norm against the step size.
+r"""Three shipped sets beyond the two norms: where the norm sits, QK-norm against the step size,
+and DyT against RMSNorm on little and on more data.
 
-Both train RMSNorm models of ``labs.training.model`` on the reference corpus, one torch thread,
-and record at every validation the loss, the residual stream's RMS after the embedding and each
-block (``hidden_rms``) and the largest attention logit: ``PLACEMENT`` (``pre``, ``post``,
-``peri``, ``output`` and ``scaled`` norms) and ``QKNORM`` (``off``, ``rms`` and ``clip`` at every
-peak learning rate of ``QKNORM_LRS``).
-``python -m labs.training.runs --set placement`` (or ``--set qknorm``) writes
-``assets/train/placement.json`` (``qknorm.json``), as docs/training.md describes; float32 holds
-about seven significant digits, hence ``SIGNIFICANT``. ``load_set(name)`` reads a set back."""
+The first two train RMSNorm models of ``labs.training.model`` on the reference corpus, one torch
+thread, and record at every validation the loss, the residual stream's RMS after the embedding
+and each block (``hidden_rms``) and the largest attention logit: ``PLACEMENT`` (``pre``,
+``post``, ``peri``, ``output`` and ``scaled`` norms) and ``QKNORM`` (``off``, ``rms`` and
+``clip`` at every peak learning rate of ``QKNORM_LRS``). ``DATA`` trains RMSNorm and DyT models
+on each slice of ``DATA_SLICES`` and records, at the end, the share of each DyT layer's inputs
+it saturates (``saturated_shares``). ``python -m labs.training.runs --set placement``
+(``qknorm``, ``data``) writes ``assets/train/placement.json`` (``qknorm.json``, ``data.json``),
+as docs/training.md describes; float32 holds about seven significant digits, hence
+``SIGNIFICANT``. ``load_set(name)`` reads a set back."""
 
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from core.device import torch_threads
 from labs.training.corpus import load_corpus
 from labs.training.reference import (
@@ -29,9 +34,9 @@ from labs.training.reference import (
     REFERENCE_THREADS,
     machine_record,
 )
-from labs.training.train import TrainConfig, TrainResult, train
+from labs.training.train import TrainConfig, TrainResult, train, val_windows
 
-SET_FILES = {"placement": "placement.json", "qknorm": "qknorm.json"}
+SET_FILES = {"placement": "placement.json", "qknorm": "qknorm.json", "data": "data.json"}
 SIGNIFICANT = 7
 # Validations per run, about, when a test shortens a set (``steps``).
 VALIDATIONS = 8
@@ -57,6 +62,16 @@ QKNORM_SEEDS = (0, 1, 2)
 # the clip acts at three rates and its cap compares with QK norm's. Kimi K2's 100: the two highest.
 QKNORM_TAU = 10.0
 QKNORM = replace(REFERENCE, steps=240, eval_every=40, timing_repeats=0, tau=QKNORM_TAU)
+
+# DyT's data regime (Verma 2026: GPT-2-family models on 1M and on 118M tokens, about 1 : 118):
+# the reference's model and run on the first 4 KiB of the training split (about a hundredth of
+# it, each byte read some 370 times) and on all of it (about 3.7 times). An S-shaped layer's
+# input counts as saturated where |alpha x| >= SATURATION, Verma's mark (tanh(2) = 0.964).
+DATA_SLICES = (4096, None)
+DATA_NORMS = ("rms", "dyt")
+DATA_SEEDS = (0, 1, 2)
+DATA = replace(REFERENCE, timing_repeats=0)
+SATURATION = 2.0
 
 
 def _shortened(config: TrainConfig, steps: int | None) -> TrainConfig:
@@ -97,6 +112,35 @@ def qknorm_configs(
     ]
 
 
+def data_configs(
+    *, steps: int | None = None, seeds: Sequence[int] = DATA_SEEDS
+) -> list[TrainConfig]:
+    """``DATA`` for every seed, slice of ``DATA_SLICES`` and norm of ``DATA_NORMS``, seed-major."""
+    base = _shortened(DATA, steps)
+    return [
+        replace(base, model=replace(base.model, norm=norm), seed=seed, train_bytes=size)
+        for seed in seeds
+        for size in DATA_SLICES
+        for norm in DATA_NORMS
+    ]
+
+
+def saturated_shares(model: Any, x: Any) -> list[float]:
+    """Each DyT or Derf layer's share of its inputs on the windows ``x`` (b, t) whose curve
+    argument, alpha x (plus Derf's shift), is at least ``SATURATION`` in magnitude, in forward
+    order ([] without such layers)."""
+    from labs.training.activations import capture
+
+    layers = [(name, m) for name, m in model.norms() if hasattr(m, "alpha")]
+    inputs = capture(model, [x], [(m, "input", name) for name, m in layers])
+    shares = []
+    for name, m in layers:
+        shift = float(m.shift.detach()) if hasattr(m, "shift") else 0.0
+        argument = float(m.alpha.detach()) * inputs[name] + shift
+        shares.append(float(np.mean(np.abs(argument) >= SATURATION)))
+    return shares
+
+
 def _digits(value: float) -> float:
     """``value`` to ``SIGNIFICANT`` significant digits (NaN and infinities as they are)."""
     return float(f"{value:.{SIGNIFICANT}g}")
@@ -119,6 +163,8 @@ def set_record(result: TrainResult, hidden_rms: Sequence[Sequence[float]]) -> di
     validation curves, rounded (module docstring)."""
     config = result.config
     return {
+        "norm": config.model.norm,
+        "train_bytes": config.train_bytes,
         "placement": config.model.placement,
         "qk_norm": config.model.qk_norm,
         "lr": config.lr,
@@ -143,16 +189,19 @@ def _make(
 ) -> dict[str, Any]:
     """Train ``configs`` one after another, write the set's file, return its summary."""
     corpus = load_corpus()
+    windows = val_windows(corpus.val, configs[0].model.block_size, configs[0].eval_windows)[0]
     started, load_before = time.perf_counter(), os.getloadavg()
     runs = []
     with torch_threads(threads):
         for config in configs:
             recorder = _Recorder()
             result = train(config, corpus=corpus, callback=recorder)
-            runs.append(set_record(result, recorder.hidden_rms))
+            shares = saturated_shares(result.model, windows)
+            runs.append(set_record(result, recorder.hidden_rms) | {"saturated": shares})
             model = config.model
             log(
-                f"{name} {model.placement}/qk {model.qk_norm} lr {config.lr:g} seed "
+                f"{name} {model.norm} {model.placement}/qk {model.qk_norm} lr {config.lr:g} "
+                f"bytes {config.train_bytes} seed "
                 f"{config.seed}: val {result.val_loss[-1]:.4f}, largest logit "
                 f"{max(result.val_max_logit):.4g}, {result.wall_seconds:.1f} s"
             )
@@ -189,8 +238,20 @@ def make_qknorm(
     return _make("qknorm", configs, directory, threads, log)
 
 
+def make_data(
+    directory: str | Path = REFERENCE_DIR,
+    *,
+    threads: int = REFERENCE_THREADS,
+    steps: int | None = None,
+    seeds: Sequence[int] = DATA_SEEDS,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Train the data set and write ``data.json`` into ``directory``."""
+    return _make("data", data_configs(steps=steps, seeds=seeds), directory, threads, log)
+
+
 def load_set(name: str, directory: str | Path = REFERENCE_DIR) -> dict[str, Any]:
-    """The set ``name`` (``placement`` or ``qknorm``) as written."""
+    """The set ``name`` (a key of ``SET_FILES``) as written."""
     if name not in SET_FILES:
         raise ValueError(f"set must be one of {sorted(SET_FILES)} (got {name!r})")
     return json.loads((Path(directory) / SET_FILES[name]).read_text())

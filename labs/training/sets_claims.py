@@ -1,5 +1,5 @@
-r"""What the two shipped sets say, in sentences: the claims (``labkit.claims``) of the placement
-and QK-norm sections, each chosen by a verdict computed from a view's numbers
+r"""What the three shipped sets say, in sentences: the claims (``labkit.claims``) of the placement,
+QK-norm and data sections, each chosen by a verdict computed from a view's numbers
 (``labs.training.sets_view``). Text keys are ``training_sets.*``.
 
 Placement, from the residual stream's RMS :math:`r_0, \dots, r_L` at the last validation: per
@@ -15,8 +15,14 @@ and the smallest learning rate where it exceeds 1); QK-Clip's peaks against its 
 plain model's); the final losses of each mode against the plain model's, as for the placements;
 each mode's best learning rate; each chart's words (``labkit.chart_words.runs_words``).
 
-The functions read a ``labs.training.sets_view.PlacementView`` or ``QKNormView`` (which import
-this module, so it names them only here)."""
+Data: DyT's final loss against RMSNorm's on each slice (as for the placements); whether the sign
+of that gap changes between the slices (only where both gaps exceed the seed spread); per run
+kind, whether its mean validation loss rose from its lowest by more than the seeds' final spread;
+DyT's saturated share, averaged over its layers, on the small slice against the large (one
+higher only where every seed's is), and the layers where every seed agrees.
+
+The functions read a ``labs.training.sets_view.PlacementView``, ``QKNormView`` or ``DataView``
+(which import this module, so it names them only here)."""
 
 from __future__ import annotations
 
@@ -26,9 +32,10 @@ import numpy as np
 
 from labkit.chart_words import runs_words
 from labkit.claims import Claim, at_most
+from labs.training.sets import SATURATION
 
 NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN"}
-NAMES |= {"output": "Output-LN", "scaled": "LN Scaling"}
+NAMES |= {"output": "Output-LN", "scaled": "LN Scaling", "rms": "RMSNorm", "dyt": "DyT"}
 # A stream whose RMS over blocks 1 to L stays within this factor is "within a band": a quarter
 # more from its lowest block to its highest, a change a reader of a log-scaled chart can see.
 BAND = 1.25
@@ -259,3 +266,83 @@ def qknorm_claims(view: Any) -> dict[str, Claim]:
     seeds = {m: view.seeds for m in view.modes}
     claims |= _chart_words("qk", "logit", view.lrs, seeds, view.peak_logit)
     return claims | _chart_words("qk", "loss", view.lrs, seeds, view.final_loss)
+
+
+# --- DyT's data regime ------------------------------------------------------------------------
+
+
+def _gap_claim(view: Any, slice_: str) -> tuple[Claim, str]:
+    """DyT's final losses against RMSNorm's on one slice, and the verdict: ``lower``,
+    ``higher`` (DyT's mean, beyond the spread), ``within``, ``one_seed`` or ``diverged``."""
+    dyt, rms = view.val_loss[f"dyt_{slice_}"][:, -1], view.val_loss[f"rms_{slice_}"][:, -1]
+    fields: dict[str, Any] = {"size": view.sizes[slice_], "step": int(view.val_steps[-1])}
+    if not (_finite(dyt) and _finite(rms)):
+        return Claim(f"{PREFIX}data_gap_diverged", fields), "diverged"
+    kind, pair = loss_pair(dyt, rms)
+    fields |= {"dyt_loss": pair["a_loss"], "rms_loss": pair["b_loss"], "gap": pair["gap"]}
+    fields |= {k: pair[k] for k in ("spread",) if k in pair}
+    if kind == "beyond":
+        kind = "lower" if pair["lower"] else "higher"
+    return Claim(f"{PREFIX}data_gap_{kind}", fields), kind
+
+
+def _rise_claim(view: Any, kind: str) -> Claim | None:
+    """Whether a run kind's mean validation loss ended above its lowest by more than its seeds'
+    final losses lie apart (``rose``) or not (``held``)."""
+    loss = view.val_loss[kind]
+    if not _finite(loss):
+        return None
+    norm, slice_ = kind.split("_")
+    mean, spread = loss.mean(axis=0), float(np.ptp(loss[:, -1]))
+    i = int(np.argmin(mean))
+    fields = {"name": NAMES[norm], "size": view.sizes[slice_], "lo": float(mean[i])}
+    fields |= {"lo_step": int(view.val_steps[i]), "last": float(mean[-1]), "spread": spread}
+    fields |= {"rise": float(mean[-1] - mean[i]), "step": int(view.val_steps[-1])}
+    rose = fields["rise"] > spread
+    return Claim(f"{PREFIX}data_{'rose' if rose else 'held'}", fields)
+
+
+def _saturation_claim(view: Any) -> Claim | None:
+    """DyT's saturated share averaged over its layers, small slice against large, and the layers
+    where every seed's share is higher with one slice than every seed's with the other."""
+    small, large = view.saturated["small"], view.saturated["large"]
+    if small.size == 0 or not (_finite(small) and _finite(large)):
+        return None
+    by_seed = {"small": small.mean(axis=1), "large": large.mean(axis=1)}
+    fields: dict[str, Any] = {"layers": small.shape[1], "limit": SATURATION}
+    for slice_, shares in by_seed.items():
+        fields |= {slice_: view.sizes[slice_], f"{slice_}_pct": float(shares.mean())}
+        fields |= {f"{slice_}_lo_pct": float(shares.min()), f"{slice_}_hi_pct": float(shares.max())}
+    fields["more_small"] = int(np.sum(small.min(axis=0) > large.max(axis=0)))
+    fields["more_large"] = int(np.sum(large.min(axis=0) > small.max(axis=0)))
+    few, many = by_seed["small"], by_seed["large"]
+    key = "more_small" if few.min() > many.max() else "overlap"
+    key = "more_large" if many.min() > few.max() else key
+    return Claim(f"{PREFIX}data_sat_{key}", fields)
+
+
+def data_claims(view: Any) -> dict[str, Claim]:
+    """The data section's sentences, by slot: ``gap_small``, ``gap_large``, ``sign`` (where both
+    gaps have one), ``rise_<kind>``, ``saturation``, and the two charts' words ``chart_loss_*`` and
+    ``chart_sat_*``."""
+    claims: dict[str, Claim] = {}
+    verdicts = []
+    for slice_ in ("small", "large"):
+        claims[f"gap_{slice_}"], verdict = _gap_claim(view, slice_)
+        verdicts.append(verdict)
+    if "diverged" not in verdicts and "one_seed" not in verdicts:
+        settled = set(verdicts) <= {"lower", "higher"}
+        key = ("flips_" if verdicts[0] != verdicts[1] else "holds_") + verdicts[0]
+        fields = {"small": view.sizes["small"], "large": view.sizes["large"]}
+        claims["sign"] = Claim(f"{PREFIX}data_sign_{key if settled else 'unsettled'}", fields)
+    for kind in view.val_loss:
+        if (rise := _rise_claim(view, kind)) is not None:
+            claims[f"rise_{kind}"] = rise
+    if (saturation := _saturation_claim(view)) is not None:
+        claims["saturation"] = saturation
+    seeds = dict.fromkeys(view.val_loss, view.seeds)
+    claims |= _chart_words("data", "loss", view.val_steps, seeds, view.val_loss)
+    layers = np.arange(1, view.saturated["small"].shape[1] + 1)
+    percent = {slice_: 100 * shares for slice_, shares in view.saturated.items()}
+    seeds = dict.fromkeys(percent, view.seeds)
+    return claims | _chart_words("data", "sat", layers, seeds, percent)

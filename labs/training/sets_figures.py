@@ -1,8 +1,9 @@
-"""Figures for the training lab's two sets: each variant's seeds as a shaded band from the lowest to
-the highest, with the mean over the seeds as a line on it.
+"""Figures for the training lab's three sets: each variant's seeds as a shaded band from the
+lowest to the highest, with the mean over the seeds as a line on it.
 
 A series is a mapping with ``name`` (the legend's), ``band`` (the band's hover name), ``kind``
-(its colour, dash and marker: a placement or a QK-norm mode), ``x`` and, one value per x,
+(its colour, dash and marker: a placement, a QK-norm mode, or a norm on a slice of the data set:
+the norm's colour, dotted on the small slice), ``x`` and, one value per x,
 ``lo``, ``hi`` and ``mean``. The placements and the QK-norm modes get colours of the palette the
 norms do not use (every model here has RMSNorm), and differ by dash and marker too."""
 
@@ -31,6 +32,11 @@ DASHES = {"pre": "solid", "post": "dot", "peri": "dash", "output": "dashdot", "s
 DASHES |= {"off": "dot", "rms": "solid", "clip": "dash"}
 MARKERS = {"pre": "circle", "post": "square", "peri": "diamond", "output": "triangle-up"}
 MARKERS |= {"scaled": "x", "off": "circle", "rms": "diamond", "clip": "square"}
+for slice_, dash in (("small", "dot"), ("large", "solid")):
+    for norm, color, marker in (("rms", style.RMS, "diamond"), ("dyt", style.EXTRA[2], "x")):
+        COLORS[f"{norm}_{slice_}"], DASHES[f"{norm}_{slice_}"] = color, dash
+        MARKERS[f"{norm}_{slice_}"] = marker if slice_ == "large" else "circle"
+    COLORS[slice_], DASHES[slice_], MARKERS[slice_] = style.EXTRA[2], dash, "x"
 # How opaque a band of seeds is: its lines show through.
 BAND_ALPHA = 0.22
 

@@ -1,9 +1,11 @@
-"""The training lab's sections on the two sets beyond the two norms (``labs.training.sets_view``):
-where the norm sits (Pre-LN, Post-LN, Peri-LN) and QK norm against the learning rate.
+"""The training lab's sections on the three sets beyond the two norms
+(``labs.training.sets_view``): where the norm sits, QK norm against the learning rate, and DyT on
+little data and on more.
 
-``pages/training.py`` calls :func:`placement_section` and :func:`qknorm_section` after the shipped
-runs. Every number comes from the lab's view of ``assets/train/placement.json`` and
-``qknorm.json``; every sentence is one of its claims."""
+``pages/training.py`` calls :func:`placement_section`, :func:`qknorm_section` and
+:func:`data_section` after the shipped runs. Every number comes from the lab's view of
+``assets/train/placement.json``, ``qknorm.json`` and ``data.json``; every sentence is one of its
+claims."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ import streamlit as st
 from labs.training.sets_claims import NAMES
 from labs.training.sets_figures import spread_figure
 from labs.training.sets_view import (
+    DataView,
     PlacementView,
     QKNormView,
+    shipped_data_view,
     shipped_placement_view,
     shipped_qknorm_view,
 )
@@ -36,6 +40,12 @@ def placement() -> PlacementView:
 def qknorm() -> QKNormView:
     """The shipped QK-norm set, read once per server process. Read-only."""
     return shipped_qknorm_view()
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def data() -> DataView:
+    """The shipped data set, read once per server process. Read-only."""
+    return shipped_data_view()
 
 
 def _series(
@@ -66,7 +76,7 @@ def _say(tr: Translator, claims: Mapping, slots: Sequence[str]) -> None:
 
 
 def _spread_chart(
-    view: PlacementView | QKNormView,
+    view: PlacementView | QKNormView | DataView,
     tr: Translator,
     stems: tuple[str, str],
     what: str,
@@ -159,3 +169,46 @@ def qknorm_section(tr: Translator) -> None:
             view.claims,
             [s for s in view.claims if s.startswith(("rms_loss", "clip_loss"))] + ["best"],
         )
+
+
+def _data_chart(view: DataView, tr: Translator, what: str) -> None:
+    """The validation loss of each norm on each slice against the step, or DyT's saturated
+    share (in %) layer by layer on each slice."""
+
+    def name(norm: str, slice_: str) -> str:
+        return tr("training_sets.data_run", name=NAMES[norm], size=view.sizes[slice_])
+
+    if what == "loss":
+        x, step = view.val_steps, tr("training.step_axis")
+        runs = {
+            kind: (name(*kind.split("_")), view.seeds, view.val_loss[kind])
+            for kind in view.val_loss
+        }
+        columns = {"step": step, "loss": tr("training.loss")}
+        axes = {"x_title": step, "y_title": columns["loss"], "log_y": True}
+    else:
+        x = np.arange(1, view.saturated["small"].shape[1] + 1)
+        runs = {s: (name("dyt", s), view.seeds, 100 * view.saturated[s]) for s in view.saturated}
+        columns = {
+            "layer": tr("training_sets.data_layer"),
+            "sat": tr("training_sets.data_sat_axis"),
+        }
+        axes = {"x_title": tr("training_sets.data_layer_axis"), "y_title": columns["sat"]}
+        axes["whole_x"] = True
+    _spread_chart(view, tr, ("data", "data"), what, x, runs, columns, **axes)
+
+
+def data_section(tr: Translator) -> None:
+    """The data set: its setup, what to look for, the two charts and what the runs say."""
+    view = data()
+    st.header(tr("training_sets.data_heading"))
+    st.caption(tr("training_sets.data_setup", **view.setup))
+    st.markdown(tr("training_sets.data_why"))
+    left, right = st.columns(2, gap="large")
+    with left:
+        _data_chart(view, tr, "loss")
+        _say(tr, view.claims, ["gap_small", "gap_large", "sign"])
+    with right:
+        _data_chart(view, tr, "sat")
+        _say(tr, view.claims, ["saturation"])
+    _say(tr, view.claims, [slot for slot in view.claims if slot.startswith("rise_")])

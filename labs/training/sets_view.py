@@ -1,9 +1,9 @@
-"""The two shipped sets (``labs.training.sets``) as the training page shows them: the arrays its
+"""The three shipped sets (``labs.training.sets``) as the training page shows them: the arrays its
 figures draw and the sentences their numbers make true (``labs.training.sets_claims``).
 
-``placement_view(data)`` and ``qknorm_view(data)`` read a set; a file that is not the grid it
-says (the same validation steps, a run for every mode, learning rate and seed) is refused with a
-``ValueError`` that says what is missing."""
+``placement_view(data)``, ``qknorm_view(data)`` and ``data_view(data)`` read a set; a file that
+is not the grid it says (the same validation steps, a run for every mode, learning rate and
+seed) is refused with a ``ValueError`` that says what is missing."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import numpy as np
 
 from labkit.claims import Claim
 from labs.training.model import PLACEMENTS
-from labs.training.sets import QKNORM_MODES, load_set
-from labs.training.sets_claims import placement_claims, qknorm_claims
+from labs.training.sets import DATA_NORMS, QKNORM_MODES, load_set
+from labs.training.sets_claims import data_claims, placement_claims, qknorm_claims
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,20 @@ class QKNormView:
     seeds: tuple[int, ...]
     peak_logit: dict[str, np.ndarray]  # largest over the run's validations (finite ones)
     final_loss: dict[str, np.ndarray]
+    setup: dict[str, Any]
+    claims: dict[str, Claim]
+
+
+@dataclass(frozen=True)
+class DataView:
+    """The data set: runs by kind ``<norm>_<slice>`` (``DATA_NORMS`` by ``small``, ``large``), a
+    row per seed in ``seeds``' order."""
+
+    sizes: dict[str, int]  # bytes trained on, by slice
+    seeds: tuple[int, ...]
+    val_steps: np.ndarray  # (V,), every run's
+    val_loss: dict[str, np.ndarray]  # (seeds, V), by kind
+    saturated: dict[str, np.ndarray]  # (seeds, DyT layers): DyT's saturated share, by slice
     setup: dict[str, Any]
     claims: dict[str, Claim]
 
@@ -122,6 +136,31 @@ def qknorm_view(data: Mapping[str, Any]) -> QKNormView:
     return replace(view, claims=qknorm_claims(view))
 
 
+def data_view(data: Mapping[str, Any]) -> DataView:
+    """The page's view of a data set (``labs.training.sets.load_set("data")``)."""
+    runs = [r for r in data["runs"] if r["norm"] in DATA_NORMS]
+    val_steps = _common_steps(runs)
+    whole = int(data["data"]["train_bytes"])
+    cells = {(r["norm"], min(r["train_bytes"] or whole, whole), int(r["seed"])): r for r in runs}
+    seeds = sorted({seed for _, _, seed in cells})
+    sizes = dict(zip(("small", "large"), sorted({size for _, size, _ in cells}), strict=False))
+    grid = len(DATA_NORMS) * 2 * len(seeds)
+    if len(sizes) != 2 or not len(cells) == len(runs) == grid:
+        raise ValueError("the data set needs one run for every norm, seed and each of two slices")
+    val_loss, saturated = {}, {}
+    for slice_, size in sizes.items():
+        for norm in DATA_NORMS:
+            rows = [cells[(norm, size, seed)]["val_loss"] for seed in seeds]
+            val_loss[f"{norm}_{slice_}"] = np.array(rows, dtype=float)
+        shares = [cells[("dyt", size, seed)]["saturated"] for seed in seeds]
+        saturated[slice_] = np.array(shares, dtype=float)
+    if saturated["small"].shape != saturated["large"].shape or saturated["small"].ndim != 2:
+        raise ValueError("every DyT run of the data set needs a saturated share for each layer")
+    setup = _setup(runs) | {"whole": whole, **sizes}
+    view = DataView(sizes, tuple(seeds), val_steps, val_loss, saturated, setup, {})
+    return replace(view, claims=data_claims(view))
+
+
 def shipped_placement_view() -> PlacementView:
     """The shipped placement set (``assets/train/placement.json``)."""
     return placement_view(load_set("placement"))
@@ -130,3 +169,8 @@ def shipped_placement_view() -> PlacementView:
 def shipped_qknorm_view() -> QKNormView:
     """The shipped QK-norm set (``assets/train/qknorm.json``)."""
     return qknorm_view(load_set("qknorm"))
+
+
+def shipped_data_view() -> DataView:
+    """The shipped data set (``assets/train/data.json``)."""
+    return data_view(load_set("data"))

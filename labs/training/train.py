@@ -57,6 +57,7 @@ class TrainConfig:
     max_seconds: float | None = None
     max_work: float | None = None
     tau: float = 100.0  # QK-Clip's cap on a head's largest logit (qk_norm="clip"): Kimi K2's
+    train_bytes: int | None = None  # the first this many bytes of the training split; None: all
 
     def __post_init__(self) -> None:
         ints = ("steps", "batch_size", "warmup", "eval_every", "eval_windows", "timing_repeats")
@@ -66,6 +67,9 @@ class TrainConfig:
                 raise ValueError(f"{name} must be an integer >= 0 (got {value!r})")
         if self.batch_size < 1 or self.eval_every < 1 or self.eval_windows < 1:
             raise ValueError("batch_size, eval_every and eval_windows must be at least 1")
+        window, n = self.model.block_size + 1, self.train_bytes
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n <= window):
+            raise ValueError(f"train_bytes must be None or an integer > {window} (got {n!r})")
         if not (math.isfinite(self.tau) and self.tau > 0):
             raise ValueError(f"tau must be a finite number > 0 (got {self.tau!r})")
         if not 0 < self.min_lr <= self.lr:
@@ -171,7 +175,8 @@ def start(config: TrainConfig, corpus: Corpus | None = None) -> tuple[GPT, Any, 
     corpus = corpus or load_corpus()
     init_seed, data_seed = stream_seeds(config.seed)
     model = GPT(config.model, seed=init_seed)
-    batches = Batches(corpus.train, config.batch_size, config.model.block_size, data_seed)
+    train_split = corpus.train[: config.train_bytes]
+    batches = Batches(train_split, config.batch_size, config.model.block_size, data_seed)
     return model, make_optimizer(model, config), batches
 
 
