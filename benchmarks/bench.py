@@ -1,9 +1,6 @@
 """Speed benchmark of the norms: composite vs fused kernels, torch's own, the core's public calls
 and plain copies, as multiples of ``x.clone()``.
 
-Run ``python -m benchmarks.bench [--rows R] [--cols C] [--repeats N] [--device cpu|cuda]
-[--dtype float32|float64]``.
-
 docs/speed.md, "The kernels", lists the cases. Every case is timed in one run with its rounds
 interleaved in a shuffled order; each case's median is reported with its spread (fastest to
 slowest round), so that one slow round cannot set a headline."""

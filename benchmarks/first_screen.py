@@ -1,6 +1,5 @@
 """What the explorer's first screen costs against Streamlit's floors: ratios measured in one run.
 
-Run ``python -m benchmarks.first_screen [--repeats N] [--no-imports] [--other NAME=DIR ...]``.
 docs/speed.md describes the servers it compares (the explorer at d = 16 and d = 4096, the *floor
 page*, the *element floor*, the *replayed explorer* of ``benchmarks.st_private.REPLAY_PAGE``) and
 what each visit records. Visits alternate, each a fresh browser context, so that a busy neighbour

@@ -1,7 +1,5 @@
 """Server time of one explorer interaction, interleaved across apps, as ratios measured in one run.
 
-Run ``python -m benchmarks.interaction [--baseline DIR] [--interactions N] [--d 4096]``.
-
 docs/speed.md, "Where one interaction's time goes", says what it runs and records. The workers
 take turns, one interaction each, so that every app meets the same load."""
 

@@ -1,11 +1,7 @@
 """A live NormLab server on loopback, and the headless Chromium that visits it.
 
-Shared by the browser tests (``tests/conftest.py``), the explorer benchmark
-(``benchmarks/app.py``) and the load script (``benchmarks/load.py``): a free port,
-``streamlit run app.py`` (or any server command) started and stopped, the health check, Debian's
-Chromium with its flags, the selector of a page whose script has finished, and the scripts that
-read Plotly's drawn state in the page. The port, the health check and the worker's command are
-the launcher's (``serve.launcher``)."""
+Shared by the browser tests (``tests/conftest.py``) and the benchmarks. The port, the health
+check and the worker's command are the launcher's (``serve.launcher``)."""
 
 from __future__ import annotations
 

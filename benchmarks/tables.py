@@ -1,12 +1,9 @@
 """Regenerate the speed tables of ``docs/speed.md`` from one run of each benchmark.
 
-Run ``python -m benchmarks.tables`` (the kernel benchmark, then the explorer's server and browser
-timings, one after the other; prefix it with ``time`` to see how long they take here), or
-``--only bench`` / ``--only app`` for one of them and its table alone. Each
-table sits in the document between a pair of markers, ``<!-- speed:NAME -->`` and
-``<!-- /speed:NAME -->``, and only what lies between them is rewritten: the prose around the
-tables, which says what limits each figure, is written by hand and should be read again when the
-verdicts change."""
+The kernel benchmark, then the explorer's server and browser timings (``--only`` runs one). Each
+table sits between a pair of markers, ``<!-- speed:NAME -->`` and ``<!-- /speed:NAME -->``, and
+only what lies between them is rewritten: the prose around the tables is written by hand and
+should be read again when the verdicts change."""
 
 from __future__ import annotations
 

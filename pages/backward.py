@@ -25,7 +25,7 @@ from labs.backward.snippet import backward_code
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
-from ui.frame import begin_page, presenting, readable, share_box
+from ui.frame import begin_page, norm_formulas, presenting, readable, share_box
 from ui.i18n import Translator, translator
 from ui.params import ChoiceParam, FloatParam, IntParam, LadderParam
 
@@ -74,12 +74,8 @@ def labels(tr: Translator) -> dict[str, str]:
 
 def formulas(tr: Translator) -> None:
     st.subheader(tr("backward.formulas_heading"))
-    # Stacked, RMSNorm first: each formula is too wide for half the page, and its clauses go
-    # one per line so that it fits a phone.
-    st.markdown(f"**{tr('common.rms_norm')}**")
-    st.latex(fmt.stacked(RMS_JACOBIAN_FORMULA))
-    st.markdown(f"**{tr('common.layer_norm')}**")
-    st.latex(fmt.stacked(LAYER_JACOBIAN_FORMULA))
+    # One under the other: each formula is too wide for half the page.
+    norm_formulas(tr, RMS_JACOBIAN_FORMULA, LAYER_JACOBIAN_FORMULA, side_by_side=False)
 
 
 def jacobians(view: BackwardView, tr: Translator, names: dict[str, str]) -> None:
@@ -143,9 +139,8 @@ def gradients(view: BackwardView, tr: Translator, names: dict[str, str]) -> None
         )
     with right:
         components(view, tr, names, parts, order)
-    st.markdown(tr.claim(view.claims["components_upstream"]))
-    for slot in ("components_rms", "components_layer", "components_conclusion", "components_why"):
-        st.markdown(tr.claim(view.claims[slot]))
+    for part in ("upstream", "rms", "layer", "conclusion", "why"):
+        st.markdown(tr.claim(view.claims[f"components_{part}"]))
 
 
 def components(

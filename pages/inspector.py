@@ -68,10 +68,8 @@ class ModelParam(Param):
 _CHOICES = Catalog.from_env().choices()
 _DEFAULT_A = PREFERRED[0] if PREFERRED[0] in _CHOICES else (_CHOICES[0] if _CHOICES else "")
 _DEFAULT_B = PREFERRED[1] if PREFERRED[1] in _CHOICES else NONE
-# ``text`` is the app's text size (``text=large``), read on every page; the models' text is the
-# ``prompt``. A ``text=`` that is not a size stays the frame's business (a notice, then the normal
-# size), never a prompt: a mistyped size and a sentence cannot be told apart, and no link ever
-# carried a sentence there that the page kept (the frame replaced it before the page ran).
+# The models' text is ``prompt``: ``text`` is the app's text size (``text=large``), on every page,
+# and a mistyped size cannot be told apart from a sentence.
 PARAMS = (
     ModelParam("model", _DEFAULT_A),
     ModelParam("compare", _DEFAULT_B, allow_none=True),

@@ -125,7 +125,6 @@ def show_paper(tr: Translator, view: SpeedView | None) -> None:
     """The paper's figures beside this server's, two to a row (they fit a phone that way)."""
     st.subheader(tr("speed.paper_heading"))
     lo, hi = 1.0 - PAPER_SAVING[1], 1.0 - PAPER_SAVING[0]
-    # Side by side where they fit, two to a row on a phone.
     with st.container(horizontal=True, gap="small"):
         st.metric(tr("speed.paper_metric"), tr("speed.paper_value", lo=lo, hi=hi), width="content")
         st.metric(
@@ -254,7 +253,6 @@ def show_run(view: SpeedView, tr: Translator) -> None:
     for slot, show in (("skipped", st.info), ("capped", st.warning)):
         if slot in view.claims:
             show(tr.claim(view.claims[slot]))
-    # The caption names the run's own fields.
     st.caption(tr("speed.run_info", **vars(view.run)))
     if view.largest is None:
         st.error(tr("speed.nothing"))

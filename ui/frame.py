@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -310,12 +310,8 @@ def begin_page(topic: str, params: Sequence[Param], *, intro: str | None = None)
     kept = st.session_state.get("_notices_app", []) + st.session_state.get(f"_notices_{topic}", [])
     if kept:
         # In the page's language, whatever the browser's: the notices are words only here.
-        st.warning(
-            "**"
-            + t("common.notices_heading", lang)
-            + "**\n\n"
-            + "\n".join(f"- {notice.text(lang)}" for notice in kept)
-        )
+        items = "\n".join(f"- {notice.text(lang)}" for notice in kept)
+        st.warning(f"**{t('common.notices_heading', lang)}**\n\n{items}")
     return lang
 
 
@@ -380,18 +376,20 @@ def share_box(
     return link
 
 
-def _chart_downloads(charts: Sequence[ChartFile], lang: str) -> None:
-    """Each chart's full data as CSV, one button per chart, in a row that wraps."""
-    st.markdown(f"**{t('charts.downloads_heading', lang)}**")
+def _download_row(heading: str, files: Iterable[tuple[str, object, str, str]], key: str) -> None:
+    """``heading`` in bold, then a download button per (label, data, file name, MIME type) in one
+    row that wraps, each as wide as its label: in equal columns a long label ("Figure (HTML, works
+    offline)") was cut off with an ellipsis."""
+    st.markdown(f"**{heading}**")
     with st.container(horizontal=True, gap="small"):
-        for chart in charts:
+        for label, data, file_name, mime in files:
             st.download_button(
-                t("charts.download_label", lang, title=chart.title),
-                chart.write,
-                file_name=chart.file_name,
-                mime="text/csv",
+                label,
+                data,
+                file_name=file_name,
+                mime=mime,
                 on_click="ignore",
-                key=f"_chart_{chart.file_name}",
+                key=f"{key}{file_name}",
                 icon=":material/download:",
             )
 
@@ -436,7 +434,11 @@ def _share_dialog(
             wrap_lines=True,
         )
     if charts:
-        _chart_downloads(charts, lang)
+        files = [
+            (t("charts.download_label", lang, title=c.title), c.write, c.file_name, "text/csv")
+            for c in charts
+        ]
+        _download_row(t("charts.downloads_heading", lang), files, "_chart_")
     if saving is not None:
         save_box(saving, params, lang)
 
@@ -461,20 +463,8 @@ def save_box(saving: Saving, params: Sequence[Param], lang: str) -> None:
     """Download buttons for the page's files and an uploader that restores a view saved as JSON
     by this page; drawn inside the share dialog."""
     page = saving.page
-    st.markdown(f"**{t('common.save_heading', lang)}**")
-    # One row that wraps, each button as wide as its label: in equal columns a long label
-    # ("Figure (HTML, works offline)") was cut off with an ellipsis.
-    with st.container(horizontal=True, gap="small"):
-        for label_key, data, file_name, mime in saving.files:
-            st.download_button(
-                t(label_key, lang),
-                data,
-                file_name=file_name,
-                mime=mime,
-                on_click="ignore",
-                key=f"_save_{file_name}",
-                icon=":material/download:",
-            )
+    files = [(t(label_key, lang), *rest) for label_key, *rest in saving.files]
+    _download_row(t("common.save_heading", lang), files, "_save_")
     st.caption(t("common.save_png_hint", lang) + " " + t("common.save_machine", lang))
     st.file_uploader(
         t("common.restore_label", lang),

@@ -32,12 +32,10 @@ def keep_in_link(keys: Iterable[str]) -> None:
     """Keep ``keys`` in the URL through a run that does not draw their widgets.
 
     At the end of a run Streamlit drops from the URL every bound parameter whose widget the run
-    did not draw (the settings of a page's other view: the training lab's runs while its S-curve
-    view is shown), so the address no longer reproduces what the visitor set, and a widget drawn
-    again later seeds itself from the snapshot taken at page load. Releasing the bindings at the
-    start of a run leaves the parameters alone (a widget drawn in this run binds itself again
-    when it registers), and refreshing the snapshot seeds a widget drawn again from the URL as
-    it stands."""
+    did not draw (the settings of a page's other view), and a widget drawn again later seeds
+    itself from the snapshot taken at page load. Released bindings leave the parameters alone (a
+    widget drawn in this run binds itself again), and the refreshed snapshot seeds it from the
+    URL as it stands."""
     with get_session_state().query_params() as qp:
         for key in keys:
             binding = qp.get_binding_for_param(key)
@@ -66,17 +64,12 @@ def reserved_link_keys() -> tuple[str, ...]:
 
 def plotly_spec(spec: dict) -> BaseFigure:
     """A figure given as plain dicts (``{"data": [...], "layout": {...}}``), in the form
-    ``st.plotly_chart`` takes, without building a ``go.Figure``.
+    ``st.plotly_chart`` takes, without building and validating a ``go.Figure`` (several times
+    the cost of the rest of the call for the explorer's charts).
 
-    Streamlit reads a figure only through its ``to_dict()`` (a plain dict it validates property
-    by property, in Plotly's ``tools.return_figure_from_figure_or_data``). The object returned
-    here answers ``to_dict()`` with what ``go.Figure(data=..., layout=..., _validate=False)``
-    would (the same dicts, Plotly's default template where the layout names none, numpy arrays
-    as typed arrays) and nothing else of a figure; ``tests/test_st_private.py`` holds the two to
-    the same JSON. Measured, ``st.plotly_chart`` in a script run: the explorer's coordinates at
-    d = 4096 in 0.6 ms against 6.0 ms handed as dicts or as a figure, its plane in 0.65 ms against
-    3.1-4.9 ms; an explorer interaction in AppTest took about 1.4x as long without it at
-    d = 4096, 1.4-1.6x at d = 3 (coordinates, plane and sphere)."""
+    Streamlit reads a figure only through its ``to_dict()``; the object returned here answers it
+    with what ``go.Figure(data=..., layout=..., _validate=False)`` would and nothing else of a
+    figure (``tests/test_st_private.py`` holds the two to the same JSON)."""
     return _Spec(spec)
 
 

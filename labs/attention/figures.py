@@ -1,13 +1,9 @@
 """Figures for the attention sandbox: keys in the plane or in space, and attention weights.
 
-Each figure shows one version of the keys (raw, RMSNorm, LayerNorm). Keys are named k1, k2, …;
-only the keys the page's sentences single out carry a label (twelve labels, or keys pressed
-together by an offset, piled up into an unreadable cluster), and every key shows its name on
-hover; keys that share a point share one label. Selectable keys are filled circles in the case's
-colour, un-selectable keys black crosses (black diamonds in 3D). The query direction is an arrow
-from the origin, direction 1 a dashed green line; the normalised cases add the circle or sphere of
-radius √d and the line or plane ⟂ 1. No legend: the page explains the marks once, above the
-columns."""
+Each figure shows one version of the keys (raw, RMSNorm, LayerNorm). Only the keys the page's
+sentences single out carry a label (twelve labels, or keys pressed together by an offset, piled up
+into an unreadable cluster); every key shows its name on hover. No legend: the page explains the
+marks once, above the columns."""
 
 from __future__ import annotations
 

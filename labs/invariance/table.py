@@ -1,12 +1,10 @@
 """Table 1 of the RMSNorm paper, re-derived by computing it.
 
 Zhang & Sennrich (2019) list which changes to the data or to the preceding weights leave a
-norm's output unchanged. Here each change is applied to a seeded random linear layer and the
-outputs compared, so every tick is a number the reader can inspect. Setup: a
-batch ``x`` of n cases with m inputs, a linear map ``weight`` of shape (d, m) and an additive
-``bias`` (d,), pre-activations ``A = x @ weight.T + bias`` of shape (n, d), and outputs
-``norm(A)`` over the last axis. The bias starts at zero; only the extra ``shift_ones`` row moves
-it.
+norm's output unchanged. Here each change is applied to a seeded random linear layer
+(:class:`Setup`; its bias is zero but in the extra ``shift_ones`` row), the norms run over the
+last axis of its pre-activations, and the outputs are compared, so every tick is a number the
+reader can inspect.
 
 One draw order serves every caller: ``transformed_setup`` draws the setup and then the change
 from one generator seeded with ``seed``, so the table, the residual of one transform and the case

@@ -24,6 +24,14 @@ DTYPE_SYMBOLS = {"float64": "circle", "float32": "square", "float16": "diamond",
 ERROR_FLOOR = 1e-17
 
 
+def _log_axes(fig: go.Figure, labels: Mapping[str, str], y: str, *, height: int) -> None:
+    """Scale on a log x axis, every other decade labelled (13 crowd a phone), ``labels[y]`` on a
+    log y axis; the base layout at ``height``."""
+    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=2)
+    fig.update_yaxes(type="log", title_text=labels[y], exponentformat="power", dtick=1)
+    style.base_layout(fig, height=height)
+
+
 def _reference(
     fig: go.Figure, x: list[float], y: list[float], name: str, colour: str, dash: str
 ) -> None:
@@ -52,10 +60,7 @@ def norm_vs_scale_figure(
             trace = style.line(scales, grid[i], name, colour, dash=dash, width=2.5, hover=hover)
             fig.add_trace(trace)
     _reference(fig, [scales[0], scales[-1]], [sqrt_d, sqrt_d], labels["sqrt_d"], style.MUTED, "dot")
-    # Every other decade on x: 13 decade labels crowd a phone's width.
-    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=2)
-    fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power", dtick=1)
-    style.base_layout(fig, height=520)
+    _log_axes(fig, labels, "norm", height=520)
     fig.update_layout(margin={"t": 110})
     return fig
 
@@ -86,10 +91,7 @@ def matched_figure(
         _reference(
             fig, [knee, knee], [max(low, 1e-300), sqrt_d], labels["knee"], style.ACCENT, "dash"
         )
-    # Every other decade on x: 13 decade labels crowd a phone's width.
-    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=2)
-    fig.update_yaxes(type="log", title_text=labels["norm"], exponentformat="power", dtick=1)
-    style.base_layout(fig, height=440)
+    _log_axes(fig, labels, "norm", height=440)
     return fig
 
 
@@ -119,10 +121,7 @@ def error_vs_scale_figure(
         if np.isfinite(value):
             _reference(fig, [value, value], span, labels[f"limit_{key}"], style.RMS, dash)
     _reference(fig, [chosen, chosen], span, labels["chosen"], style.MUTED, "solid")
-    # Every other decade on x: 13 decade labels crowd a phone's width.
-    fig.update_xaxes(type="log", title_text=labels["scale"], exponentformat="power", dtick=2)
-    fig.update_yaxes(type="log", title_text=labels["error"], exponentformat="power", dtick=1)
-    style.base_layout(fig, height=480)
+    _log_axes(fig, labels, "error", height=480)
     return fig
 
 

@@ -1,14 +1,10 @@
 """Speed lab, measuring: time RMSNorm, LayerNorm and a copy over widths and batches, within a cap.
 
 A norm moves the same traffic as a copy, so a copy is the floor and each norm's time is a
-multiple of it, decided by how the norm is written: **composite** (separate whole-tensor
-operations) or **fused** (each row read once and written once), from
-:func:`labs.speed.kernels.kernel_table`; then pRMSNorm against the full RMS at the largest
-shape. Medians come from interleaved rounds in a rotating order, ratios taken round by round.
-It runs inside a public demo, so it is bounded: widths up to ``MAX_WIDTH``, batches up to
-``MAX_BATCH``, at most ``MAX_TENSOR_BYTES`` per tensor, a time cap checked on ``clock`` before
-every call, one measurement per process at a time (``labkit.lock.exclusive``). It counts the
-calls and elements it processed, so tests bound the work without timing anything."""
+multiple of it, decided by how the norm is written (:func:`labs.speed.kernels.kernel_table`).
+Medians come from interleaved rounds in a rotating order, ratios taken round by round. It runs
+inside a public demo, so it is bounded by the limits below and one measurement per process at a
+time; it counts the calls and elements it processed, so tests bound the work without timing."""
 
 from __future__ import annotations
 

@@ -208,8 +208,7 @@ class ShiftResponse:
     context of its own; byte i + 1 is the target of position i, across row boundaries too).
     ``shifted_loss[l]`` is that loss with :math:`h_l \leftarrow h_l + c_l\mathbf 1` for every
     token (l = 0 .. L, the reader of :math:`h_L` being the final norm, or the output head in the
-    post-norm layout) and ``shift[l]`` is
-    :math:`c_l`."""
+    post-norm layout) and ``shift[l]`` is :math:`c_l`."""
 
     loss: float
     shifted_loss: np.ndarray

@@ -51,8 +51,8 @@ class TanhFit:
     ``alpha`` >= 0 (the sign goes to ``amplitude``, A), ``r2`` and ``reach``
     (:math:`|\alpha| \max|x|`, the larger of ``reach_negative``, :math:`-|\alpha| \min x`, and
     ``reach_positive``, :math:`|\alpha| \max x`) are NaN where the search did not converge
-    (``converged`` False,
-    ``reason`` "flat": the points do not vary; "search": no convergence within ``evaluations``).
+    (``converged`` False, ``reason`` "flat": the points do not vary; "search": no convergence
+    within ``evaluations``).
     ``flat_share`` is the share of points with :math:`|\alpha x| \ge` ``FLAT_REACH``; ``slope``
     and ``line_r2`` are the line's."""
 

@@ -1,10 +1,6 @@
-r"""The training lab's S-curve view: the shipped RMSNorm and LayerNorm models of one seed, every
+"""The training lab's S-curve view: the shipped RMSNorm and LayerNorm models of one seed, every
 norm layer's input against its output with a tanh fitted through them (``labs.training.scurve``),
-and the sentences those fits make true (``labkit.claims``): per layer the fits and their
-:math:`R^2` against ``GOOD_FIT``, and the curve's shape over the data from
-:math:`u = |\alpha|\max|x|` (nearly linear up to ``LINEAR_REACH`` within ``LINE_TIE`` of the
-line, an S where :math:`|\alpha x|` reaches ``FLAT_REACH`` on both sides, half an S, bending);
-per model the counts, extremes and the denominators' spread; the :math:`R^2` chart's words."""
+and the sentences those fits make true (``labkit.claims``), per layer and per model."""
 
 from __future__ import annotations
 
@@ -189,11 +185,9 @@ def model_claims(norm: str, curves: tuple[LayerCurve, ...]) -> dict[str, Claim]:
         key = "apart" if fields["above"] + fields["below"] else "close"
         claims["erf"] = Claim(f"scurve.erf_{key}", fields)
     ratios = [c.ratio for c in curves]
-    lo, lo_at = _extreme(list(curves), ratios, largest=False)
-    hi, hi_at = _extreme(list(curves), ratios, largest=True)
-    claims["divisors"] = Claim(
-        "scurve.divisors", {"norm": name, "lo": lo, "lo_at": lo_at, "hi": hi, "hi_at": hi_at}
-    )
+    (lo, lo_at), (hi, hi_at) = (_extreme(list(curves), ratios, largest=m) for m in (False, True))
+    fields = {"norm": name, "lo": lo, "lo_at": lo_at, "hi": hi, "hi_at": hi_at}
+    claims["divisors"] = Claim("scurve.divisors", fields)
     return claims
 
 
