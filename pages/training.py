@@ -252,7 +252,8 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
             seed_chart(view, tr, labels, fig, f"{key}_share", "share", seed_table(percent, labels))
         else:  # a chart of axes alone: say instead why it has nothing to draw
             st.info(tr("training.share_nothing"))
-    show_claims(view, tr, ["step_time", "share", "noise", "why", "paper", "machine"])
+    later = [slot for slot in view.claims if slot.startswith("machine_later")]
+    show_claims(view, tr, ["step_time", "share", "noise", "why", "paper", "machine", *later])
 
 
 def shipped_section(tr: Translator, labels: dict) -> None:

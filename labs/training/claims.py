@@ -328,17 +328,34 @@ def _share_claim(
     return Claim(f"training.share_{key}", fields)
 
 
-def machine_claim(machine: Mapping[str, Any]) -> Claim:
+def machine_claim(machine: Mapping[str, Any], variants: str | None = None) -> Claim:
     """Where the shipped timings come from: the cores, the threads and the 1-minute load
     average at the start and the end. A load average above the core count means that on
     average more tasks were ready to run than there were cores, so some waited for one: the
-    timings were taken under contention. At or below it, they were not on average."""
+    timings were taken under contention. At or below it, they were not on average. With
+    ``variants``, the sentence on the runs of those variants, trained later in a session of
+    their own (``machine_later_*``)."""
     before, after = machine["load_average_before"][0], machine["load_average_after"][0]
     cpus = machine["cpu_count"]
     contended = max(before, after) > cpus
     fields = {"cpus": cpus, "threads": machine["threads"], "before": float(before)}
     fields |= {"after": float(after), "minutes": round(float(machine["total_seconds"]) / 60, 1)}
-    return Claim(f"training.machine_{'contended' if contended else 'uncontended'}", fields)
+    key = "machine_later" if variants else "machine"
+    fields |= {"variants": variants} if variants else {}
+    return Claim(f"training.{key}_{'contended' if contended else 'uncontended'}", fields)
+
+
+def later_claims(records: Sequence[Mapping[str, Any]]) -> dict[str, Claim]:
+    """The runs merged into the shipped set afterwards, each record with its own ``machine``:
+    one sentence per session (slot ``machine_later_<i>``), naming its variants."""
+    sessions: dict[tuple, tuple[Mapping[str, Any], dict[str, None]]] = {}
+    for r in (r for r in records if "machine" in r):
+        key = tuple(sorted((k, str(v)) for k, v in r["machine"].items()))
+        sessions.setdefault(key, (r["machine"], {}))[1][NORM_CLASSES[r["norm"]]] = None
+    return {
+        f"machine_later_{i}": machine_claim(machine, ", ".join(names))
+        for i, (machine, names) in enumerate(sessions.values())
+    }
 
 
 def _stopped_claim(runs: Sequence[RunCurves]) -> Claim:

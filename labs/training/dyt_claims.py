@@ -43,7 +43,23 @@ def alpha_claims(summaries: tuple[AlphaSummary, ...]) -> dict[str, Claim]:
         claims |= {f"chart_{chart}_{slot}": claim for slot, claim in words.items()}
         if np.isfinite(s.values).all():
             claims[chart] = _moved_claim(s)
+            if claims[chart].key != "training.learned_moved_all" and len(s.seeds) > 1:
+                claims |= {f"{chart}_each": each} if (each := _each_claim(s)) else {}
     return claims
+
+
+def _each_claim(s: AlphaSummary) -> Claim | None:
+    """Where the means did not all move: whether every run's value still left its start (the
+    smallest and largest distance), and in how many layers the seeds moved it both ways, which
+    pulls a layer's mean back toward the start. None where some value did not move at all."""
+    away = np.abs(s.values - s.init)
+    if not away.min() > 0:
+        return None
+    both = int(np.sum(np.any(s.values > s.init, axis=0) & np.any(s.values < s.init, axis=0)))
+    fields = {"variant": NORM_CLASSES[s.norm], "param": SYMBOLS[s.param], "init": s.init}
+    fields |= {"seeds": len(s.seeds), "layers": len(s.layers), "mixed": both}
+    fields |= {"lo": float(away.min()), "hi": float(away.max())}
+    return Claim(f"training.learned_each_{'mixed' if both else 'same'}", fields)
 
 
 def _moved_claim(s: AlphaSummary) -> Claim:
@@ -99,10 +115,17 @@ def versus(view: TrainingView, norm: str, others: tuple[str, ...], text: str) ->
         return Claim(f"training.{text}_one_seed", fields)
     by_seed = dict(zip(best.seeds, best.at_step, strict=True))
     paired = [
-        (a, by_seed[s]) for s, a in zip(mine.seeds, mine.at_step, strict=True) if s in by_seed
+        (s, a, by_seed[s]) for s, a in zip(mine.seeds, mine.at_step, strict=True) if s in by_seed
     ]
     spread = max(mine.spread, best.spread)
-    fields |= {"spread": spread, "wins": int(sum(a < b for a, b in paired)), "pairs": len(paired)}
+    fields |= {
+        "spread": spread,
+        "wins": int(sum(a < b for _, a, b in paired)),
+        "pairs": len(paired),
+    }
+    # The closest pair of runs, so that a seed's win by a hair reads as one.
+    close_seed, a, b = min(paired, key=lambda pair: abs(pair[1] - pair[2]), default=(-1, 0.0, 0.0))
+    fields |= {"close_seed": close_seed, "closest": abs(a - b)}
     if at_most(gap, spread).holds:  # the seeds alone move the loss as much as the variant
         return Claim(f"training.{text}_within_spread", fields)
     lower = mine.mean_at_step < best.mean_at_step

@@ -19,7 +19,7 @@ from typing import Any
 
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, ladder_upto
 from core.device import torch_threads
-from labs.training.claims import run_claims, share_noise
+from labs.training.claims import later_claims, run_claims, share_noise
 from labs.training.curves import (
     LEARNED,
     RunCurves,
@@ -219,6 +219,7 @@ def training_view(
     alphas = tuple(s for key in LEARNED if (s := alpha_summary(runs, *key)) is not None)
     view = TrainingView(runs, norms, step, seconds, operations, ratio, noise, {}, alphas)
     claims = run_claims(view, reference_spread=reference_spread, machine=machine, live=live)
+    claims |= later_claims(records) if machine is not None else {}
     claims |= {slot: c for slot, args in VERSUS.items() if (c := versus(view, *args))}
     return replace(view, claims=claims | alpha_claims(alphas))
 

@@ -16,7 +16,8 @@ plain model's); the final losses of each mode against the plain model's, as for 
 each mode's best learning rate; each chart's words (``labkit.chart_words.runs_words``).
 
 Data: DyT's final loss against RMSNorm's on each slice (as for the placements); whether the sign
-of that gap changes between the slices (only where both gaps exceed the seed spread); per run
+of that gap changes between the slices (only where both gaps exceed the seed spread); the same
+pair at each one's lowest mean validation loss (where training would have stopped); per run
 kind, whether its mean validation loss rose from its lowest by more than the seeds' final spread;
 DyT's saturated share, averaged over its layers, on the small slice against the large (one
 higher only where every seed's is), and the layers where every seed agrees.
@@ -286,7 +287,7 @@ def _gap_claim(view: Any, slice_: str) -> tuple[Claim, str]:
     return Claim(f"{PREFIX}data_gap_{kind}", fields), kind
 
 
-def _rise_claim(view: Any, kind: str) -> Claim | None:
+def _data_rise_claim(view: Any, kind: str) -> Claim | None:
     """Whether a run kind's mean validation loss ended above its lowest by more than its seeds'
     final losses lie apart (``rose``) or not (``held``)."""
     loss = view.val_loss[kind]
@@ -300,6 +301,23 @@ def _rise_claim(view: Any, kind: str) -> Claim | None:
     fields |= {"rise": float(mean[-1] - mean[i]), "step": int(view.val_steps[-1])}
     rose = fields["rise"] > spread
     return Claim(f"{PREFIX}data_{'rose' if rose else 'held'}", fields)
+
+
+def _best_data_claim(view: Any, slice_: str) -> Claim | None:
+    """DyT against RMSNorm on one slice, each at the validation where its mean over the seeds
+    was lowest (as if stopped there): the seeds' losses at those two steps, as ``loss_pair``
+    weighs them."""
+    rows = {n: view.val_loss[f"{n}_{slice_}"] for n in ("dyt", "rms")}
+    if not all(_finite(grid) for grid in rows.values()):
+        return None
+    at = {n: int(np.argmin(grid.mean(axis=0))) for n, grid in rows.items()}
+    kind, pair = loss_pair(rows["dyt"][:, at["dyt"]], rows["rms"][:, at["rms"]])
+    fields = {"size": view.sizes[slice_], "dyt_loss": pair["a_loss"], "rms_loss": pair["b_loss"]}
+    fields |= {f"{n}_step": int(view.val_steps[i]) for n, i in at.items()}
+    fields |= {k: pair[k] for k in ("gap", "spread") if k in pair}
+    if kind == "beyond":
+        kind = "lower" if pair["lower"] else "higher"
+    return Claim(f"{PREFIX}data_best_{kind}", fields)
 
 
 def _saturation_claim(view: Any) -> Claim | None:
@@ -323,8 +341,8 @@ def _saturation_claim(view: Any) -> Claim | None:
 
 def data_claims(view: Any) -> dict[str, Claim]:
     """The data section's sentences, by slot: ``gap_small``, ``gap_large``, ``sign`` (where both
-    gaps have one), ``rise_<kind>``, ``saturation``, and the two charts' words ``chart_loss_*`` and
-    ``chart_sat_*``."""
+    gaps have one), ``best_<slice>``, ``rise_<kind>``, ``saturation``, and the two charts' words
+    ``chart_loss_*`` and ``chart_sat_*``."""
     claims: dict[str, Claim] = {}
     verdicts = []
     for slice_ in ("small", "large"):
@@ -335,8 +353,11 @@ def data_claims(view: Any) -> dict[str, Claim]:
         key = ("flips_" if verdicts[0] != verdicts[1] else "holds_") + verdicts[0]
         fields = {"small": view.sizes["small"], "large": view.sizes["large"]}
         claims["sign"] = Claim(f"{PREFIX}data_sign_{key if settled else 'unsettled'}", fields)
+    for slice_ in ("small", "large"):
+        if (best := _best_data_claim(view, slice_)) is not None:
+            claims[f"best_{slice_}"] = best
     for kind in view.val_loss:
-        if (rise := _rise_claim(view, kind)) is not None:
+        if (rise := _data_rise_claim(view, kind)) is not None:
             claims[f"rise_{kind}"] = rise
     if (saturation := _saturation_claim(view)) is not None:
         claims["saturation"] = saturation

@@ -152,10 +152,10 @@ def data_view(data: Mapping[str, Any]) -> DataView:
         for norm in DATA_NORMS:
             rows = [cells[(norm, size, seed)]["val_loss"] for seed in seeds]
             val_loss[f"{norm}_{slice_}"] = np.array(rows, dtype=float)
-        shares = [cells[("dyt", size, seed)]["saturated"] for seed in seeds]
-        saturated[slice_] = np.array(shares, dtype=float)
-    if saturated["small"].shape != saturated["large"].shape or saturated["small"].ndim != 2:
+        saturated[slice_] = [cells[("dyt", size, seed)]["saturated"] for seed in seeds]
+    if len({len(row) for rows in saturated.values() for row in rows}) != 1:
         raise ValueError("every DyT run of the data set needs a saturated share for each layer")
+    saturated = {slice_: np.array(rows, dtype=float) for slice_, rows in saturated.items()}
     setup = _setup(runs) | {"whole": whole, **sizes}
     view = DataView(sizes, tuple(seeds), val_steps, val_loss, saturated, setup, {})
     return replace(view, claims=data_claims(view))

@@ -89,5 +89,6 @@ def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:
             headers=headers,
             file_name=f"normlab-training-{key}-{alphas.norm}-{alphas.param}.csv",
         )
-        if chart_name in view.claims:
-            st.markdown(tr.claim(view.claims[chart_name]))
+        for slot in (chart_name, f"{chart_name}_each"):
+            if slot in view.claims:
+                st.markdown(tr.claim(view.claims[slot]))

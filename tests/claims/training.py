@@ -251,6 +251,9 @@ def synthetic(draw, complete: bool = False) -> dict:
         for norm in norms
         for seed in seeds
     ]
+    if draw(st.booleans()):  # a variant's runs merged in later, from a session of their own
+        later = draw(MACHINES)
+        records = [{**r, "machine": later} if r["norm"] == norms[-1] else r for r in records]
     return {
         "records": records,
         "ref_spread": draw(st.one_of(st.none(), st.floats(0.0, 1.0))),
@@ -710,8 +713,17 @@ def check_paper(state: dict, claim) -> None:
 
 
 def check_machine(state: dict, claim) -> None:
-    """A 1-minute load average above the core count: tasks waited for a core."""
+    """A 1-minute load average above the core count: tasks waited for a core. A sentence on runs
+    merged in later names every variant whose records carry that session's machine, and no
+    other; its numbers are that machine's."""
     machine, f = state["machine"], claim.fields
+    if claim.key.startswith("training.machine_later_"):
+        named = set(f["variants"].split(", "))
+        machine = next(r["machine"] for r in state["records"] if NAMES[r["norm"]] in named)
+        mine = {NAMES[r["norm"]] for r in state["records"] if r.get("machine") == machine}
+        assert mine == named, (mine, named)
+        kind = claim.key.removeprefix("training.machine_later_")
+        claim = type(claim)(f"training.machine_{kind}", f)
     before, after = machine["load_average_before"][0], machine["load_average_after"][0]
     assert (f["before"], f["after"]) == (before, after)
     assert f["cpus"] == machine["cpu_count"] and f["threads"] == machine["threads"]
@@ -835,6 +847,24 @@ def alpha_runs(state: dict, norm: str, param: str) -> list[dict]:
     return [r for r in runs_of(state, norm) if r.get(FIELDS[param]) is not None]
 
 
+def check_each(state: dict, claim) -> None:
+    """Every run's final value against its start: the nearest and farthest, none at the start,
+    and the layers where one seed's is above the start and another's below."""
+    f = claim.fields
+    norm, param = BY_NAME[f["variant"]], SYMBOLS[f["param"]]
+    runs = alpha_runs(state, norm, param)
+    model = runs[0]["config"]["model"]
+    init = model.get("dyt_alpha", DYT_INIT) if param == "alpha" else 0.0
+    layers = len(dyt_layer_names(model))
+    table = [[r[FIELDS[param]][i] for r in runs] for i in range(layers)]  # layers x seeds
+    away = [abs(v - init) for row in table for v in row]
+    assert (f["init"], f["seeds"], f["layers"]) == (init, len(runs), layers)
+    assert min(away) > 0 and f["lo"] == min(away) and f["hi"] == max(away)
+    mixed = sum(1 for row in table if max(row) > init > min(row))
+    assert f["mixed"] == mixed
+    assert claim.key == f"training.learned_each_{'mixed' if mixed else 'same'}"
+
+
 def check_alpha(state: dict, claim) -> None:
     """Per layer, the mean alpha over the seeds (``fsum``) against its initial value, and the
     seeds' spread (max - min) there: a layer moved when the mean left the initial value by more
@@ -925,6 +955,9 @@ def check_versus(state: dict, claim) -> None:
     by_seed = {r["seed"]: at_step(r, step) for r in runs_of(state, best)}
     pairs = [(at_step(r, step), by_seed[r["seed"]]) for r in mine_runs if r["seed"] in by_seed]
     assert f["pairs"] == len(pairs) and f["wins"] == sum(x < y for x, y in pairs)
+    gaps = {r["seed"]: abs(at_step(r, step) - by_seed[r["seed"]]) for r in mine_runs
+            if r["seed"] in by_seed}  # fmt: skip
+    assert f["closest"] == min(gaps.values()) == gaps[f["close_seed"]]
     beyond = sides(abs(mine - theirs), spread, scale)
     if kind == "within_spread":
         assert False in beyond
@@ -989,6 +1022,7 @@ CHECKS = {
     "training.shift_words_derf": check_chart_words,
     **{f"training.learned_{k}": check_alpha for k in ("one_seed", "moved_all", "moved_some")},
     "training.learned_moved_none": check_alpha,
+    **{f"training.learned_each_{k}": check_each for k in ("mixed", "same")},
     **{
         f"training.{text}_{k}": check_versus
         for text in ("s_norm", "derf_dyt")
@@ -1028,6 +1062,7 @@ CHECKS = {
         for k in ("within", "below", "above", "slower", "unresolved")
     },
     **{f"training.machine_{k}": check_machine for k in ("contended", "uncontended")},
+    **{f"training.machine_later_{k}": check_machine for k in ("contended", "uncontended")},
     **{
         f"training.stopped_{k}": check_stopped
         for k in ("steps", "wall_clock", "work", "interrupted")

@@ -200,6 +200,39 @@ def check_rise(state: dict, claim) -> None:
         assert claim.key == f"{PREFIX}{'rose' if rise > spread else 'held'}"
 
 
+def check_best(state: dict, claim) -> None:
+    """Each norm at the validation where its mean over the seeds is lowest (a tie within rounding
+    may pick either), the seeds' losses there weighed as the final ones are."""
+    f = claim.fields
+    (slice_,) = [s for s, size in sizes(state).items() if size == f["size"]]
+    at, cols = {}, {}
+    for norm in ("dyt", "rms"):
+        chosen = runs(state, f"{norm}_{slice_}")
+        assert all(finite(r["val_loss"]) for r in chosen)
+        steps = chosen[0]["val_steps"]
+        curve = [mean(r["val_loss"][i] for r in chosen) for i in range(len(steps))]
+        assert f[f"{norm}_step"] in steps
+        at[norm] = steps.index(f[f"{norm}_step"])
+        near(curve[at[norm]], min(curve))
+        cols[norm] = [r["val_loss"][at[norm]] for r in chosen]
+    truth = {"dyt_loss": mean(cols["dyt"]), "rms_loss": mean(cols["rms"])}
+    truth["gap"] = abs(truth["dyt_loss"] - truth["rms_loss"])
+    scale = max(abs(truth["dyt_loss"]), abs(truth["rms_loss"]))
+    for name, value in truth.items():
+        near(f[name], value, scale)
+    kind = claim.key.removeprefix(f"{PREFIX}best_")
+    if kind == "one_seed":
+        assert min(len(c) for c in cols.values()) == 1
+        return
+    spread = max(max(c) - min(c) for c in cols.values())
+    near(f["spread"], spread, scale)
+    beyond = above(truth["gap"], spread, scale)
+    assert (kind != "within") in beyond
+    if kind != "within":
+        lower = above(truth["rms_loss"], truth["dyt_loss"], scale)
+        assert (kind == "lower") in lower
+
+
 def shares(state: dict, slice_: str) -> list[list[float]]:
     return [r["saturated"] for r in runs(state, f"dyt_{slice_}")]
 
@@ -255,6 +288,7 @@ CHECKS = {
         f"{PREFIX}sign_{c}_{d}": check_sign for c in ("flips", "holds") for d in ("lower", "higher")
     },
     f"{PREFIX}sign_unsettled": check_sign,
+    **{f"{PREFIX}best_{k}": check_best for k in ("lower", "higher", "within", "one_seed")},
     f"{PREFIX}rose": check_rise,
     f"{PREFIX}held": check_rise,
     **{f"{PREFIX}sat_{k}": check_saturation for k in ("more_small", "more_large", "overlap")},

@@ -1,6 +1,6 @@
-"""The training lab's sections on the two sets (labs/training/sets_section.py) in both languages:
-the four charts draw the shipped files' seeds as bands with their means, and every sentence the core
-chose is on the page."""
+"""The training lab's sections on the three sets (labs/training/sets_section.py) in both
+languages: the six charts draw the shipped files' seeds as bands with their means, and every
+sentence the core chose is on the page."""
 
 from __future__ import annotations
 
@@ -11,11 +11,16 @@ import pytest
 
 from labs.training.runs import REFERENCE_DIR
 from labs.training.sets import SET_FILES
-from labs.training.sets_view import shipped_placement_view, shipped_qknorm_view
+from labs.training.sets_view import (
+    shipped_data_view,
+    shipped_placement_view,
+    shipped_qknorm_view,
+)
 from tests.apptest_util import assert_claims_shown, decode, figures, open_app, shown_text
 from ui.i18n import translator
 
 FIGURES = {"sets_place_loss", "sets_place_rms", "sets_qk_logit", "sets_qk_loss"}
+FIGURES |= {"sets_data_loss", "sets_data_sat"}
 NAMES = {"pre": "Pre-LN", "post": "Post-LN", "peri": "Peri-LN", "output": "Output-LN"}
 NAMES["scaled"] = "LN Scaling"
 
@@ -44,12 +49,14 @@ def test_both_sets_are_drawn_and_said_in_both_languages(pages, lang: str) -> Non
     headers = [h.value for h in at.header]
     assert tr("training_sets.place_heading") in headers
     assert tr("training_sets.qk_heading") in headers
+    assert tr("training_sets.data_heading") in headers
     assert FIGURES <= set(figures(at))
     assert_claims_shown(at, shipped_placement_view().claims, lang)
     assert_claims_shown(at, shipped_qknorm_view().claims, lang)
+    assert_claims_shown(at, shipped_data_view().claims, lang)
     page = "\n".join(shown_text(at))
-    assert "python -m labs.training.runs --set placement" in page
-    assert "python -m labs.training.runs --set qknorm" in page
+    for name in ("placement", "qknorm", "data"):
+        assert f"python -m labs.training.runs --set {name}" in page
 
 
 def test_the_charts_draw_the_shipped_seeds(pages) -> None:
@@ -77,3 +84,29 @@ def test_the_charts_draw_the_shipped_seeds(pages) -> None:
         np.testing.assert_allclose(mean, grid.mean(axis=0), rtol=1e-15)
     assert charts["sets_qk_logit"]["layout"]["xaxis"]["type"] == "log"
     assert charts["sets_qk_logit"]["layout"]["yaxis"]["type"] == "log"
+
+
+def test_the_data_charts_draw_every_run_of_the_shipped_data_set(pages) -> None:
+    """Each norm on each slice: its seeds' validation losses; DyT on each slice: its seeds'
+    saturated shares in percent, layer 1 first. The slices are told apart by their byte counts."""
+    data = json.loads((REFERENCE_DIR / SET_FILES["data"]).read_text())
+    whole, charts = data["data"]["train_bytes"], figures(pages["en"])
+    sizes = sorted({r["train_bytes"] or whole for r in data["runs"]})
+    assert len(sizes) == 2 and sizes[-1] == whole
+    for size in sizes:
+        for norm, name in (("rms", "RMSNorm"), ("dyt", "DyT")):
+            mine = [
+                r for r in data["runs"] if (r["norm"], r["train_bytes"] or whole) == (norm, size)
+            ]
+            mine.sort(key=lambda r: r["seed"])
+            assert len(mine) == 3
+            label = f"{name}, {size:,} bytes"
+            grid = np.array([r["val_loss"] for r in mine])
+            band, mean = drawn(charts["sets_data_loss"], label)
+            np.testing.assert_array_equal(band, [grid.min(axis=0), grid.max(axis=0)])
+            np.testing.assert_allclose(mean, grid.mean(axis=0), rtol=1e-15)
+            if norm == "dyt":
+                shares = 100 * np.array([r["saturated"] for r in mine])
+                band, mean = drawn(charts["sets_data_sat"], label)
+                np.testing.assert_allclose(band, [shares.min(axis=0), shares.max(axis=0)])
+                np.testing.assert_allclose(mean, shares.mean(axis=0), rtol=1e-14)

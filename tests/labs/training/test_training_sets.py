@@ -26,6 +26,7 @@ from labs.training.sets import (
     qknorm_configs,
 )
 from labs.training.sets_view import placement_view, qknorm_view
+from labs.training.train import TrainConfig
 from tests.claims.training_sets import CHECKS
 from ui.i18n import translator
 
@@ -91,7 +92,7 @@ def test_the_shipped_sets_are_what_the_script_trains_with_three_seeds(name: str)
     variant must, and the file holds the runs the script's configs describe, in their order."""
     runs = load_set(name)["runs"]
     configs = (placement_configs if name == "placement" else qknorm_configs)()
-    assert [r["config"] for r in runs] == [json.loads(json.dumps(c.as_dict())) for c in configs]
+    assert [TrainConfig.from_dict(r["config"]) for r in runs] == configs
     seeds: dict[tuple, set] = {}
     for r in runs:
         seeds.setdefault((r["placement"], r["qk_norm"], r["lr"]), set()).add(r["seed"])
