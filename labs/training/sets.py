@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -180,14 +181,18 @@ def set_record(result: TrainResult, hidden_rms: Sequence[Sequence[float]]) -> di
     }
 
 
-def _make(
+def make_set(
     name: str,
-    configs: Sequence[TrainConfig],
-    directory: str | Path,
-    threads: int,
-    log: Callable[[str], None],
+    directory: str | Path = REFERENCE_DIR,
+    *,
+    threads: int = REFERENCE_THREADS,
+    log: Callable[[str], None] = print,
+    **options: Any,
 ) -> dict[str, Any]:
-    """Train ``configs`` one after another, write the set's file, return its summary."""
+    """Train the set ``name`` (``options``: its configs function's ``steps``, ``seeds`` and, for
+    ``qknorm``, ``lrs``) one run after another, write its file into ``directory``, return its
+    summary."""
+    configs = CONFIGS[name](**options)
     corpus = load_corpus()
     windows = val_windows(corpus.val, configs[0].model.block_size, configs[0].eval_windows)[0]
     started, load_before = time.perf_counter(), os.getloadavg()
@@ -201,9 +206,8 @@ def _make(
             model = config.model
             log(
                 f"{name} {model.norm} {model.placement}/qk {model.qk_norm} lr {config.lr:g} "
-                f"bytes {config.train_bytes} seed "
-                f"{config.seed}: val {result.val_loss[-1]:.4f}, largest logit "
-                f"{max(result.val_max_logit):.4g}, {result.wall_seconds:.1f} s"
+                f"bytes {config.train_bytes} seed {config.seed}: val {result.val_loss[-1]:.4f}, "
+                f"largest logit {max(result.val_max_logit):.4g}, {result.wall_seconds:.1f} s"
             )
     machine = machine_record(threads, started, load_before)
     data = {"set": name, "machine": machine, "data": corpus.describe(), "runs": runs}
@@ -212,42 +216,10 @@ def _make(
     return {"set": name, "file": str(path), "machine": machine, "runs": len(runs)}
 
 
-def make_placement(
-    directory: str | Path = REFERENCE_DIR,
-    *,
-    threads: int = REFERENCE_THREADS,
-    steps: int | None = None,
-    seeds: Sequence[int] = PLACEMENT_SEEDS,
-    log: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """Train the placement set and write ``placement.json`` into ``directory``."""
-    return _make("placement", placement_configs(steps=steps, seeds=seeds), directory, threads, log)
-
-
-def make_qknorm(
-    directory: str | Path = REFERENCE_DIR,
-    *,
-    threads: int = REFERENCE_THREADS,
-    steps: int | None = None,
-    seeds: Sequence[int] = QKNORM_SEEDS,
-    lrs: Sequence[float] = QKNORM_LRS,
-    log: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """Train the QK-norm set and write ``qknorm.json`` into ``directory``."""
-    configs = qknorm_configs(steps=steps, seeds=seeds, lrs=lrs)
-    return _make("qknorm", configs, directory, threads, log)
-
-
-def make_data(
-    directory: str | Path = REFERENCE_DIR,
-    *,
-    threads: int = REFERENCE_THREADS,
-    steps: int | None = None,
-    seeds: Sequence[int] = DATA_SEEDS,
-    log: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """Train the data set and write ``data.json`` into ``directory``."""
-    return _make("data", data_configs(steps=steps, seeds=seeds), directory, threads, log)
+CONFIGS = {"placement": placement_configs, "qknorm": qknorm_configs, "data": data_configs}
+make_placement = partial(make_set, "placement")
+make_qknorm = partial(make_set, "qknorm")
+make_data = partial(make_set, "data")
 
 
 def load_set(name: str, directory: str | Path = REFERENCE_DIR) -> dict[str, Any]:

@@ -30,22 +30,11 @@ from ui.frame import readable
 from ui.i18n import Translator
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
-def placement() -> PlacementView:
-    """The shipped placement set, read once per server process. Read-only."""
-    return shipped_placement_view()
-
-
-@st.cache_resource(max_entries=1, show_spinner=False)
-def qknorm() -> QKNormView:
-    """The shipped QK-norm set, read once per server process. Read-only."""
-    return shipped_qknorm_view()
-
-
-@st.cache_resource(max_entries=1, show_spinner=False)
-def data() -> DataView:
-    """The shipped data set, read once per server process. Read-only."""
-    return shipped_data_view()
+@st.cache_resource(max_entries=3, show_spinner=False)
+def shipped(name: str) -> PlacementView | QKNormView | DataView:
+    """The shipped set ``name``, read once per server process. Read-only."""
+    views = {"placement": shipped_placement_view, "qknorm": shipped_qknorm_view}
+    return (views | {"data": shipped_data_view})[name]()
 
 
 def _series(
@@ -126,7 +115,7 @@ def _placement_chart(view: PlacementView, tr: Translator, what: str) -> None:
 
 def placement_section(tr: Translator) -> None:
     """The placement set: its setup, the two charts and what the runs say."""
-    view = placement()
+    view = shipped("placement")
     st.header(tr("training_sets.place_heading"))
     st.caption(tr("training_sets.place_setup", **view.setup))
     st.markdown(tr("training_sets.place_why"))
@@ -154,7 +143,7 @@ def _qk_chart(view: QKNormView, tr: Translator, what: str) -> None:
 def qknorm_section(tr: Translator) -> None:
     """The QK-norm set: its setup, why QK norm bounds a logit, the two charts and what the runs
     say."""
-    view = qknorm()
+    view = shipped("qknorm")
     st.header(tr("training_sets.qk_heading"))
     st.caption(tr("training_sets.qk_setup", **view.setup, lrs=fmt.vector(view.lrs, tr.lang)))
     st.markdown(tr("training_sets.qk_why", d_head=view.setup["d_head"]))
@@ -200,7 +189,7 @@ def _data_chart(view: DataView, tr: Translator, what: str) -> None:
 
 def data_section(tr: Translator) -> None:
     """The data set: its setup, what to look for, the two charts and what the runs say."""
-    view = data()
+    view = shipped("data")
     st.header(tr("training_sets.data_heading"))
     st.caption(tr("training_sets.data_setup", **view.setup))
     st.markdown(tr("training_sets.data_why"))
