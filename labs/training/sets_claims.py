@@ -27,6 +27,7 @@ The functions read a ``labs.training.sets_view.PlacementView``, ``QKNormView`` o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -288,8 +289,9 @@ def _gap_claim(view: Any, slice_: str) -> tuple[Claim, str]:
 
 
 def _data_rise_claim(view: Any, kind: str) -> Claim | None:
-    """Whether a run kind's mean validation loss ended above its lowest by more than its seeds'
-    final losses lie apart (``rose``) or not (``held``)."""
+    """A run kind's mean validation loss against its lowest: ``falling`` (lowest at the last
+    validation), ``never_fell`` (lowest at the first), with one seed ``one_seed``, else ``rose``
+    (ended above its lowest by more than its seeds' final losses lie apart) or ``held``."""
     loss = view.val_loss[kind]
     if not _finite(loss):
         return None
@@ -299,8 +301,15 @@ def _data_rise_claim(view: Any, kind: str) -> Claim | None:
     fields = {"name": NAMES[norm], "size": view.sizes[slice_], "lo": float(mean[i])}
     fields |= {"lo_step": int(view.val_steps[i]), "last": float(mean[-1]), "spread": spread}
     fields |= {"rise": float(mean[-1] - mean[i]), "step": int(view.val_steps[-1])}
-    rose = fields["rise"] > spread
-    return Claim(f"{PREFIX}data_{'rose' if rose else 'held'}", fields)
+    if i == mean.size - 1:
+        key = "falling"
+    elif i == 0:
+        key = "never_fell"
+    elif len(view.seeds) < 2:
+        key = "rise_one_seed"
+    else:
+        key = "rose" if fields["rise"] > spread else "held"
+    return Claim(f"{PREFIX}data_{key}", fields)
 
 
 def _best_data_claim(view: Any, slice_: str) -> Claim | None:
@@ -311,6 +320,8 @@ def _best_data_claim(view: Any, slice_: str) -> Claim | None:
     if not all(_finite(grid) for grid in rows.values()):
         return None
     at = {n: int(np.argmin(grid.mean(axis=0))) for n, grid in rows.items()}
+    if min(at.values()) == view.val_steps.size - 1:
+        return None  # both lowest at the end: the final losses' sentence says it all
     kind, pair = loss_pair(rows["dyt"][:, at["dyt"]], rows["rms"][:, at["rms"]])
     fields = {"size": view.sizes[slice_], "dyt_loss": pair["a_loss"], "rms_loss": pair["b_loss"]}
     fields |= {f"{n}_step": int(view.val_steps[i]) for n, i in at.items()}
@@ -336,13 +347,25 @@ def _saturation_claim(view: Any) -> Claim | None:
     few, many = by_seed["small"], by_seed["large"]
     key = "more_small" if few.min() > many.max() else "overlap"
     key = "more_large" if many.min() > few.max() else key
-    return Claim(f"{PREFIX}data_sat_{key}", fields)
+    return Claim(f"{PREFIX}data_sat_{key if len(view.seeds) > 1 else 'one_seed'}", fields)
+
+
+def _floor_claim(view: Any, slice_: str) -> Claim | None:
+    """DyT's mean final loss against what byte counts alone score (``view.floor``): below or
+    above it, with RMSNorm's beside it."""
+    dyt, rms = (view.val_loss[f"{n}_{slice_}"][:, -1] for n in ("dyt", "rms"))
+    floor = view.floor.get(slice_)
+    if floor is None or not (_finite(dyt) and _finite(rms)):
+        return None
+    fields = {"size": view.sizes[slice_], "floor": floor, "dyt_loss": float(dyt.mean())}
+    fields |= {"rms_loss": float(rms.mean()), "gap": abs(float(dyt.mean()) - floor)}
+    return Claim(f"{PREFIX}data_floor_{'below' if dyt.mean() < floor else 'above'}", fields)
 
 
 def data_claims(view: Any) -> dict[str, Claim]:
     """The data section's sentences, by slot: ``gap_small``, ``gap_large``, ``sign`` (where both
-    gaps have one), ``best_<slice>``, ``rise_<kind>``, ``saturation``, and the two charts' words
-    ``chart_loss_*`` and ``chart_sat_*``."""
+    gaps have one), ``best_<slice>``, ``floor_<slice>``, ``rise_<kind>``, ``saturation``, and the
+    two charts' words ``chart_loss_*`` and ``chart_sat_*``."""
     claims: dict[str, Claim] = {}
     verdicts = []
     for slice_ in ("small", "large"):
@@ -356,6 +379,13 @@ def data_claims(view: Any) -> dict[str, Claim]:
     for slice_ in ("small", "large"):
         if (best := _best_data_claim(view, slice_)) is not None:
             claims[f"best_{slice_}"] = best
+        if (floor := _floor_claim(view, slice_)) is not None:
+            claims[f"floor_{slice_}"] = floor
+    # DyT ahead on less data at the end, RMSNorm ahead there at each one's lowest: the sign
+    # changed because RMSNorm's loss rose, which the sentence must say.
+    best_small = claims.get("best_small", Claim("")).key.rsplit("_", 1)[-1]
+    if claims.get("sign", Claim("")).key.endswith("flips_lower") and best_small == "higher":
+        claims["sign"] = replace(claims["sign"], key=f"{PREFIX}data_sign_flips_lower_overfit")
     for kind in view.val_loss:
         if (rise := _data_rise_claim(view, kind)) is not None:
             claims[f"rise_{kind}"] = rise

@@ -196,7 +196,8 @@ def data_section(tr: Translator) -> None:
     left, right = st.columns(2, gap="large")
     with left:
         _data_chart(view, tr, "loss")
-        _say(tr, view.claims, ["gap_small", "gap_large", "sign", "best_small", "best_large"])
+        slots = ["gap_small", "gap_large", "sign", "best_small", "best_large"]
+        _say(tr, view.claims, [*slots, "floor_small", "floor_large"])
     with right:
         _data_chart(view, tr, "sat")
         _say(tr, view.claims, ["saturation"])

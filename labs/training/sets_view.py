@@ -15,9 +15,11 @@ from typing import Any
 import numpy as np
 
 from labkit.claims import Claim
+from labs.training.corpus import load_corpus
 from labs.training.model import PLACEMENTS
 from labs.training.sets import DATA_NORMS, QKNORM_MODES, load_set
 from labs.training.sets_claims import data_claims, placement_claims, qknorm_claims
+from labs.training.train import val_windows
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class DataView:
     val_steps: np.ndarray  # (V,), every run's
     val_loss: dict[str, np.ndarray]  # (seeds, V), by kind
     saturated: dict[str, np.ndarray]  # (seeds, DyT layers): DyT's saturated share, by slice
+    floor: dict[str, float]  # what byte counts alone score, by slice ({} for another corpus)
     setup: dict[str, Any]
     claims: dict[str, Claim]
 
@@ -145,8 +148,8 @@ def data_view(data: Mapping[str, Any]) -> DataView:
     seeds = sorted({seed for _, _, seed in cells})
     sizes = dict(zip(("small", "large"), sorted({size for _, size, _ in cells}), strict=False))
     grid = len(DATA_NORMS) * 2 * len(seeds)
-    if len(sizes) != 2 or not len(cells) == len(runs) == grid:
-        raise ValueError("the data set needs one run for every norm, seed and each of two slices")
+    if len(sizes) != 2 or not len(cells) == len(runs) == grid or sizes["large"] != whole:
+        raise ValueError("the data set needs one run for every norm, seed, a slice and the whole")
     val_loss, saturated = {}, {}
     for slice_, size in sizes.items():
         for norm in DATA_NORMS:
@@ -157,8 +160,24 @@ def data_view(data: Mapping[str, Any]) -> DataView:
         raise ValueError("every DyT run of the data set needs a saturated share for each layer")
     saturated = {slice_: np.array(rows, dtype=float) for slice_, rows in saturated.items()}
     setup = _setup(runs) | {"whole": whole, **sizes}
-    view = DataView(sizes, tuple(seeds), val_steps, val_loss, saturated, setup, {})
+    corpus = load_corpus()
+    floor = {}
+    if data["data"].get("sha256") == corpus.sha256:  # the text these runs read
+        model = runs[0]["config"]["model"]
+        targets = val_windows(corpus.val, model["block_size"], runs[0]["config"]["eval_windows"])
+        floor = {
+            k: byte_floor(corpus.train[:size], targets[1].numpy()) for k, size in sizes.items()
+        }
+    view = DataView(sizes, tuple(seeds), val_steps, val_loss, saturated, floor, setup, {})
     return replace(view, claims=data_claims(view))
+
+
+def byte_floor(train: np.ndarray, targets: np.ndarray) -> float:
+    """The mean cross-entropy (nats per byte) of ``targets`` under the byte frequencies of
+    ``train``, each count plus one (so no byte has probability 0): what a model that knows only
+    how often each byte occurs scores."""
+    counts = np.bincount(train, minlength=256) + 1.0
+    return float(-np.mean(np.log(counts / counts.sum())[targets]))
 
 
 def shipped_placement_view() -> PlacementView:

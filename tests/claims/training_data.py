@@ -12,8 +12,10 @@ Each check reads the records it was given (``state["data"]``), never the view's 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+from collections import Counter
 from functools import cache
 
 from hypothesis import strategies as st
@@ -175,6 +177,12 @@ def check_sign(state: dict, claim) -> None:
             settled = {a, b} <= {"lower", "higher"}
             change = "flips" if a != b else "holds"
             allowed.add(f"{PREFIX}sign_{change}_{a}" if settled else f"{PREFIX}sign_unsettled")
+    if claim.key.endswith("_overfit"):
+        # DyT ahead on the small slice at the end, RMSNorm ahead there at each one's lowest mean:
+        # RMSNorm's lowest < DyT's lowest <= DyT's last < RMSNorm's last, so RMSNorm's rose.
+        curves = {n: mean_curve(state, f"{n}_small") for n in ("dyt", "rms")}
+        assert min(curves["rms"]) < min(curves["dyt"]) and curves["rms"][-1] > min(curves["rms"])
+        claim = type(claim)(claim.key.removesuffix("_overfit"), claim.fields)
     assert claim.key in allowed, (claim.key, allowed)
 
 
@@ -195,9 +203,23 @@ def check_rise(state: dict, claim) -> None:
     near(f["last"], curve[-1])
     near(f["rise"], rise, curve[-1])
     near(f["spread"], spread, max(finals))
+    key = claim.key.removeprefix(PREFIX)
+    lowest_at = [i for i, v in enumerate(curve) if abs(v - lowest) <= RTOL * abs(lowest)]
+    if key == "falling":  # the lowest (or a tie within rounding) at the last validation
+        assert len(steps) - 1 in lowest_at and f["lo_step"] == steps[-1]
+        return
+    assert len(steps) - 1 not in lowest_at or len(lowest_at) > 1
+    if key == "never_fell":
+        assert 0 in lowest_at and f["lo_step"] == steps[0]
+        return
+    assert f["lo_step"] not in (steps[0], steps[-1])
+    if key == "rise_one_seed":
+        assert len(chosen) == 1
+        return
+    assert len(chosen) >= 2
     tol = RTOL * max(abs(v) for v in curve)
     if abs(rise - spread) > tol:
-        assert claim.key == f"{PREFIX}{'rose' if rise > spread else 'held'}"
+        assert key == ("rose" if rise > spread else "held")
 
 
 def check_best(state: dict, claim) -> None:
@@ -233,6 +255,43 @@ def check_best(state: dict, claim) -> None:
         assert (kind == "lower") in lower
 
 
+def mean_curve(state: dict, kind: str) -> list[float]:
+    chosen = runs(state, kind)
+    return [mean(r["val_loss"][i] for r in chosen) for i in range(len(chosen[0]["val_steps"]))]
+
+
+@cache
+def corpus() -> tuple[bytes, bytes, str]:
+    """The training text as the page describes it: Python's help topics in name order, joined by
+    a blank line, as UTF-8; the first 90 % train, the rest validate; and its SHA-256."""
+    from pydoc_data.topics import topics
+
+    text = "\n\n".join(topics[name] for name in sorted(topics)).encode("utf-8")
+    cut = round(len(text) * 0.9)
+    return text[:cut], text[cut:], hashlib.sha256(text).hexdigest()
+
+
+def check_floor(state: dict, claim) -> None:
+    """Byte counts of the slice (each plus one) scored on the validation windows' targets: 128
+    windows of 65 bytes, evenly spaced from the first byte to the last whole window."""
+    f = claim.fields
+    train, val, digest = corpus()
+    assert data_of(state)["data"]["sha256"] == digest
+    (slice_,) = [s for s, size in sizes(state).items() if size == f["size"]]
+    counts = Counter(train[: f["size"]])
+    total = f["size"] + 256
+    starts = [round(i * (len(val) - 65) / 127) for i in range(128)]
+    targets = [b for start in starts for b in val[start + 1 : start + 65]]
+    floor = -math.fsum(math.log((counts[b] + 1) / total) for b in targets) / len(targets)
+    near(f["floor"], floor, 1e6)  # float32-free, but summed in another order: 1e-9 relative
+    dyt = mean(r["val_loss"][-1] for r in runs(state, f"dyt_{slice_}"))
+    rms = mean(r["val_loss"][-1] for r in runs(state, f"rms_{slice_}"))
+    near(f["dyt_loss"], dyt)
+    near(f["rms_loss"], rms)
+    near(f["gap"], abs(dyt - floor), 1e6)
+    assert claim.key == f"{PREFIX}floor_{'below' if dyt < floor else 'above'}"
+
+
 def shares(state: dict, slice_: str) -> list[list[float]]:
     return [r["saturated"] for r in runs(state, f"dyt_{slice_}")]
 
@@ -253,6 +312,9 @@ def check_saturation(state: dict, claim) -> None:
     pairs = list(zip(column["small"], column["large"], strict=True))
     assert f["more_small"] == sum(min(a) > max(b) for a, b in pairs)
     assert f["more_large"] == sum(min(b) > max(a) for a, b in pairs)
+    if claim.key.endswith("one_seed"):
+        assert len(rows["small"]) == 1
+        return
     few, many = by_seed["small"], by_seed["large"]
     more_few, more_many = above(min(few), max(many), 1.0), above(min(many), max(few), 1.0)
     allowed = {f"{PREFIX}sat_more_small" for x in more_few if x}
@@ -289,7 +351,12 @@ CHECKS = {
     },
     f"{PREFIX}sign_unsettled": check_sign,
     **{f"{PREFIX}best_{k}": check_best for k in ("lower", "higher", "within", "one_seed")},
-    f"{PREFIX}rose": check_rise,
-    f"{PREFIX}held": check_rise,
-    **{f"{PREFIX}sat_{k}": check_saturation for k in ("more_small", "more_large", "overlap")},
+    **{f"{PREFIX}{k}": check_rise for k in ("rose", "held", "falling", "never_fell")},
+    f"{PREFIX}rise_one_seed": check_rise,
+    **{f"{PREFIX}floor_{k}": check_floor for k in ("below", "above")},
+    f"{PREFIX}sign_flips_lower_overfit": check_sign,
+    **{
+        f"{PREFIX}sat_{k}": check_saturation
+        for k in ("more_small", "more_large", "overlap", "one_seed")
+    },
 }
