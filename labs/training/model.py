@@ -118,8 +118,7 @@ class ModelConfig:
         _choice("norm", self.norm, MODEL_NORMS)
         _choice("placement", self.placement, PLACEMENTS)
         _choice("qk_norm", self.qk_norm, QK_NORMS)
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {list(KERNELS)} (got {self.kernel!r})")
+        _choice("kernel", self.kernel, KERNELS)
         for name in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -178,9 +177,8 @@ class Norm(nn.Module):
         return self.fn(x, self.weight, getattr(self, "bias", None), self.eps)
 
     def extra_repr(self) -> str:
-        if self.kind in S_NORMS:
-            return f"{NORM_CLASSES[self.kind]}, where={self.where!r}"
-        return f"{NORM_CLASSES[self.kind]}, eps={self.eps}, where={self.where!r}"
+        eps = "" if self.kind in S_NORMS else f", eps={self.eps}"  # DyT and Derf have none
+        return f"{NORM_CLASSES[self.kind]}{eps}, where={self.where!r}"
 
 
 class CausalSelfAttention(nn.Module):
@@ -326,8 +324,7 @@ class GPT(nn.Module):
         logits = self.lm_head(x)
         if targets is None:
             return logits, None
-        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
-        return logits, loss
+        return logits, F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
 
     def norms(self) -> list[tuple[str, Norm]]:
         """Every norm layer with its module name, in the order the forward pass meets them."""
@@ -348,9 +345,7 @@ def init_weights(model: GPT, seed: int) -> None:
     residual_std = INIT_STD / math.sqrt(2 * model.config.n_layer)
     norm_fill = {"weight": 1.0, "bias": 0.0, "alpha": float(model.config.dyt_alpha)}
     norm_fill["shift"] = DEFAULT_DERF_SHIFT
-    norm_names = {
-        f"{name}.{p}": value for name, _ in model.norms() for p, value in norm_fill.items()
-    }
+    norm_names = {f"{name}.{p}": v for name, _ in model.norms() for p, v in norm_fill.items()}
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
             if name in norm_names:
