@@ -105,8 +105,7 @@ def pair_words(
     out = _not_finite(key, rms, layer)
     both = np.isfinite(rms) & np.isfinite(layer)
     if not np.any(np.isfinite(rms)) or not np.any(np.isfinite(layer)) or not np.any(both):
-        out["words"] = Claim(NO_FINITE, {"total": 2 * len(where), "chart": key})
-        return out
+        return out | {"words": Claim(NO_FINITE, {"total": 2 * len(where), "chart": key})}
     fields = _extremes(rms, where, "rms") | _extremes(layer, where, "layer")
     gaps = np.where(both, np.abs(rms - layer), -np.inf)
     at = int(np.argmax(gaps))
@@ -118,8 +117,7 @@ def pair_words(
         key += _flat_suffix(flat, ("rms", "layer"))
     elif gaps[at] <= noise:
         key += "_equal"
-    out["words"] = Claim(key, fields, _noise_of(fields, noise))
-    return out
+    return out | {"words": Claim(key, fields, _noise_of(fields, noise))}
 
 
 def point_words(
@@ -165,8 +163,7 @@ def grid_words(
             fields |= {f"{stem}_row": int(value[0]), f"{stem}_col": int(value[1])}
         else:
             fields[name] = value
-    out["words"] = Claim(words.key, fields, words.noise)
-    return out
+    return out | {"words": Claim(words.key, fields, words.noise)}
 
 
 def lines_words(
@@ -235,13 +232,11 @@ def series_words(
         raise ValueError("values and where must have one entry per position")
     out = _not_finite(key, values)
     if not np.any(np.isfinite(values)):
-        out["words"] = Claim(NO_FINITE_VALUES, {"total": len(where), "chart": key})
-        return out
+        return out | {"words": Claim(NO_FINITE_VALUES, {"total": len(where), "chart": key})}
     fields = {k.removeprefix("v_"): v for k, v in _extremes(values, where, "v").items()}
     span = fields["hi"] - fields["lo"]
     equal = span <= rtol * max(abs(fields["lo"]), abs(fields["hi"]))
-    out["words"] = Claim(f"{key}_equal" if equal else key, fields)
-    return out
+    return out | {"words": Claim(f"{key}_equal" if equal else key, fields)}
 
 
 def peak_words(key: str, grids: dict[str, np.ndarray]) -> dict[str, Claim]:
@@ -253,16 +248,14 @@ def peak_words(key: str, grids: dict[str, np.ndarray]) -> dict[str, Claim]:
     total = sum(grid.size for grid in grids.values())
     out = _not_finite(key, *grids.values())
     if not all(np.any(np.isfinite(grid)) for grid in grids.values()):
-        out["words"] = Claim(NO_FINITE_PANEL, {"total": total, "chart": key})
-        return out
+        return out | {"words": Claim(NO_FINITE_PANEL, {"total": total, "chart": key})}
     fields: dict[str, object] = {}
     for name, grid in grids.items():
         masked = np.where(np.isfinite(grid), grid, -np.inf)
         row, col = np.unravel_index(int(np.argmax(masked)), grid.shape)
         fields |= {f"{name}_hi": float(grid[row, col]), f"{name}_hi_row": int(row)}
         fields[f"{name}_hi_col"] = int(col)
-    out["words"] = Claim(key, fields)
-    return out
+    return out | {"words": Claim(key, fields)}
 
 
 def runs_words(

@@ -72,8 +72,7 @@ def controls(tr: Translator) -> dict:
         widgets.number(P["seed"], tr("training.seed_label"), kind="input", step=1)
     state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
     state["width"] = int(state["width"])
-    state["norms"] = tuple(n for n, key in VARIANT_KEYS.items() if state[key])
-    return state
+    return state | {"norms": tuple(n for n, key in VARIANT_KEYS.items() if state[key])}
 
 
 def figure_labels(tr: Translator, qk_norm: str = "off") -> dict[str, str]:

@@ -221,8 +221,7 @@ def _time_claims(view: TrainingView) -> dict[str, Claim]:
     else:
         return claims
     ops = {"rms_ops": view.operations["rms"], "layer_ops": view.operations["layer"]}
-    claims["why"] = Claim(why, ops)
-    return claims
+    return claims | {"why": Claim(why, ops)}
 
 
 def paper_claim(ratio: float, order: str, *, prefix: str = "training.paper") -> Claim:

@@ -35,8 +35,7 @@ def sized_layout(height: int) -> dict:
     """``style.layout`` with every text of the figure at ``style.FONT_SIZE``: Streamlit's chart
     theme writes ticks and legends smaller (12.75 px) unless the figure names a size."""
     layout = style.layout(height=height)
-    layout["legend"] = {**layout["legend"], "font": {"size": style.FONT_SIZE}}
-    return layout
+    return layout | {"legend": {**layout["legend"], "font": {"size": style.FONT_SIZE}}}
 
 
 def sized_axis(title: str, **extra: object) -> dict:

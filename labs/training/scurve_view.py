@@ -181,8 +181,7 @@ def model_claims(norm: str, curves: tuple[LayerCurve, ...]) -> dict[str, Claim]:
     ratios = [c.ratio for c in curves]
     (lo, lo_at), (hi, hi_at) = (_extreme(list(curves), ratios, largest=m) for m in (False, True))
     fields = {"norm": name, "lo": lo, "lo_at": lo_at, "hi": hi, "hi_at": hi_at}
-    claims["divisors"] = Claim("scurve.divisors", fields)
-    return claims
+    return claims | {"divisors": Claim("scurve.divisors", fields)}
 
 
 def _depth_claim(view: ScurveView) -> Claim:
