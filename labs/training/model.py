@@ -9,11 +9,9 @@ norms ``ln_1_out`` and ``ln_2_out``, ``"output"`` with those alone (OLMo 2's), `
 pre-norm with block l's norms times 1/sqrt(l); docs/training.md describes them).
 ``ModelConfig.qk_norm`` normalises every head's query and key rows before the dot product (gains
 shared by the heads), or ``"clip"`` rescales their weights after each step (``qk_clip``).
-The norms are the core's, through ``labs.training.kernels.norm_function``. ``init_weights`` draws
-every weight from one seeded generator in the order of the parameter names and norm parameters
-draw nothing, so two variants with the same seed start from the same weights wherever their
-shapes agree. This module imports torch at the top: only the training code imports it, never
-``core``."""
+The norms are the core's, through ``labs.training.kernels.norm_function``. Two variants with the
+same seed start from the same weights wherever their shapes agree (``init_weights``). This module
+imports torch at the top: only the training code imports it, never ``core``."""
 
 from __future__ import annotations
 

@@ -348,8 +348,7 @@ def train_together(
 
 def _round(active: list[_Run], first: int) -> list[_Run]:
     """One piece of each run from the ``first``-th on, so that each goes first as often (and pays
-    alike for what ran between rounds); the runs still going. The wall clock is shared: once
-    it stops one run, it stops the others at once, so they end at most one step apart."""
+    alike for what ran between rounds); the runs still going. The wall clock stops all at once."""
     k = first % len(active)
     for run in active[k:] + active[:k]:
         if not run.advance() and run.result.stopped_by == "wall_clock":
