@@ -46,9 +46,8 @@ LINES_NO_FINITE = "charts.lines_no_finite"
 def _extremes(values: np.ndarray, where: Sequence, name: str) -> dict[str, object]:
     """``{name}_lo``, ``{name}_lo_at``, ``{name}_hi``, ``{name}_hi_at`` over finite values."""
     finite = np.isfinite(values)
-    masked_lo = np.where(finite, values, np.inf)
-    masked_hi = np.where(finite, values, -np.inf)
-    lo, hi = int(np.argmin(masked_lo)), int(np.argmax(masked_hi))
+    lo = int(np.argmin(np.where(finite, values, np.inf)))
+    hi = int(np.argmax(np.where(finite, values, -np.inf)))
     return {
         f"{name}_lo": float(values[lo]),
         f"{name}_lo_at": _position(where[lo]),
@@ -98,8 +97,7 @@ def pair_words(
     ending where a norm is flat (see the module's note), and ``charts.no_finite`` when a norm
     has no finite value to quote (those two carry ``chart``: ``key``, which chart they speak of).
     """
-    rms = np.asarray(rms, dtype=np.float64)
-    layer = np.asarray(layer, dtype=np.float64)
+    rms, layer = (np.asarray(a, dtype=np.float64) for a in (rms, layer))
     if rms.shape != layer.shape or rms.shape != (len(where),):
         raise ValueError("rms, layer and where must have one entry per position")
     out = _not_finite(key, rms, layer)
@@ -128,8 +126,7 @@ def point_words(
     distance between them; ``fields`` are the other numbers the sentence quotes. A point with a
     coordinate that is not finite gets the key ``key + "_not_finite"`` and no distance. A
     coordinate or a distance below ``noise`` reads ``≈ 0``."""
-    a = np.asarray(rms, dtype=np.float64)
-    b = np.asarray(layer, dtype=np.float64)
+    a, b = (np.asarray(v, dtype=np.float64) for v in (rms, layer))
     values = {f"rms_{i}": float(v) for i, v in enumerate(a)}
     values |= {f"layer_{i}": float(v) for i, v in enumerate(b)}
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
@@ -148,8 +145,7 @@ def grid_words(
     """The summary of two heat maps of one shape (rows, columns), RMSNorm's and LayerNorm's:
     :func:`pair_words` over their entries, each position quoted as ``{name}_row`` and
     ``{name}_col`` (from 0, as the heat maps' axes count) instead of ``{name}_at``."""
-    rms = np.asarray(rms, dtype=np.float64)
-    layer = np.asarray(layer, dtype=np.float64)
+    rms, layer = (np.asarray(a, dtype=np.float64) for a in (rms, layer))
     if rms.ndim != 2 or rms.shape != layer.shape:
         raise ValueError("rms and layer must be matrices of one shape")
     rows, cols = rms.shape

@@ -123,8 +123,7 @@ def seed_table(runs: Sequence[dict], labels: dict, mean: dict | None = None) -> 
     norms = list(dict.fromkeys(run["norm"] for run in runs))
     values = {(run["norm"], run["seed"]): run["value"] for run in runs}
     table = {"seed": [f"{labels['seed']} {seed}" for seed in seeds]}
-    for norm in norms:
-        table[norm] = [values.get((norm, seed)) for seed in seeds]
+    table |= {norm: [values.get((norm, seed)) for seed in seeds] for norm in norms}
     if mean:
         table["seed"].append(labels["mean"])
         for norm in norms:
@@ -154,10 +153,9 @@ def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     for column, x in ((left, "step"), (right, "seconds")):
         with column:
             st.markdown(f"**{tr(f'training.{x}_heading')}**")
+            fig = loss_figure(figure_runs(view.runs, x), labels, x_title=labels[f"{x}_axis"])
             chart(
-                readable(
-                    loss_figure(figure_runs(view.runs, x), labels, x_title=labels[f"{x}_axis"])
-                ),
+                readable(fig),
                 key=f"{key}_{x}",
                 title=tr(f"training.loss_{x}_chart"),
                 words=tr.runs_words(view.claims, f"loss_{x}"),
@@ -228,7 +226,6 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
 
 def shipped_section(tr: Translator, labels: dict) -> None:
     st.header(tr("training.shipped_heading"))
-    # The caption names the reference configuration's own fields, the model's and the run's.
     st.caption(tr("training.shipped_setup", **vars(REFERENCE.model), **vars(REFERENCE)))
     view = shipped()
     curves(view, tr, labels, "shipped")

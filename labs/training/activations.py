@@ -237,8 +237,7 @@ def shift_response(model: Any, text: str, shifts: Any) -> ShiftResponse:
 
     ``shifts``: :math:`c_l` for l = 0 .. L (L + 1 finite numbers)."""
     shifts = np.asarray(shifts, dtype=np.float64)
-    # The module that reads h_l, l = 0 .. L: each block, then the final norm, or the output head
-    # where there is none (the post-norm layout).
+    # The module that reads h_l, l = 0 .. L (``ShiftResponse``).
     readers = [*model.blocks, model.ln_f if model.ln_f is not None else model.lm_head]
     if shifts.shape != (len(readers),) or not np.all(np.isfinite(shifts)):
         raise ValueError(f"shifts must be {len(readers)} finite numbers (got {shifts!r})")

@@ -80,11 +80,9 @@ def kernels_section(tr: Translator) -> None:
     st.header(tr("training.fair_heading"))
     st.caption(tr("training.fair_setup", **view.setup))
     _metrics(view, tr)
-    left, right = st.columns(2, gap="large")
-    with left:
-        _chart(view, tr, labels, "step")
-    with right:
-        _chart(view, tr, labels, "layer")
+    for column, what in zip(st.columns(2, gap="large"), ("step", "layer"), strict=True):
+        with column:
+            _chart(view, tr, labels, what)
     st.markdown(tr.claim(view.claims["graph"]))
     for kernel in FAIR_KERNELS:
         st.markdown(f"##### {tr(f'training.fair_{kernel}_heading')}")

@@ -133,8 +133,7 @@ def layer_charts(view: ScurveView, norm: str, claims: dict[str, str], tr: Transl
     st.subheader(tr("scurve.layers_heading", norm=NORM_NAMES[norm]), anchor=False)
     st.caption(claims["sample"])
     names = {"points": tr("scurve.points"), "tanh": FIT_FORMS[0], "line": FIT_FORMS[1]}
-    names["erf"] = FIT_FORMS[2]
-    names |= {"x_axis": tr("scurve.x_axis"), "y_axis": tr("scurve.y_axis")}
+    names |= {"erf": FIT_FORMS[2], "x_axis": tr("scurve.x_axis"), "y_axis": tr("scurve.y_axis")}
     curves = view.curves[norm]
     for start in range(0, len(curves), 2):
         columns = st.columns(2, gap="large")
