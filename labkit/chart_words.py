@@ -46,9 +46,8 @@ LINES_NO_FINITE = "charts.lines_no_finite"
 def _extremes(values: np.ndarray, where: Sequence, name: str) -> dict[str, object]:
     """``{name}_lo``, ``{name}_lo_at``, ``{name}_hi``, ``{name}_hi_at`` over finite values."""
     finite = np.isfinite(values)
-    masked_lo = np.where(finite, values, np.inf)
-    masked_hi = np.where(finite, values, -np.inf)
-    lo, hi = int(np.argmin(masked_lo)), int(np.argmax(masked_hi))
+    lo = int(np.argmin(np.where(finite, values, np.inf)))
+    hi = int(np.argmax(np.where(finite, values, -np.inf)))
     return {
         f"{name}_lo": float(values[lo]),
         f"{name}_lo_at": _position(where[lo]),
@@ -98,15 +97,13 @@ def pair_words(
     ending where a norm is flat (see the module's note), and ``charts.no_finite`` when a norm
     has no finite value to quote (those two carry ``chart``: ``key``, which chart they speak of).
     """
-    rms = np.asarray(rms, dtype=np.float64)
-    layer = np.asarray(layer, dtype=np.float64)
+    rms, layer = (np.asarray(a, dtype=np.float64) for a in (rms, layer))
     if rms.shape != layer.shape or rms.shape != (len(where),):
         raise ValueError("rms, layer and where must have one entry per position")
     out = _not_finite(key, rms, layer)
     both = np.isfinite(rms) & np.isfinite(layer)
     if not np.any(np.isfinite(rms)) or not np.any(np.isfinite(layer)) or not np.any(both):
-        out["words"] = Claim(NO_FINITE, {"total": 2 * len(where), "chart": key})
-        return out
+        return out | {"words": Claim(NO_FINITE, {"total": 2 * len(where), "chart": key})}
     fields = _extremes(rms, where, "rms") | _extremes(layer, where, "layer")
     gaps = np.where(both, np.abs(rms - layer), -np.inf)
     at = int(np.argmax(gaps))
@@ -118,8 +115,7 @@ def pair_words(
         key += _flat_suffix(flat, ("rms", "layer"))
     elif gaps[at] <= noise:
         key += "_equal"
-    out["words"] = Claim(key, fields, _noise_of(fields, noise))
-    return out
+    return out | {"words": Claim(key, fields, _noise_of(fields, noise))}
 
 
 def point_words(
@@ -130,8 +126,7 @@ def point_words(
     distance between them; ``fields`` are the other numbers the sentence quotes. A point with a
     coordinate that is not finite gets the key ``key + "_not_finite"`` and no distance. A
     coordinate or a distance below ``noise`` reads ``≈ 0``."""
-    a = np.asarray(rms, dtype=np.float64)
-    b = np.asarray(layer, dtype=np.float64)
+    a, b = (np.asarray(v, dtype=np.float64) for v in (rms, layer))
     values = {f"rms_{i}": float(v) for i, v in enumerate(a)}
     values |= {f"layer_{i}": float(v) for i, v in enumerate(b)}
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
@@ -150,8 +145,7 @@ def grid_words(
     """The summary of two heat maps of one shape (rows, columns), RMSNorm's and LayerNorm's:
     :func:`pair_words` over their entries, each position quoted as ``{name}_row`` and
     ``{name}_col`` (from 0, as the heat maps' axes count) instead of ``{name}_at``."""
-    rms = np.asarray(rms, dtype=np.float64)
-    layer = np.asarray(layer, dtype=np.float64)
+    rms, layer = (np.asarray(a, dtype=np.float64) for a in (rms, layer))
     if rms.ndim != 2 or rms.shape != layer.shape:
         raise ValueError("rms and layer must be matrices of one shape")
     rows, cols = rms.shape
@@ -165,8 +159,7 @@ def grid_words(
             fields |= {f"{stem}_row": int(value[0]), f"{stem}_col": int(value[1])}
         else:
             fields[name] = value
-    out["words"] = Claim(words.key, fields, words.noise)
-    return out
+    return out | {"words": Claim(words.key, fields, words.noise)}
 
 
 def lines_words(
@@ -235,13 +228,11 @@ def series_words(
         raise ValueError("values and where must have one entry per position")
     out = _not_finite(key, values)
     if not np.any(np.isfinite(values)):
-        out["words"] = Claim(NO_FINITE_VALUES, {"total": len(where), "chart": key})
-        return out
+        return out | {"words": Claim(NO_FINITE_VALUES, {"total": len(where), "chart": key})}
     fields = {k.removeprefix("v_"): v for k, v in _extremes(values, where, "v").items()}
     span = fields["hi"] - fields["lo"]
     equal = span <= rtol * max(abs(fields["lo"]), abs(fields["hi"]))
-    out["words"] = Claim(f"{key}_equal" if equal else key, fields)
-    return out
+    return out | {"words": Claim(f"{key}_equal" if equal else key, fields)}
 
 
 def peak_words(key: str, grids: dict[str, np.ndarray]) -> dict[str, Claim]:
@@ -253,16 +244,14 @@ def peak_words(key: str, grids: dict[str, np.ndarray]) -> dict[str, Claim]:
     total = sum(grid.size for grid in grids.values())
     out = _not_finite(key, *grids.values())
     if not all(np.any(np.isfinite(grid)) for grid in grids.values()):
-        out["words"] = Claim(NO_FINITE_PANEL, {"total": total, "chart": key})
-        return out
+        return out | {"words": Claim(NO_FINITE_PANEL, {"total": total, "chart": key})}
     fields: dict[str, object] = {}
     for name, grid in grids.items():
         masked = np.where(np.isfinite(grid), grid, -np.inf)
         row, col = np.unravel_index(int(np.argmax(masked)), grid.shape)
         fields |= {f"{name}_hi": float(grid[row, col]), f"{name}_hi_row": int(row)}
         fields[f"{name}_hi_col"] = int(col)
-    out["words"] = Claim(key, fields)
-    return out
+    return out | {"words": Claim(key, fields)}
 
 
 def runs_words(

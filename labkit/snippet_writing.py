@@ -18,14 +18,12 @@ NEEDS = {
 
 def literal(value: object) -> str:
     """``value`` as Python source that reads back equal: ``1e-05``, ``'normal'``, ``(1, 2)``."""
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool | str) or value is None:
         return repr(value)
     if isinstance(value, int):
         return repr(int(value))
     if isinstance(value, float):
         return repr(float(value))
-    if isinstance(value, str):
-        return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(literal(v) for v in value) + "]"
     if isinstance(value, tuple):

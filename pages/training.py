@@ -9,42 +9,16 @@ from collections.abc import Sequence
 import streamlit as st
 
 from core.defaults import DEFAULT_LAYER_EPS
-from labs.training import run_cache
+from labs.training import lab_view, run_cache, variants_section
 from labs.training.claims import drawn_shares
 from labs.training.curves import RunCurves, TrainingView
 from labs.training.figures import final_loss_figure, loss_figure, per_run_figure
 from labs.training.kernels_section import kernels_section
-from labs.training.lab_view import (
-    LIVE_DEFAULTS,
-    LIVE_DEPTHS,
-    LIVE_EPS,
-    LIVE_LRS,
-    LIVE_STEPS,
-    LIVE_WIDTHS,
-    LIVE_WORK,
-    TRAIN_LINE,
-    Progress,
-    live_configs,
-    live_curves,
-    live_seconds,
-    progress,
-    reference_spread,
-    reference_view,
-    run_record,
-    train_live,
-    training_view,
-)
 from labs.training.model import NORM_CLASSES, NORM_KINDS
 from labs.training.reference import REFERENCE
 from labs.training.scurve_section import SCURVE_PARAMS, VIEW, choose_view, scurve_section
 from labs.training.sets_section import data_section, placement_section, qknorm_section
 from labs.training.snippet import training_code
-from labs.training.variants_section import (
-    ARCHITECTURE_PARAMS,
-    alpha_section,
-    architecture_controls,
-    architecture_names,
-)
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
@@ -54,20 +28,18 @@ from ui.params import BoolParam, IntParam, LadderParam
 
 # The link names of the variants (``none`` alone would read oddly in a link).
 VARIANT_KEYS = {"rms": "rms", "layer": "layer", "none": "nonorm", "dyt": "dyt", "derf": "derf"}
+DEFAULTS = lab_view.LIVE_DEFAULTS
 PARAMS = (
     VIEW,
-    BoolParam("rms", True),
-    BoolParam("layer", True),
-    BoolParam("nonorm", False),
-    BoolParam("dyt", False),
-    BoolParam("derf", False),
-    LadderParam("width", float(LIVE_DEFAULTS["width"]), tuple(float(w) for w in LIVE_WIDTHS)),
-    IntParam("depth", LIVE_DEFAULTS["depth"], *LIVE_DEPTHS),
-    LadderParam("eps", DEFAULT_LAYER_EPS, LIVE_EPS),
-    LadderParam("lr", LIVE_DEFAULTS["lr"], LIVE_LRS),
-    IntParam("steps", LIVE_DEFAULTS["steps"], *LIVE_STEPS),
+    # One flag per variant: RMSNorm and LayerNorm on at first.
+    *(BoolParam(key, norm in ("rms", "layer")) for norm, key in VARIANT_KEYS.items()),
+    LadderParam("width", float(DEFAULTS["width"]), tuple(map(float, lab_view.LIVE_WIDTHS))),
+    IntParam("depth", DEFAULTS["depth"], *lab_view.LIVE_DEPTHS),
+    LadderParam("eps", DEFAULT_LAYER_EPS, lab_view.LIVE_EPS),
+    LadderParam("lr", DEFAULTS["lr"], lab_view.LIVE_LRS),
+    IntParam("steps", DEFAULTS["steps"], *lab_view.LIVE_STEPS),
     IntParam("seed", 0, 0, 2**31 - 1),
-    *ARCHITECTURE_PARAMS,
+    *variants_section.ARCHITECTURE_PARAMS,
     *SCURVE_PARAMS,
 )
 P = {p.key: p for p in PARAMS}
@@ -81,7 +53,7 @@ DRAW_EVERY_S = 0.5
 
 @st.cache_resource(max_entries=1, show_spinner=False)
 def shipped() -> TrainingView:
-    return reference_view()
+    return lab_view.reference_view()
 
 
 def controls(tr: Translator) -> dict:
@@ -91,7 +63,7 @@ def controls(tr: Translator) -> dict:
         st.markdown(f"**{tr('training.variants_label')}**")
         for norm, key in VARIANT_KEYS.items():
             widgets.flag(P[key], tr(f"training.variant_{norm}"))
-        architecture_controls(tr)
+        variants_section.architecture_controls(tr)
         widgets.ladder(P["width"], tr("training.width_label"))
         widgets.number(P["depth"], tr("training.depth_label"), step=1)
         widgets.ladder(P["eps"], tr("training.eps_label"), help=tr("training.eps_help"))
@@ -100,8 +72,7 @@ def controls(tr: Translator) -> dict:
         widgets.number(P["seed"], tr("training.seed_label"), kind="input", step=1)
     state = {p.key: st.session_state.get(p.key, p.default) for p in PARAMS}
     state["width"] = int(state["width"])
-    state["norms"] = tuple(n for n, key in VARIANT_KEYS.items() if state[key])
-    return state
+    return state | {"norms": tuple(n for n, key in VARIANT_KEYS.items() if state[key])}
 
 
 def figure_labels(tr: Translator, qk_norm: str = "off") -> dict[str, str]:
@@ -152,8 +123,7 @@ def seed_table(runs: Sequence[dict], labels: dict, mean: dict | None = None) -> 
     norms = list(dict.fromkeys(run["norm"] for run in runs))
     values = {(run["norm"], run["seed"]): run["value"] for run in runs}
     table = {"seed": [f"{labels['seed']} {seed}" for seed in seeds]}
-    for norm in norms:
-        table[norm] = [values.get((norm, seed)) for seed in seeds]
+    table |= {norm: [values.get((norm, seed)) for seed in seeds] for norm in norms}
     if mean:
         table["seed"].append(labels["mean"])
         for norm in norms:
@@ -183,10 +153,9 @@ def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     for column, x in ((left, "step"), (right, "seconds")):
         with column:
             st.markdown(f"**{tr(f'training.{x}_heading')}**")
+            fig = loss_figure(figure_runs(view.runs, x), labels, x_title=labels[f"{x}_axis"])
             chart(
-                readable(
-                    loss_figure(figure_runs(view.runs, x), labels, x_title=labels[f"{x}_axis"])
-                ),
+                readable(fig),
                 key=f"{key}_{x}",
                 title=tr(f"training.loss_{x}_chart"),
                 words=tr.runs_words(view.claims, f"loss_{x}"),
@@ -258,30 +227,28 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
 
 def shipped_section(tr: Translator, labels: dict) -> None:
     st.header(tr("training.shipped_heading"))
-    # The caption names the reference configuration's own fields, the model's and the run's.
     st.caption(tr("training.shipped_setup", **vars(REFERENCE.model), **vars(REFERENCE)))
     view = shipped()
     curves(view, tr, labels, "shipped")
     finals(view, tr, labels, "shipped")
-    alpha_section(view, tr, "shipped")
+    variants_section.alpha_section(view, tr, "shipped")
     timings(view, tr, labels, "shipped")
 
 
 def settings_text(state: dict, tr: Translator) -> str:
     variants = ", ".join(figure_labels(tr, state["qk_norm"])[n] for n in state["norms"]) or "–"
     fields = {k: state[k] for k in ("width", "depth", "eps", "lr", "steps", "seed")}
-    return tr(
-        "training.live_settings", variants=variants, **architecture_names(state, tr), **fields
-    )
+    fields |= variants_section.architecture_names(state, tr)
+    return tr("training.live_settings", variants=variants, **fields)
 
 
 def run_live(state: dict, tr: Translator, labels: dict) -> None:
     """The run with these settings: from the server's finished runs, or the one training now
     with them, or trained in this visitor's turn on the line (``labs.training.run_cache``)."""
-    cap = live_seconds()
+    cap = lab_view.live_seconds()
     settings = {k: state[k] for k in (*RUN_SETTINGS, "norms", "placement", "qk_norm")}
-    key = run_cache.run_key(settings | {"cap": cap, "work": LIVE_WORK})
-    same = TRAIN_LINE.same(key)
+    key = run_cache.run_key(settings | {"cap": cap, "work": lab_view.LIVE_WORK})
+    same = lab_view.TRAIN_LINE.same(key)
     if same is not None:  # watched as it trains, then served from the kept runs
         st.info(tr("training.same_waiting"))
         bar, chart = st.progress(0.0, text=tr("training.starting")), st.empty()
@@ -295,7 +262,7 @@ def run_live(state: dict, tr: Translator, labels: dict) -> None:
     if records is None:
         waiting = st.empty()
         show_place = lambda ahead: waiting.info(tr("training.in_line", ahead=ahead))  # noqa: E731
-        with TRAIN_LINE.turn(key, show_place) as turn:
+        with lab_view.TRAIN_LINE.turn(key, show_place) as turn:
             waiting.empty()
             if not turn:
                 st.warning(tr("training.busy", limit=run_cache.LINE_MAX))
@@ -314,7 +281,7 @@ def train_with_chart(
 ) -> list[dict]:
     """Train with ``settings`` (``run_live``'s), the growing loss chart drawn as they go (and
     left in ``training`` for the visitors who watch it); the runs' records."""
-    configs = live_configs(**settings, max_seconds=cap)
+    configs = lab_view.live_configs(**settings, max_seconds=cap)
     bar = st.progress(0.0, text=tr("training.starting"))
     chart = st.container(key="live_growing").empty()
     started, drawn = time.perf_counter(), [0.0]
@@ -324,14 +291,13 @@ def train_with_chart(
         if now - drawn[0] < DRAW_EVERY_S:
             return
         drawn[0] = now
-        shown = {
-            "records": [run_record(r) for r in results],
-            "progress": vars(progress(results, now - started)),
-        }
+        records = [lab_view.run_record(r) for r in results]
+        shown = {"records": records, "progress": vars(lab_view.progress(results, now - started))}
         training.show(shown)
         draw_progress(bar, chart, shown, tr, labels)
 
-    records = [run_record(r) for r in train_live(configs, draw)]  # the models are dropped
+    # The models are dropped: only their records are kept.
+    records = [lab_view.run_record(r) for r in lab_view.train_live(configs, draw)]
     bar.empty()
     chart.empty()
     return records
@@ -345,7 +311,7 @@ DRAWS = itertools.count()
 def draw_progress(bar, chart, shown: dict, tr: Translator, labels: dict) -> None:
     """A run's progress bar and its growing loss chart, in this visitor's language: ``shown``
     holds the records of the runs so far and their ``lab_view.progress``."""
-    curves, p = live_curves(shown["records"]), Progress(**shown["progress"])
+    curves, p = lab_view.live_curves(shown["records"]), lab_view.Progress(**shown["progress"])
     text = tr("training.progress", done=p.steps_done, steps=p.steps, seconds=p.seconds)
     bar.progress(p.fraction, text=text)
     runs = figure_runs(curves, "step")
@@ -356,13 +322,13 @@ def draw_progress(bar, chart, shown: dict, tr: Translator, labels: dict) -> None
 def finish(live: dict) -> None:
     """Turn the session's runs into the page state."""
     if live["view"] is None and live["records"]:
-        spread = reference_spread(shipped())
-        live["view"] = training_view(live["records"], reference_spread=spread, live=True)
+        spread = lab_view.reference_spread(shipped())
+        live["view"] = lab_view.training_view(live["records"], reference_spread=spread, live=True)
 
 
 def live_section(state: dict, tr: Translator, labels: dict) -> None:
     st.header(tr("training.live_heading"), anchor=LIVE_ANCHOR)
-    st.caption(tr("training.live_limits", cap=live_seconds(), work=LIVE_WORK))
+    st.caption(tr("training.live_limits", cap=lab_view.live_seconds(), work=lab_view.LIVE_WORK))
     st.caption(tr("training.live_settings_heading") + " " + settings_text(state, tr))
     if not presenting():
         st.caption(tr("training.live_pick"))
@@ -385,7 +351,7 @@ def live_section(state: dict, tr: Translator, labels: dict) -> None:
     show_claims(view, tr, ["stopped"])
     curves(view, tr, labels, "live")
     finals(view, tr, labels, "live")
-    alpha_section(view, tr, "live")
+    variants_section.alpha_section(view, tr, "live")
     timings(view, tr, labels, "live")
 
 

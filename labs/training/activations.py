@@ -67,8 +67,7 @@ SHIPPED_DIR = Path(__file__).resolve().parents[2] / "assets" / "train"
 SHIPPED_NORMS = ("rms", "layer", "none")
 SHIPPED_SEEDS = (0, 1, 2)
 # The models are small (d = 48): one torch thread reads them fastest, and a second one only
-# waits for its share of a loaded machine (9 models read in 0.3 s on one thread, 3 to 8 s on two
-# while other jobs held both cores).
+# waits for its share of a loaded machine.
 READ_THREADS = 1
 # One reading at a time per process: two at once would set and restore torch's thread count
 # across each other and could leave it at one for the whole server.
@@ -238,8 +237,7 @@ def shift_response(model: Any, text: str, shifts: Any) -> ShiftResponse:
 
     ``shifts``: :math:`c_l` for l = 0 .. L (L + 1 finite numbers)."""
     shifts = np.asarray(shifts, dtype=np.float64)
-    # The module that reads h_l, l = 0 .. L: each block, then the final norm, or the output head
-    # where there is none (the post-norm layout).
+    # The module that reads h_l, l = 0 .. L (``ShiftResponse``).
     readers = [*model.blocks, model.ln_f if model.ln_f is not None else model.lm_head]
     if shifts.shape != (len(readers),) or not np.all(np.isfinite(shifts)):
         raise ValueError(f"shifts must be {len(readers)} finite numbers (got {shifts!r})")

@@ -86,8 +86,7 @@ def _loss_claims(view: TrainingView, ref_spread: float | None) -> dict[str, Clai
     if pair is not None and _comparable(*pair, field="mean_at_time"):
         reached = max(int(pair[0].at_time_steps.max()), int(pair[1].at_time_steps.max()))
         claims["time"] = _gap_claim(*pair, "time", reached, seconds=view.equal_seconds)
-    none = _none_claim(view)
-    if none is not None:
+    if (none := _none_claim(view)) is not None:
         claims["none"] = none
     return claims
 
@@ -110,11 +109,8 @@ def _gap_claim(
     if kind == "steps" or min(len(rms.seeds), len(layer.seeds)) < 2:
         return Claim(f"training.{kind}_gap", fields)
     spread = max(seed_spread(rms.at_time), seed_spread(layer.at_time))
-    within = at_most(abs(a - b), spread)
-    return Claim(
-        "training.time_gap_within_spread" if within else "training.time_gap_beyond_spread",
-        {**fields, "spread": spread},
-    )
+    side = "within" if at_most(abs(a - b), spread) else "beyond"
+    return Claim(f"training.time_gap_{side}_spread", {**fields, "spread": spread})
 
 
 def _spread_claim(
@@ -145,11 +141,8 @@ def _none_claim(view: TrainingView) -> Claim | None:
     none = view.norms.get("none")
     if view.equal_step <= 0:  # at step 0 the variants differ only by their initial weights
         return None
-    others = [
-        view.norms[n]
-        for n in ("rms", "layer")
-        if n in view.norms and _comparable(view.norms[n], field="mean_at_step")
-    ]
+    pair = [view.norms[n] for n in ("rms", "layer") if n in view.norms]
+    others = [s for s in pair if _comparable(s, field="mean_at_step")]
     if none is None or not others or not _comparable(none, field="mean_at_step"):
         return None
     best = min(others, key=lambda s: s.mean_at_step)
@@ -228,8 +221,7 @@ def _time_claims(view: TrainingView) -> dict[str, Claim]:
     else:
         return claims
     ops = {"rms_ops": view.operations["rms"], "layer_ops": view.operations["layer"]}
-    claims["why"] = Claim(why, ops)
-    return claims
+    return claims | {"why": Claim(why, ops)}
 
 
 def paper_claim(ratio: float, order: str, *, prefix: str = "training.paper") -> Claim:
@@ -240,14 +232,10 @@ def paper_claim(ratio: float, order: str, *, prefix: str = "training.paper") -> 
     fields = {"ratio": ratio, "paper_lo_pct": lo, "paper_hi_pct": hi}
     if order not in ("slower", "faster") or (order == "slower") != (saving < 0):
         return Claim(f"{prefix}_unresolved", fields)
-    if saving < 0:
-        key = "slower"
-    elif saving < lo:
-        key = "below"
-    elif saving <= hi:
-        key = "within"
+    if saving < lo:  # lo > 0: a negative saving is below it too
+        key = "slower" if saving < 0 else "below"
     else:
-        key = "above"
+        key = "within" if saving <= hi else "above"
     return Claim(f"{prefix}_{key}", {**fields, "saving_pct": abs(saving)})
 
 

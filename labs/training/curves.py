@@ -29,9 +29,8 @@ LEARNED[("derf", "shift")] = "derf_shift"
 
 @dataclass(frozen=True)
 class RunCurves:
-    """One run as the figures draw it. Training losses are averaged over bins of steps (at
-    most ``MAX_POINTS`` a run); validation losses are all there. Seconds count training steps
-    only: a validation after step s sits at the seconds of the first s steps."""
+    """One run as the figures draw it: training losses averaged over bins of steps (at most
+    ``MAX_POINTS`` a run), every validation loss; seconds count training steps only."""
 
     norm: str
     seed: int

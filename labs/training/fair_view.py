@@ -65,9 +65,10 @@ class KernelView:
     claims: dict[str, Claim]
 
 
-def _series(seconds: Any, warmup: int, seed: int, name: str) -> Series:
-    values = np.asarray(seconds, dtype=np.float64)[warmup:]
+def _series(variant: Mapping[str, Any], field: str, warmup: int, seed: int) -> Series:
+    values = np.asarray(variant[field], dtype=np.float64)[warmup:]
     if values.size < 2 or not (np.isfinite(values).all() and (values > 0).all()):
+        name = f"{variant['norm']}/{variant['kernel']} {field}"
         raise ValueError(
             f"{name}: need at least 2 times after the warm-up, each a finite number of seconds > 0"
         )
@@ -78,14 +79,9 @@ def _timings(record: Mapping[str, Any]) -> dict[tuple[str, str], Timing]:
     warmup, seed = int(record["warmup_steps"]), int(record["seed"])
     timings = {}
     for v in record["variants"]:
-        name = f"{v['norm']}/{v['kernel']}"
-        timings[(v["norm"], v["kernel"])] = Timing(
-            v["norm"],
-            v["kernel"],
-            int(v["autograd_nodes"]),
-            _series(v["step_seconds"], warmup, seed, f"{name} step_seconds"),
-            _series(v["layer_seconds"], warmup, seed, f"{name} layer_seconds"),
-        )
+        key = (v["norm"], v["kernel"])
+        step, layer = (_series(v, f, warmup, seed) for f in ("step_seconds", "layer_seconds"))
+        timings[key] = Timing(*key, int(v["autograd_nodes"]), step, layer)
     missing = [f"{n}/{k}" for k in FAIR_KERNELS for n in FAIR_NORMS if (n, k) not in timings]
     if missing:
         raise ValueError(f"the measurement lacks {missing}")

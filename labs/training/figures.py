@@ -2,9 +2,8 @@
 
 Every function takes plain arrays and names. A run is a mapping with ``norm``, ``seed``,
 ``train_x``, ``train_y`` (training losses averaged over bins of steps), ``val_x`` and ``val_y``.
-RMSNorm is drawn first and in vermillion, LayerNorm in blue, DyT in reddish purple, Derf in
-orange, the variant without a norm in grey, each also with its own dash and marker.
-``alpha_figure`` draws DyT's or Derf's learned scalars per layer over the seeds."""
+Each norm has its own colour, dash and marker. ``alpha_figure`` draws DyT's or Derf's learned
+scalars per layer over the seeds."""
 
 from __future__ import annotations
 
@@ -35,8 +34,7 @@ def sized_layout(height: int) -> dict:
     """``style.layout`` with every text of the figure at ``style.FONT_SIZE``: Streamlit's chart
     theme writes ticks and legends smaller (12.75 px) unless the figure names a size."""
     layout = style.layout(height=height)
-    layout["legend"] = {**layout["legend"], "font": {"size": style.FONT_SIZE}}
-    return layout
+    return layout | {"legend": {**layout["legend"], "font": {"size": style.FONT_SIZE}}}
 
 
 def sized_axis(title: str, **extra: object) -> dict:

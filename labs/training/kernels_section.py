@@ -1,9 +1,8 @@
 """The training lab's section on the speed question asked fairly (``labs.training.fair_view``):
 RMSNorm against LayerNorm with both computed as separate operations and both fused, a step and
 the norm layer alone, DyT beside them, and the RMSNorm paper's saving beside each.
-
-``pages/training.py`` calls :func:`kernels_section` after the shipped runs. Every number comes
-from the lab's view of ``assets/train/kernels.json``; every sentence is one of its claims."""
+Every number comes from the lab's view of ``assets/train/kernels.json``; every sentence is one
+of its claims."""
 
 from __future__ import annotations
 
@@ -51,11 +50,10 @@ def _table(bars: list[dict]) -> dict[str, list]:
 
 
 def _chart(view: KernelView, tr: Translator, labels: dict[str, str], what: str) -> None:
-    axis = tr(CHARTS[what][0])
     bars = _bars(view, labels, what)
     st.markdown(f"**{tr(f'training.fair_{what}_heading')}**")
     chart(
-        readable(kernel_bars(bars, labels, y_title=axis)),
+        readable(kernel_bars(bars, labels, y_title=tr(CHARTS[what][0]))),
         key=f"fair_{what}",
         title=tr(f"training.fair_{what}_chart"),
         words=tr.claim(view.claims[f"{what}_words"]),
@@ -82,11 +80,9 @@ def kernels_section(tr: Translator) -> None:
     st.header(tr("training.fair_heading"))
     st.caption(tr("training.fair_setup", **view.setup))
     _metrics(view, tr)
-    left, right = st.columns(2, gap="large")
-    with left:
-        _chart(view, tr, labels, "step")
-    with right:
-        _chart(view, tr, labels, "layer")
+    for column, what in zip(st.columns(2, gap="large"), ("step", "layer"), strict=True):
+        with column:
+            _chart(view, tr, labels, what)
     st.markdown(tr.claim(view.claims["graph"]))
     for kernel in FAIR_KERNELS:
         st.markdown(f"##### {tr(f'training.fair_{kernel}_heading')}")

@@ -19,18 +19,8 @@ from typing import Any
 
 from core.defaults import DEFAULT_LAYER_EPS, EPS_LADDER, ladder_upto
 from core.device import torch_threads
+from labs.training import curves
 from labs.training.claims import later_claims, run_claims, share_noise
-from labs.training.curves import (
-    LEARNED,
-    RunCurves,
-    TrainingView,
-    alpha_summary,
-    equal_seconds,
-    equal_step,
-    in_order,
-    run_curves,
-    summaries,
-)
 from labs.training.dyt_claims import VERSUS, alpha_claims, versus
 from labs.training.model import BLOCK_LAYOUTS, NORM_KINDS, QK_NORMS
 from labs.training.reference import REFERENCE, load_reference
@@ -200,7 +190,7 @@ def training_view(
     reference_spread: float | None = None,
     machine: Mapping[str, Any] | None = None,
     live: bool = False,
-) -> TrainingView:
+) -> curves.TrainingView:
     """The page state for ``records`` (at least one run; one or more seeds of each norm).
 
     ``reference_spread`` is the shipped runs' seed spread, quoted where these runs have one
@@ -208,29 +198,29 @@ def training_view(
     machine the timings come from; ``live`` adds the sentence on how the training stopped."""
     if not records:
         raise ValueError("training_view needs at least one run")
-    runs = in_order(run_curves(r) for r in records)
-    step, seconds = equal_step(runs), equal_seconds(runs)
-    norms = summaries(runs, step, seconds)
+    runs = curves.in_order(curves.run_curves(r) for r in records)
+    step, seconds = curves.equal_step(runs), curves.equal_seconds(runs)
+    norms = curves.summaries(runs, step, seconds)
     operations = {n: recorded_operations(n) for n in norms}
     ratio = None
     if "rms" in norms and "layer" in norms:
         ratio = norms["rms"].median_step_ms / norms["layer"].median_step_ms
     noise = share_noise(runs)
-    alphas = tuple(s for key in LEARNED if (s := alpha_summary(runs, *key)) is not None)
-    view = TrainingView(runs, norms, step, seconds, operations, ratio, noise, {}, alphas)
+    alphas = tuple(s for key in curves.LEARNED if (s := curves.alpha_summary(runs, *key)))
+    view = curves.TrainingView(runs, norms, step, seconds, operations, ratio, noise, {}, alphas)
     claims = run_claims(view, reference_spread=reference_spread, machine=machine, live=live)
     claims |= later_claims(records) if machine is not None else {}
     claims |= {slot: c for slot, args in VERSUS.items() if (c := versus(view, *args))}
     return replace(view, claims=claims | alpha_claims(alphas))
 
 
-def reference_view() -> TrainingView:
+def reference_view() -> curves.TrainingView:
     """The shipped runs (``assets/train/curves.json``) as the page shows them."""
     data = load_reference()
     return training_view(data["runs"], machine=data["machine"])
 
 
-def reference_spread(view: TrainingView) -> float | None:
+def reference_spread(view: curves.TrainingView) -> float | None:
     """The larger seed spread of RMSNorm and LayerNorm in ``view`` (None with one seed)."""
     spreads = [view.norms[n].spread for n in ("rms", "layer") if n in view.norms]
     if len(spreads) < 2 or any(len(view.norms[n].seeds) < 2 for n in ("rms", "layer")):
@@ -241,12 +231,12 @@ def reference_spread(view: TrainingView) -> float | None:
 _LAST: tuple = (None, ())  # the last records drawn in this process, and their curves
 
 
-def live_curves(records: Sequence[Mapping[str, Any]]) -> tuple[RunCurves, ...]:
+def live_curves(records: Sequence[Mapping[str, Any]]) -> tuple[curves.RunCurves, ...]:
     """The curves of runs still training (``run_record``, for the growing chart), without the
     comparisons. Kept for the last records: the visitors of a worker who watch one run draw the
     same drawing (``run_cache.Watched.shown`` reads each once)."""
     global _LAST
     last = _LAST
     if last[0] is not records:
-        last = _LAST = (records, in_order(run_curves(r) for r in records))
+        last = _LAST = (records, curves.in_order(curves.run_curves(r) for r in records))
     return last[1]

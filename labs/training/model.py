@@ -9,11 +9,9 @@ norms ``ln_1_out`` and ``ln_2_out``, ``"output"`` with those alone (OLMo 2's), `
 pre-norm with block l's norms times 1/sqrt(l); docs/training.md describes them).
 ``ModelConfig.qk_norm`` normalises every head's query and key rows before the dot product (gains
 shared by the heads), or ``"clip"`` rescales their weights after each step (``qk_clip``).
-The norms are the core's, through ``labs.training.kernels.norm_function``. ``init_weights`` draws
-every weight from one seeded generator in the order of the parameter names and norm parameters
-draw nothing, so two variants with the same seed start from the same weights wherever their
-shapes agree. This module imports torch at the top: only the training code imports it, never
-``core``."""
+The norms are the core's, through ``labs.training.kernels.norm_function``. Two variants with the
+same seed start from the same weights wherever their shapes agree (``init_weights``). This module
+imports torch at the top: only the training code imports it, never ``core``."""
 
 from __future__ import annotations
 
@@ -118,8 +116,7 @@ class ModelConfig:
         _choice("norm", self.norm, MODEL_NORMS)
         _choice("placement", self.placement, PLACEMENTS)
         _choice("qk_norm", self.qk_norm, QK_NORMS)
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {list(KERNELS)} (got {self.kernel!r})")
+        _choice("kernel", self.kernel, KERNELS)
         for name in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -178,9 +175,8 @@ class Norm(nn.Module):
         return self.fn(x, self.weight, getattr(self, "bias", None), self.eps)
 
     def extra_repr(self) -> str:
-        if self.kind in S_NORMS:
-            return f"{NORM_CLASSES[self.kind]}, where={self.where!r}"
-        return f"{NORM_CLASSES[self.kind]}, eps={self.eps}, where={self.where!r}"
+        eps = "" if self.kind in S_NORMS else f", eps={self.eps}"  # DyT and Derf have none
+        return f"{NORM_CLASSES[self.kind]}{eps}, where={self.where!r}"
 
 
 class CausalSelfAttention(nn.Module):
@@ -326,8 +322,7 @@ class GPT(nn.Module):
         logits = self.lm_head(x)
         if targets is None:
             return logits, None
-        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
-        return logits, loss
+        return logits, F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
 
     def norms(self) -> list[tuple[str, Norm]]:
         """Every norm layer with its module name, in the order the forward pass meets them."""
@@ -348,9 +343,7 @@ def init_weights(model: GPT, seed: int) -> None:
     residual_std = INIT_STD / math.sqrt(2 * model.config.n_layer)
     norm_fill = {"weight": 1.0, "bias": 0.0, "alpha": float(model.config.dyt_alpha)}
     norm_fill["shift"] = DEFAULT_DERF_SHIFT
-    norm_names = {
-        f"{name}.{p}": value for name, _ in model.norms() for p, value in norm_fill.items()
-    }
+    norm_names = {f"{name}.{p}": v for name, _ in model.norms() for p, v in norm_fill.items()}
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
             if name in norm_names:

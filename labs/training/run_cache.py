@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +50,12 @@ def load(key: str) -> list[dict] | None:
 def store(key: str, records: list[dict]) -> None:
     """Keep a finished run; drop the oldest beyond ``KEEP``. A disk that refuses is not the
     visitor's problem: not kept."""
-    try:
+    with suppress(OSError):
         folder().mkdir(parents=True, exist_ok=True)
         _write(folder() / f"{key}.json", json.dumps(records))
         kept = sorted(folder().glob("*.json"), key=lambda p: p.stat().st_mtime)
         for old in kept[:-KEEP]:
             old.unlink(missing_ok=True)
-    except OSError:
-        return
 
 
 def _write(path: Path, text: str) -> None:
@@ -82,10 +80,8 @@ class Training:
         self.path = folder() / f"{key}.live"
 
     def show(self, shown: Any) -> None:
-        try:
+        with suppress(OSError):  # the watchers see less; the run goes on
             _write(self.path, json.dumps(shown))
-        except OSError:
-            return  # the watchers see less; the run goes on
 
 
 _READ: tuple = (None, None, None)  # the last drawing read in this process: path, inode, content
@@ -143,11 +139,9 @@ class Line:
         its own place)."""
         live = self.tickets()
         if ticket not in live:
-            try:
+            with suppress(OSError):
                 ticket.parent.mkdir(parents=True, exist_ok=True)
                 ticket.touch()
-            except OSError:
-                pass
             live = sorted({*live, ticket})
         return live.index(ticket)
 
@@ -185,10 +179,8 @@ class Line:
         def beat() -> None:  # the ticket, and the run once it trains, stay fresh
             while not beating.wait(BEAT_S):
                 for path in (ticket, training.path):
-                    try:
+                    with suppress(OSError):
                         os.utime(path)
-                    except OSError:
-                        pass
 
         threading.Thread(target=beat, daemon=True).start()
         try:

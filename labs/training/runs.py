@@ -72,12 +72,8 @@ def _compact_run(result: TrainResult, checkpoint: str | None) -> dict[str, Any]:
         data[key] = [round(v, LOSS_DECIMALS) for v in data[key]]
     for key in ("step_seconds", "elapsed_seconds"):
         data[key] = [round(v, SECONDS_DECIMALS) for v in data[key]]
-    return {
-        "norm": result.config.model.norm,
-        "seed": result.config.seed,
-        "checkpoint": checkpoint,
-        **data,
-    }
+    run = {"norm": result.config.model.norm, "seed": result.config.seed, "checkpoint": checkpoint}
+    return run | data
 
 
 def _checkpoint_extra(result: TrainResult, corpus: Any, threads: int) -> dict[str, Any]:

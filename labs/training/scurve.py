@@ -108,10 +108,7 @@ def fit_tanh(x, y, *, curve: str = "tanh", max_evaluations: int = MAX_EVALUATION
     line_r2 = _r2(y, slope * x, total) if total > 0 and xx > 0 else math.nan
 
     def failed(reason: str, evaluations: int = 0) -> TanhFit:
-        nan = math.nan
-        return TanhFit(
-            nan, nan, nan, nan, nan, nan, nan, slope, line_r2, False, reason, evaluations, x.size
-        )
+        return TanhFit(*[math.nan] * 7, slope, line_r2, False, reason, evaluations, x.size)
 
     if not (total > 0 and xx > 0):
         return failed("flat")

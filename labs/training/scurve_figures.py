@@ -13,9 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from labkit import style
-from labs.training.figures import sized_axis, sized_layout
+from labs.training.figures import COLORS, sized_axis, sized_layout
 
-COLORS = {"rms": style.RMS, "layer": style.LAYER}
 # The fitted tanh in dark grey over the points, the line in green and dashed beside it.
 FIT_COLOR = style.TEXT
 LINE_COLOR = style.ACCENT

@@ -1,10 +1,7 @@
 """The training lab's S-curve view (``/training?view=scurve``): every norm layer of the shipped
 RMSNorm and LayerNorm models, its input against its output before the gain, with a tanh fitted
-through the points (``labs.training.scurve_view``).
-
-``pages/training.py`` declares ``VIEW`` and ``SCURVE_PARAMS`` among its link parameters, asks
-:func:`choose_view` which view to draw and, for this one, calls :func:`scurve_section`, which
-draws its own sidebar controls, the figures, the words and the code behind them."""
+through the points (``labs.training.scurve_view``). ``pages/training.py`` links ``VIEW`` and
+``SCURVE_PARAMS``; :func:`scurve_section` draws the view, its sidebar controls included."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from labs.training.activations import SHIPPED_SEEDS
 from labs.training.scurve import FIT_FORMS, LayerCurve
 from labs.training.scurve_figures import r2_figure, scurve_figure, trace_name
 from labs.training.scurve_snippet import scurve_code
-from labs.training.scurve_view import R2_KEYS, SCURVE_NORMS, ScurveView, scurve_view
+from labs.training.scurve_view import NORM_NAMES, R2_KEYS, SCURVE_NORMS, ScurveView, scurve_view
 from ui import fmt, widgets
 from ui.chart import chart
 from ui.code import code_section
@@ -34,7 +31,6 @@ SCURVE_PARAMS = (
 P = {p.key: p for p in SCURVE_PARAMS}
 # The places a norm layer sits, as the checkpoints name them, and their texts.
 PLACES = {"pre-attention": "place_attention", "pre-MLP": "place_mlp", "final": "place_final"}
-NORM_NAMES = {"rms": "RMSNorm", "layer": "LayerNorm"}
 ERF_COLUMNS = (("alpha", "α"), ("shift", "s"), ("r2", "R²"))  # Derf's fit, in the table
 
 
@@ -137,8 +133,7 @@ def layer_charts(view: ScurveView, norm: str, claims: dict[str, str], tr: Transl
     st.subheader(tr("scurve.layers_heading", norm=NORM_NAMES[norm]), anchor=False)
     st.caption(claims["sample"])
     names = {"points": tr("scurve.points"), "tanh": FIT_FORMS[0], "line": FIT_FORMS[1]}
-    names["erf"] = FIT_FORMS[2]
-    names |= {"x_axis": tr("scurve.x_axis"), "y_axis": tr("scurve.y_axis")}
+    names |= {"erf": FIT_FORMS[2], "x_axis": tr("scurve.x_axis"), "y_axis": tr("scurve.y_axis")}
     curves = view.curves[norm]
     for start in range(0, len(curves), 2):
         columns = st.columns(2, gap="large")

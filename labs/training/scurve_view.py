@@ -62,28 +62,22 @@ def scurve_view(*, seed: int) -> ScurveView:
     ``labs.training.activations.SHIPPED_SEEDS``) read on its ``DEFAULT_TEXT``, every norm layer
     fitted, with every claim the view makes about them."""
     from core.device import torch_threads
-    from labs.training.activations import (
-        _READ_LOCK,
-        DEFAULT_TEXT,
-        READ_THREADS,
-        SHIPPED_SEEDS,
-        shipped_path,
-    )
+    from labs.training import activations
     from labs.training.store import load_checkpoint
 
-    if isinstance(seed, bool) or seed not in SHIPPED_SEEDS:
-        raise ValueError(f"seed must be one of {list(SHIPPED_SEEDS)}; got {seed!r}")
+    if isinstance(seed, bool) or seed not in activations.SHIPPED_SEEDS:
+        raise ValueError(f"seed must be one of {list(activations.SHIPPED_SEEDS)}; got {seed!r}")
     curves, configs = {}, {}
     # One reading at a time, on one thread (as labs.training.activations reads the models).
-    with _READ_LOCK, torch_threads(READ_THREADS):
+    with activations._READ_LOCK, torch_threads(activations.READ_THREADS):
         for norm in SCURVE_NORMS:
-            model, configs[norm] = load_checkpoint(shipped_path(norm, seed))
-            curves[norm] = layer_curves(model, DEFAULT_TEXT)
+            model, configs[norm] = load_checkpoint(activations.shipped_path(norm, seed))
+            curves[norm] = layer_curves(model, activations.DEFAULT_TEXT)
     model_config = configs["rms"]["model"]
     d = int(model_config["n_embd"])
     view = ScurveView(
         seed=int(seed),
-        text=DEFAULT_TEXT,
+        text=activations.DEFAULT_TEXT,
         tokens=int(curves["rms"][0].x.size // d),
         d=d,
         n_layer=int(model_config["n_layer"]),
@@ -187,8 +181,7 @@ def model_claims(norm: str, curves: tuple[LayerCurve, ...]) -> dict[str, Claim]:
     ratios = [c.ratio for c in curves]
     (lo, lo_at), (hi, hi_at) = (_extreme(list(curves), ratios, largest=m) for m in (False, True))
     fields = {"norm": name, "lo": lo, "lo_at": lo_at, "hi": hi, "hi_at": hi_at}
-    claims["divisors"] = Claim("scurve.divisors", fields)
-    return claims
+    return claims | {"divisors": Claim("scurve.divisors", fields)}
 
 
 def _depth_claim(view: ScurveView) -> Claim:

@@ -39,10 +39,9 @@ def save_checkpoint(model: Any, path: str | Path, *, extra: dict[str, Any] | Non
         "tensors": {name: list(t.shape) for name, t in tensors.items()},
         **(extra or {}),
     }
-    text = json.dumps(config, indent=1)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path), metadata={CONFIG_KEY: json.dumps(config), "format": "pt"})
-    path.with_suffix(".json").write_text(text + "\n")
+    path.with_suffix(".json").write_text(json.dumps(config, indent=1) + "\n")
     return config
 
 

@@ -131,10 +131,8 @@ def evaluate(model: GPT, windows: tuple[torch.Tensor, torch.Tensor]) -> float:
     total = 0.0
     for i in range(0, x.shape[0], EVAL_CHUNK):
         logits, _ = model(x[i : i + EVAL_CHUNK])
-        loss = F.cross_entropy(
-            logits.flatten(0, 1), y[i : i + EVAL_CHUNK].flatten(), reduction="sum"
-        )
-        total += float(loss)
+        targets = y[i : i + EVAL_CHUNK].flatten()
+        total += float(F.cross_entropy(logits.flatten(0, 1), targets, reduction="sum"))
     return total / y.numel()
 
 
@@ -269,12 +267,8 @@ class TrainResult:
         # Not asdict(self): that would deep-copy the model.
         kept = [f.name for f in fields(self) if f.name not in ("model", "config")]
         data = {name: copy.copy(getattr(self, name)) for name in kept}
-        return {
-            "config": self.config.as_dict(),
-            "steps_done": self.steps_done,
-            **data,
-            "norm_share": self.norm_share,
-        }
+        head = {"config": self.config.as_dict(), "steps_done": self.steps_done}
+        return {**head, **data, "norm_share": self.norm_share}
 
 
 class _Budget:
@@ -354,8 +348,7 @@ def train_together(
 
 def _round(active: list[_Run], first: int) -> list[_Run]:
     """One piece of each run from the ``first``-th on, so that each goes first as often (and pays
-    alike for what ran between rounds); the runs still going. The wall clock is shared: once
-    it stops one run, it stops the others at once, so they end at most one step apart."""
+    alike for what ran between rounds); the runs still going. The wall clock stops all at once."""
     k = first % len(active)
     for run in active[k:] + active[:k]:
         if not run.advance() and run.result.stopped_by == "wall_clock":

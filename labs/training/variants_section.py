@@ -1,9 +1,6 @@
 """The training lab beyond the two norms: the placement, QK-norm and QK-Clip controls of a live
 run, and DyT's and Derf's learned scalars, layer by layer (``labs.training.dyt_claims``).
-
-``pages/training.py`` adds ``ARCHITECTURE_PARAMS`` to its link parameters, draws
-:func:`architecture_controls` in its sidebar, names the choices in its settings sentence with
-:func:`architecture_names`, and calls :func:`alpha_section` for runs with DyT or Derf in them."""
+``pages/training.py`` links ``ARCHITECTURE_PARAMS`` and calls the functions below."""
 
 from __future__ import annotations
 
