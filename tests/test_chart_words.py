@@ -48,8 +48,8 @@ CASES = [
     # time (no share: the sentence reads none, so none is drawn); the fair kernels: a step and the
     # norm layer alone; the placement set (loss, the stream's RMS) and the QK-norm set (largest
     # logit, final loss).
-    ("training", {"lang": "en"}, 13),  # the shipped runs: DyT's α, Derf's α and s among them
-    ("training", {"lang": "id"}, 13),
+    ("training", {"lang": "en"}, 15),  # the shipped runs (DyT's α, Derf's α and s) and the data set
+    ("training", {"lang": "id"}, 15),
     # The S-curve view: R² by layer, then a scatter per norm layer of the chosen model.
     ("training", {"lang": "en", "view": "scurve"}, 8),
     ("training", {"lang": "id", "view": "scurve", "trained_seed": "1", "norm": "layer"}, 8),

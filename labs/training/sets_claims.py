@@ -1,29 +1,14 @@
 r"""What the three shipped sets say, in sentences: the claims (``labkit.claims``) of the placement,
 QK-norm and data sections, each chosen by a verdict computed from a view's numbers
-(``labs.training.sets_view``). Text keys are ``training_sets.*``.
+(``labs.training.sets_view``, whose types these functions read without naming them, as that
+module imports this one). Text keys are ``training_sets.*``.
 
-Placement, from the residual stream's RMS :math:`r_0, \dots, r_L` at the last validation: per
-placement the growth :math:`r_L / r_1` and the band :math:`\max_{l \ge 1} r_l / \min_{l \ge 1}
-r_l` of each seed ("grows" or "shrinks" only when every seed agrees; "within a band" when every
-band is at most ``BAND``); Pre-LN's growth against each of Peri-LN's, Output-LN's and LN
-Scaling's (one more only where every seed's exceeds every seed's of the other); the final losses
-pair by pair, one called lower only where the gap between means exceeds the seed spread.
-
-QK norm, from each run's peak attention logit: the plain model's peak against the learning rate;
-the blow-up :math:`\min_s P^{off}_s / \max_s P^{rms}_s` per learning rate (the largest factor,
-and the smallest learning rate where it exceeds 1); QK-Clip's peaks against its cap tau (and the
-plain model's); the final losses of each mode against the plain model's, as for the placements;
-each mode's best learning rate; each chart's words (``labkit.chart_words.runs_words``).
-
-Data: DyT's final loss against RMSNorm's on each slice (as for the placements); whether the sign
-of that gap changes between the slices (only where both gaps exceed the seed spread); the same
-pair at each one's lowest mean validation loss (where training would have stopped); per run
-kind, whether its mean validation loss rose from its lowest by more than the seeds' final spread;
-DyT's saturated share, averaged over its layers, on the small slice against the large (one
-higher only where every seed's is), and the layers where every seed agrees.
-
-The functions read a ``labs.training.sets_view.PlacementView``, ``QKNormView`` or ``DataView``
-(which import this module, so it names them only here)."""
+One rule runs through them: a variant is called lower, or a stream growing, only where every
+seed agrees or the gap between the means exceeds the seeds' spread (max − min); each function
+says what it compares. Placement reads the residual stream's RMS :math:`r_0, \dots, r_L` at the
+last validation (growth :math:`r_L / r_1`, band :math:`\max_{l \ge 1} r_l / \min_{l \ge 1}
+r_l`), QK norm each run's peak attention logit, the data set the validation curves and DyT's
+saturated shares."""
 
 from __future__ import annotations
 
@@ -50,17 +35,20 @@ def _finite(values: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(values)))
 
 
-def loss_pair(a: np.ndarray, b: np.ndarray) -> tuple[str, dict[str, Any]]:
+def loss_pair(a: np.ndarray, b: np.ndarray, sided: bool = False) -> tuple[str, dict[str, Any]]:
     """Two variants' final losses over their seeds (finite): ``beyond`` (the gap between the
     means exceeds the larger max − min), ``within`` (the spread covers the gap) or ``one_seed``,
-    with the means, the gap and the spread; ``lower`` says whether ``a``'s mean is the lower."""
+    with the means, the gap and the spread; ``lower`` says whether ``a``'s mean is the lower.
+    ``sided``: ``lower`` or ``higher`` (``a``'s mean against ``b``'s) in place of ``beyond``."""
     mean_a, mean_b = float(np.mean(a)), float(np.mean(b))
     fields: dict[str, Any] = {"a_loss": mean_a, "b_loss": mean_b, "gap": abs(mean_a - mean_b)}
     if min(a.size, b.size) < 2:
         return "one_seed", fields
     spread = max(float(np.ptp(a)), float(np.ptp(b)))
     fields |= {"spread": spread, "lower": mean_a < mean_b}
-    return ("within" if at_most(abs(mean_a - mean_b), spread) else "beyond"), fields
+    if at_most(abs(mean_a - mean_b), spread):
+        return "within", fields
+    return ("lower" if fields.pop("lower") else "higher") if sided else "beyond", fields
 
 
 # --- Placement --------------------------------------------------------------------------------
@@ -221,11 +209,9 @@ def _lr_loss_claim(view: Any, i: int, mode: str) -> Claim:
     lr = float(view.lrs[i])
     if not (_finite(off) and _finite(mine)):
         return Claim(f"{PREFIX}qk_{mode}_loss_diverged", {"lr": lr})
-    kind, pair = loss_pair(mine, off)
+    kind, pair = loss_pair(mine, off, sided=True)
     fields = {"lr": lr, "off_loss": pair["b_loss"], f"{mode}_loss": pair["a_loss"]}
     fields |= {k: pair[k] for k in ("gap", "spread") if k in pair}  # no spread with one seed
-    if kind == "beyond":
-        kind = "lower" if pair["lower"] else "higher"
     return Claim(f"{PREFIX}qk_{mode}_loss_{kind}", fields)
 
 
@@ -280,11 +266,9 @@ def _gap_claim(view: Any, slice_: str) -> tuple[Claim, str]:
     fields: dict[str, Any] = {"size": view.sizes[slice_], "step": int(view.val_steps[-1])}
     if not (_finite(dyt) and _finite(rms)):
         return Claim(f"{PREFIX}data_gap_diverged", fields), "diverged"
-    kind, pair = loss_pair(dyt, rms)
+    kind, pair = loss_pair(dyt, rms, sided=True)
     fields |= {"dyt_loss": pair["a_loss"], "rms_loss": pair["b_loss"], "gap": pair["gap"]}
     fields |= {k: pair[k] for k in ("spread",) if k in pair}
-    if kind == "beyond":
-        kind = "lower" if pair["lower"] else "higher"
     return Claim(f"{PREFIX}data_gap_{kind}", fields), kind
 
 
@@ -322,12 +306,10 @@ def _best_data_claim(view: Any, slice_: str) -> Claim | None:
     at = {n: int(np.argmin(grid.mean(axis=0))) for n, grid in rows.items()}
     if min(at.values()) == view.val_steps.size - 1:
         return None  # both lowest at the end: the final losses' sentence says it all
-    kind, pair = loss_pair(rows["dyt"][:, at["dyt"]], rows["rms"][:, at["rms"]])
+    kind, pair = loss_pair(rows["dyt"][:, at["dyt"]], rows["rms"][:, at["rms"]], sided=True)
     fields = {"size": view.sizes[slice_], "dyt_loss": pair["a_loss"], "rms_loss": pair["b_loss"]}
     fields |= {f"{n}_step": int(view.val_steps[i]) for n, i in at.items()}
     fields |= {k: pair[k] for k in ("gap", "spread") if k in pair}
-    if kind == "beyond":
-        kind = "lower" if pair["lower"] else "higher"
     return Claim(f"{PREFIX}data_best_{kind}", fields)
 
 

@@ -113,21 +113,26 @@ def _placement_chart(view: PlacementView, tr: Translator, what: str) -> None:
     _spread_chart(view, tr, ("place", "placement"), what, x, variants, columns, log_y=True, **axes)
 
 
+def _section(tr: Translator, stem: str, view, chart, columns, after=(), **setup) -> None:
+    """A set's section: heading, setup (``view.setup`` and ``setup``), what to look for, and two
+    columns, each ``chart(view, tr, what)`` for its (what, slots) of ``columns`` with the slots'
+    sentences under it; then the sentences of the slots ``after``."""
+    st.header(tr(f"training_sets.{stem}_heading"))
+    st.caption(tr(f"training_sets.{stem}_setup", **view.setup, **setup))
+    st.markdown(tr(f"training_sets.{stem}_why", **view.setup))
+    for column, (what, slots) in zip(st.columns(2, gap="large"), columns, strict=True):
+        with column:
+            chart(view, tr, what)
+            _say(tr, view.claims, slots)
+    _say(tr, view.claims, after)
+
+
 def placement_section(tr: Translator) -> None:
     """The placement set: its setup, the two charts and what the runs say."""
     view = shipped("placement")
-    st.header(tr("training_sets.place_heading"))
-    st.caption(tr("training_sets.place_setup", **view.setup))
-    st.markdown(tr("training_sets.place_why"))
-    left, right = st.columns(2, gap="large")
-    with left:
-        _placement_chart(view, tr, "loss")
-    with right:
-        _placement_chart(view, tr, "rms")
-    slots = [f"diverged_{p}" for p in view.placements]
-    slots += [f"depth_{p}" for p in view.placements]
+    slots = [f"{kind}_{p}" for kind in ("diverged", "depth") for p in view.placements]
     slots += [slot for slot in view.claims if slot.startswith(("growth_", "loss_"))]
-    _say(tr, view.claims, slots)
+    _section(tr, "place", view, _placement_chart, [("loss", []), ("rms", [])], slots)
 
 
 def _qk_chart(view: QKNormView, tr: Translator, what: str) -> None:
@@ -144,20 +149,9 @@ def qknorm_section(tr: Translator) -> None:
     """The QK-norm set: its setup, why QK norm bounds a logit, the two charts and what the runs
     say."""
     view = shipped("qknorm")
-    st.header(tr("training_sets.qk_heading"))
-    st.caption(tr("training_sets.qk_setup", **view.setup, lrs=fmt.vector(view.lrs, tr.lang)))
-    st.markdown(tr("training_sets.qk_why", d_head=view.setup["d_head"]))
-    left, right = st.columns(2, gap="large")
-    with left:
-        _qk_chart(view, tr, "logit")
-        _say(tr, view.claims, ["rise", "blowup", "clip"])
-    with right:
-        _qk_chart(view, tr, "loss")
-        _say(
-            tr,
-            view.claims,
-            [s for s in view.claims if s.startswith(("rms_loss", "clip_loss"))] + ["best"],
-        )
+    losses = [s for s in view.claims if s.startswith(("rms_loss", "clip_loss"))] + ["best"]
+    columns = [("logit", ["rise", "blowup", "clip"]), ("loss", losses)]
+    _section(tr, "qk", view, _qk_chart, columns, lrs=fmt.vector(view.lrs, tr.lang))
 
 
 def _data_chart(view: DataView, tr: Translator, what: str) -> None:
@@ -169,19 +163,14 @@ def _data_chart(view: DataView, tr: Translator, what: str) -> None:
 
     if what == "loss":
         x, step = view.val_steps, tr("training.step_axis")
-        runs = {
-            kind: (name(*kind.split("_")), view.seeds, view.val_loss[kind])
-            for kind in view.val_loss
-        }
+        runs = {k: (name(*k.split("_")), view.seeds, grid) for k, grid in view.val_loss.items()}
         columns = {"step": step, "loss": tr("training.loss")}
         axes = {"x_title": step, "y_title": columns["loss"], "log_y": True}
     else:
         x = np.arange(1, view.saturated["small"].shape[1] + 1)
         runs = {s: (name("dyt", s), view.seeds, 100 * view.saturated[s]) for s in view.saturated}
-        columns = {
-            "layer": tr("training_sets.data_layer"),
-            "sat": tr("training_sets.data_sat_axis"),
-        }
+        columns = {"layer": tr("training_sets.data_layer")}
+        columns["sat"] = tr("training_sets.data_sat_axis")
         axes = {"x_title": tr("training_sets.data_layer_axis"), "y_title": columns["sat"]}
         axes["whole_x"] = True
     _spread_chart(view, tr, ("data", "data"), what, x, runs, columns, **axes)
@@ -190,15 +179,7 @@ def _data_chart(view: DataView, tr: Translator, what: str) -> None:
 def data_section(tr: Translator) -> None:
     """The data set: its setup, what to look for, the two charts and what the runs say."""
     view = shipped("data")
-    st.header(tr("training_sets.data_heading"))
-    st.caption(tr("training_sets.data_setup", **view.setup))
-    st.markdown(tr("training_sets.data_why"))
-    left, right = st.columns(2, gap="large")
-    with left:
-        _data_chart(view, tr, "loss")
-        slots = ["gap_small", "gap_large", "sign", "best_small", "best_large"]
-        _say(tr, view.claims, [*slots, "floor_small", "floor_large"])
-    with right:
-        _data_chart(view, tr, "sat")
-        _say(tr, view.claims, ["saturation"])
-    _say(tr, view.claims, [slot for slot in view.claims if slot.startswith("rise_")])
+    gaps = ["gap_small", "gap_large", "sign", "best_small", "best_large"]
+    columns = [("loss", [*gaps, "floor_small", "floor_large"]), ("sat", ["saturation"])]
+    rises = [slot for slot in view.claims if slot.startswith("rise_")]
+    _section(tr, "data", view, _data_chart, columns, rises)
