@@ -335,15 +335,16 @@ def machine_claim(machine: Mapping[str, Any], variants: str | None = None) -> Cl
 
 def later_claims(records: Sequence[Mapping[str, Any]]) -> dict[str, Claim]:
     """The runs merged into the shipped set afterwards, each record with its own ``machine``:
-    one sentence per session (slot ``machine_later_<i>``), naming its variants."""
-    sessions: dict[tuple, tuple[Mapping[str, Any], dict[str, None]]] = {}
+    one sentence per variant and session (slot ``machine_later_<i>``), naming its seeds."""
+    sessions: dict[tuple, tuple[Mapping[str, Any], list[int]]] = {}
     for r in (r for r in records if "machine" in r):
-        key = tuple(sorted((k, str(v)) for k, v in r["machine"].items()))
-        sessions.setdefault(key, (r["machine"], {}))[1][NORM_CLASSES[r["norm"]]] = None
-    return {
-        f"machine_later_{i}": machine_claim(machine, ", ".join(names))
-        for i, (machine, names) in enumerate(sessions.values())
-    }
+        key = (r["norm"], *sorted((k, str(v)) for k, v in r["machine"].items()))
+        sessions.setdefault(key, (r["machine"], []))[1].append(r["seed"])
+    claims = {}
+    for i, (key, (machine, seeds)) in enumerate(sessions.items()):
+        claims[f"machine_later_{i}"] = machine_claim(machine, NORM_CLASSES[key[0]])
+        claims[f"machine_later_{i}"].fields["seeds"] = ", ".join(map(str, sorted(seeds)))
+    return claims
 
 
 def _stopped_claim(runs: Sequence[RunCurves]) -> Claim:

@@ -718,10 +718,12 @@ def check_machine(state: dict, claim) -> None:
     other; its numbers are that machine's."""
     machine, f = state["machine"], claim.fields
     if claim.key.startswith("training.machine_later_"):
-        named = set(f["variants"].split(", "))
-        machine = next(r["machine"] for r in state["records"] if NAMES[r["norm"]] in named)
-        mine = {NAMES[r["norm"]] for r in state["records"] if r.get("machine") == machine}
-        assert mine == named, (mine, named)
+        # The seeds named are every run of that variant carrying one session's machine, whose
+        # numbers the sentence quotes.
+        seeds = [int(x) for x in f["seeds"].split(", ")]
+        mine = [r for r in state["records"] if NAMES[r["norm"]] == f["variants"]]
+        machine = next(r["machine"] for r in mine if r["seed"] == seeds[0] and "machine" in r)
+        assert sorted(r["seed"] for r in mine if r.get("machine") == machine) == seeds
         kind = claim.key.removeprefix("training.machine_later_")
         claim = type(claim)(f"training.machine_{kind}", f)
     before, after = machine["load_average_before"][0], machine["load_average_after"][0]
