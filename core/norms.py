@@ -147,17 +147,13 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> 
 
 @keyword_signature("rms")
 def rms_norm_report(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> NormReport:
-    """:func:`rms_norm` plus the statistics, resolved settings and notes behind it.
-
-    Takes exactly :func:`rms_norm`'s keywords."""
+    """:func:`rms_norm` (its keywords), with the statistics, resolved settings and notes."""
     settings = Settings.of("rms", options, caller="rms_norm_report")
     return normalise("rms", x, weight, bias, settings, report=True)
 
 
 @keyword_signature("layer")
 def layer_norm_report(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> NormReport:
-    """:func:`layer_norm` plus the statistics, resolved settings and notes behind it.
-
-    Takes exactly :func:`layer_norm`'s keywords."""
+    """:func:`layer_norm` (its keywords), with the statistics, resolved settings and notes."""
     settings = Settings.of("layer", options, caller="layer_norm_report")
     return normalise("layer", x, weight, bias, settings, report=True)
