@@ -242,8 +242,7 @@ def load(
 
 
 def _load_shipped(ref: ModelRef, settings: Settings, step: Progress) -> LoadedModel:
-    """A checkpoint of ``labs.training.model.GPT``: byte tokens, the config in the JSON beside
-    it."""
+    """A ``labs.training.model.GPT`` checkpoint: byte tokens, the config in the JSON beside it."""
     from labs.training.store import load_checkpoint
 
     step("config")
