@@ -55,9 +55,7 @@ def check_real(value: object, *, name: str, allowed: str, positive: bool) -> flo
 
 
 def make_setup(*, n: int = 16, m: int = 8, d: int = 8, seed: int = 0) -> Setup:
-    """A standard-normal batch and weight matrix from ``np.random.default_rng(seed)``, zero bias.
-
-    ``transformed_setup`` draws the same setup first and the change after it."""
+    """A standard-normal batch and weight matrix from ``np.random.default_rng(seed)``, zero bias."""
     return _make_setup(n=n, m=m, d=d, rng=np.random.default_rng(seed))
 
 
@@ -152,8 +150,7 @@ class InvarianceRow:
     """Measured and expected invariance of both norms under one transform.
 
     A norm counts as invariant when its residual (the largest ``output_change`` over the cases)
-    is below the table's ``tol``; ``paper_layer`` and ``paper_rms`` are copied from the
-    ``Transform``."""
+    is below the table's ``tol``. ``paper_layer`` and ``paper_rms`` are the ``Transform``'s."""
 
     id: str
     title: str
