@@ -59,9 +59,8 @@ class Notice:
 
     def text(self, lang: str) -> str:
         """The sentence that tells a visitor which parameter changed and why."""
-        # Limits and values are numbers to read, so they are written in the page's language
-        # (the raw text is echoed as it was).
-        # Whole numbers stay as the link writes them (d = 8192, as every sentence writes d).
+        # Limits and values are written in the page's language (the raw text is echoed as it
+        # was), but whole numbers as the link writes them (d = 8192, as every sentence writes d).
         fields = {
             k: v if v.lstrip("-").isdigit() else fmt.localise(v, lang)
             for k, v in self.problem.fields.items()
