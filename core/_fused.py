@@ -213,9 +213,8 @@ def _layer_rows(x, weight, bias, eps, out, mean, rstd, start, stop, stream):
 
 @njit(parallel=True, **_JIT)
 def rms_parallel(x, weight, bias, eps, out, inv_rms, stream, blocks):
-    """RMSNorm of each row of the C-contiguous (n, d) ``x`` into ``out``; 1/RMS per row; with
-    ``stream``, non-temporal stores. The rows are cut into ``blocks`` contiguous blocks, handed to
-    the threads."""
+    """RMSNorm of each row of the C-contiguous (n, d) ``x`` into ``out``; 1/RMS per row, in
+    ``blocks`` blocks of rows handed to the threads; with ``stream``, non-temporal stores."""
     n = x.shape[0]
     for b in prange(blocks):
         start, stop = b * n // blocks, (b + 1) * n // blocks
