@@ -102,9 +102,8 @@ class VectorParseError(ValueError):
     """A typed vector could not be read.
 
     ``code`` says what went wrong (``empty``, ``too_many``, ``too_few``, ``not_number``,
-    ``not_finite``, ``too_large``); ``token`` and ``position`` (counting values from 1) point at
-    the bad value, ``count`` and ``limit`` at the broken limit, so a page can say it in any
-    language."""
+    ``not_finite``, ``too_large``); ``token`` and ``position`` (counting values from 1) point at the
+    bad value, ``count`` and ``limit`` at the broken limit, so a page can say it in any language."""
 
     _MESSAGES = {
         "empty": "x is empty: type {limit} numbers or fewer, separated by commas",

@@ -1,10 +1,9 @@
 """Table 1 of the RMSNorm paper, re-derived by computing it.
 
-Zhang & Sennrich (2019) list which changes to the data or to the preceding weights leave a
-norm's output unchanged. Here each change is applied to a seeded random linear layer
-(:class:`Setup`; its bias is zero but in the extra ``shift_ones`` row), the norms run over the
-last axis of its pre-activations, and the outputs are compared, so every tick is a number the
-reader can inspect.
+Zhang & Sennrich (2019) list which changes to the data or to the preceding weights leave a norm's
+output unchanged. Here each change is applied to a seeded random linear layer (:class:`Setup`; its
+bias is zero but in the extra ``shift_ones`` row), the norms run over the last axis of its
+pre-activations, and the outputs are compared, so every tick is a number the reader can inspect.
 
 One draw order serves every caller: ``transformed_setup`` draws the setup and then the change
 from one generator seeded with ``seed``, so the table, the residual of one transform and the case

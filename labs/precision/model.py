@@ -138,9 +138,8 @@ class PrecisionView:
     """Everything the precision page shows for one link state.
 
     ``norms[placement]`` is (E, S) over ``SWEEP_EPS`` x ``SWEEP_SCALES``; ``matched`` holds the
-    inside curve for ``eps`` and the outside one for ``eps_out = sqrt(eps)``; ``errors[dtype]``
-    is the output error over the sweep; ``sums[dtype]`` the running sums of squares at
-    ``scale``."""
+    inside curve for ``eps`` and the outside one for ``eps_out = sqrt(eps)``; ``errors[dtype]`` is
+    the output error over the sweep; ``sums[dtype]`` the running sums of squares at ``scale``."""
 
     d: int
     rms: float
