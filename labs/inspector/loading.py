@@ -65,9 +65,8 @@ class Refusal(Exception):
 
 @dataclass(frozen=True)
 class ModelFacts:
-    """What the inspector says about a model: its class and family, its size in parameters and
-    ``nbytes`` (its weights in memory), dtype, width and ``context``, the longest sequence it
-    reads."""
+    """What the inspector says about a model: its class and family, its parameters, ``nbytes``
+    (its weights in memory), dtype, width and ``context``, the longest sequence it reads."""
 
     architecture: str
     family: str
