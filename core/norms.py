@@ -1,10 +1,9 @@
 r"""RMSNorm and LayerNorm: the textbook definitions first, then the public functions.
 
-:func:`rms_norm_reference` and :func:`layer_norm_reference` are each norm in a few lines of
-float64 numpy, one formula step per line; every other path is tested against them. Then the
-formulas the pages render, the statistics the rest of the core shares, and :func:`rms_norm`,
-:func:`layer_norm` and their ``*_report`` twins, whose knobs
-:mod:`core.knobs` resolves and :mod:`core.steps` applies."""
+:func:`rms_norm_reference` and :func:`layer_norm_reference` are each norm in a few lines of float64
+numpy, one formula step per line; every other path is tested against them. Then the formulas the
+pages render, the statistics the core shares, and :func:`rms_norm`, :func:`layer_norm` and their
+``*_report`` twins, whose knobs :mod:`core.knobs` resolves and :mod:`core.steps` applies."""
 
 from __future__ import annotations
 
