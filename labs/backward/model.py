@@ -112,9 +112,8 @@ def backward_lesson(
 ) -> BackwardLesson:
     r"""Both Jacobians (no weight), their spectra and :math:`J^\top g` for one upstream g.
 
-    Without a weight both Jacobians are symmetric, so :math:`J^\top g = J g`. Raises ValueError
-    for ``d > MAX_JACOBIAN_WIDTH`` and wherever ``core.jacobian`` does (x = 0 or constant x
-    with eps = 0)."""
+    Without a weight both Jacobians are symmetric: :math:`J^\top g = J g`. Raises ValueError for
+    ``d > MAX_JACOBIAN_WIDTH`` and where ``core.jacobian`` does (x = 0 or constant x, eps = 0)."""
     x = np.asarray(x, dtype=np.float64)
     d = x.shape[-1]
     if d > MAX_JACOBIAN_WIDTH:
