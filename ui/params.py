@@ -247,8 +247,7 @@ def read_link_value(param: Param) -> tuple[object, Problem | None, str | None]:
     """``param``'s value from the URL: (value, what was wrong or None, the raw text or None).
 
     The one check every link parameter goes through, widget or not: a malformed, out-of-range or
-    unknown value is replaced, and a parameter given more than once takes its last value with a
-    notice."""
+    unknown value is replaced, and a repeated parameter takes its last value, with a notice."""
     raws = st.query_params.get_all(param.key)
     if not raws:
         return param.default, None, None
