@@ -39,10 +39,9 @@ def _splat(builder, vector, value):
 
 @intrinsic
 def _norm_line(typingctx, dst, j, row, mu, scale, weight, bias):
-    """``dst[j:j+L] = ((row[j:j+L] - mu) * scale) * weight[j:j+L] + bias[j:j+L]`` for the L
-    values of one 64-byte line (``dst[j]`` must start one), the operations of :func:`_affine` in
-    the same order (``mu``, ``weight``, ``bias`` left out where None), written with one
-    non-temporal vector store."""
+    """``dst[j:j+L] = ((row[j:j+L] - mu) * scale) * weight[j:j+L] + bias[j:j+L]`` for the L values
+    of one 64-byte line (``dst[j]`` must start one), :func:`_affine`'s operations in its order
+    (``mu``, ``weight``, ``bias`` left out where None), in one non-temporal vector store."""
 
     def codegen(context, builder, sig, args):
         dtype = sig.args[0].dtype
