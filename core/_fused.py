@@ -39,10 +39,9 @@ def _splat(builder, vector, value):
 
 @intrinsic
 def _norm_line(typingctx, dst, j, row, mu, scale, weight, bias):
-    """``dst[j:j+L] = ((row[j:j+L] - mu) * scale) * weight[j:j+L] + bias[j:j+L]`` for the L
-    values of one 64-byte line (``dst[j]`` must start one), the operations of :func:`_affine` in
-    the same order (``mu``, ``weight``, ``bias`` left out where None), written with one
-    non-temporal vector store."""
+    """``dst[j:j+L] = ((row[j:j+L] - mu) * scale) * weight[j:j+L] + bias[j:j+L]`` for the L values
+    of one 64-byte line (``dst[j]`` must start one), :func:`_affine`'s operations in its order
+    (``mu``, ``weight``, ``bias`` left out where None), in one non-temporal vector store."""
 
     def codegen(context, builder, sig, args):
         dtype = sig.args[0].dtype
@@ -213,9 +212,8 @@ def _layer_rows(x, weight, bias, eps, out, mean, rstd, start, stop, stream):
 
 @njit(parallel=True, **_JIT)
 def rms_parallel(x, weight, bias, eps, out, inv_rms, stream, blocks):
-    """RMSNorm of each row of the C-contiguous (n, d) ``x`` into ``out``; 1/RMS per row; with
-    ``stream``, non-temporal stores. The rows are cut into ``blocks`` contiguous blocks, handed to
-    the threads."""
+    """RMSNorm of each row of the C-contiguous (n, d) ``x`` into ``out``; 1/RMS per row, in
+    ``blocks`` blocks of rows handed to the threads; with ``stream``, non-temporal stores."""
     n = x.shape[0]
     for b in prange(blocks):
         start, stop = b * n // blocks, (b + 1) * n // blocks

@@ -50,8 +50,7 @@ Kernel = Callable[[Tensor, Param, Param, float], Tensor]
 
 @functools.cache
 def available_cores() -> int:
-    """Cores this process may run on: its CPU affinity, capped by a cgroup v2 CPU quota (read
-    once per process)."""
+    """Cores this process may run on: its CPU affinity, capped by a cgroup v2 CPU quota."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cores = cores or 1
     try:
@@ -92,8 +91,7 @@ def fusable(x: Tensor, *params: Param) -> bool:
 
 
 def as_rows(t: Tensor, d: int | None = None) -> np.ndarray:
-    """``t`` as a C-contiguous (n, d) numpy view (a copy only if ``t`` is strided); ``d``
-    defaults to its last axis."""
+    """``t`` as a C-contiguous (n, d) numpy view, a copy only if ``t`` is strided."""
     return t.detach().contiguous().view(-1, t.shape[-1] if d is None else d).numpy()
 
 
@@ -129,11 +127,10 @@ def fused_norm(
 ) -> tuple[Tensor, tuple[np.ndarray, ...]]:
     """The fused kernel of ``kind`` ("rms" or "layer") and its per-row statistics.
 
-    Returns ``y`` (x's shape and dtype: a fresh allocation, :func:`fresh`, or ``out`` when given,
-    a contiguous CPU tensor of x's shape and dtype) and, per row, ``(inv_rms,)`` for RMSNorm or
-    ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that met inf or
-    nan without another pass over x. A large output is streamed (``STREAM_MIN_BYTES``): the same
-    bits, no longer in cache."""
+    Returns ``y`` (``out`` when given, else :func:`fresh`) and, per row, ``(inv_rms,)`` for
+    RMSNorm or ``(mean, rstd)`` for LayerNorm, so a caller can tell a finite result from one that
+    met inf or nan without another pass over x. A large output is streamed
+    (``STREAM_MIN_BYTES``): the same bits, no longer in cache."""
     if not fusable(x, weight, bias):
         raise ValueError(
             "the fused kernels take float32/float64 CPU tensors with weight and bias of the same "

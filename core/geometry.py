@@ -31,7 +31,6 @@ MAX_RESOLUTION = 400
 
 
 def _check_scalar(value: object, *, name: str, nonnegative: bool = False) -> float:
-    """Return ``value`` as a finite float, or raise ``ValueError`` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite real number; got {value!r}")
     if nonnegative and value < 0:
@@ -52,10 +51,9 @@ def ones_direction(d: int) -> np.ndarray:
 def decompose(x: ArrayLike) -> tuple[float | np.ndarray, np.ndarray]:
     """Split x into its coordinate along u = 1/sqrt(d) and the part orthogonal to u.
 
-    Returns ``(along, perp)`` with ``along = <x, u>`` (signed) and ``perp = x - along * u``, so
-    ``x = along * u + perp`` and ``<perp, u> = 0``. ``perp`` is x minus its mean: exactly the
-    vector LayerNorm goes on to rescale. Shapes: ``(..., d) -> (...), (..., d)``; for a single
-    vector ``along`` is a float."""
+    Returns ``(along, perp)`` with ``along = <x, u>`` (signed) and ``perp = x - along * u``, x
+    minus its mean: exactly the vector LayerNorm goes on to rescale. Shapes:
+    ``(..., d) -> (...), (..., d)``, ``along`` a float for a single vector."""
     x = _as_float_array(x, name="x")
     u = ones_direction(x.shape[-1])
     along = x @ u  # (..., d) -> (...)
@@ -77,9 +75,8 @@ class Drawn:
 class PlaneImages(Drawn):
     """Plane coordinates ``(a, b)`` of an input and of its two normalised images.
 
-    Fields: ``point``, ``layer`` and ``rms`` are ``(a, b)`` pairs for x, LayerNorm(x) and
-    RMSNorm(x); ``radius`` is sqrt(d) * |gain|, the circle both images lie on when eps = 0;
-    ``d`` and the :class:`Drawn` fields ``gain``, ``eps_rms``, ``eps_layer`` record the inputs."""
+    ``point``, ``layer`` and ``rms`` are ``(a, b)`` for x, LayerNorm(x) and RMSNorm(x).
+    ``radius`` is sqrt(d) * |gain|, the circle both images lie on when eps = 0."""
 
     point: tuple[float, float]
     layer: tuple[float, float]
@@ -129,10 +126,9 @@ def plane_images_from(
 ) -> PlaneImages:
     """:func:`plane_images` for outputs already computed (shape ``(d,)`` each, any values).
 
-    The caller that has normalised x once projects those outputs here instead of normalising
-    again. A non-finite output coordinate gives a non-finite point, which a figure leaves out.
-    ``on_axis`` says whether x lies on the ones axis (its perp part is rounding); None decides
-    it here, from the size of that part."""
+    A non-finite output coordinate gives a non-finite point, which a figure leaves out.
+    ``on_axis`` says whether x lies on the ones axis (its perp part is rounding). None decides it
+    here, from the size of that part."""
     x = _as_float_array(x, name="x", ndim=1)
     d = x.shape[-1]
     u = ones_direction(d)
@@ -170,7 +166,6 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 def _check_resolution(resolution: object) -> None:
-    """Raise ``ValueError`` unless ``resolution`` is an integer in the mesh's limits."""
     if (
         isinstance(resolution, bool)
         or not isinstance(resolution, int | np.integer)
@@ -184,10 +179,9 @@ def _check_resolution(resolution: object) -> None:
 
 @dataclass(frozen=True)
 class Sphere3D(Drawn):
-    """Mesh data for the d = 3 picture; every array is read-only. Grids are ``(X, Y, Z)`` of shape
-    ``(resolution, resolution)``; the circle's last point repeats the first so a line trace
-    closes; ``radius`` is sqrt(3)|gain|, and with the :class:`Drawn` fields, the numbers the
-    picture was drawn with."""
+    """Mesh data for the d = 3 picture, every array read-only. Grids are ``(X, Y, Z)`` of shape
+    ``(resolution, resolution)``. The circle's last point repeats the first so a line trace
+    closes. ``radius`` is sqrt(3)|gain|."""
 
     plane: tuple[np.ndarray, np.ndarray, np.ndarray]  # a patch of the plane through 0, ⊥ 1
     circle: np.ndarray  # (resolution + 1, 3): LayerNorm's output circle, in that plane
@@ -226,8 +220,7 @@ def sphere_from(
     _, perp = decompose(x)
     half = PATCH_MARGIN * max(radius, float(np.linalg.norm(perp)))
     if half == 0.0:
-        # Zero gain and x on the ones axis: nothing has extent, but the plane is still the
-        # subject of the picture, so give it unit size.
+        # Zero gain and x on the ones axis: nothing has extent, yet the plane gets unit size.
         half = PATCH_MARGIN
     s, t = np.meshgrid(np.linspace(-half, half, resolution), np.linspace(-half, half, resolution))
     plane = s[..., None] * e1 + t[..., None] * e2  # (res, res, 3)

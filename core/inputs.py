@@ -102,9 +102,8 @@ class VectorParseError(ValueError):
     """A typed vector could not be read.
 
     ``code`` says what went wrong (``empty``, ``too_many``, ``too_few``, ``not_number``,
-    ``not_finite``, ``too_large``); ``token`` and ``position`` (counting values from 1) point at
-    the bad value, ``count`` and ``limit`` at the broken limit, so a page can say it in any
-    language."""
+    ``not_finite``, ``too_large``); ``token`` and ``position`` (counting values from 1) point at the
+    bad value, ``count`` and ``limit`` at the broken limit, so a page can say it in any language."""
 
     _MESSAGES = {
         "empty": "x is empty: type {limit} numbers or fewer, separated by commas",
@@ -155,9 +154,8 @@ def split_vector(text: str, *, decimal: str = ".") -> list[str]:
 
 
 def parse_vector(text: str, *, decimal: str = ".", max_width: int = MAX_WIDTH) -> np.ndarray:
-    """Read ``"1, -2.5, 3e-2"`` (``decimal="."``: commas, semicolons or whitespace between the
-    numbers) or ``"1; -2,5; 3e-2"`` (``decimal=","``: semicolons or whitespace between them)
-    into a float64 array.
+    """Read ``"1, -2.5, 3e-2"`` (``decimal="."``) or ``"1; -2,5; 3e-2"`` (``decimal=","``) into a
+    float64 array, its numbers split as :func:`split_vector` splits them.
 
     Raises ``VectorParseError`` naming the bad token and its position, or the limit broken."""
     tokens = split_vector(text, decimal=decimal)

@@ -27,9 +27,8 @@ LAYER_JACOBIAN_FORMULA = (
     r"\quad \sigma = \sqrt{\tfrac{1}{d}\textstyle\sum_i (x_i - \mu)^2 + \epsilon}"
 )
 
-# With eps = 0 LayerNorm of a constant vector is 0/0. Rounding the mean of a constant vector can
-# leave a spread of a few ulps of max|x|; a spread that small is noise, not signal, so it counts
-# as zero rather than producing a Jacobian with entries near 1e16.
+# With eps = 0 LayerNorm of a constant vector is 0/0. Rounding its mean can leave a spread of a
+# few ulps of max|x|: that counts as zero, not as a Jacobian with entries near 1e16.
 _DEGENERATE_SPREAD_ULPS = 16
 
 

@@ -14,9 +14,7 @@ when a tensor, a device or a half-precision reduction asks for it). The knobs:
   at the end) or "before" (cast ``xhat`` to the input dtype, then multiply by the weight, whose
   dtype then decides the result's by type promotion). Presets add two rules, see
   :mod:`core.presets`.
-- ``partial`` (RMSNorm only): pRMSNorm's p; ``device``: where torch computes.
-
-"""
+- ``partial`` (RMSNorm only): pRMSNorm's p; ``device``: where torch computes."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 r"""RMSNorm and LayerNorm: the textbook definitions first, then the public functions.
 
-:func:`rms_norm_reference` and :func:`layer_norm_reference` are each norm in a few lines of
-float64 numpy, one formula step per line; every other path is tested against them. Then the
-formulas the pages render, the statistics the rest of the core shares, and :func:`rms_norm`,
-:func:`layer_norm` and their ``*_report`` twins, whose knobs
-:mod:`core.knobs` resolves and :mod:`core.steps` applies."""
+:func:`rms_norm_reference` and :func:`layer_norm_reference` are each norm in a few lines of float64
+numpy, one formula step per line; every other path is tested against them. Then the formulas the
+pages render, the statistics the core shares, and :func:`rms_norm`, :func:`layer_norm` and their
+``*_report`` twins, whose knobs :mod:`core.knobs` resolves and :mod:`core.steps` applies."""
 
 from __future__ import annotations
 
@@ -147,17 +146,13 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> 
 
 @keyword_signature("rms")
 def rms_norm_report(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> NormReport:
-    """:func:`rms_norm` plus the statistics, resolved settings and notes behind it.
-
-    Takes exactly :func:`rms_norm`'s keywords."""
+    """:func:`rms_norm` (its keywords), with the statistics, resolved settings and notes."""
     settings = Settings.of("rms", options, caller="rms_norm_report")
     return normalise("rms", x, weight, bias, settings, report=True)
 
 
 @keyword_signature("layer")
 def layer_norm_report(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> NormReport:
-    """:func:`layer_norm` plus the statistics, resolved settings and notes behind it.
-
-    Takes exactly :func:`layer_norm`'s keywords."""
+    """:func:`layer_norm` (its keywords), with the statistics, resolved settings and notes."""
     settings = Settings.of("layer", options, caller="layer_norm_report")
     return normalise("layer", x, weight, bias, settings, report=True)

@@ -52,8 +52,7 @@ class Preset:
 
 
 def _fp32_formula(outer: str) -> str:
-    """The formula of a preset that normalises a float32 copy of x: ``outer`` with XHAT for
-    the normalised float32 vector."""
+    """The formula of a preset that normalises a float32 copy of x: XHAT in ``outer`` is it."""
     xhat = (
         r"\tilde{x}\,\operatorname{rsqrt}\!\left(\tfrac{1}{d}\textstyle\sum_j \tilde{x}_j^{2}"
         r" + \epsilon\right)"

@@ -342,10 +342,9 @@ def _report(call: Call, stat: _Statistic, denominator: Any, y: Any) -> NormRepor
 def _x_hat(call: Call, x64: np.ndarray) -> np.ndarray:
     r"""$\hat{x}$ in float64: x (x - mu for LayerNorm) over the settings' denominator.
 
-    The second moment is taken of x / max|x| (of the first k coordinates, for pRMSNorm), so that
-    the squares of a tiny x (1e-200) or a huge one neither underflow nor overflow; its root is
-    scaled back before eps joins it, and x itself is divided by the result: no square is taken of
-    x. (..., d) -> (..., d)."""
+    The second moment is taken of x / max|x| (of the first k coordinates for pRMSNorm), so that
+    the squares of a tiny x (1e-200) or a huge one neither underflow nor overflow. Its root is
+    scaled back before eps joins it. (..., d) -> (..., d)."""
     knobs, k = call.knobs, call.k
     head = x64 if knobs.kind == "layer" else x64[..., :k]
     top = np.max(np.abs(head), axis=-1, keepdims=True)  # (..., k) -> (..., 1)

@@ -57,8 +57,7 @@ def _extremes(values: np.ndarray, where: Sequence, name: str) -> dict[str, objec
 
 
 def _not_finite(chart: str, *arrays: np.ndarray, text: str = NOT_FINITE) -> dict[str, Claim]:
-    """``{"not_finite": claim}`` counting the values of ``arrays`` that are not finite (the text
-    ``text``, for the chart ``chart``); nothing where every value is."""
+    """``{"not_finite": claim}`` counting the values of ``arrays`` that are not finite, or {}."""
     bad = sum(int(np.sum(~np.isfinite(a))) for a in arrays)
     fields = {"count": bad, "total": sum(int(np.size(a)) for a in arrays), "chart": chart}
     return {"not_finite": Claim(text, fields)} if bad else {}
@@ -91,12 +90,11 @@ def pair_words(
 ) -> dict[str, Claim]:
     """The summary of a chart that draws ``rms`` and ``layer`` at the positions ``where``.
 
-    Returns ``{"words": claim}`` and, when some drawn value is not finite, ``{"not_finite":
-    claim}`` too. The words' key is ``key`` when the two norms part somewhere, ``key + "_equal"``
-    when they are equal at every position where both are finite (within ``noise``), a flat
-    ending where a norm is flat (see the module's note), and ``charts.no_finite`` when a norm
-    has no finite value to quote (those two carry ``chart``: ``key``, which chart they speak of).
-    """
+    Returns ``{"words": claim}``, and ``{"not_finite": claim}`` where a drawn value is not finite.
+    The words' key is ``key`` where the norms part, ``key + "_equal"`` where they are equal (within
+    ``noise``) wherever both are finite, a flat ending where a norm is flat (the module's note),
+    and ``charts.no_finite`` where a norm has no finite value (it and ``not_finite`` carry
+    ``chart=key``)."""
     rms, layer = (np.asarray(a, dtype=np.float64) for a in (rms, layer))
     if rms.shape != layer.shape or rms.shape != (len(where),):
         raise ValueError("rms, layer and where must have one entry per position")
@@ -121,16 +119,14 @@ def pair_words(
 def point_words(
     key: str, rms: Sequence[float], layer: Sequence[float], *, noise: float = 0.0, **fields: float
 ) -> Claim:
-    """The summary of a picture of points: where RMSNorm(x) and LayerNorm(x) sit (their
-    coordinates ``rms_0``, ``rms_1``, … and ``layer_0``, …) and ``gap``, the straight-line
-    distance between them; ``fields`` are the other numbers the sentence quotes. A point with a
-    coordinate that is not finite gets the key ``key + "_not_finite"`` and no distance. A
-    coordinate or a distance below ``noise`` reads ``≈ 0``."""
+    """The summary of a picture of points: where RMSNorm(x) and LayerNorm(x) sit (``rms_0``,
+    ``rms_1``, … and ``layer_0``, …) and ``gap``, their distance. ``fields`` are the other numbers
+    the sentence quotes. A non-finite coordinate gives the key ``key + "_not_finite"`` and no
+    distance. A coordinate or a distance below ``noise`` reads ``≈ 0``."""
     a, b = (np.asarray(v, dtype=np.float64) for v in (rms, layer))
     values = {f"rms_{i}": float(v) for i, v in enumerate(a)}
     values |= {f"layer_{i}": float(v) for i, v in enumerate(b)}
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        # A point at infinity is not drawn; the sentence says so instead of quoting a distance.
         return Claim(f"{key}_not_finite", values | dict(fields), _noise_of(values, noise))
     # In units of the larger coordinate, so that the squares neither overflow nor underflow.
     scale = float(np.max(np.abs(np.concatenate([a, b]))))
@@ -171,17 +167,15 @@ def lines_words(
     noise: float = 0.0,
 ) -> dict[str, Claim]:
     """The summary of a chart of lines that are not a pair of norms (eps values, dtypes, running
-    sums): ``grids[name]`` has one line per entry of ``rows`` (what names it: an eps, a dtype)
-    and one value per position of ``where``; a 1-D array is one line.
+    sums): ``grids[name]`` has one line per entry of ``rows`` (an eps, a dtype) and one value per
+    position of ``where``. A 1-D array is one line.
 
-    Returns ``{"words": claim}`` with, for each name, ``{name}_lo``, ``{name}_lo_row``,
-    ``{name}_lo_at``, ``{name}_hi``, ``{name}_hi_row`` and ``{name}_hi_at``: its smallest and
-    largest finite value, the line and the position that hold it (the first line, then the
-    first position, of several). Values that are not finite add ``{"not_finite": claim}``
-    (``charts.not_finite``, counted over the whole chart); a group with no finite value at all
-    makes the words ``charts.lines_no_finite`` instead, which counts them too. A group whose
-    values lie within ``noise`` of each other is flat (see the module's note).
-    """
+    Returns ``{"words": claim}`` with ``{name}_lo``, ``{name}_lo_row``, ``{name}_lo_at`` and the
+    same for ``hi``: each name's smallest and largest finite value, the line and the position that
+    hold it (the first line, then the first position, of several). Values that are not finite add
+    ``{"not_finite": claim}``, counted over the whole chart. A group with no finite value at all
+    makes the words ``charts.lines_no_finite``, which counts them too. A group whose values lie
+    within ``noise`` of each other is flat (see the module's note)."""
     shaped = {}
     for name, grid in grids.items():
         grid = np.asarray(grid, dtype=np.float64)
@@ -266,12 +260,9 @@ def runs_words(
     each line as ``(label, where, values)``, one value per position.
 
     Returns, for each group with a finite value, ``{name: claim}`` (its text ``keys[name]``)
-    with ``lo``, ``lo_line``, ``lo_at``, ``hi``, ``hi_line`` and ``hi_at``: the group's smallest
-    and largest finite value, the line's label and the position that hold it (the first line,
-    then the first position, of several). Values that are not finite are not drawn: they add
-    ``{"not_finite": claim}`` (the text ``not_finite``), counted over every group; a group with
-    no finite value has no words of its own.
-    """
+    with ``lo``, ``lo_line``, ``lo_at``, ``hi``, ``hi_line`` and ``hi_at``, as in
+    :func:`lines_words`. Values that are not finite are not drawn: they add
+    ``{"not_finite": claim}`` (the text ``not_finite``), counted over every group."""
     out: dict[str, Claim] = {}
     drawn: list[np.ndarray] = []
     for name, lines in groups.items():

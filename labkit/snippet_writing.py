@@ -41,8 +41,7 @@ def call(function: str, *args: object, **kwargs: object) -> str:
 
 
 def program(title: str, imports: Iterable[str], body: Iterable[str], *, needs: str = "") -> str:
-    """The whole snippet: header, imports (in the order given, once each), a blank line, the
-    body."""
+    """The whole snippet: header, imports (in the order given, once each), a blank line, body."""
     head = [f"# {title}", RUN_LINE]
     if needs:
         head.append(NEEDS[needs])

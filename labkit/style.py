@@ -63,8 +63,7 @@ def line(
     hover: str | None = None,
     **extra: object,
 ) -> go.Scatter:
-    """One series as a line in ``color``; given a marker ``size``, with markers of the same
-    colour on it.
+    """One series as a line in ``color``, with markers of that colour where ``size`` is given.
 
     ``kind`` ("input", "rms", "layer") gives the marker symbol and dash of ``SYMBOLS`` and
     ``DASHES`` where ``symbol`` and ``dash`` do not. ``hover`` is the hover text, shown in a box
@@ -141,10 +140,9 @@ def readable(
     ``large``: ticks and axis titles (2D and 3D), legend, title, annotations (subplot titles),
     hover labels, colour bars and labels drawn on traces.
 
-    A size the figure set itself is kept (raised to the minimum); a size it left to Streamlit's
-    chart theme, which writes ticks and legends at 12.75 px, becomes the figure's base size
-    (``FONT_SIZE`` unless its layout says otherwise). Pages call it once per figure through
-    ``ui.frame.readable``, which passes ``large`` from the link's view mode.
+    A size the figure set itself is kept (raised to the minimum). One left to Streamlit's chart
+    theme (ticks and legends at 12.75 px) becomes the figure's base size (``FONT_SIZE`` unless
+    its layout says otherwise). Pages call it once per figure through ``ui.frame.readable``.
 
     Numbers follow the page's language: ``separators`` (Plotly's decimal mark, then its digit
     group separator) writes hover labels and automatic ticks, and ``localise`` rewrites tick

@@ -63,9 +63,8 @@ def compute(state: tuple[tuple[str, object], ...]) -> ContractsView:
 
 
 def preset_title(tr: Translator, *, short: bool = False) -> Callable[[str], str]:
-    """A preset's name for the reader, one per preset across the pages (the lesson's table);
-    ``short``: without the class in brackets, for a legend (``Kode PyTorch dari makalah
-    RMSNorm``)."""
+    """A preset's name for the reader, one per preset across the pages (the lesson's table).
+    ``short``: no class in brackets, for a legend (``Kode PyTorch dari makalah RMSNorm``)."""
     if short:
         return lambda name: tr(f"lesson.preset_{name}").split(" (")[0]
     return lambda name: tr(f"lesson.preset_{name}")

@@ -1,8 +1,7 @@
 """Saving a view to CSV and JSON, and restoring it from the JSON.
 
-The JSON holds the link parameters (the full state) next to the numbers they produce, so a
-saved file documents itself and comes back in: ``restore_state`` checks every value with the
-same rules as a link."""
+The JSON holds the link parameters (the full state) next to the numbers they produce, so a saved
+file documents itself and comes back in: ``restore_state`` checks every value by a link's rules."""
 
 from __future__ import annotations
 

@@ -59,9 +59,8 @@ class Notice:
 
     def text(self, lang: str) -> str:
         """The sentence that tells a visitor which parameter changed and why."""
-        # Limits and values are numbers to read, so they are written in the page's language
-        # (the raw text is echoed as it was).
-        # Whole numbers stay as the link writes them (d = 8192, as every sentence writes d).
+        # Limits and values are written in the page's language (the raw text is echoed as it
+        # was), but whole numbers as the link writes them (d = 8192, as every sentence writes d).
         fields = {
             k: v if v.lstrip("-").isdigit() else fmt.localise(v, lang)
             for k, v in self.problem.fields.items()
@@ -248,8 +247,7 @@ def read_link_value(param: Param) -> tuple[object, Problem | None, str | None]:
     """``param``'s value from the URL: (value, what was wrong or None, the raw text or None).
 
     The one check every link parameter goes through, widget or not: a malformed, out-of-range or
-    unknown value is replaced, and a parameter given more than once takes its last value with a
-    notice."""
+    unknown value is replaced, and a repeated parameter takes its last value, with a notice."""
     raws = st.query_params.get_all(param.key)
     if not raws:
         return param.default, None, None

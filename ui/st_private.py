@@ -31,11 +31,10 @@ def set_query_param(key: str, value: str) -> None:
 def keep_in_link(keys: Iterable[str]) -> None:
     """Keep ``keys`` in the URL through a run that does not draw their widgets.
 
-    At the end of a run Streamlit drops from the URL every bound parameter whose widget the run
-    did not draw (the settings of a page's other view), and a widget drawn again later seeds
-    itself from the snapshot taken at page load. Released bindings leave the parameters alone (a
-    widget drawn in this run binds itself again), and the refreshed snapshot seeds it from the
-    URL as it stands."""
+    At the end of a run Streamlit drops from the URL every bound parameter whose widget the run did
+    not draw (the settings of a page's other view), and a widget drawn again later seeds itself from
+    the snapshot taken at page load. Released bindings leave the parameters alone (a widget drawn in
+    this run binds itself again), and the refreshed snapshot seeds it from the URL as it stands."""
     with get_session_state().query_params() as qp:
         for key in keys:
             binding = qp.get_binding_for_param(key)

@@ -39,9 +39,8 @@ def number(
     step: float | None = None,
     **kwargs: Any,
 ) -> Any:
-    """A slider (or a number box, for wide integer ranges such as seeds) over the param's range;
-    a ``FloatParam`` with a step gets :func:`stepped`, which writes its numbers in the page's
-    language."""
+    """A slider (or a number box, for wide integer ranges such as seeds) over the param's range.
+    A stepped ``FloatParam`` gets :func:`stepped`, which writes numbers in the page's language."""
     if isinstance(param, FloatParam) and param.step and kind == "slider":
         return stepped(param, label, **kwargs)
     widget = st.slider if kind == "slider" else st.number_input
@@ -148,8 +147,7 @@ def labelled_choice(
     ``options`` gives the values where the param has no fixed list (the inspector's models).
 
     A bound widget writes its label to the URL, so this one is not bound: it takes its first
-    value from the link (``begin_page`` has already checked and corrected it) and writes the
-    chosen value back with ``st.query_params`` (none while it is the default)."""
+    value from the link and writes the chosen value back (:func:`_from_link`, :func:`_to_link`)."""
     values = list(options if options is not None else getattr(param, "choices", ()))
     _from_link(param)
     if st.session_state.get(param.key, values[0]) not in values:  # no longer offered
@@ -187,8 +185,7 @@ def _from_link(param: Param) -> None:
 
 
 def _to_link(param: Param, value: object) -> None:
-    """Write an unbound widget's value back to the link, as the param spells it; none while
-    it is the default."""
+    """An unbound widget's value back to the link, as the param spells it, none at the default."""
     if value == param.default:
         st.query_params.pop(param.key, None)
     else:

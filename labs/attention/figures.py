@@ -61,9 +61,8 @@ def _key_points(
     ]
 
 
-# Figure type in px: ticks, axis titles, key labels. Set explicitly, since Streamlit's chart
-# theme would otherwise write ticks at 0.75 rem; ``?text=large`` enlarges them all alike
-# (``labkit.style.readable``, through the page).
+# Figure type in px (ticks, axis titles, key labels), set because Streamlit's chart theme writes
+# ticks at 0.75 rem. ``?text=large`` enlarges them all alike (``labkit.style.readable``).
 FONTS = {"tick": 14, "title": 16, "key": 15}
 
 

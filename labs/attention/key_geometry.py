@@ -11,9 +11,8 @@ key or a dimension keeps the others. The query is :math:`q = \text{length} \cdot
 1/\sqrt d`, :math:`e_1 = (-1, 1, 0)/\sqrt2`, :math:`e_2 = (-1, -1, 2)/\sqrt6` (at d = 2,
 :math:`e_1 = (-1, 1)/\sqrt2`, and θ runs over the whole circle).
 
-Each version of the keys (raw, after RMSNorm, after LayerNorm) gets a :class:`KeySet`: which keys
-no query can select (the scaling) and the query that makes the scores most equal (the
-projection).
+Each version of the keys (raw, RMSNorm, LayerNorm) gets a :class:`KeySet`: the keys no query can
+select (the scaling) and the query that makes the scores most equal (the projection).
 """
 
 from __future__ import annotations
@@ -185,12 +184,11 @@ def _unit_rows(vectors: np.ndarray, scale: float) -> np.ndarray:
 def candidate_directions(keys: np.ndarray) -> np.ndarray:
     """Unit directions among which the minimum width of the keys is attained, (m, d).
 
-    The width max u·k − min u·k over unit u is smallest perpendicular to an edge of the convex
-    hull at d = 2, and at d = 3 perpendicular to a face or to two edges (Houle & Toussaint,
-    1988). Edges join two keys and faces hold three, so the directions perpendicular to every
-    difference of two keys (d = 2), and the normals of every three keys and of every two
-    differences (d = 3), contain the minimiser. 1 and the axes are added so that keys lying on
-    one line or at one point (where every direction ⟂ that line is as good) are covered."""
+    The width max u·k − min u·k over unit u is smallest perpendicular to a hull edge at d = 2, and
+    at d = 3 perpendicular to a face or to two edges (Houle & Toussaint, 1988). So the directions
+    ⟂ every difference of two keys (d = 2), and the normals of every three keys and of every two
+    differences (d = 3), contain the minimiser. 1 and the axes cover keys on one line or at one
+    point (where every direction ⟂ that line is as good)."""
     d = keys.shape[1]
     diffs = np.array([keys[i] - keys[j] for i, j in combinations(range(len(keys)), 2)])
     axes = np.eye(d)
@@ -215,8 +213,7 @@ def best_query(keys: np.ndarray, length: float) -> BestQuery:
     dirs = candidate_directions(centred)  # (m, d)
     proj = dirs @ centred.T  # (m, n)
     widths = proj.max(axis=1) - proj.min(axis=1)  # (m,)
-    # Widths within rounding of the minimum tie (relative to the keys' norm, so that keys at one
-    # point up to rounding tie in every direction).
+    # Widths within rounding of the minimum tie (relative to the keys' norm: keys at one point tie).
     scale = max(float(np.max(np.linalg.norm(keys, axis=1))), 1e-300)
     good = widths <= widths.min() + 1e-12 * scale
     ones = np.ones(d) / math.sqrt(d)
@@ -228,7 +225,6 @@ def best_query(keys: np.ndarray, length: float) -> BestQuery:
     width = float(widths[choice])
     _, weights = attention(keys, length * u)
     spread = length * width / math.sqrt(d)
-    # (angle, turn) rounded to the nearest DIAL_STEP degrees the page's controls take.
     dial = tuple(int(DIAL_STEP * round(a / DIAL_STEP)) for a in (angle, turn))
     return BestQuery(u, angle, turn, width, spread, weights, dial)
 

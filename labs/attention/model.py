@@ -166,9 +166,8 @@ def _top_claim(weights: np.ndarray) -> tuple[Claim, list[int]]:
 
 
 def _dial_claim(ks: KeySet, d: int, length: float) -> tuple[Claim, list[int]]:
-    """Attention at the best direction rounded to whole degrees, where "point the query here"
-    turns the query: the sentence the top-weight line will say once it is pressed; and the
-    keys it names."""
+    """Attention where "point the query here" turns the query (the best direction in whole
+    degrees): what the top-weight line will say once it is pressed, and the keys it names."""
     angle, turn = ks.best.dial
     scores, weights = attention(ks.keys, length * query_direction(d, angle, turn))
     kind, tied = _most_weight(weights)
@@ -247,11 +246,10 @@ def _percent(claims: dict[str, Claim]) -> dict[str, Claim]:
 
 
 def _chart_claims(case: str, view: CaseView) -> dict[str, Claim]:
-    """Each of the case's charts' summary, its caption and accessible name
-    (``labkit.chart_words``), by key k1, k2, …: the keys' norms (equal up to rounding:
-    NORM_TOL), the weights under the chosen query and at the most uniform direction (equal up to
-    TIE_TOL, as the most-weight sentences tie them). Slots ``keys_<case>``, ``weights_<case>``,
-    ``best_<case>``, and ``…_not_finite`` where a chart has values it cannot draw."""
+    """Each of the case's charts' caption and accessible name (``labkit.chart_words``), by key
+    k1, k2, …: the keys' norms (equal up to NORM_TOL), the weights under the chosen query and at
+    the most uniform direction (equal up to TIE_TOL, as the most-weight sentences tie them).
+    Slots ``keys_<case>``, ``weights_<case>``, ``best_<case>``, and ``…_not_finite``."""
     ks = view.keyset
     where = [f"k{i + 1}" for i in range(len(ks.keys))]
     charts = {

@@ -126,11 +126,10 @@ def components_figure(
 ) -> go.Figure:
     """Grouped horizontal bars: each vector's component along the ones direction and along x.
 
-    ``parts`` maps "upstream", "rms" and "layer" to (along ones, along x); ``number`` writes
-    the values printed beside the bars (the app's one number format). Each bar has a row of its
-    own, and its label sits past the bar's end in that row, so a label never covers a bar,
-    however small its own bar or however long its neighbour; the value axis leaves room for
-    the labels on both sides of zero."""
+    ``parts`` maps "upstream", "rms" and "layer" to (along ones, along x); ``number`` writes the
+    values printed beside the bars (the app's one number format). Each bar has a row of its own, and
+    its label sits past the bar's end in that row, so a label never covers a bar, however small its
+    bar or long its neighbour; the value axis leaves room for the labels on both sides of zero."""
     fig = go.Figure()
     groups = [labels["along_ones"], labels["along_x"]]
     colors = {"upstream": style.INPUT, "rms": style.RMS, "layer": style.LAYER}

@@ -13,8 +13,7 @@ cannot contain. Without a weight the spectra are known in closed form:
 
 So with eps = 0 both flatten the direction of x and LayerNorm also flattens 1; a positive eps
 only damps the direction of x, by :math:`\epsilon/r^2` (or :math:`\epsilon/\sigma^2`) of what the
-other directions pass. :func:`backward_view` computes the page's numbers and, for every sentence
-that states a fact about them, the verdict that chooses it."""
+other directions pass."""
 
 from __future__ import annotations
 
@@ -113,9 +112,8 @@ def backward_lesson(
 ) -> BackwardLesson:
     r"""Both Jacobians (no weight), their spectra and :math:`J^\top g` for one upstream g.
 
-    Without a weight both Jacobians are symmetric, so :math:`J^\top g = J g`. Raises ValueError
-    for ``d > MAX_JACOBIAN_WIDTH`` and wherever ``core.jacobian`` does (x = 0 or constant x
-    with eps = 0)."""
+    Without a weight both Jacobians are symmetric: :math:`J^\top g = J g`. Raises ValueError for
+    ``d > MAX_JACOBIAN_WIDTH`` and where ``core.jacobian`` does (x = 0 or constant x, eps = 0)."""
     x = np.asarray(x, dtype=np.float64)
     d = x.shape[-1]
     if d > MAX_JACOBIAN_WIDTH:
@@ -147,8 +145,7 @@ def backward_lesson(
 
 @dataclass(frozen=True)
 class BackwardView:
-    """The page state: the lesson (None where a Jacobian does not exist) and the claims chosen
-    for this state (the charts' summaries among them).
+    """The page state: the lesson (None where a Jacobian does not exist) and its claims.
 
     ``undefined`` names the norm whose Jacobian does not exist at eps = 0 ("rms" for x = 0,
     "layer" for a constant x), else None."""
@@ -175,9 +172,8 @@ def backward_view(d: int, offset: float, eps: float, seed: int, grad: str) -> Ba
 
 
 def _chart_words(lesson: BackwardLesson, noise: float) -> dict[str, Claim]:
-    """Each chart's summary, its caption and accessible name (``labkit.chart_words``): the two
-    Jacobians' extremes and where they part most, the same of the two spectra (by index k from
-    1) and of the two input gradients (by coordinate), and the six bars of the components."""
+    """Each chart's caption and accessible name (``labkit.chart_words``): the Jacobians', spectra's
+    (k from 1) and input gradients' extremes and where they part most, and the component bars."""
     d = lesson.x.shape[-1]
     charts = {
         "heatmap": grid_words(

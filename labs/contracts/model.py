@@ -1,9 +1,8 @@
 r"""Implementation contracts: two RMSNorm presets reading the same checkpoint, compared.
 
 A checkpoint stores a weight, not a gain. "direct" presets use it as the gain ``g = w``; "offset"
-presets (Gemma, Transformer Engine's zero-centred gamma) use ``g = 1 + w``. The same effective
-gain is therefore stored as ``w = g`` for the first and ``w = g - 1`` for the second, and a
-loader that pairs a checkpoint with the wrong convention multiplies by the wrong gain:
+presets (Gemma, Transformer Engine's zero-centred gamma) use ``g = 1 + w``, so a loader that
+pairs a checkpoint with the wrong convention multiplies by the wrong gain:
 
 .. math:: \Delta_i = y^{B}_i - y^{A}_i, \qquad
     \frac{\lVert \Delta \rVert_2}{\lVert y^{A} \rVert_2}
@@ -78,9 +77,8 @@ class Comparison:
 
 def _as_dtype(a: np.ndarray, dtype: str) -> Any:
     # A torch tensor in every dtype where torch is installed: the implementations compared are
-    # torch code, and whether they agree bit for bit is a fact about their rounding. numpy sums
-    # in another order, which near a tie (eps about half an ulp of the mean square) decides the
-    # other way.
+    # torch code, and bit-for-bit agreement is a fact of their rounding. numpy sums in another
+    # order, which near a tie (eps about half an ulp of the mean square) decides the other way.
     if dtype in HALF_NAMES or torch_available():
         import torch
 
@@ -93,10 +91,8 @@ def compare_sides(
 ) -> Comparison:
     """Run both sides on ``x`` (shape (d,)) and the stored ``weight``, both held in ``dtype``.
 
-    The checkpoint's weight and the activations are rounded to ``dtype`` once, as a model loaded
-    in that dtype would hold them (torch tensors where torch is installed, so each side's numbers
-    are its upstream code's bit for bit); each side then computes by its own contract. float16
-    and bfloat16 need torch."""
+    Weight and activations are rounded to ``dtype`` once, as a model loaded in it holds them
+    (``_as_dtype``). Each side computes by its own contract. float16 and bfloat16 need torch."""
     if dtype not in FLOAT_NAMES:
         raise ValueError(f"dtype must be one of {list(FLOAT_NAMES)} (got {dtype!r})")
     if dtype in HALF_NAMES and not torch_available():
@@ -105,7 +101,6 @@ def compare_sides(
     reports, alerts = [], []
     for name, side in zip("ab", (side_a, side_b), strict=True):
         with warnings.catch_warnings(record=True) as caught:
-            # What the warnings say is returned, coded, in ``alerts``.
             warnings.simplefilter("always", NormWarning)
             reports.append(
                 rms_norm_report(
@@ -149,13 +144,11 @@ CONTRACT_KEYS = ("eps", "eps_placement", "reduction_dtype", "gain_mode", "cast")
 _PLAIN = {"eps_a": "preset", "eps_b": "preset", "red_a": "preset", "red_b": "preset"}
 # Both sides Llama, the checkpoint written by A: the two mistakes of one model's own settings.
 _LLAMA = {**_PLAIN, "a": "llama", "b": "llama", "checkpoint": "a"}
-# Three real checkpoint mistakes, each as the settings that reproduce it on this page's
-# synthetic checkpoint (the page does not load real weights).
+# Real checkpoint mistakes, as the settings that reproduce them on the page's synthetic checkpoint.
 MISTAKES: dict[str, dict[str, Any]] = {
     # Gemma stores w with gain 1 + w; a Llama-style loader uses w itself.
     "gemma_gain": {**_PLAIN, "a": "gemma", "b": "llama", "checkpoint": "a", "scale": 1.0},
-    # A config with the wrong rms_norm_eps (Llama 2 ships 1e-5, Llama 1 1e-6); it shows where
-    # activations are small.
+    # A config with the wrong rms_norm_eps (Llama 2 ships 1e-5, Llama 1 1e-6), seen at small x.
     "eps": {**_LLAMA, "eps_a": "1e-5", "eps_b": "1e-6", "scale": 0.01},
     # A hand-rolled norm that forgets the float32 upcast on a bfloat16 model.
     "bf16": {**_LLAMA, "red_b": "bfloat16", "dtype": "bfloat16", "scale": 1.0},
@@ -174,10 +167,9 @@ DEFAULT_EPS_OF = {
 
 @dataclass(frozen=True)
 class ContractsView:
-    """Everything the contracts page shows for one link state.
+    """What the contracts page shows for one link state.
 
-    ``same[key]`` says whether the two resolved contracts agree on that setting
-    (``CONTRACT_KEYS``)."""
+    ``same[key]``: whether the two resolved contracts agree on that ``CONTRACT_KEYS`` setting."""
 
     comparison: Comparison
     writer: str
@@ -221,7 +213,6 @@ def contracts_view(state: dict[str, Any]) -> ContractsView:
     if mistake == "default_eps":
         eps = {f"{k}_{n}": v for n, e in DEFAULT_EPS_OF.items() for k, v in e.items()}
         claims["mistake_why"] = Claim("contracts.why_default_eps", eps)
-    # The chart's summary: A's outputs in pair_words' first slot, B's in its second.
     words = pair_words("contracts.figure_words", range(d), c.y_a, c.y_b)
     # The chart draws a third trace, Δ = y_B - y_A: its values count among those not drawn.
     bad = sum(int(np.sum(~np.isfinite(v))) for v in (c.y_a, c.y_b, c.delta))
@@ -275,8 +266,7 @@ def _parts(c: Comparison) -> bool:
     return finite and c.max_abs > 0
 
 
-# Each dtype's unit roundoff, 2^-p for p significant bits: a relative change below it is lost in
-# one rounding.
+# Unit roundoff 2^-p for p significant bits: a relative change below it is lost in one rounding.
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 
 

@@ -289,8 +289,7 @@ def _plane_claims(facts: Facts) -> dict[str, Claim]:
     u, plane, x, d = facts.units, facts.plane, facts.x, facts.d
     a, b = plane.point
     top = float(np.max(np.abs(x)))
-    # a sums d coordinates; b is the length of x - (x . u) u, whose every coordinate carries that
-    # sum's rounding.
+    # a sums d coordinates, and every coordinate of b's vector x - (x . u) u carries that rounding.
     noise_a = math.sqrt(d) * sum_noise(x)
     noise_b = SUM_ULPS * d * math.sqrt(d) * U64 * top
     angle = math.degrees(math.atan2(b, a))

@@ -13,10 +13,9 @@ import plotly.graph_objects as go
 
 from labkit import style
 
-# Above this width individual markers stop being readable and SVG slows the tab: draw with
-# WebGL and without per-point markers. An envelope (a wide vector's min and max per group of
-# coordinates) is drawn as one SVG line through its points instead: the line between each
-# group's extremes fills the band of its values, and one SVG path redraws far faster than a
+# Above this width markers stop being readable and SVG slows the tab: draw with WebGL, no markers.
+# An envelope (a wide vector's min and max per group of coordinates) is one SVG line instead: the
+# line between each group's extremes fills its band, and one SVG path redraws far faster than a
 # WebGL canvas, which Streamlit creates afresh whenever the figure changes.
 WEBGL_WIDTH = 512
 # Above this width lines between neighbouring coordinates are noise; show points only.
@@ -327,9 +326,7 @@ def sphere_spec(
             for a, i in zip("xyz", "₁₂₃", strict=True)
         },
         "aspectmode": "cube",
-        # Looking across the all-ones axis, not along it, so that the plane perpendicular
-        # to 1 and LayerNorm's circle are seen at an angle rather than face-on.
-        # Far enough that the cube's near corners and their tick labels stay inside the frame.
+        # Across the all-ones axis, not along it: the plane ⟂ 1 and LayerNorm's circle at an angle.
         "camera": {"eye": {k: v * CAMERA_DISTANCE for k, v in CAMERA_EYE.items()}},
     }
     layout = _merge(style.layout(height=640, scene=scene), _text(size))

@@ -124,8 +124,7 @@ def dtype_max(dtype: str) -> float:
 
 
 def fits(x: np.ndarray, dtype: str) -> bool:
-    """Whether every coordinate of x is at most ``dtype``'s largest finite number in size (so
-    it stays finite once rounded to ``dtype``)."""
+    """Whether every |x_i| is at most ``dtype``'s largest finite number, so x stays finite in it."""
     return float(np.max(np.abs(x))) <= dtype_max(dtype)
 
 

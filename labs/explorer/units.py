@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Tolerances of the verdicts, each relative to the quantities it compares (no absolute floor:
-# a typed x may be 1e-15 or 1e15). Directions are compared in float64 on unit vectors.
+# Tolerances of the verdicts. Directions are compared in float64 on unit vectors.
 COS_TOL = 1e-9
 # "Negligible": eps shrinks a radius by less than 0.05 %, so the factor, quoted to three
 # digits, reads 100 % (a "visible" one reads 99.9 % or less: one quote never gives both).
@@ -30,9 +29,7 @@ VECTOR_ULPS = 64.0
 
 @dataclass(frozen=True)
 class Units:
-    """Float64 statistics of the computed x and its normalised vectors before gain and bias.
-
-    ``rms`` is RMS(x) with no eps in it; the quantities with eps are the denominators."""
+    """Float64 statistics of the computed x and its normalised vectors before gain and bias."""
 
     mean: float
     var: float
@@ -61,12 +58,11 @@ def units_of(
     """The float64 statistics behind every explanation, beside the norms' own normalised vectors.
 
     ``unit_rms`` and ``unit_layer`` are the reports' ``x_hat`` (:class:`core.steps.NormReport`):
-    x over RMSNorm's denominator (its first k coordinates') and x - mu over LayerNorm's, computed
-    once, by the norms, in units of max|x|. The statistics here are taken the same way, of
-    x / max|x| (of the first k coordinates over their own largest), so that the squares of a tiny
-    x (1e-200) or a huge one neither underflow nor overflow; their roots are scaled back before
-    eps joins them. Only pRMSNorm (k < d) divides x once more, by the full RMSNorm's denominator:
-    ``unit_full``, the plain RMSNorm the partial and centring sentences compare against."""
+    x over RMSNorm's denominator (its first k coordinates') and x - mu over LayerNorm's. The
+    statistics here are taken as the norms take them, of x / max|x| (of the first k coordinates
+    over their own largest), so that no square of a tiny or huge x underflows or overflows. Only
+    pRMSNorm (k < d) divides x once more, by the full RMSNorm's denominator: ``unit_full``, the
+    plain RMSNorm the partial and centring sentences compare against."""
     top = _top(x)
     xs = x / top if top > 0 else x
     mean_s = float(np.mean(xs))

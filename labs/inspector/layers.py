@@ -190,9 +190,8 @@ class ModuleGroup:
 
 @dataclass(frozen=True)
 class GainHistogram:
-    """Counts of the stored weights in shared bins, per place (places in PLACES order); ``low``
-    and ``high``: the smallest and largest stored weight (the edges run wider when they are
-    equal, or nearly)."""
+    """Counts of the stored weights in shared bins, per place (in PLACES order). ``low``, ``high``:
+    the smallest and largest stored weight (the edges run wider when they are equal, or nearly)."""
 
     edges: np.ndarray
     counts: dict[str, np.ndarray]

@@ -65,9 +65,8 @@ class Refusal(Exception):
 
 @dataclass(frozen=True)
 class ModelFacts:
-    """What the inspector says about a model: its class and family, its size in parameters and
-    ``nbytes`` (its weights in memory), dtype, width and ``context``, the longest sequence it
-    reads."""
+    """What the inspector says about a model: its class and family, its parameters, ``nbytes``
+    (its weights in memory), dtype, width and ``context``, the longest sequence it reads."""
 
     architecture: str
     family: str
@@ -242,8 +241,7 @@ def load(
 
 
 def _load_shipped(ref: ModelRef, settings: Settings, step: Progress) -> LoadedModel:
-    """A checkpoint of ``labs.training.model.GPT``: byte tokens, the config in the JSON beside
-    it."""
+    """A ``labs.training.model.GPT`` checkpoint: byte tokens, the config in the JSON beside it."""
     from labs.training.store import load_checkpoint
 
     step("config")

@@ -1,5 +1,4 @@
-"""The invariance lab: one change up close, Table 1 of the RMSNorm paper, and what a shift along
-1 erases.
+"""The invariance lab: a change up close, the RMSNorm paper's Table 1, what a shift along 1 erases.
 
 The table and the setups it changes are ``labs.invariance.table``'s. Here ``shift_sweep``
 follows one case x + c 1 as c grows, and ``invariance_lab`` gathers one link state: the case a

@@ -1,10 +1,9 @@
 """Table 1 of the RMSNorm paper, re-derived by computing it.
 
-Zhang & Sennrich (2019) list which changes to the data or to the preceding weights leave a
-norm's output unchanged. Here each change is applied to a seeded random linear layer
-(:class:`Setup`; its bias is zero but in the extra ``shift_ones`` row), the norms run over the
-last axis of its pre-activations, and the outputs are compared, so every tick is a number the
-reader can inspect.
+Zhang & Sennrich (2019) list which changes to the data or to the preceding weights leave a norm's
+output unchanged. Here each change is applied to a seeded random linear layer (:class:`Setup`; its
+bias is zero but in the extra ``shift_ones`` row), the norms run over the last axis of its
+pre-activations, and the outputs are compared, so every tick is a number the reader can inspect.
 
 One draw order serves every caller: ``transformed_setup`` draws the setup and then the change
 from one generator seeded with ``seed``, so the table, the residual of one transform and the case
@@ -55,9 +54,7 @@ def check_real(value: object, *, name: str, allowed: str, positive: bool) -> flo
 
 
 def make_setup(*, n: int = 16, m: int = 8, d: int = 8, seed: int = 0) -> Setup:
-    """A standard-normal batch and weight matrix from ``np.random.default_rng(seed)``, zero bias.
-
-    ``transformed_setup`` draws the same setup first and the change after it."""
+    """A standard-normal batch and weight matrix from ``np.random.default_rng(seed)``, zero bias."""
     return _make_setup(n=n, m=m, d=d, rng=np.random.default_rng(seed))
 
 
@@ -152,8 +149,7 @@ class InvarianceRow:
     """Measured and expected invariance of both norms under one transform.
 
     A norm counts as invariant when its residual (the largest ``output_change`` over the cases)
-    is below the table's ``tol``; ``paper_layer`` and ``paper_rms`` are copied from the
-    ``Transform``."""
+    is below the table's ``tol``. ``paper_layer`` and ``paper_rms`` are the ``Transform``'s."""
 
     id: str
     title: str

@@ -125,10 +125,9 @@ def error_vs_scale_figure(
     return fig
 
 
-# The running sums of the four accumulators often coincide for most of their length. Each keeps
-# its colour and gets a dash, a marker and a width of its own; they are drawn widest first, so
-# that every line shows around the narrower ones drawn over it, and their markers sit at
-# different coordinates (every MARKER_STEP-th, each accumulator shifted by one more).
+# The four accumulators' running sums often coincide for most of their length. Each gets a dash,
+# a marker and a width of its own, drawn widest first so that every line shows around those over
+# it, with its markers at other coordinates (each accumulator shifted by one more).
 SUM_DASHES = {"float64": "solid", "float32": "dash", "float16": "dot", "bfloat16": "dashdot"}
 SUM_WIDTHS = {"float64": 8.0, "float32": 5.5, "float16": 3.5, "bfloat16": 2.0}
 SUM_MARKERS = 8  # about this many markers per line

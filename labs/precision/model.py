@@ -10,10 +10,8 @@ The knee (where eps weighs as much as the statistic it is added to) sits at
 outside eps of :math:`\sqrt{\epsilon_{in}}` puts the knee where an inside
 :math:`\epsilon_{in}` does.
 
-The helpers here sweep that over input scales; ``labs.precision.reduced`` measures a
-reduction done in float32, float16 or bfloat16 against float64 and replays sums of squares kept
-in a low precision. :func:`precision_view` gathers the page's numbers and the verdicts behind
-its sentences.
+Here that is swept over input scales. ``labs.precision.reduced`` measures float32, float16 and
+bfloat16 reductions against float64 and replays sums of squares kept in a low precision.
 """
 
 from __future__ import annotations
@@ -62,8 +60,7 @@ def output_norm_vs_scale(
 ) -> np.ndarray:
     """``||RMSNorm(s z)||_2`` for every eps and scale s, with ``z`` a seeded normal draw.
 
-    One batched call per eps: the scaled inputs form a (S, d) matrix. Returns shape (E, S),
-    float64."""
+    One batched call of the (S, d) scaled inputs per eps. Returns shape (E, S), float64."""
     scales = np.asarray(scales, dtype=np.float64)
     z = make_input(d, dist="normal", seed=seed)
     x = scales[:, None] * z[None, :]  # (S, d)
@@ -106,11 +103,9 @@ def matched_agreement(tolerance: float = 0.01) -> tuple[float, float]:
 
 # --- the page: one view per link state -------------------------------------------------------
 
-# 1e-8 to 1e4, eight points per decade: smooth on log axes, 97 rows per batched call; s = 1 is
-# one of them (index 64).
+# 1e-8 to 1e4, eight points per decade, smooth on log axes. s = 1 is one of them (index 64).
 SWEEP_SCALES = np.logspace(-8, 4, 97)
-# The paper's port (1e-8), Llama / Gemma / T5 (1e-6), torch.nn.LayerNorm (1e-5), and a
-# deliberately large value whose knee sits in the middle of the plot.
+# The paper's port (1e-8), Llama / Gemma / T5 (1e-6), torch's LayerNorm (1e-5), 1e-3: knee mid-plot.
 SWEEP_EPS = (PAPER_EPS, DEFAULT_RMS_EPS, DEFAULT_LAYER_EPS, 1e-3)
 # The input scales a link may choose for the table and the running sums.
 SCALE_LADDER = tuple(float(f"{m}e{k}") for k in range(-8, 4) for m in (1, 3)) + (1e4,)
@@ -143,9 +138,8 @@ class PrecisionView:
     """Everything the precision page shows for one link state.
 
     ``norms[placement]`` is (E, S) over ``SWEEP_EPS`` x ``SWEEP_SCALES``; ``matched`` holds the
-    inside curve for ``eps`` and the outside one for ``eps_out = sqrt(eps)``; ``errors[dtype]``
-    is the output error over the sweep; ``sums[dtype]`` the running sums of squares at
-    ``scale``."""
+    inside curve for ``eps`` and the outside one for ``eps_out = sqrt(eps)``; ``errors[dtype]`` is
+    the output error over the sweep; ``sums[dtype]`` the running sums of squares at ``scale``."""
 
     d: int
     rms: float
@@ -218,9 +212,8 @@ def precision_view(
 
 
 def _chart_words(view: PrecisionView) -> dict[str, Claim]:
-    """Each chart's summary (its caption and accessible name): the output norm's extremes per
-    placement, the matched curves as a pair (inside first), the relative error's and the running
-    sums' extremes over their dtypes."""
+    """Each chart's caption and accessible name: extremes per placement or dtype, and the
+    matched curves as a pair (inside first)."""
     shown = "both" if len(view.norms) == 2 else next(iter(view.norms))
     inside, outside = view.matched["inside"], view.matched["outside"]
     scales, errors = list(SWEEP_SCALES), {"error": np.stack(list(view.errors.values()))}
@@ -332,8 +325,7 @@ def _finite_range_claim(dtype: str, errors: np.ndarray) -> Claim:
 
 
 def _good_run(errors: np.ndarray) -> tuple[int, int] | None:
-    """The indices (first, last) of the run of sweep scales around s = 1 where the error stays
-    within AGREE, or None when it does not at s = 1."""
+    """(first, last) of the run of sweep scales around s = 1 with errors within AGREE, or None."""
     good = np.nan_to_num(errors, nan=np.inf) <= AGREE
     centre = int(np.argmin(np.abs(np.log10(SWEEP_SCALES))))
     if not good[centre]:
@@ -368,10 +360,9 @@ def _float16_claims(
 
 
 def _float16_low_claim(below: float, error: float, z: np.ndarray, eps: float) -> Claim:
-    """Just below float16's good run: the causes that apply, and only those. Where even every
-    square lost would move the output by under a tenth of the error, the squares are not it;
-    x's own float16 subnormals may be (under 2^-14 a float16 keeps fewer bits). Else squares
-    lost under 2^-24, or short of bits under 2^-14."""
+    """Just below float16's good run, the causes that apply: if losing every square moves the
+    output by under a tenth of the error, not the squares (x's own subnormals, under 2^-14, may
+    be). Else squares lost under 2^-24, or short of bits under 2^-14."""
     with np.errstate(over="ignore"):
         x16 = np.abs((below * z).astype(np.float16).astype(np.float64))
     squares = x16 * x16

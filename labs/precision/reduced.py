@@ -1,9 +1,8 @@
 """Low-precision reductions: RMSNorm with its mean square in float32, float16 or bfloat16 against
 float64, where float16 overflows, and sums of squares kept in a low precision.
 
-:func:`reduction_error` measures a reduction done in a low precision against float64;
 :func:`running_sum_of_squares` replays a sum of squares whose running total is rounded to a low
-precision after every step (the way a hand-written loop keeps it; torch's own half-precision
+precision after every step, the way a hand-written loop keeps it (torch's own half-precision
 ``sum`` and ``mean`` accumulate in float32, :func:`torch_half_sum_of_squares`)."""
 
 from __future__ import annotations
@@ -148,9 +147,8 @@ def round_bfloat16(a: np.ndarray) -> np.ndarray:
 def running_sum_of_squares(x: np.ndarray, dtype: str) -> np.ndarray:
     """Partial sums of ``x_i^2`` with every square and every partial sum rounded to ``dtype``.
 
-    This is a sequential loop that keeps its running total in ``dtype``, the way a hand-written
-    kernel might, not what torch's reductions do (they accumulate half inputs in float32).
-    Shape (..., d) -> (..., d), float64 values; a partial sum past the dtype's range is inf.
+    A hand-written loop's running total, not torch's reductions (see the module docstring).
+    Shape (..., d) -> (..., d), float64 values, and a partial sum past the dtype's range is inf.
     Pure numpy: float16 is native, bfloat16 is emulated with :func:`round_bfloat16`."""
     if dtype not in FLOAT_NAMES:
         raise ValueError(f"dtype must be one of {list(FLOAT_NAMES)} (got {dtype!r})")

@@ -37,15 +37,13 @@ RESIDUAL_FORMULA = (
 )
 
 NORMS = ("layer", "rms")
-# A handful of tokens is enough to see that the offset makes them alike; each one costs a
-# matrix-vector product per layer and nothing more.
+# A handful of tokens shows the offset making them alike, at a matrix-vector product each per layer.
 TOKENS = 8
 # L + 1 weight matrices of d x d float64 are drawn one at a time; at these bounds a run draws
 # 49 * 1024^2 normals (about 0.5 s on one core) and never holds more than one 8 MB matrix.
 MAX_LAYERS = 48
 STREAM_MAX_WIDTH = 1024
-# A drift of 2 per block already makes the offset dominate within a few layers; more adds
-# nothing but a longer wait for the same picture.
+# A drift of 2 per block makes the offset dominate within a few layers. More only waits longer.
 DRIFT_LIMIT = 2.0
 
 QUANTITIES = (
@@ -89,8 +87,7 @@ def block_weight(layer: int, *, d: int, seed: int) -> np.ndarray:
     The variance 1/d keeps :math:`\lVert W z \rVert \approx \lVert z \rVert`, so each block adds
     features of about unit size per coordinate, whatever d is."""
     rng = np.random.default_rng([seed, 1, layer])
-    # Drawn in float32 because drawing is most of a run's cost and twice as fast there; the
-    # rounding of a random matrix changes nothing the page measures. Used in float64.
+    # Drawn in float32, twice as fast (drawing is most of a run). Rounding changes no reading.
     draw = rng.standard_normal((d, d), dtype=np.float32).astype(np.float64)
     return draw / math.sqrt(d)
 
@@ -111,15 +108,13 @@ class ResidualTrace:
     - ``input_share_ones``: share of :math:`z_l`'s energy along u,
       :math:`\langle z_l, u\rangle^2 / \lVert z_l \rVert^2`, which is the squared cosine.
     - ``output_norm``: :math:`\lVert p_l \rVert`.
-    - ``output_cos_offset``: :math:`\cos(p_l, W_l \mathbf{1})`. :math:`W_l \mathbf{1}` is
-      where the projection sends the offset direction, so this is "cosine with 1" carried
-      through the projection (the plain cosine with 1 of a random projection's output is noise).
+    - ``output_cos_offset``: :math:`\cos(p_l, W_l \mathbf{1})`, "cosine with 1" carried through
+      the projection (the plain cosine with 1 of a random projection's output is noise).
     - ``output_share_offset``: share of :math:`p_l`'s energy along :math:`W_l \mathbf{1}`.
     - ``token_cosine``: mean cosine between the projection outputs of different tokens.
 
-    One reading is the largest over the tokens, not their mean: ``input_cos_ones_worst``, the
-    largest :math:`|\cos(z_l, \mathbf{1})|` of any token, which decides whether "orthogonal to
-    1" holds for every token and not only on average."""
+    ``input_cos_ones_worst`` is the largest :math:`|\cos(z_l, \mathbf{1})|` over the tokens, not
+    their mean: "orthogonal to 1" must hold for every token."""
 
     layers: np.ndarray
     readings: dict[str, dict[str, np.ndarray]]
@@ -187,9 +182,6 @@ def simulate_residual(
         eps: added to the variance (LayerNorm) or mean square (RMSNorm); both use the same eps
             and no weight or bias, so the two differ only by centring.
         n: number of tokens, 2 .. 64.
-
-    Returns:
-        A ``ResidualTrace`` with L + 1 readings per quantity and norm.
     """
     layers = _check_int(layers, name="layers", lo=1, hi=MAX_LAYERS)
     d = _check_int(d, name="d", lo=2, hi=STREAM_MAX_WIDTH)
@@ -324,11 +316,9 @@ def _norm_claims(readings: dict, last: dict, d: int) -> dict:
     }
 
 
-# The panels the figure's summary reads: the offset the stream carries, and the cosine with 1 of
-# what each norm hands on (where the two trunks part).
+# The figure's summary reads the stream's offset and the cosine with 1 of what each norm hands on.
 SUMMARY_PANELS = ("stream_mean", "input_cos_ones")
-# Their rounding: a cosine's (LayerNorm hands on a centred z, whose cosine with 1 is rounding);
-# the stream's mean is a reading, never flat by rounding alone.
+# LayerNorm hands on a centred z, whose cosine with 1 is rounding. The stream's mean never is.
 SUMMARY_NOISE = {"stream_mean": 0.0, "input_cos_ones": ROUNDING}
 
 
@@ -351,8 +341,7 @@ def _chart_words(layers: np.ndarray, readings: dict) -> dict[str, Claim]:
 def residual_view(
     *, layers: int, d: int, drift: float, seed: int, eps: float = DEFAULT_LAYER_EPS
 ) -> ResidualView:
-    """The synthetic trunk of ``simulate_residual`` for one link state, read at the last
-    projection, with every claim the page makes about it."""
+    """``simulate_residual`` for one link state, read at the last projection, with its claims."""
     trace = simulate_residual(layers=layers, d=d, drift=drift, seed=seed, eps=eps)
     last = {
         name: {q: float(values[-1]) for q, values in trace.readings[name].items()} for name in NORMS

@@ -205,9 +205,8 @@ def _chart_words(layers: np.ndarray, readings: dict, relative: dict) -> dict[str
 
 
 def trained_view(*, seed: int, text: str) -> TrainedView:
-    """The shipped models trained from ``seed`` (one of
-    ``labs.training.activations.SHIPPED_SEEDS``), read on ``labs.training.activations.TEXTS[text]``,
-    with every claim the page makes about them."""
+    """The shipped models trained from ``seed`` (one of ``SHIPPED_SEEDS``), read on ``TEXTS[text]``
+    from ``labs.training.activations``, with every claim the page makes about them."""
     from labs.training.activations import SHIPPED_SEEDS, TEXTS, read_shipped
 
     if isinstance(seed, bool) or seed not in SHIPPED_SEEDS:

@@ -19,8 +19,7 @@ DASHES = {"copy": "dot", "composite": "dash", "fused": "solid"}
 
 
 def _style(kernel: str) -> tuple[str, dict]:
-    """The colour of a kernel id such as ``rms_fused``, and its dash and marker as
-    ``style.line`` keywords."""
+    """A kernel id's colour (``rms_fused``), and its dash and marker as ``style.line`` keywords."""
     norm, _, technique = kernel.partition("_")
     symbol = MARKERS[norm] + ("-open" if technique == "composite" else "")
     return COLORS[norm], {"dash": DASHES[technique or "copy"], "symbol": symbol}

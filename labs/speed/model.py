@@ -46,9 +46,8 @@ class Plan:
 
 
 def sweep_points(lo: int, hi: int, *, max_points: int = 8) -> list[int]:
-    """Powers of two from ``lo`` to ``hi`` (both included), thinned to at most ``max_points``.
-
-    ``hi`` is always the last point, so the largest size the visitor chose is measured."""
+    """Powers of two from ``lo`` to ``hi``, thinned to at most ``max_points``: ``hi`` is always
+    the last, so the largest size the visitor chose is measured."""
     if lo < 1 or hi < lo:
         raise ValueError(f"need 1 <= lo <= hi; got lo={lo}, hi={hi}")
     points = [1 << k for k in range(int(np.log2(lo)), int(np.log2(hi)) + 1)]

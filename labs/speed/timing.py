@@ -105,7 +105,6 @@ class SpeedRun:
         return list(dict.fromkeys((m.batch, m.width) for m in self.measurements))
 
     def partial_by_p(self) -> dict[float, Measurement]:
-        """The pRMSNorm measurements by p."""
         return {float(m.kernel.removeprefix("p=")): m for m in self.partial}
 
 
@@ -170,10 +169,9 @@ def _cuda_sync() -> Callable[[], None]:
 def _rounds(
     cases: dict[str, Callable[[], Any]], repeats: int, session: _Session, elements: int
 ) -> dict[str, list[float]] | None:
-    """One warm-up call per case, then ``repeats`` rounds in a rotating order; None when the
-    deadline cut them short (a half-measured shape is dropped).
-
-    No tensor here requires a gradient, so torch records no autograd history without no_grad."""
+    """One warm-up call per case, then ``repeats`` rounds in a rotating order. None when the
+    deadline cut them short (a half-measured shape is dropped). No tensor here requires a
+    gradient, so torch records no autograd history without no_grad."""
     names = list(cases)
     samples: dict[str, list[float]] = {k: [] for k in names}
     calls = [(None, k) for k in names] + [
