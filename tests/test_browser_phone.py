@@ -164,6 +164,19 @@ def test_the_presenters_first_screen_shows_the_chart(app_url: str, browser, size
     tab.context.close()
 
 
+def test_the_presenters_tables_fit_a_phone(app_url: str, browser) -> None:
+    """Large text on a phone leaves a table at the phone's own size: at 22 px the inspector's
+    placement table ran 37 px off the screen, the contracts page's settings 83 px."""
+    errors: list[str] = []
+    tab = Tab(browser, errors, *PHONE).load(f"{app_url}/inspector?lang=id&{PRESENTER}")
+    tab.settle()
+    shoot(tab, "presenter-tables")
+    assert tab.page.locator("[data-testid='stTable']").count()
+    assert [p for p in tab.page.evaluate(TOO_WIDE) if p.startswith("table")] == []
+    assert errors == []
+    tab.context.close()
+
+
 def test_a_phone_held_sideways_opens_with_the_sidebar_closed(app_url: str, browser) -> None:
     """844 x 390 is wide enough for Streamlit to open the sidebar, over 38 % of the width of a
     screen 390 px tall: the page opens with it closed, and its button opens it."""

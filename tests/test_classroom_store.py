@@ -225,6 +225,20 @@ def test_limits_per_client(backend) -> None:
     assert error(lambda: store.guess("10.5.5.5")) == "client_guesses"
 
 
+def test_a_class_made_again_with_its_key_is_the_same_class(backend) -> None:
+    """A retry of a creation whose answer was lost: the class made, not a second one (nor a
+    second count against the client's limit); once ended, the key starts a new one."""
+    _, make = backend
+    store = make(Limits(client_classes=2))
+    key = new_key()
+    code, _ = store.create("10.0.0.1", key)
+    assert store.create("10.0.0.1", key) == (code, key)
+    store.create("10.0.0.1")  # the second of two, so the retry above was not counted
+    store.end(code, key)
+    fresh, _ = store.create("10.0.0.2", key)
+    assert fresh != code and store.state(fresh).students == 0
+
+
 def test_no_address_is_stored(backend) -> None:
     where, make = backend
     store = make()

@@ -49,13 +49,16 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 </style>"""
 # Streamlit sizes its text in rem, so the root size scales every label and paragraph. On a
 # phone the headings grow less: at 2.75 rem of 22 px a title's long word ("berdampingan") is
-# wider than the screen, and the title alone filled the first screen.
+# wider than the screen, and the title alone filled the first screen; and a table keeps the
+# phone's own size, as its longest words set its width (at 22 px the inspector's ran 37 px off
+# the screen, the contracts page's 83 px).
 _LARGE_TEXT_CSS = """<style>
 html { font-size: 22px; }
 @media (max-width: 640px) {
   [data-testid="stMain"] h1 { font-size: 1.75rem !important; }
   [data-testid="stMain"] h2 { font-size: 1.375rem !important; }
   [data-testid="stMain"] h3 { font-size: 1.125rem !important; }
+  [data-testid="stTable"] table, [data-testid="stMarkdownContainer"] table { font-size: 13px; }
 }
 </style>"""
 

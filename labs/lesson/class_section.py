@@ -25,7 +25,7 @@ import streamlit as st
 
 from labs.lesson.options import LESSON, STEP_IDS, letter
 from serve.classroom.backends import open_store
-from serve.classroom.codes import normal_code
+from serve.classroom.codes import KEY_PATTERN, new_key, normal_code
 from serve.classroom.store import ROUND_OF, ClassError, ClassState, ClassStore, Limits
 from ui.frame import CONTROLS
 from ui.i18n import Translator
@@ -155,10 +155,12 @@ def open_class(tr: Translator) -> Seat | None:
     client = client_address()
     try:
         store = open_store(LESSON)
-        if raw.strip().lower() == NEW:
-            code, key = store.create(client)
+        if raw.strip().lower() == NEW:  # the key goes in the link first: a retry or a reload
+            key = st.query_params.get(TEACHER_KEY, "")  # of it makes no second class
+            if not KEY_PATTERN.fullmatch(key):
+                key = st.query_params[TEACHER_KEY] = new_key()
+            code, key = store.create(client, key)
             st.query_params[CLASS_KEY] = code
-            st.query_params[TEACHER_KEY] = key
         else:
             code, key = normal_code(raw), st.query_params.get(TEACHER_KEY)
             if before is None or before[0] != code:

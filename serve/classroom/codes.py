@@ -14,6 +14,7 @@ CODE_PATTERN = re.compile(f"[{ALPHABET}]{{{CODE_LENGTH}}}")
 KEY_BYTES = 24
 # The longest key accepted from a link: a token of KEY_BYTES is 32 characters.
 KEY_MAX_LEN = 64
+KEY_PATTERN = re.compile(f"[A-Za-z0-9_-]{{{KEY_BYTES * 4 // 3}}}")  # a key new_key made
 
 
 def new_code() -> str:

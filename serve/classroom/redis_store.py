@@ -23,10 +23,12 @@ from serve.classroom.store import (
 REDIS_PREFIX = f"normlab:classroom:v{SCHEMA_VERSION}:"
 REDIS_TIMEOUT_S = 2.0
 
-# KEYS: the live-classes index, the class, the client's creations this hour.
+# KEYS: the live-classes index, the class, the client's creations this hour, the key's class.
 # ARGV: now, lifetime (s), most classes, code, key hash, most per client, window (s).
 CREATE_LUA = """
 local now, lifetime = tonumber(ARGV[1]), tonumber(ARGV[2])
+local made = redis.call('GET', KEYS[4])
+if made then return 'made:' .. made end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - lifetime)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 'classes_full' end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 'taken' end
@@ -35,6 +37,7 @@ redis.call('EXPIRE', KEYS[3], ARGV[7])
 redis.call('HSET', KEYS[2], 'key', ARGV[5], 'created', ARGV[1], 'step', 1)
 redis.call('EXPIREAT', KEYS[2], math.ceil(now + lifetime))
 redis.call('ZADD', KEYS[1], now, ARGV[4])
+redis.call('SET', KEYS[4], ARGV[4], 'EXAT', math.ceil(now + lifetime))
 return 'ok'
 """
 # KEYS: the class, its seats, the client's seats in it. ARGV: seat, most students, most per client.
@@ -130,8 +133,8 @@ class RedisStore(ClassStore):
                 self._salt = self.client.get(REDIS_PREFIX + "salt")
         return REDIS_PREFIX + ":".join((kind, self.client_id(client, self._salt), *map(str, parts)))
 
-    def create(self, client: str) -> tuple[str, str]:
-        key, index = new_key(), REDIS_PREFIX + "classes"
+    def create(self, client: str, key: str | None = None) -> tuple[str, str]:
+        key, index = key or new_key(), REDIS_PREFIX + "classes"
         hits = self._limit_key("create", client, self.window(CREATE_WINDOW_S))
         limits = self.limits
         args = [repr(self.clock()), repr(limits.lifetime_s), limits.classes]
@@ -139,9 +142,11 @@ class RedisStore(ClassStore):
             for _ in range(CODE_TRIES):
                 code = new_code()
                 result = self._create(
-                    keys=[index, self.key(code), hits],
+                    keys=[index, self.key(code), hits, REDIS_PREFIX + "made:" + key_hash(key)],
                     args=[*args, code, key_hash(key), limits.client_classes, int(CREATE_WINDOW_S)],
                 )
+                if result.startswith("made:"):
+                    return result[5:], key
                 if self._outcome(result) == "ok":
                     return code, key
         raise ClassError("down", "no free code")
@@ -201,7 +206,7 @@ class RedisStore(ClassStore):
         code = self.teacher(code, key)
         with self._calls():
             found = list(self.client.scan_iter(self.key(code) + "*", count=500))
-            self.client.delete(*found)
+            self.client.delete(*found, REDIS_PREFIX + "made:" + key_hash(key))
             self.client.zrem(REDIS_PREFIX + "classes", code)
             self.client.set(REDIS_PREFIX + "ended:" + code, 1, ex=int(self.limits.lifetime_s))
 

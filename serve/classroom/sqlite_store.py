@@ -159,8 +159,8 @@ class SqliteStore(ClassStore):
         sql = "SELECT n FROM hits WHERE kind = ? AND client = ? AND window = ?"
         return con.execute(sql, (kind, who, window)).fetchone()[0]
 
-    def create(self, client: str) -> tuple[str, str]:
-        now = self.clock()
+    def create(self, client: str, key: str | None = None) -> tuple[str, str]:
+        now, key = self.clock(), key or new_key()
         with self._write() as con:
             old = now - self.limits.lifetime_s
             for table in CLASS_TABLES:
@@ -174,13 +174,15 @@ class SqliteStore(ClassStore):
                         (self.window(CREATE_WINDOW_S),))  # fmt: skip
             con.execute("DELETE FROM hits WHERE kind LIKE 'seat:%' AND kind NOT IN "
                         "(SELECT 'seat:' || code FROM classes)")  # fmt: skip
+            made = con.execute("SELECT code FROM classes WHERE key = ?", (key_hash(key),))
+            if made := made.fetchone():
+                return made[0], key
             (live,) = con.execute("SELECT COUNT(*) FROM classes").fetchone()
             if live >= self.limits.classes:
                 raise ClassError("classes_full")
             hits = self._hit(con, "create", client, self.window(CREATE_WINDOW_S))
             if hits > self.limits.client_classes:
                 raise ClassError("client_classes")
-            key = new_key()
             for _ in range(CODE_TRIES):
                 code = new_code()
                 inserted = con.execute(

@@ -210,8 +210,9 @@ class ClassStore(ABC):
     # -- the backend's part
 
     @abstractmethod
-    def create(self, client: str) -> tuple[str, str]:
-        """A new class for ``client`` (an address): (code, teacher's key)."""
+    def create(self, client: str, key: str | None = None) -> tuple[str, str]:
+        """A new class for ``client`` (an address): (code, teacher's key). With ``key``, the
+        live class made with that key if there is one: a retry makes no second class."""
 
     @abstractmethod
     def state(self, code: str) -> ClassState:

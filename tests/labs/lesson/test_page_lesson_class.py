@@ -331,6 +331,34 @@ def test_a_store_that_is_down_leaves_the_lesson_working(monkeypatch) -> None:
     assert len(at.get("plotly_chart")) == 1 and not at.exception
 
 
+def test_a_class_made_whose_answer_was_lost_is_found_by_the_retry_and_a_reload(
+    where: str, monkeypatch
+) -> None:
+    """The store made the class but its answer never came (a Redis call past its timeout): the
+    page's own retry, and a reload of the link as it then stood, open that class; a second one
+    would pass this network's limit of one."""
+    monkeypatch.setenv("NORMLAB_CLIENT_CLASSES", "1")
+    monkeypatch.setattr(class_section, "client_address", lambda: f"teacher-{where}")
+    store = open_store(LESSON)
+    made = type(store).create
+
+    def lost(self, client: str, key: str | None = None):
+        made(self, client, key)
+        raise ClassError("down", "test: the answer was lost")
+
+    with monkeypatch.context() as outage:
+        outage.setattr(type(store), "create", lost)
+        teacher = lesson(**{"class": "new"})
+    assert t("classroom.error_down_wait", "en") in warnings(teacher)
+    link = dict(teacher.query_params)
+    teacher.run()  # the page's retry, once the store answers
+    code = teacher.query_params["class"]
+    assert normal_code(code) == code and not teacher.warning
+    assert teacher.button(key="class_discuss")  # the teacher's page of the class made
+    reloaded = lesson(**link)
+    assert reloaded.query_params["class"] == code and not reloaded.warning
+
+
 def test_a_pick_made_while_the_store_is_down_is_kept_and_sent(where: str, monkeypatch) -> None:
     teacher, code, _ = start_class()
     student = lesson(**{"class": code})
