@@ -6,6 +6,7 @@ timer until the teacher's reveal shows."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import secrets
 import time
@@ -51,6 +52,7 @@ class Student:
         self.told: str | None = None  # the option the page said is recorded
         self.reconnects, self.reconnect_s, self.busy = 0, 0.0, 0
         self.cut_s: float | None = None  # an answer cut by a drop: seconds until recorded
+        self.live_tasks: list[asyncio.Task] = []  # the page's timer and reads once settled
 
     @property
     def connected(self) -> bool:
@@ -119,19 +121,11 @@ class Student:
             self.live = (msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
 
     async def see_reveal(self, seen: list[float], give_up: float) -> None:
-        """Read every run that comes, as the browser does (a page rerun by the server's push
-        among them), while the live fragment runs on the browser's timer (restarted by each run
-        of the page), until the page shows the step's answer (then note when) or ``give_up`` (a
-        monotonic time)."""
-
-        async def timer() -> None:
-            tick = self.shown_at
-            while True:
-                tick = max(tick, self.shown_at) + self.live[1]
-                await asyncio.sleep(max(0.0, tick - time.monotonic()))
-                await self.send(self.live[0])
-
-        ticking = asyncio.create_task(timer())
+        """Read every run that comes, as the browser does, while the live fragment runs on the
+        browser's timer, until the page shows the step's answer (then note when) or ``give_up``
+        (a monotonic time). The page stays live, its timer and its runs going on, until the
+        student closes it (a student who saw the answer still loads the worker)."""
+        self.live_tasks.append(asyncio.create_task(self.timer()))
         try:
             while not REVEALED.search(" ".join(self.shown.alerts)):
                 left = give_up - time.monotonic()
@@ -141,9 +135,23 @@ class Student:
         except TimeoutError:  # what the page last showed says why
             said = " | ".join(a[:80] for a in self.shown.alerts)
             raise RuntimeError(f"no reveal; live {self.live}; the page said: {said}") from None
-        finally:
-            ticking.cancel()
         seen.append(time.monotonic())
+        self.live_tasks.append(asyncio.create_task(self.read_on()))
+
+    async def timer(self) -> None:
+        """The browser's timer: every period from the page's last run, no missed tick sent."""
+        tick = self.shown_at
+        while True:
+            tick = max(tick, self.shown_at) + self.live[1]
+            late = time.monotonic() - tick
+            await asyncio.sleep(max(0.0, -late))
+            if late <= 0:
+                await self.send(self.live[0])
+
+    async def read_on(self) -> None:
+        with contextlib.suppress(Exception):  # the connection closed
+            while True:
+                await self.receive()
 
     async def reconnect(self) -> None:
         """The websocket again, with the pick held, as often as it takes (bounded)."""
@@ -214,5 +222,7 @@ class Student:
             self.check_told()
 
     async def close(self) -> None:
+        for task in self.live_tasks:
+            task.cancel()
         if self.conn is not None:
             await self.conn.close()
