@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -226,6 +227,7 @@ def readable(fig: go.Figure) -> go.Figure:
 # Figures a class draws alike, made once per worker: their specs by key, language and text size.
 _SPECS: dict[tuple, dict] = {}
 SPECS_KEPT = 256
+_MAKING = threading.Lock()  # one run makes a missing spec, the others wait for it: no 100 makers
 
 
 def readable_spec(key: tuple, build: Callable[[], go.Figure]) -> dict:
@@ -235,14 +237,15 @@ def readable_spec(key: tuple, build: Callable[[], go.Figure]) -> dict:
     After a teacher's reveal every student's page draws the same figures at once: building and
     styling a Plotly figure was about half of each of those runs."""
     full = (key, fmt.current_language(), view_mode().large_text)
-    spec = _SPECS.get(full)
-    if spec is None:
-        if len(_SPECS) >= SPECS_KEPT:
-            _SPECS.pop(next(iter(_SPECS)), None)
-        spec = readable(build()).to_plotly_json()
-        # Plotly's default template, which ``plotly_spec`` adds shared instead of copying it.
-        spec["layout"].pop("template", None)
-        _SPECS[full] = spec
+    with _MAKING:
+        spec = _SPECS.get(full)
+        if spec is None:
+            if len(_SPECS) >= SPECS_KEPT:
+                _SPECS.pop(next(iter(_SPECS)), None)
+            spec = readable(build()).to_plotly_json()
+            # Plotly's default template, which ``plotly_spec`` adds shared instead of copying it.
+            spec["layout"].pop("template", None)
+            _SPECS[full] = spec
     return spec
 
 
