@@ -325,7 +325,7 @@ def test_a_store_that_is_down_leaves_the_lesson_working(monkeypatch) -> None:
     monkeypatch.setenv("NORMLAB_CLASS_STORE", f"redis://127.0.0.1:{free_port()}/0")
     at = lesson(**{"class": "new"})
     assert t("classroom.error_down_wait", "en") in warnings(at)
-    assert at.query_params["class"] == "new"  # no class was made, so no key either
+    assert at.query_params["class"] == "new"  # no class made (its key waits in the link)
     pick(at, "ratio")
     at.button(key="reveal_centre").click().run()
     assert len(at.get("plotly_chart")) == 1 and not at.exception
