@@ -112,6 +112,8 @@ def read_view_mode() -> ViewMode:
 #   settings table was 788 px wide in Indonesian. Each column is as wide as its longest word
 #   at least (automatic layout), in a smaller type with narrower padding, so that the contracts
 #   table's four columns (two class names among them) fit the 356 px a phone leaves.
+# - On a phone an image is no wider than the page: the class board's 400 px QR code ran 27 px
+#   off a 390 px screen.
 _BASE_CSS = """<style>
 .katex-display { padding: 0 2px; }
 [data-testid="stElementContainer"]:has(script[data-document-lang]) { display: none; }
@@ -134,6 +136,7 @@ _BASE_CSS = """<style>
   [data-testid="stCode"] pre, [data-testid="stCode"] pre code {
     white-space: pre-wrap !important; max-width: 100%; }
   .js-plotly-plot .modebar-container { display: none; }
+  [data-testid="stImage"], [data-testid="stImage"] * { max-width: 100%; height: auto; }
 }
 </style>"""
 

@@ -61,8 +61,14 @@ def test_the_teachers_counts_rise_without_a_reload(browser, class_url: str) -> N
     assert teacher.get_by_text(f"Students joined: {STUDENTS}").count() == 1
     assert teacher.get_by_text("A: 0 · B: 0").count() == 0  # no spread before the teacher's call
     assert teacher.evaluate("window.__stayed === true")
+    # The board on a phone: its 400 px QR code shrinks to the screen (it ran 27 px off it).
+    phone, away = open_page(browser, board.url, width=390, height=844)
+    qr = phone.locator("[data-testid='stImage'] img")
+    qr.wait_for(timeout=RISE_TIMEOUT_MS)
+    assert 300 < qr.bounding_box()["x"] + qr.bounding_box()["width"] <= 390
+    outside += away
     assert outside == []  # the QR code and everything else made on this machine
-    for page in [teacher, board, *students]:
+    for page in [teacher, board, phone, *students]:
         page.close()
 
 
