@@ -179,7 +179,7 @@ def _data_chart(view: DataView, tr: Translator, what: str) -> None:
 def data_section(tr: Translator) -> None:
     """The data set: its setup, what to look for, the two charts and what the runs say."""
     view = shipped("data")
-    gaps = ["gap_small", "gap_large", "sign", "best_small", "best_large"]
-    columns = [("loss", [*gaps, "floor_small", "floor_large"]), ("sat", ["saturation"])]
-    rises = [slot for slot in view.claims if slot.startswith("rise_")]
-    _section(tr, "data", view, _data_chart, columns, rises)
+    columns = [("loss", ["gap_small", "gap_large", "sign"]), ("sat", ["saturation"])]
+    after = [f"{kind}_{slice_}" for kind in ("best", "floor") for slice_ in ("small", "large")]
+    after += [slot for slot in view.claims if slot.startswith("rise_")]
+    _section(tr, "data", view, _data_chart, columns, after)
