@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -342,8 +343,9 @@ def later_claims(records: Sequence[Mapping[str, Any]]) -> dict[str, Claim]:
         sessions.setdefault(key, (r["machine"], []))[1].append(r["seed"])
     claims = {}
     for i, (key, (machine, seeds)) in enumerate(sessions.items()):
-        claims[f"machine_later_{i}"] = machine_claim(machine, NORM_CLASSES[key[0]])
-        claims[f"machine_later_{i}"].fields["seeds"] = ", ".join(map(str, sorted(seeds)))
+        claim = machine_claim(machine, NORM_CLASSES[key[0]])
+        seeds_named = {"seeds": ", ".join(map(str, sorted(seeds)))}
+        claims[f"machine_later_{i}"] = replace(claim, fields={**claim.fields, **seeds_named})
     return claims
 
 

@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     merge = "train these variants alone and merge them into the set in --out (--set norms)"
     parser.add_argument("--norms", nargs="+", choices=REFERENCE_NORMS, help=merge)
     args = parser.parse_args(argv)
-    given = {k: v for k, v in vars(args).items() if k in ("steps", "seeds", "norms") and v}
+    given = {k: v for k, v in vars(args).items() if k in ("steps", "seeds", "norms")}
+    given = {k: v for k, v in given.items() if v is not None}
     result = make_set(args.set, args.out, threads=args.threads, **given)
     print(json.dumps({k: v for k, v in result.items() if k not in ("data", "variants")}, indent=1))
 

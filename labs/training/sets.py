@@ -133,6 +133,8 @@ def saturated_shares(model: Any, x: Any) -> list[float]:
     from labs.training.activations import capture
 
     layers = [(name, m) for name, m in model.norms() if hasattr(m, "alpha")]
+    if not layers:  # no forward pass for nothing to read
+        return []
     inputs = capture(model, [x], [(m, "input", name) for name, m in layers])
     shares = []
     for name, m in layers:
@@ -181,7 +183,7 @@ def set_record(result: TrainResult, hidden_rms: Sequence[Sequence[float]]) -> di
     }
 
 
-def make_set(
+def train_set(
     name: str,
     directory: str | Path = REFERENCE_DIR,
     *,
@@ -217,9 +219,9 @@ def make_set(
 
 
 CONFIGS = {"placement": placement_configs, "qknorm": qknorm_configs, "data": data_configs}
-make_placement = partial(make_set, "placement")
-make_qknorm = partial(make_set, "qknorm")
-make_data = partial(make_set, "data")
+make_placement = partial(train_set, "placement")
+make_qknorm = partial(train_set, "qknorm")
+make_data = partial(train_set, "data")
 
 
 def load_set(name: str, directory: str | Path = REFERENCE_DIR) -> dict[str, Any]:
