@@ -51,17 +51,11 @@ def test_a_visitor_keeps_the_view_when_its_worker_dies(browser) -> None:
         assert first in ("w1", "w2") and len(sockets) == 1
 
         os.kill(served.worker_pid(first), signal.SIGKILL)
-        # The page reconnects by itself, through the proxy, mostly to the other worker; it keeps
-        # what it shows (Streamlit asks the new worker for a run at the next interaction). The
-        # launcher restarts the killed worker at once, and on a busy machine the reconnection
-        # can reach that new process under the old cookie (one full run of the suite in four
-        # waited the whole 90 s for a cookie that never changed): a new socket to either counts.
+        # The page reconnects by itself, through the proxy, to the other worker; it keeps what
+        # it shows (Streamlit asks the new worker for a run at the next interaction).
         deadline = time.monotonic() + TIMEOUT_MS / 1e3
-        while len(sockets) < 2 or worker_of(context) is None:
-            assert time.monotonic() < deadline, (
-                f"the page did not reconnect: {len(sockets)} socket(s), cookie "
-                f"{worker_of(context)!r}"
-            )
+        while len(sockets) < 2 or worker_of(context) in (None, first):
+            assert time.monotonic() < deadline, "the page did not reconnect to the other worker"
             page.wait_for_timeout(200)
         second = worker_of(context)
         assert page.evaluate(METRICS) == before
