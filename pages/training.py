@@ -17,7 +17,7 @@ from labs.training.kernels_section import kernels_section
 from labs.training.model import NORM_CLASSES, NORM_KINDS
 from labs.training.reference import REFERENCE
 from labs.training.scurve_section import SCURVE_PARAMS, VIEW, choose_view, scurve_section
-from labs.training.sets_section import data_section, placement_section, qknorm_section
+from labs.training.sets_section import data_section, placement_section, qknorm_section, say
 from labs.training.snippet import training_code
 from ui import fmt, widgets
 from ui.chart import chart
@@ -99,12 +99,6 @@ def figure_runs(runs: Sequence[RunCurves], x: str) -> list[dict]:
     ]
 
 
-def show_claims(view: TrainingView, tr: Translator, slots: Sequence[str]) -> None:
-    for slot in slots:
-        if slot in view.claims:
-            st.markdown(tr.claim(view.claims[slot]))
-
-
 def loss_table(view: TrainingView, labels: dict, x: str) -> dict[str, list]:
     """Every point a loss chart draws: its position, the run (variant, kind, seed), the loss."""
     table: dict[str, list] = {x: [], "run": [], "loss": []}
@@ -164,7 +158,7 @@ def curves(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
                 file_name=f"normlab-training-{key}-loss-{x}.csv",
             )
     st.caption(tr("training.loss_note"))
-    show_claims(view, tr, [f"diverged_{n}" for n in NORM_KINDS] + ["steps", "time"])
+    say(tr, view.claims, [f"diverged_{n}" for n in NORM_KINDS] + ["steps", "time"])
 
 
 def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
@@ -192,7 +186,7 @@ def finals(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
     means = {n: s.mean_at_step for n, s in view.norms.items()} if several else None
     fig = final_loss_figure(data, labels)
     seed_chart(view, tr, labels, fig, f"{key}_finals", "finals", seed_table(seeds, labels, means))
-    show_claims(view, tr, ["spread", "none", "dyt", "derf", "derf_dyt"])
+    say(tr, view.claims, ["spread", "none", "dyt", "derf", "derf_dyt"])
 
 
 def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
@@ -222,7 +216,7 @@ def timings(view: TrainingView, tr: Translator, labels: dict, key: str) -> None:
         else:  # a chart of axes alone: say instead why it has nothing to draw
             st.info(tr("training.share_nothing"))
     later = [slot for slot in view.claims if slot.startswith("machine_later")]
-    show_claims(view, tr, ["step_time", "share", "noise", "why", "paper", "machine", *later])
+    say(tr, view.claims, ["step_time", "share", "noise", "why", "paper", "machine", *later])
 
 
 def shipped_section(tr: Translator, labels: dict) -> None:
@@ -348,7 +342,7 @@ def live_section(state: dict, tr: Translator, labels: dict) -> None:
     view, labels = live["view"], figure_labels(tr, live["state"]["qk_norm"])
     if live["cached"]:
         st.caption(tr("training.cached"))
-    show_claims(view, tr, ["stopped"])
+    say(tr, view.claims, ["stopped"])
     curves(view, tr, labels, "live")
     finals(view, tr, labels, "live")
     variants_section.alpha_section(view, tr, "live")

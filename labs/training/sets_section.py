@@ -58,7 +58,8 @@ def _table(
     return table
 
 
-def _say(tr: Translator, claims: Mapping, slots: Sequence[str]) -> None:
+def say(tr: Translator, claims: Mapping, slots: Sequence[str]) -> None:
+    """The sentences of ``slots`` that ``claims`` holds, in that order."""
     for slot in slots:
         if slot in claims:
             st.markdown(tr.claim(claims[slot]))
@@ -123,8 +124,8 @@ def _section(tr: Translator, stem: str, view, chart, columns, after=(), **setup)
     for column, (what, slots) in zip(st.columns(2, gap="large"), columns, strict=True):
         with column:
             chart(view, tr, what)
-            _say(tr, view.claims, slots)
-    _say(tr, view.claims, after)
+            say(tr, view.claims, slots)
+    say(tr, view.claims, after)
 
 
 def placement_section(tr: Translator) -> None:

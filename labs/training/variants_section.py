@@ -12,6 +12,7 @@ from labs.training.figures import alpha_figure
 from labs.training.lab_view import LIVE_TAUS
 from labs.training.model import PLACEMENTS, QK_NORMS
 from labs.training.sets import QKNORM_TAU
+from labs.training.sets_section import say
 from ui import widgets
 from ui.chart import chart
 from ui.frame import readable
@@ -86,6 +87,4 @@ def alpha_section(view: TrainingView, tr: Translator, key: str) -> None:
             headers=headers,
             file_name=f"normlab-training-{key}-{alphas.norm}-{alphas.param}.csv",
         )
-        for slot in (chart_name, f"{chart_name}_each"):
-            if slot in view.claims:
-                st.markdown(tr.claim(view.claims[slot]))
+        say(tr, view.claims, (chart_name, f"{chart_name}_each"))
