@@ -14,7 +14,7 @@ from ui.frame import (
 from ui.i18n import LANGUAGES, language_from_locale
 from ui.nav import navigation, preload
 from ui.params import ChoiceParam, apply_link_params
-from ui.st_private import set_query_param
+from ui.st_private import finish_runs_before_fragments, set_query_param
 
 HERE = Path(__file__).resolve().parent
 
@@ -38,6 +38,7 @@ def import_pages() -> None:
 
 
 preload(import_pages)
+finish_runs_before_fragments()
 
 # The browser's locale picks the first language; ``?lang=`` overrides it and the link keeps it.
 browser_lang = language_from_locale(st.context.locale)

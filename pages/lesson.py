@@ -45,18 +45,19 @@ LESSON_LABELS = (
 EXPLORER_LABELS = ("axis_a", "axis_b", "circle", "ray", "x_short")
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
 def compute(step_id: str) -> StepResult:
-    """The numbers behind one step (cached: every visitor's step k is the same computation)."""
+    """The numbers behind one step, one read-only object for every visitor's run of step k."""
     return lesson_step(step_id)
 
 
-def quoted(r: StepResult, lang: str) -> dict[str, str]:
+@st.cache_resource(max_entries=64, show_spinner=False)
+def quoted(step_id: str, lang: str) -> dict[str, str]:
     """The step's numbers as the question and the options quote them: rounding
     noise reads "≈ 0", fractions named ``*_pct`` as percentages."""
     return {
         k: fmt.pct(v, lang=lang) if k.endswith("_pct") else fmt.num(v, noise=NOISE, lang=lang)
-        for k, v in r.numbers.items()
+        for k, v in compute(step_id).numbers.items()
     }
 
 
@@ -249,7 +250,8 @@ def extras(r: StepResult, tr: Translator) -> None:
 
 def option_label(r: StepResult, option: str, tr: Translator) -> str:
     """An option as the reader sees it: its letter, then its statement."""
-    return f"**{r.letter(option)}** · {tr(f'lesson.{r.step_id}_{option}', **quoted(r, tr.lang))}"
+    words = tr(f"lesson.{r.step_id}_{option}", **quoted(r.step_id, tr.lang))
+    return f"**{r.letter(option)}** · {words}"
 
 
 def prediction(step_id: str, r: StepResult, tr: Translator, seat: Seat | None) -> str | None:
@@ -299,7 +301,7 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
     title = tr(f"lesson.{step_id}_title")
     st.progress(step / N_STEPS, text=tr("lesson.progress", k=step, n=N_STEPS, title=title))
     st.subheader(f"{step}. {title}")
-    st.markdown(tr(f"lesson.{step_id}_question", **quoted(r, tr.lang)))
+    st.markdown(tr(f"lesson.{step_id}_question", **quoted(r.step_id, tr.lang)))
     chosen = prediction(step_id, r, tr, seat)
     class_section.send(seat, st.session_state[ANSWERS])
     class_section.answer_status(seat, step, st.session_state[ANSWERS], tr)

@@ -96,7 +96,7 @@ def test_a_spec_reaches_plotly_chart_as_the_figure_built_from_it_would():
     import plotly.io as pio
     from plotly.basedatatypes import BaseFigure
 
-    from ui.st_private import plotly_spec
+    from ui.st_private import plotly_spec, written
 
     specs = _explorer_specs()
     assert len(specs) == 5
@@ -109,6 +109,10 @@ def test_a_spec_reaches_plotly_chart_as_the_figure_built_from_it_would():
         assert got == want
         assert "template" in got["layout"] and "template" not in spec["layout"]
         assert adapted.to_dict()["layout"] is not spec["layout"]  # the spec is never changed
+        # A spec written once for many runs (a class's figures) sends the same, without a copy.
+        shared = written(spec)
+        assert plotly_spec(shared).to_dict() is shared
+        assert json.loads(pio.to_json(plotly_spec(shared).to_dict(), validate=False)) == want
 
 
 def _two_charts() -> None:
@@ -157,3 +161,59 @@ def test_a_widget_drawn_or_unknown_has_no_pending_value():
     assert at.text[0].value == "pending before the widget: False; after: False"
     widgets = at.session_state._state._state._new_widget_state
     assert isinstance(widgets.states, dict) and isinstance(widgets.widget_metadata, dict)
+
+
+class _Stopped:
+    """A script runner whose run has ended (its requests stopped) and whose end the event loop
+    has not handled yet."""
+
+    def __init__(self) -> None:
+        from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+
+        self._requests = type("Requests", (), {"_state": ScriptRequestType.STOP})()
+
+
+class _Loop:
+    def __init__(self) -> None:
+        self.later: list[tuple] = []
+
+    def call_later(self, delay, callback, *args) -> None:
+        self.later.append((delay, callback, args))
+
+
+def test_a_fragment_run_waits_for_the_last_run_to_be_handled(monkeypatch) -> None:
+    """A timed fragment's rerun request that arrives after the session's last run ended, but
+    before the event loop handled its end, is held (Streamlit would start a new runner and drop
+    the old run's pending messages: the page would lose the end of what it drew), and goes on
+    once that run is handled; other requests go on at once. The premise is checked too:
+    Streamlit still ignores a runner's events once another runner is current."""
+    import inspect
+
+    from streamlit.proto.ClientState_pb2 import ClientState
+    from streamlit.runtime.app_session import AppSession
+
+    from ui import st_private
+
+    assert "sender is not self._scriptrunner" in inspect.getsource(
+        AppSession._handle_scriptrunner_event_on_event_loop
+    )
+    passed: list[ClientState | None] = []
+    monkeypatch.setattr(AppSession, "request_rerun", lambda self, state: passed.append(state))
+    st_private.finish_runs_before_fragments()
+    st_private.finish_runs_before_fragments()  # installed once
+    request = AppSession.request_rerun
+    assert request.holds_fragments
+    session = type("Session", (), {})()
+    session._event_loop, session._scriptrunner = _Loop(), _Stopped()
+    timer, full = ClientState(fragment_id="watch", is_auto_rerun=True), ClientState()
+    request(session, full)
+    assert passed == [full]
+    request(session, timer)
+    assert passed == [full] and len(session._event_loop.later) == 1
+    delay, again, args = session._event_loop.later.pop()
+    again(*args)  # still not handled: held again
+    assert passed == [full] and len(session._event_loop.later) == 1
+    session._scriptrunner = None  # the loop handled the run's end
+    _, again, args = session._event_loop.later.pop()
+    again(*args)
+    assert passed == [full, timer] and delay == st_private.HOLD_S

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 
 from babel.numbers import NumberFormatError, get_decimal_symbol, get_group_symbol, parse_decimal
 
@@ -193,6 +193,7 @@ def pct(fraction: float, *, sig: int = 3, noise: float = 0.0, lang: str | None =
 _CLAUSE_BREAKS = (r",\qquad", r",\quad")
 
 
+@lru_cache(maxsize=256)
 def stacked(formula: str) -> str:
     r"""``formula`` with every top-level ``,\quad`` or ``,\qquad`` (outside braces and
     ``\left … \right``) as a line break, the lines centred (``gathered``): a formula with a

@@ -23,7 +23,7 @@ from ui.params import (
     read_link_value,
     share_query,
 )
-from ui.st_private import keep_in_link
+from ui.st_private import keep_in_link, written
 
 # Link options that change how the app is shown, not what it computes. They are not widgets, so
 # they stay in the URL as typed and are read on every run.
@@ -246,9 +246,8 @@ def readable_spec(key: tuple, build: Callable[[], go.Figure]) -> dict:
             if len(_SPECS) >= SPECS_KEPT:
                 _SPECS.pop(next(iter(_SPECS)), None)
             spec = readable(build()).to_plotly_json()
-            # Plotly's default template, which ``plotly_spec`` adds shared instead of copying it.
-            spec["layout"].pop("template", None)
-            _SPECS[full] = spec
+            spec["layout"].pop("template", None)  # ``written`` adds Plotly's, shared, not copied
+            _SPECS[full] = spec = written(spec)
     return spec
 
 

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 import plotly.io as pio
 from _plotly_utils.utils import convert_to_base64
 from plotly.basedatatypes import BaseFigure
+from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 from streamlit.runtime.state import get_session_state
 from streamlit.runtime.state.query_params import EMBED_QUERY_PARAMS_KEYS
 
@@ -80,13 +82,21 @@ class _Spec(BaseFigure):
 
     def to_dict(self) -> dict:
         """The spec as ``BaseFigure.to_dict`` writes a figure; the template is shared, not
-        copied (Streamlit only serialises what this returns)."""
-        out = {"data": copy.deepcopy(self._spec["data"])}
-        out["layout"] = copy.deepcopy(self._spec["layout"])
-        convert_to_base64(out)
-        if out["layout"].get("template") is None and pio.templates.default is not None:
-            out["layout"]["template"] = _template(pio.templates.default)
-        return out
+        copied (Streamlit only serialises what this returns); a ``written`` spec as it is."""
+        return self._spec if isinstance(self._spec, _Written) else written(self._spec)
+
+
+class _Written(dict):
+    """A spec as ``_Spec.to_dict`` writes it, made once for every run that draws it alike."""
+
+
+def written(spec: dict) -> dict:
+    """``spec`` as ``_Spec.to_dict`` writes it (a copy: base64 arrays, the shared template)."""
+    out = _Written(data=copy.deepcopy(spec["data"]), layout=copy.deepcopy(spec["layout"]))
+    convert_to_base64(out)
+    if out["layout"].get("template") is None and pio.templates.default is not None:
+        out["layout"]["template"] = _template(pio.templates.default)
+    return out
 
 
 @functools.cache
@@ -95,3 +105,27 @@ def _template(name: str) -> dict:
     template = pio.templates[name].to_plotly_json()
     convert_to_base64(template)
     return template
+
+
+HOLD_S, HOLD_TRIES = 0.005, 2000  # a held request looks again this often, at most this often
+
+
+def finish_runs_before_fragments() -> None:
+    """Hold a fragment's rerun request (a timer's) while the session's last run has ended but
+    the event loop has not handled its end yet: Streamlit would start a new runner at once and
+    drop every message still pending from the old one (``AppSession`` ignores a runner no longer
+    current), so on a busy server a page lost the end of what it had just drawn."""
+    request = AppSession.request_rerun
+    if getattr(request, "holds_fragments", False):
+        return
+
+    def request_rerun(self: AppSession, client_state, tries: int = 0) -> None:
+        runner = self._scriptrunner
+        ended = runner is not None and runner._requests._state is ScriptRequestType.STOP
+        if client_state is not None and client_state.fragment_id and ended and tries < HOLD_TRIES:
+            self._event_loop.call_later(HOLD_S, request_rerun, self, client_state, tries + 1)
+        else:
+            request(self, client_state)
+
+    request_rerun.holds_fragments = True
+    AppSession.request_rerun = request_rerun
