@@ -47,6 +47,7 @@ class Student:
         self.conn, self.shown = None, Run()
         self.page, self.shown_at = "", 0.0  # the page's script hash, when its run ended
         self.live = ("", 0.0)  # the live fragment's id and period
+        self.drawn: list[str] = []  # alerts of runs that finished early (the browser shows them)
         self.option: str | None = None  # the pick sent: the radio's label
         self.choice: str | None = None  # its option id, as the store holds it
         self.told: str | None = None  # the option the page said is recorded
@@ -117,17 +118,19 @@ class Student:
         and period (the browser's timer), from the page's run."""
         if kind == "navigation":
             self.page = msg.navigation.page_script_hash
+        elif kind == "finished_early":  # its elements stay on the browser's page
+            self.drawn.extend(msg.alerts)
         elif kind == "auto_rerun":
             self.live = (msg.auto_rerun.fragment_id, msg.auto_rerun.interval)
 
     async def see_reveal(self, seen: list[float], give_up: float) -> None:
         """Read every run that comes, as the browser does, while the live fragment runs on the
-        browser's timer, until the page shows the step's answer (then note when) or ``give_up``
-        (a monotonic time). The page stays live, its timer and its runs going on, until the
-        student closes it (a student who saw the answer still loads the worker)."""
+        browser's timer, until the page shows the step's answer (a run that finished early
+        showed what it drew) or ``give_up`` (a monotonic time); then note when. The page stays
+        live, its timer and runs going on, until the student closes it (it loads the worker)."""
         self.live_tasks.append(asyncio.create_task(self.timer()))
         try:
-            while not REVEALED.search(" ".join(self.shown.alerts)):
+            while not REVEALED.search(" ".join([*self.drawn, *self.shown.alerts])):
                 left = give_up - time.monotonic()
                 if left <= 0:
                     raise TimeoutError

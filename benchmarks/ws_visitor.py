@@ -171,7 +171,8 @@ async def open_stream(base_url: str, cookies: Cookies, timeout_s: float, source:
 async def receive_run(conn, note: Callable[[str, object], None] | None = None) -> Run:
     """Read ``ForwardMsg`` from ``conn`` until a run (of the page, or of a fragment) finishes:
     what that run showed. A run stopped early for a rerun is followed by a new one, and only the
-    last counts; ``note`` is told of every other message (its type, the message)."""
+    last counts; ``note`` is told of every other message (its type, the message), and of a run
+    that finished early (``"finished_early"``, the ``Run``: a browser keeps what it drew)."""
     ForwardMsg = protos().ForwardMsg  # noqa: N806
 
     run = Run()
@@ -186,6 +187,8 @@ async def receive_run(conn, note: Callable[[str, object], None] | None = None) -
         elif kind == "script_finished":
             status = msg.script_finished
             if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                if note is not None:
+                    note("finished_early", run)
                 continue
             done = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
             if status not in done:

@@ -137,3 +137,63 @@ def test_a_worker_killed_mid_vote_loses_and_doubles_nothing() -> None:
     assert math.isfinite(report.teacher_complete_s)
     # The teacher's reveal reached every student's page, through its live fragment's timed runs.
     assert report.saw_reveal == 6 and report.reveal_s < 30, report.lines()
+
+
+class _Feed:
+    """A websocket that hands out the given messages, then waits for more (none come)."""
+
+    def __init__(self, messages: list) -> None:
+        self.messages = [m.SerializeToString() for m in messages]
+
+    async def recv(self) -> bytes:
+        import asyncio
+
+        if not self.messages:
+            await asyncio.sleep(3600)
+        return self.messages.pop(0)
+
+    async def send(self, data: bytes) -> None:
+        pass
+
+
+def test_a_reveal_drawn_by_a_run_that_finished_early_is_seen() -> None:
+    """Streamlit marks a run whose messages were still queued when the next run began as
+    finished early for that rerun; the browser keeps what it drew. A student whose page drew
+    the answer in such a run, then ran its timed fragment, has seen the reveal."""
+    import asyncio
+    import time
+
+    from benchmarks.st_private import protos
+
+    forward = protos().ForwardMsg
+
+    def message(**fields) -> object:
+        msg = forward()
+        if "alert" in fields:
+            msg.delta.new_element.alert.body = fields["alert"]
+        elif "finished" in fields:
+            msg.script_finished = fields["finished"]
+        else:
+            msg.new_session.page_script_hash = "lesson"
+        return msg
+
+    early, fragment = forward.FINISHED_EARLY_FOR_RERUN, forward.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
+    student = Student("http://unused", "ABC123")
+    student.live, student.shown_at = ("watch", 60.0), time.monotonic()
+    student.conn = _Feed(
+        [message(), message(alert="The numbers say **B**."), message(finished=early)]
+        + [message(), message(finished=fragment)]
+    )
+    seen: list[float] = []
+
+    async def watch() -> None:
+        try:
+            await student.see_reveal(seen, time.monotonic() + 30.0)
+        finally:
+            for task in student.live_tasks:
+                task.cancel()
+
+    reader = threading.Thread(target=asyncio.run, args=(watch(),))  # a loop of its own, as the
+    reader.start()  # benchmark's students have (AppTest may leave one running in this thread)
+    reader.join()
+    assert len(seen) == 1
