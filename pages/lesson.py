@@ -301,7 +301,7 @@ def step_view(step: int, tr: Translator, seat: Seat | None = None) -> None:
     title = tr(f"lesson.{step_id}_title")
     st.progress(step / N_STEPS, text=tr("lesson.progress", k=step, n=N_STEPS, title=title))
     st.subheader(f"{step}. {title}")
-    st.markdown(tr(f"lesson.{step_id}_question", **quoted(r.step_id, tr.lang)))
+    st.markdown(tr(f"lesson.{step_id}_question", **quoted(step_id, tr.lang)))
     chosen = prediction(step_id, r, tr, seat)
     class_section.send(seat, st.session_state[ANSWERS])
     class_section.answer_status(seat, step, st.session_state[ANSWERS], tr)

@@ -107,7 +107,7 @@ def _template(name: str) -> dict:
     return template
 
 
-HOLD_S, HOLD_TRIES = 0.005, 2000  # a held request looks again this often, at most this often
+HOLD_S, HOLD_TRIES = 0.005, 2000  # a held request looks again every HOLD_S, HOLD_TRIES times
 
 
 def finish_runs_before_fragments() -> None:
