@@ -213,7 +213,7 @@ def start_app(workers: int, students: int, env: dict[str, str | None]) -> tuple[
         command = live.streamlit_command(port)
     proc = live.start_server(command, port, own_session=True, log=run_dir / "server.log", env=env)
     url = f"http://127.0.0.1:{port}"
-    wait_until_ready(url, run_dir if workers else None, time.monotonic() + READY_TIMEOUT_S)
+    wait_until_ready(url, run_dir if workers else None, time.monotonic() + READY_TIMEOUT_S, True)
     return proc, url, run_dir
 
 

@@ -124,11 +124,16 @@ def launcher_events(log: Path) -> list[str]:
     return [line.strip() for line in lines if keep.search(line)]
 
 
-def wait_until_ready(base_url: str, run_dir: Path | None, deadline: float) -> None:
-    """The launcher writes ``state.json`` once its workers answer and HAProxy runs."""
-    while run_dir is not None and not (run_dir / "state.json").exists():
+def wait_until_ready(
+    base_url: str, run_dir: Path | None, deadline: float, packed: bool = False
+) -> None:
+    """The launcher writes ``state.json`` once its workers answer and HAProxy runs; ``packed``:
+    and its Zopfli pass is done, as for a class that meets a launcher started earlier."""
+    while run_dir is not None and not (
+        (run_dir / "state.json").exists() and (not packed or read_state(run_dir)["bundle_packed"])
+    ):
         if time.monotonic() > deadline:
-            raise TimeoutError("the launcher did not start before the deadline")
+            raise TimeoutError("the launcher was not ready before the deadline")
         time.sleep(0.2)
     wait_for_health(base_url, timeout=max(0.0, deadline - time.monotonic()))
 

@@ -15,7 +15,6 @@ from benchmarks.app import load_line
 from benchmarks.live import SCRIPT_DONE, SKELETONS, chromium, free_port, stop_server
 from benchmarks.target import start_target, wait_until_ready
 from serve.config import DEFAULT_SEATS
-from serve.launcher import read_state
 from ui.nav import PAGES
 
 PHONE = {"width": 390, "height": 844}
@@ -97,12 +96,7 @@ def measure(pages: list[str], packed: bool = True) -> dict[str, dict[str, Wire]]
     try:
         deadline = time.monotonic() + TIMEOUT_MS / 1e3
         for server, folder in (("plain", None), ("launcher", run_dir)):
-            wait_until_ready(urls[server], folder, deadline)
-        # A class meets a launcher started earlier, its Zopfli pass done.
-        while packed and not read_state(run_dir)["bundle_packed"]:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the launcher did not pack its bundle before the deadline")
-            time.sleep(0.5)
+            wait_until_ready(urls[server], folder, deadline, packed)
         with ThreadPoolExecutor(2) as pool:
             visits = dict(zip(urls, pool.map(_visit_all, urls.values(), [pages] * 2), strict=True))
     finally:
