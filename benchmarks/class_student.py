@@ -12,6 +12,8 @@ import secrets
 import time
 from urllib.parse import urlencode
 
+from websockets.exceptions import ConnectionClosed
+
 from benchmarks.st_private import protos
 from benchmarks.ws_visitor import Cookies, Run, fetch_page, open_stream, receive_run
 from labs.lesson.class_section import SEAT_COOKIE
@@ -134,7 +136,11 @@ class Student:
                 left = give_up - time.monotonic()
                 if left <= 0:
                     raise TimeoutError
-                await asyncio.wait_for(self.receive(), left)
+                try:
+                    await asyncio.wait_for(self.receive(), left)
+                except ConnectionClosed:  # moved to another worker: the browser reconnects
+                    await self.reconnect()
+                    self.live_tasks.append(asyncio.create_task(self.timer()))
         except TimeoutError:  # what the page last showed says why
             said = " | ".join(a[:80] for a in self.shown.alerts)
             raise RuntimeError(f"no reveal; live {self.live}; the page said: {said}") from None
@@ -148,7 +154,7 @@ class Student:
             tick = max(tick, self.shown_at) + self.live[1]
             late = time.monotonic() - tick
             await asyncio.sleep(max(0.0, -late))
-            if late <= 0:
+            if late <= 0 and self.connected:
                 await self.send(self.live[0])
 
     async def read_on(self) -> None:
