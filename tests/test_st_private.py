@@ -217,3 +217,19 @@ def test_a_fragment_run_waits_for_the_last_run_to_be_handled(monkeypatch) -> Non
     _, again, args = session._event_loop.later.pop()
     again(*args)
     assert passed == [full, timer] and delay == st_private.HOLD_S
+
+
+def test_the_emoji_table_is_compiled_when_the_app_starts() -> None:
+    """Streamlit compiles its emoji pattern (23,000 characters) on the first alert with a
+    non-ASCII body: in a class, the first reveal, on every page at once. Importing the adapter
+    (``app.py`` does, first) compiles it instead; and ``st.error`` still goes through it."""
+    import inspect
+    import subprocess
+    import sys
+
+    from streamlit.string_util import extract_leading_emoji
+
+    assert "streamlit.emojis" in inspect.getsource(extract_leading_emoji)
+    probe = "import sys, ui.st_private; print('streamlit.emojis' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True"]

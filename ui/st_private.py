@@ -14,6 +14,10 @@ import functools
 from collections.abc import Iterable
 
 import plotly.io as pio
+
+# Streamlit's emoji table, a 23,000-character pattern compiled when an alert first has a
+# non-ASCII body (in a class: the first answer revealed, every page at once): compiled here, first.
+import streamlit.emojis  # noqa: F401
 from _plotly_utils.utils import convert_to_base64
 from plotly.basedatatypes import BaseFigure
 from streamlit.runtime.app_session import AppSession
