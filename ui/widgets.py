@@ -116,14 +116,12 @@ def choice(
     label: str,
     *,
     kind: Literal["selectbox", "segmented", "radio"] = "selectbox",
-    options: tuple[str, ...] | None = None,
     **kwargs: Any,
 ) -> Any:
     """A choice among the param's values, shown as they are: for names, numbers and code
     (numpy, cpu, float16). The labels are the link's values (a bound widget writes its label to
-    the URL), so values that are words take :func:`labelled_choice`, never ``format_func``.
-    ``options`` narrows the list (e.g. to the devices present)."""
-    values = list(options if options is not None else param.choices)
+    the URL), so values that are words take :func:`labelled_choice`, never ``format_func``."""
+    values = list(param.choices)
     default = param.default if param.default in values else values[0]
     if kind == "segmented":
         return st.segmented_control(
