@@ -60,14 +60,15 @@ def _depth_claim(p: str, rms: np.ndarray, n_layer: int) -> Claim:
     blocks = rms[:, 1:]
     if not (_finite(rms) and np.all(blocks > 0)):
         return Claim(f"{PREFIX}place_depth_unreadable", {"name": name})
-    growth = blocks[:, -1] / blocks[:, 0]
+    first, last = blocks[:, 0], blocks[:, -1]
+    growth = last / first
     bands = blocks.max(axis=1) / blocks.min(axis=1)
     fields = {
         "name": name,
         "blocks": n_layer,
         "emb": float(np.mean(rms[:, 0])),
-        "first": float(np.mean(blocks[:, 0])),
-        "last": float(np.mean(blocks[:, -1])),
+        "first": float(np.mean(first)),
+        "last": float(np.mean(last)),
         "lo": float(blocks.min()),
         "hi": float(blocks.max()),
         "band": float(bands.max()),
@@ -75,12 +76,7 @@ def _depth_claim(p: str, rms: np.ndarray, n_layer: int) -> Claim:
         "factor_lo": float(growth.min()),
         "factor_hi": float(growth.max()),
     }
-    if np.all(blocks[:, -1] > blocks[:, 0]):
-        key = "grows"
-    elif np.all(blocks[:, -1] < blocks[:, 0]):
-        key = "shrinks"
-    else:
-        key = "mixed"
+    key = "grows" if np.all(last > first) else "shrinks" if np.all(last < first) else "mixed"
     if at_most(float(bands.max()), BAND):
         key += "_within"
     return Claim(f"{PREFIX}place_depth_{key}", fields)
