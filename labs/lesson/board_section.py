@@ -173,8 +173,7 @@ def teacher_panel(seat: Seat, step: int, answer: Answer, tr: Translator) -> None
 
 
 def export_csv(seat: Seat) -> str:
-    """The class's answers as counts, no ids: step, round, option (its id and its letter),
-    count."""
+    """The class's answers as counts, no ids: step, round, option (id and letter), count."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["step", "round", "option", "letter", "count"])

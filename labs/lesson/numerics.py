@@ -189,8 +189,7 @@ def _gain() -> Measured:
     flips = int(np.count_nonzero(np.sign(loaded) != np.sign(meant)))
     ratio = vector_stats(loaded).rms / vector_stats(meant).rms
     cos = float(np.dot(loaded, meant) / (np.linalg.norm(loaded) * np.linalg.norm(meant)))
-    # Options: nearly the same, the same direction only shorter, or much smaller with signs
-    # flipped.
+    # Options: nearly the same, the same direction only shorter, or much smaller, signs flipped.
     if max_change(loaded, meant) <= NEARLY * float(np.max(np.abs(meant))):
         correct = "nearly"
     elif cos >= 1 - SAME_TOL:

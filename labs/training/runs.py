@@ -50,8 +50,7 @@ CHECKPOINT_NORMS = ("layer", "rms", "none")
 def reference_configs(
     *, steps: int | None = None, seeds: Sequence[int] = REFERENCE_SEEDS
 ) -> list[TrainConfig]:
-    """``REFERENCE`` for every seed and ``REFERENCE_NORMS``, seed-major; ``steps`` overrides the
-    length."""
+    """``REFERENCE`` per seed and ``REFERENCE_NORMS``, seed-major; ``steps`` sets the length."""
     base = REFERENCE if steps is None else replace(REFERENCE, steps=steps)
     return [
         replace(base, model=replace(base.model, norm=norm), seed=seed)

@@ -147,8 +147,7 @@ def _qk_chart(view: QKNormView, tr: Translator, what: str) -> None:
 
 
 def qknorm_section(tr: Translator) -> None:
-    """The QK-norm set: its setup, why QK norm bounds a logit, the two charts and what the runs
-    say."""
+    """The QK-norm set: its setup, why QK norm bounds a logit, both charts, what the runs say."""
     view = shipped("qknorm")
     losses = [s for s in view.claims if s.startswith(("rms_loss", "clip_loss"))] + ["best"]
     columns = [("logit", ["rise", "blowup", "clip"]), ("loss", losses)]

@@ -45,8 +45,7 @@ def architecture_controls(tr: Translator) -> None:
 
 
 def architecture_names(state: dict, tr: Translator) -> dict[str, str]:
-    """The chosen placement and QK norm (with QK-Clip, its tau) by their names in the page's
-    language."""
+    """The chosen placement and QK norm (with QK-Clip, its tau), named in the page's language."""
     names = {key: tr(f"training.{key}_option_{state[key]}") for key in ("placement", "qk_norm")}
     if state["qk_norm"] == "clip":
         names["qk_norm"] = tr("training.tau_setting", tau=state["tau"])

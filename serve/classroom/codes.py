@@ -26,7 +26,6 @@ def new_key() -> str:
 
 
 def normal_code(raw: str) -> str | None:
-    """A code as typed (any case, spaces around it) in its stored form; None if it cannot be
-    one."""
+    """A code as typed (any case, spaces around) in its stored form; None if it cannot be one."""
     code = raw.strip().upper()
     return code if CODE_PATTERN.fullmatch(code) else None

@@ -70,8 +70,7 @@ class Limits:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Limits:
-        """The bounds the host set; a missing, malformed or non-positive value keeps its
-        default."""
+        """The host's bounds; a missing, malformed or non-positive value keeps its default."""
 
         def read(name: str, default: float) -> float:
             try:
@@ -157,8 +156,7 @@ class ClassStore(ABC):
         return found
 
     def teacher(self, code: str, key: object) -> str:
-        """The class's code if ``key`` is its teacher's key (hashes compared in constant
-        time)."""
+        """The class's code if ``key`` is its teacher's (hashes compared in constant time)."""
         code = self.check_code(code)
         stored = self.key_hash(code)
         if not isinstance(key, str) or len(key) > KEY_MAX_LEN:
@@ -236,8 +234,7 @@ class ClassStore(ABC):
 
     @abstractmethod
     def set_phase(self, code: str, key: str, step: int, phase: str) -> None:
-        """The teacher moves ``step`` on to ``phase``; ``vote2`` starts from each seat's first
-        answer."""
+        """The teacher moves ``step`` to ``phase``; ``vote2`` starts from each seat's first vote."""
 
     @abstractmethod
     def end(self, code: str, key: str) -> None:
