@@ -3,8 +3,7 @@
 docs/speed.md describes the servers it compares (the explorer at d = 16 and d = 4096, the *floor
 page*, the *element floor*, the *replayed explorer* of ``benchmarks.st_private.REPLAY_PAGE``) and
 what each visit records. Visits alternate, each a fresh browser context, so that a busy neighbour
-slows them alike; every time is a median over ``--repeats`` visits, each verdict a ratio of
-medians."""
+slows them alike; each time is a median of ``--repeats`` visits, each verdict a ratio of medians."""
 
 from __future__ import annotations
 

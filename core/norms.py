@@ -121,8 +121,7 @@ def gated_rms_norm(x: Any, gate: Any, weight: Any = None, **options: Any) -> Any
     :math:`y = \operatorname{cast}_{x}(\operatorname{rms\_norm}(x, w) \odot
     \operatorname{silu}(\operatorname{fp32}(z)))`, shape (..., d) -> (..., d). ``options`` as
     :func:`rms_norm`'s; the preset defaults to "qwen3", whose contract (Llama's order, a direct
-    weight) the gated module shares. Bit for bit on torch tensors; numpy's silu agrees to
-    rounding."""
+    weight) the gated module shares. Bit for bit on torch; numpy's silu agrees to rounding."""
     options.setdefault("preset", "qwen3")
     y = rms_norm(x, weight, **options)
     if _backend.is_torch(y):

@@ -322,8 +322,7 @@ def _series(view: InspectorView, field: str, tr: Translator) -> list[Series]:
     ]
 
 
-# Per chart (its text stem, as labs.inspector.report.CHART_READINGS names it): log scale,
-# percentages.
+# Per chart (its stem, as labs.inspector.report.CHART_READINGS names it): log scale, percentages.
 FIGURES = {"share": (False, True), "rms": (True, False), "top": (False, False)}
 
 

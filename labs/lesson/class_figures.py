@@ -1,5 +1,4 @@
-"""The class's answers to one step: a bar per option, in the order and under the letters the
-lesson shows."""
+"""The class's answers to one step: a bar per option, in the lesson's order and letters."""
 
 from __future__ import annotations
 

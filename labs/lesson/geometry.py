@@ -169,8 +169,7 @@ def _angle_from_ones(point: tuple[float, float]) -> float:
 def _plane() -> Measured:
     p = plane_images(lesson_vector(), eps_rms=LESSON_EPS, eps_layer=LESSON_EPS)
     angle_x, angle_rms, angle_layer = (_angle_from_ones(q) for q in (p.point, p.rms, p.layer))
-    # Options: both at 90° (square to 1), one of them on x's angle and the other at 90°, or both
-    # on x's angle.
+    # Options: both at 90° (square to 1), one on x's angle and the other at 90°, or both on x's.
     on_x = [abs(a - angle_x) < ANGLE_TOL for a in (angle_rms, angle_layer)]
     square = [abs(a - 90.0) < ANGLE_TOL for a in (angle_rms, angle_layer)]
     table = {
@@ -212,8 +211,7 @@ def _table() -> Measured:
     rows = invariance_table(seed=LESSON_SEED)
     asked = next(r for r in rows if r.id == "weight_matrix_recenter")
     in_paper = [r for r in rows if r.matches_paper is not None]
-    # The explanation reads a pattern off every row; it holds only where every row is as the
-    # algebra says.
+    # The explanation reads a pattern off every row: it holds only if every row is as algebra says.
     pattern = all(
         (r.layer_invariant, r.rms_invariant)
         == (TRANSFORMS[r.id].layer_invariant, TRANSFORMS[r.id].rms_invariant)

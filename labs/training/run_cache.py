@@ -135,8 +135,7 @@ class Line:
         return live
 
     def place(self, ticket: Path) -> int:
-        """How many tickets are ahead of this one (one lost with its folder is taken again, at
-        its own place)."""
+        """How many tickets are ahead of this one (one lost with its folder is retaken in place)."""
         live = self.tickets()
         if ticket not in live:
             with suppress(OSError):

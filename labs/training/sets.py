@@ -192,8 +192,7 @@ def train_set(
     **options: Any,
 ) -> dict[str, Any]:
     """Train the set ``name`` (``options``: its configs function's ``steps``, ``seeds`` and, for
-    ``qknorm``, ``lrs``) one run after another, write its file into ``directory``, return its
-    summary."""
+    ``qknorm``, ``lrs``) run after run, write its file into ``directory``, return its summary."""
     configs = CONFIGS[name](**options)
     corpus = load_corpus()
     windows = val_windows(corpus.val, configs[0].model.block_size, configs[0].eval_windows)[0]

@@ -294,8 +294,7 @@ def _data_rise_claim(view: Any, kind: str) -> Claim | None:
 
 def _best_data_claim(view: Any, slice_: str) -> Claim | None:
     """DyT against RMSNorm on one slice, each at the validation where its mean over the seeds
-    was lowest (as if stopped there): the seeds' losses at those two steps, as ``loss_pair``
-    weighs them."""
+    was lowest (as if stopped there): the seeds' losses at those steps, weighed by ``loss_pair``."""
     rows = {n: view.val_loss[f"{n}_{slice_}"] for n in ("dyt", "rms")}
     if not all(_finite(grid) for grid in rows.values()):
         return None

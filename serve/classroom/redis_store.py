@@ -88,8 +88,7 @@ return 'ok'
 
 class RedisStore(ClassStore):
     """Redis (``redis://[:password@]host:port/db``): a hash per class, hashes of phases, seats
-    and answers per step and round, each expiring with the class; every write is one Lua
-    script."""
+    and answers per step and round, each expiring with the class; each write one Lua script."""
 
     def __init__(self, url: str, limits: Limits, lesson: Lesson, **kwargs: object) -> None:
         super().__init__(limits, lesson, **kwargs)
