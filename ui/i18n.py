@@ -7,10 +7,9 @@ language, so a sentence and its translation sit next to each other::
     en = "Explorer"
     id = "Penjelajah"
 
-A page binds ``tr = translator(lang)`` and asks ``tr("explorer.title")``; numbers are passed
-as numbers and written by :func:`ui.fmt.num`. A ``claim = true`` text is shown only through
-``tr.claim`` (:mod:`labkit.claims`); core messages are texts of the topic ``core``
-(``tr.message``).
+A page binds ``tr = translator(lang)`` and asks ``tr("explorer.title")``; numbers are passed as
+numbers and written by :func:`ui.fmt.num`. A ``claim = true`` text is shown only through
+``tr.claim`` (:mod:`labkit.claims`); core messages are texts of the topic ``core`` (``tr.message``).
 """
 
 from __future__ import annotations

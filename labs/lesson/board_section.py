@@ -1,6 +1,5 @@
-"""The class's shared screens: the teacher's private control page and the board for the
-projector (``labs.lesson.class_section`` says who is who), and the class's results as everyone
-sees them.
+"""The class's shared screens: the teacher's private control page and the board for the projector
+(``labs.lesson.class_section`` says who is who), and the class's results as everyone sees them.
 
 The teacher's page has the phase buttons for the open step, the live class, and under *Manage
 the class* the board's link, the join link, the CSV export and the end. The board shows the join

@@ -6,9 +6,8 @@ RMSNorm's output norm is :math:`\sqrt{d}` only while the mean square dominates e
     \qquad \sqrt{d}\,\frac{r}{r + \epsilon} \ \text{(outside)}, \qquad r = \mathrm{RMS}(x)
 
 The knee (where eps weighs as much as the statistic it is added to) sits at
-:math:`r = \sqrt{\epsilon}` inside the root and at :math:`r = \epsilon` outside it, so an
-outside eps of :math:`\sqrt{\epsilon_{in}}` puts the knee where an inside
-:math:`\epsilon_{in}` does.
+:math:`r = \sqrt{\epsilon}` inside the root and at :math:`r = \epsilon` outside it, so an outside
+eps of :math:`\sqrt{\epsilon_{in}}` puts the knee where an inside :math:`\epsilon_{in}` does.
 
 Here that is swept over input scales. ``labs.precision.reduced`` measures float32, float16 and
 bfloat16 reductions against float64 and replays sums of squares kept in a low precision.

@@ -12,10 +12,9 @@ each averaged over the tokens of a fixed text; the share of RMS² that is μ² i
 denominator that RMSNorm divides by and LayerNorm removes (it equals cos², token by token).
 The outlier dimensions are the coordinates with the largest mean magnitude over the tokens.
 
-``shift_response`` adds a common offset :math:`c_l\mathbf 1` (the stream's own RMS) to one
-layer's stream at a time and measures the loss: LayerNorm cannot see it, RMSNorm and the
-identity can. ``read_shipped`` does both for the shipped checkpoints. torch is imported inside
-the functions.
+``shift_response`` adds a common offset :math:`c_l\mathbf 1` (the stream's own RMS) to one layer's
+stream at a time and measures the loss: LayerNorm cannot see it, RMSNorm and the identity can.
+``read_shipped`` does both for the shipped checkpoints. torch is imported inside the functions.
 """
 
 from __future__ import annotations

@@ -318,12 +318,11 @@ def _share_claim(
 
 
 def machine_claim(machine: Mapping[str, Any], variants: str | None = None) -> Claim:
-    """Where the shipped timings come from: the cores, the threads and the 1-minute load
-    average at the start and the end. A load average above the core count means that on
-    average more tasks were ready to run than there were cores, so some waited for one: the
-    timings were taken under contention. At or below it, they were not on average. With
-    ``variants``, the sentence on the runs of those variants, trained later in a session of
-    their own (``machine_later_*``)."""
+    """Where the shipped timings come from: the cores, the threads and the 1-minute load average at
+    the start and the end. A load average above the core count means that on average more tasks were
+    ready to run than there were cores, so some waited for one: the timings were taken under
+    contention. At or below it, they were not on average. With ``variants``, the sentence on the
+    runs of those variants, trained later in a session of their own (``machine_later_*``)."""
     before, after = machine["load_average_before"][0], machine["load_average_after"][0]
     cpus = machine["cpu_count"]
     contended = max(before, after) > cpus

@@ -165,10 +165,9 @@ class Line:
 
     @contextmanager
     def turn(self, key: str, on_wait: Callable[[int], None]) -> Iterator[Training | None]:
-        """Wait for this visitor's turn (``on_wait(ahead)`` each second in the line), then yield
-        the run to train; None at once when ``limit`` visitors already wait. A visitor who
-        leaves the line (the page stopped while waiting: ``on_wait`` raises) gives up the
-        place."""
+        """Wait for this visitor's turn (``on_wait(ahead)`` each second in the line), then yield the
+        run to train; None at once when ``limit`` visitors already wait. A visitor who leaves the
+        line (the page stopped while waiting: ``on_wait`` raises) gives up the place."""
         ticket = self._take()
         if ticket is None:
             yield None

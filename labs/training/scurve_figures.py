@@ -77,11 +77,10 @@ def r2_figure(
     *,
     height: int = 480,
 ) -> go.Figure:
-    """R² by norm layer: ``r2[norm][form]`` for each norm ("rms", "layer") and each fitted form
-    (the keys of ``names["forms"]``, the first drawn solid, the others dotted); ``names`` also
-    names the norms, ``layer_axis`` and ``r2_axis``. Each trace is called ``"{norm}, {form}"``.
-    Tall enough that, on a phone, four legend rows and the layers' names turned upright leave
-    the plot room."""
+    """R² by norm layer: ``r2[norm][form]`` for each norm ("rms", "layer") and each fitted form (the
+    keys of ``names["forms"]``, the first drawn solid, the others dotted); ``names`` also names the
+    norms, ``layer_axis`` and ``r2_axis``. Each trace is called ``"{norm}, {form}"``. Tall enough
+    that, on a phone, four legend rows and the layers' names turned upright leave the plot room."""
     forms = list(names["forms"])
     traces = []
     for norm, by_form in r2.items():

@@ -3,12 +3,11 @@ QK-norm and data sections, each chosen by a verdict computed from a view's numbe
 (``labs.training.sets_view``, whose types these functions read without naming them, as that
 module imports this one). Text keys are ``training_sets.*``.
 
-One rule runs through them: a variant is called lower, or a stream growing, only where every
-seed agrees or the gap between the means exceeds the seeds' spread (max − min); each function
-says what it compares. Placement reads the residual stream's RMS :math:`r_0, \dots, r_L` at the
-last validation (growth :math:`r_L / r_1`, band :math:`\max_{l \ge 1} r_l / \min_{l \ge 1}
-r_l`), QK norm each run's peak attention logit, the data set the validation curves and DyT's
-saturated shares."""
+One rule runs through them: a variant is called lower, or a stream growing, only where every seed
+agrees or the gap between the means exceeds the seeds' spread (max − min); each function says what
+it compares. Placement reads the residual stream's RMS :math:`r_0, \dots, r_L` at the last
+validation (growth :math:`r_L / r_1`, band :math:`\max_{l \ge 1} r_l / \min_{l \ge 1} r_l`), QK norm
+each run's peak attention logit, the data set the validation curves and DyT's saturated shares."""
 
 from __future__ import annotations
 

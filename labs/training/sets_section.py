@@ -1,6 +1,5 @@
-"""The training lab's sections on the three sets beyond the two norms
-(``labs.training.sets_view``): where the norm sits, QK norm against the learning rate, and DyT on
-little data and on more.
+"""The training lab's sections on the three sets beyond the two norms (``labs.training.sets_view``):
+where the norm sits, QK norm against the learning rate, and DyT on little data and on more.
 
 ``pages/training.py`` calls :func:`placement_section`, :func:`qknorm_section` and
 :func:`data_section` after the shipped runs. Every number comes from the lab's view of

@@ -222,15 +222,14 @@ class TrainResult:
     """What a run reached. The lists grow while it runs (a callback may read them).
 
     ``train_loss[i]`` and ``step_seconds[i]`` belong to step i; ``elapsed_seconds[i]`` is the
-    training time up to the end of step i (steps only, no validation). ``val_loss[j]`` was
-    measured after ``val_steps[j]`` updates (0: the initial weights), and ``val_max_logit[j]``
-    is the largest |q.k| / sqrt(d_head) on those windows then. ``hidden_rms`` (the stream's RMS
-    after the embedding and each block) and ``max_logit`` come from the last validation (after
-    ``val_steps[-1]`` updates: the end, for a run that finished its steps); ``dyt_alpha`` is each
-    DyT or Derf layer's alpha at the end, in forward order (None without them), ``derf_shift``
-    each Derf layer's shift. ``stopped_by`` is one of
-    ``STOP_REASONS``, None while running. ``work`` counts token-parameters (module docstring).
-    Records written before these readings existed lack their keys."""
+    training time up to the end of step i (steps only, no validation). ``val_loss[j]`` was measured
+    after ``val_steps[j]`` updates (0: the initial weights), and ``val_max_logit[j]`` is the largest
+    |q.k| / sqrt(d_head) on those windows then. ``hidden_rms`` (the stream's RMS after the embedding
+    and each block) and ``max_logit`` come from the last validation (after ``val_steps[-1]``
+    updates: the end, for a run that finished its steps); ``dyt_alpha`` is each DyT or Derf layer's
+    alpha at the end, in forward order (None without them), ``derf_shift`` each Derf layer's shift.
+    ``stopped_by`` is one of ``STOP_REASONS``, None while running. ``work`` counts token-parameters
+    (module docstring). Records written before these readings existed lack their keys."""
 
     config: TrainConfig
     parameters: int

@@ -52,8 +52,7 @@ class SqliteStore(ClassStore):
     """One SQLite file in WAL mode: readers never wait for the writer, and each write is one
     ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``, so a committed answer survives the
     process that wrote it. Connections wait idle for the next call of any thread; a file that
-    vanished (deleted by hand, a cleaned folder) is made again with its schema on the next
-    call."""
+    vanished (deleted by hand, a cleaned folder) is made again with its schema on the next call."""
 
     def __init__(
         self, data_dir: Path | str, limits: Limits, lesson: Lesson, **kwargs: object
