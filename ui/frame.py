@@ -88,32 +88,27 @@ def read_view_mode() -> ViewMode:
 
 
 # What Streamlit's theme cannot say (the gap above the title is the theme's paddingTop):
-# - KaTeX's display math scrolls sideways when wider than its box (overflow-x: auto). Every
-#   stacked formula sticks out of its box by two pixels of KaTeX's own table cells (.vlist-s),
-#   which made each one a scrollable region that the keyboard cannot reach (axe-core's
-#   scrollable-region-focusable); two pixels of padding hold them.
-# - On a phone, display math a little smaller than the text around it instead of KaTeX's
-#   1.21 em, so that the formulas (their clauses one per line, ``ui.fmt.stacked``) fit the
-#   screen's width; and no Plotly toolbar, whose nine buttons (shown
-#   after a tap) cover the legend above the plot. Fingers zoom and pan without it; the PNG
-#   button is there on a laptop.
-# - A metric's label and its delta wrap instead of ending in an ellipsis: in a row of metrics
-#   two to a phone's line, "Residual, RMSNorm (worst case)" was cut to "Residual, RMSNorm (w…".
-# - Words break at spaces and hyphens only: Streamlit's text breaks a word anywhere
-#   (word-break: break-word), which also makes a table column as narrow as a letter and so
-#   split "Implementasi" into "Implem" and "entasi". Only a word longer than a whole line (a
-#   long link) still breaks, rather than stick out of the page (overflow-wrap: break-word).
-# - On a phone a code block's lines wrap, as its table's cells do, instead of scrolling sideways
-#   (a name longer than the line, such as a call with its first argument, breaks where it must).
-# - On a phone a page's title is set at 1.5 rem, not Streamlit's 2.75 (the training lab's took
-#   six lines, most of the first screen), and the headings below it smaller still.
-# - On a phone a table's cells wrap, so the table fits the page: st.table's scrolling box cannot
-#   take the keyboard's focus (axe-core: scrollable-region-focusable), and the contracts page's
-#   settings table was 788 px wide in Indonesian. Each column is as wide as its longest word
-#   at least (automatic layout), in a smaller type with narrower padding, so that the contracts
-#   table's four columns (two class names among them) fit the 356 px a phone leaves.
-# - On a phone an image is no wider than the page: the class board's 400 px QR code ran 27 px
-#   off a 390 px screen.
+# - KaTeX's display math scrolls sideways when wider than its box (overflow-x: auto), and every
+#   stacked formula's table cells (.vlist-s) stuck out of it by 2 px: a scrollable region that the
+#   keyboard cannot reach (axe-core's scrollable-region-focusable). 2 px of padding hold them.
+# - Metric labels and deltas wrap instead of ending in an ellipsis: with two metrics to a phone's
+#   line, "Residual, RMSNorm (worst case)" was cut to "Residual, RMSNorm (w…".
+# - Words break at spaces and hyphens only: Streamlit's word-break: break-word made a table column
+#   as narrow as a letter ("Implementasi" split into "Implem" and "entasi"). A word longer than a
+#   line (a long link) still breaks rather than stick out of the page (overflow-wrap: break-word).
+# On a phone (max-width: 640px):
+# - Display math a little smaller than the text around it, not KaTeX's 1.21 em, so formulas (one
+#   clause a line, ``ui.fmt.stacked``) fit. No Plotly toolbar: its nine buttons (shown after a tap)
+#   cover the legend; fingers zoom and pan without it, and a laptop keeps the PNG button.
+# - Code blocks wrap like table cells instead of scrolling sideways (a name longer than the line,
+#   such as a call with its first argument, breaks where it must).
+# - Titles are 1.5 rem, not Streamlit's 2.75 (the training lab's took six lines, most of the
+#   first screen); the headings below, smaller still.
+# - Table cells wrap so the table fits: st.table's scrolling box cannot take the keyboard's focus
+#   (scrollable-region-focusable), and the contracts settings table was 788 px wide in Indonesian.
+#   Each column is at least its longest word wide (automatic layout), in smaller type and padding,
+#   so that table's four columns (two class names among them) fit the 356 px a phone leaves.
+# - Images fit the page: the class board's 400 px QR code ran 27 px off a 390 px screen.
 _BASE_CSS = """<style>
 .katex-display { padding: 0 2px; }
 [data-testid="stElementContainer"]:has(script[data-document-lang]) { display: none; }
