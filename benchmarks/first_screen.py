@@ -17,13 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.app import (
-    FLOOR_PAGE,
-    TARGET_FIRST_RENDER,
-    floor_folder,
-    load_line,
-    serve_floors,
-)
+from benchmarks.app import FLOOR_PAGE, TARGET_FIRST_RENDER, floor_folder, load_line, serve_floors
 from benchmarks.live import CHARTS_DRAWN, READY, ROOT, SCRIPT_DONE, SKELETONS, chromium
 from benchmarks.st_private import REPLAY_PAGE, protos, replayable
 

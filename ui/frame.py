@@ -15,14 +15,7 @@ from labkit import style
 from ui import chrome, fmt
 from ui.export import ViewFileError, restore_state
 from ui.i18n import DEFAULT_LANGUAGE, LANGUAGES, Translator, t
-from ui.params import (
-    ChoiceParam,
-    Notice,
-    Param,
-    apply_link_params,
-    read_link_value,
-    share_query,
-)
+from ui.params import ChoiceParam, Notice, Param, apply_link_params, read_link_value, share_query
 from ui.st_private import keep_in_link, written
 
 # Link options that change how the app is shown, not what it computes. They are not widgets, so
