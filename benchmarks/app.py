@@ -87,10 +87,9 @@ _FRAME_DRAWN = "() => new Promise(done => requestAnimationFrame(() => requestAni
 THINK_S = 1.0
 
 
-# Runs the app (or the slider floor) inside AppTest and times the script itself, so AppTest's
-# own polling and tree parsing stay out of the figure. As on a server, each script is compiled
-# once: the entry script here, the pages in a cache the runs share
-# (benchmarks.st_private.shared_script_cache).
+# Runs the app (or the slider floor) in AppTest, timing the script itself so that AppTest's polling
+# and tree parsing stay out of the figure. As on a server, each script compiles once: the entry
+# script here, the pages in a cache the runs share (benchmarks.st_private.shared_script_cache).
 _TIMED = """
 import time
 from benchmarks import app as bench

@@ -41,11 +41,10 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
 [data-testid="stExpandSidebarButton"] { display: none !important; }
 [data-testid="stMainBlockContainer"] { padding-top: 4rem !important; }
 </style>"""
-# Streamlit sizes its text in rem, so the root size scales every label and paragraph. On a
-# phone the headings grow less: at 2.75 rem of 22 px a title's long word ("berdampingan") is
-# wider than the screen, and the title alone filled the first screen; and a table keeps the
-# phone's own size, as its longest words set its width (at 22 px the inspector's ran 37 px off
-# the screen, the contracts page's 83 px).
+# Streamlit sizes text in rem: the root size scales every label and paragraph. On a phone headings
+# grow less (at 2.75 rem of 22 px, a title's word "berdampingan" overflowed the screen and the title
+# alone filled the first screen) and a table keeps the phone's size, its longest words setting its
+# width (at 22 px the inspector's ran 37 px off the screen, the contracts page's 83 px).
 _LARGE_TEXT_CSS = """<style>
 html { font-size: 22px; }
 @media (max-width: 640px) {
@@ -129,10 +128,9 @@ _BASE_CSS = """<style>
 </style>"""
 
 
-# Where a path or a dotted name may break across lines: after a slash, after an underscore
-# between letters, and after a dot between names (not before a file's extension). On a phone a
-# table's column is narrower than "modeling_gemma.py:" or "torch.nn.RMSNorm", and the table's
-# CSS breaks no word in the middle.
+# Where a path or a dotted name may break: after a slash, after an underscore between letters, after
+# a dot between names (not before a file's extension). On a phone a table's column is narrower than
+# "modeling_gemma.py:" or "torch.nn.RMSNorm", and the table's CSS breaks no word in the middle.
 _NAME_BREAKS = re.compile(r"(/|(?<=[a-z])_(?=[a-z])|\.(?!py\b)(?=\w))")
 
 

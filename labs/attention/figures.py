@@ -15,10 +15,9 @@ import plotly.graph_objects as go
 from labkit import style
 
 UNSELECTABLE = "#111111"
-# Key markers by view (d) and by whether the key is un-selectable. Plotly draws 3D markers as
-# font glyphs, and "x" is missing from common fonts (it shows as an empty box), so the 3D views
-# mark un-selectable keys with a diamond; 3D marker sizes are in other units. A white edge keeps
-# touching 2D markers apart.
+# Key markers by view (d) and by whether the key is un-selectable. Plotly draws 3D markers as font
+# glyphs and "x" is missing from common fonts (an empty box), so 3D views mark un-selectable keys
+# with a diamond; 3D marker sizes are in other units. A white edge keeps touching 2D markers apart.
 EDGE = {"color": "white", "width": 1}
 KEY_MARKERS = {
     2: {

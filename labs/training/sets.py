@@ -43,9 +43,8 @@ SIGNIFICANT = 7
 VALIDATIONS = 8
 
 # Deep enough that the stream passes many residual additions (each placement adds to it, or
-# renormalises it, 2 L times), short enough for five placements and three seeds in about a
-# quarter of an hour on a loaded two-core machine. Peak learning rate, batches and width are the
-# reference's.
+# renormalises it, 2 L times), short enough for five placements and three seeds in about a quarter
+# of an hour on a loaded two-core machine. Peak learning rate, batches, width: the reference's.
 PLACEMENT_DEPTH = 8
 SET_PLACEMENTS = ("pre", "peri", "post", "output", "scaled")
 PLACEMENT_SEEDS = (0, 1, 2)
