@@ -1,13 +1,11 @@
 """Memory that comes back: sessions opened and closed, one after another, against one worker.
 
-``python -m benchmarks.sessions`` starts one ``streamlit run app.py`` and sends visitors in waves
-of ``--wave``: each opens the explorer over the websocket (a session of its own, its run, its
-charts), moves the offset slider once and closes its tab. After every ``--every`` sessions it
-prints the worker's resident memory (VmRSS in /proc), and at the end it waits until the server
-has dropped the closed sessions (``server.disconnectedSessionTTL``: Streamlit keeps a closed
-tab's session that long, 120 s by default, for a page that lost its connection to resume) and
-prints it again. Target: the RSS after all the sessions within 10 % of the RSS after the first
-``--every``, once the closed sessions are dropped. docs/serving.md has a run."""
+``python -m benchmarks.sessions`` sends visitors to one ``streamlit run app.py`` in waves of
+``--wave``: each opens the explorer over the websocket (a session of its own, its run, its charts),
+moves the offset slider once and closes its tab. It prints the worker's resident memory (VmRSS in
+/proc) after every ``--every`` sessions, and again once the server has dropped the closed tabs'
+sessions (it keeps them ``server.disconnectedSessionTTL``, 120 s by default, for a page that lost
+its connection to resume). Target: the last RSS within 10 % of the first. A run: docs/serving.md."""
 
 from __future__ import annotations
 
