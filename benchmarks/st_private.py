@@ -7,8 +7,7 @@ upgrade that moves it breaks here and nowhere else:
   (AppTest makes a fresh ``ScriptCache`` for every run, which would add each page's compilation
   to every timed interaction);
 - ``protos``: the websocket protocol's message classes, for visitors that speak it directly;
-- ``REPLAY_PAGE``: a script that sends a recorded page's messages again, as they were.
-"""
+- ``REPLAY_PAGE``: a script that sends a recorded page's messages again, as they were."""
 
 from __future__ import annotations
 

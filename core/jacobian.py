@@ -62,8 +62,7 @@ def rms_norm_jacobian(
     (the string ``RMS_JACOBIAN_FORMULA``). With eps = 0 the bracket is the projection that
     removes the direction of x, so ``J @ x = 0``; every other direction, the ones direction
     included, passes through. ``eps`` defaults to 1e-6, the RMSNorm choice of T5 and the first
-    LLaMA; eps = 0 with x = 0 raises ``ValueError`` because the Jacobian does not exist there.
-    """
+    LLaMA; eps = 0 with x = 0 raises ``ValueError`` because the Jacobian does not exist there."""
     x, g = _check_inputs(x, weight, eps)
     d = x.shape[-1]
     r = float(rms_denominator(x, eps)[0])  # (d,) -> (1,)
@@ -86,8 +85,7 @@ def layer_norm_jacobian(
     (the string ``LAYER_JACOBIAN_FORMULA``). The bias b is a constant and drops out. With eps = 0
     the bracket removes both the ones direction and the centred x, so ``J @ 1 = 0`` and
     ``J @ x = 0``. ``eps`` defaults to 1e-5, PyTorch's ``nn.LayerNorm`` default; eps = 0 with a
-    constant x raises ``ValueError`` because the Jacobian does not exist there.
-    """
+    constant x raises ``ValueError`` because the Jacobian does not exist there."""
     x, g = _check_inputs(x, weight, eps)
     d = x.shape[-1]
     centred = x - np.mean(x)  # (d,) -> ()

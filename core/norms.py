@@ -110,8 +110,7 @@ def rms_norm(x: Any, weight: Any = None, bias: Any = None, **options: Any) -> An
 
     Returns:
         The same kind as ``x`` (lists give numpy), in the input dtype, except where
-        ``cast="before"`` or a preset lets type promotion with the weight decide.
-    """
+        ``cast="before"`` or a preset lets type promotion with the weight decide."""
     settings = Settings.of("rms", options, caller="rms_norm")
     return normalise("rms", x, weight, bias, settings, report=False)
 

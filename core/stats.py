@@ -45,8 +45,7 @@ def cosine(a: ArrayLike, b: ArrayLike) -> np.ndarray:
 
     The angle to a zero vector is undefined; this returns 0.0 there, so a collapsed output reads
     as "no shared direction" instead of producing nan in a table or a plot.
-    Shapes: ``(..., d), (..., d) -> (...)``.
-    """
+    Shapes: ``(..., d), (..., d) -> (...)``."""
     a = _as_float_array(a, name="a")
     b = _as_float_array(b, name="b")
     if a.shape[-1] != b.shape[-1]:
@@ -130,7 +129,6 @@ def second_moment_identity(x: ArrayLike) -> tuple[float, float, float]:
 
     Returns ``(rms2, var, mean2)``, each computed on its own (``rms2`` as the mean of squares,
     ``var`` as the mean of squared deviations), so the identity is a check the reader can see
-    hold, not a definition. The LaTeX string is ``IDENTITY_FORMULA``.
-    """
+    hold, not a definition. The LaTeX string is ``IDENTITY_FORMULA``."""
     stats = vector_stats(x)
     return stats.second_moment, stats.variance, stats.mean**2

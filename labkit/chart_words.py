@@ -13,8 +13,7 @@ of LayerNorm's moves under an offset it cancels draws float64 rounding, not a mo
 below it reads ``≈ 0``; a group of values (a norm, a curve) whose largest minus smallest is at
 most it is flat, and its words say so instead of quoting extremes at positions: the key gains
 ``_flat`` when every group is flat, else ``_<group>_flat`` for each flat group. A chart whose
-caller gives no noise (0) has no flat groups.
-"""
+caller gives no noise (0) has no flat groups."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 Each chart gets the figure, named for screen readers by its title and summary (``alt``); a
 caption with the same summary and the page's sentences; a collapsed "Data" expander with its data
 as drawn; and its full data (``repr`` of every float) as a CSV in the share dialog, through the
-list ``begin_page`` empties.
-"""
+list ``begin_page`` empties."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ def chart(
     drawn; ``headers`` names them for the reader. ``full``: every value when the chart draws
     fewer (columns, or a callable that writes the CSV); without it the table is the full data.
     ``file_name`` names the CSV in the share dialog (``None``: the page offers the full data
-    there itself). ``lang``: the numbers' language, by default the page's.
-    """
+    there itself). ``lang``: the numbers' language, by default the page's."""
     lang = lang or fmt.current_language()
     fig = localised(fig, lang)
     drawn = plotly_spec(fig) if isinstance(fig, dict) else fig

@@ -66,8 +66,7 @@ def read_view_mode() -> ViewMode:
     """``?controls=hidden`` (figures only, for projecting) and ``?text=large``.
 
     A bad or repeated value is corrected in the URL with a notice, like any other link parameter
-    (kept for ``begin_page``, which puts it into the page's words).
-    """
+    (kept for ``begin_page``, which puts it into the page's words)."""
     values = {}
     for param in (CONTROLS, TEXT_SIZE):
         value, problem, raw = read_link_value(param)
@@ -259,8 +258,7 @@ def ensure_router() -> None:
     the router (``app.py`` marks each run it routes) builds the same ``st.navigation``, which turns
     that legacy mode off for the process, and reruns, so ``app.py`` runs and opens the same page.
     (The rerun drops a plain ``st.button`` click made in the same run, which only AppTest meets:
-    in a server it happens once per process, on a first page load.)
-    """
+    in a server it happens once per process, on a first page load.)"""
     if st.session_state.pop(ROUTED_KEY, False):
         st.session_state.pop(ROUTE_TRIED_KEY, None)
         return
@@ -280,8 +278,7 @@ def begin_page(topic: str, params: Sequence[Param], *, intro: str | None = None)
 
     ``topic`` names the page's text file in ``assets/text``; it must define ``title`` and
     ``intro`` (``intro`` names another text key where the page's situation differs; "" draws
-    none, for a page that draws its own once it knows which).
-    """
+    none, for a page that draws its own once it knows which)."""
     ensure_router()
     st.session_state[CHART_FILES_KEY] = []
     if st.session_state.get(_LAST_TOPIC_KEY, topic) != topic:
@@ -349,8 +346,7 @@ def share_box(
 
     The dialog draws nothing until it is opened, so its code block, checkboxes, download buttons
     and uploader (and the browser code behind them) cost a page nothing on load or on a slider
-    move. Returns the plain link. In the presenter view nothing is drawn.
-    """
+    move. Returns the plain link. In the presenter view nothing is drawn."""
     query = share_query(params, lang, extra)
     base = st.context.url or ""
     link = f"{base}?{query}"

@@ -12,8 +12,7 @@ key or a dimension keeps the others. The query is :math:`q = \text{length} \cdot
 :math:`e_1 = (-1, 1)/\sqrt2`, and θ runs over the whole circle).
 
 Each version of the keys (raw, RMSNorm, LayerNorm) gets a :class:`KeySet`: the keys no query can
-select (the scaling) and the query that makes the scores most equal (the projection).
-"""
+select (the scaling) and the query that makes the scores most equal (the projection)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ q ∥ 1 scores them all 0 (the projection). A key is *un-selectable* when it lie
 hull of the other keys (the scaling); distinct points on a sphere are all vertices of their hull,
 so neither norm leaves a key un-selectable unless keys coincide (LayerNorm at d = 2 sends every
 key to (1, −1) or (−1, 1)). ``labs.attention.key_geometry`` computes the geometry; this module
-makes the page's state.
-"""
+makes the page's state."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ The readings, means over the tokens: the share of RMS² that is μ², the cosine
 (:math:`\mu/\mathrm{RMS}`), the RMS, and the largest gap in the identity over the tokens (zero up
 to rounding). The outlier ("massive activation"): the largest :math:`|x_i| / \mathrm{RMS}(x)` of
 its own token, with the module's gain there beside the median gain and the same ratio on the
-output, :math:`|y_i|/\mathrm{RMS}(y)`.
-"""
+output, :math:`|y_i|/\mathrm{RMS}(y)`."""
 
 from __future__ import annotations
 

@@ -88,8 +88,7 @@ def precision_outputs(x: np.ndarray, eps: float) -> dict[str, np.ndarray]:
 
     - ``divide``: every step in float32, mean of squares, root, then x divided by the root;
     - ``multiply``: the same, but x times the float32 reciprocal of the root (as rsqrt code does);
-    - ``exact``: every step in float64, rounded to float32 once at the end.
-    """
+    - ``exact``: every step in float64, rounded to float32 once at the end."""
     eps32 = np.float32(eps)
     mean_square = np.mean(x * x)  # float32 throughout: (d,) -> ()
     root = np.sqrt(mean_square + eps32)

@@ -10,8 +10,7 @@ The knee (where eps weighs as much as the statistic it is added to) sits at
 eps of :math:`\sqrt{\epsilon_{in}}` puts the knee where an inside :math:`\epsilon_{in}` does.
 
 Here that is swept over input scales. ``labs.precision.reduced`` measures float32, float16 and
-bfloat16 reductions against float64 and replays sums of squares kept in a low precision.
-"""
+bfloat16 reductions against float64 and replays sums of squares kept in a low precision."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ extra :math:`W_L` reads the final stream. Both norms run on the same :math:`h_0`
 
 LayerNorm removes the component along :math:`\mathbf{1}` before :math:`W_l` sees it; RMSNorm
 divides it by the RMS and passes it on, so :math:`p_l` carries :math:`a_l W_l u` (u = 1/sqrt(d))
-in every token alike. ``labs.residual.trained`` reads the shipped models' streams alike.
-"""
+in every token alike. ``labs.residual.trained`` reads the shipped models' streams alike."""
 
 from __future__ import annotations
 
@@ -181,8 +180,7 @@ def simulate_residual(
         seed: picks :math:`h_0` and every :math:`W_l` (see ``initial_stream``, ``block_weight``).
         eps: added to the variance (LayerNorm) or mean square (RMSNorm); both use the same eps
             and no weight or bias, so the two differ only by centring.
-        n: number of tokens, 2 .. 64.
-    """
+        n: number of tokens, 2 .. 64."""
     layers = _check_int(layers, name="layers", lo=1, hi=MAX_LAYERS)
     d = _check_int(d, name="d", lo=2, hi=STREAM_MAX_WIDTH)
     n = _check_int(n, name="n", lo=2, hi=64)

@@ -14,8 +14,7 @@ The outlier dimensions are the coordinates with the largest mean magnitude over 
 
 ``shift_response`` adds a common offset :math:`c_l\mathbf 1` (the stream's own RMS) to one layer's
 stream at a time and measures the loss: LayerNorm cannot see it, RMSNorm and the identity can.
-``read_shipped`` does both for the shipped checkpoints. torch is imported inside the functions.
-"""
+``read_shipped`` does both for the shipped checkpoints. torch is imported inside the functions."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ gradient :math:`g` of the loss with respect to y and :math:`h = g \odot w`:
 
 the bars being means over the row; ``r`` (and :math:`\mu`) come from the forward kernel. Sums
 run in x's dtype with the forward kernels' "reassoc" flag, in the calling thread (the training
-lab times one torch thread).
-"""
+lab times one torch thread)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ computes the same function; they differ in how many operations autograd records:
   fused kernel (so a step-time ratio measures implementations as much as norms);
 - ``"ops"``: both as separate torch operations (:mod:`core.fast`'s "composite"; 6 and 9);
 - ``"fused"``: both as one ``torch.autograd.Function``: forward :func:`core.fast.fused_norm`,
-  backward the closed form of :mod:`labs.training.fused_backward`; float32/float64 CPU only.
-"""
+  backward the closed form of :mod:`labs.training.fused_backward`; float32/float64 CPU only."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ shipped ``curves.json`` entries) and returns everything the page shows.
 A live run (``train_live``) trains one seed per chosen variant: one run per server process at a
 time (``TRAIN_LINE``), one torch thread, a wall-clock cap (``live_seconds``) and a work cap
 ``LIVE_WORK`` in token-parameters, which bounds the CPU a run takes whatever the machine's speed.
-Memory is bounded by the settings' limits (``max_parameters()``) and the reference's batch.
-"""
+Memory is bounded by the settings' limits (``max_parameters()``) and the reference's batch."""
 
 from __future__ import annotations
 

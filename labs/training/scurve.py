@@ -8,8 +8,7 @@ with its :math:`R^2`. The reach along the curve is :math:`u = |\alpha| \max |x|`
 
 Within one token the map is a line of slope 1 / denominator; the cloud of all tokens bends into
 an S only where tokens with large inputs have large denominators, so each layer also reports how
-far its tokens' denominators spread. torch and scipy are imported inside the functions.
-"""
+far its tokens' denominators spread. torch and scipy are imported inside the functions."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ time with and without its norms (``labs.training.model.norms_bypassed``).
 Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock) and
 ``max_work``, counted in token-parameters (a step of b sequences of t bytes costs b t P whatever
 the machine's speed). ``train_together`` advances several runs step by step in turn, so that load
-falls on each alike.
-"""
+falls on each alike."""
 
 from __future__ import annotations
 
