@@ -6,10 +6,9 @@ so variants with the same seed start from the same weights and see the same batc
 nanoGPT's schedule; weight decay on matrices only. The norm's share of a forward pass is the
 time with and without its norms (``labs.training.model.norms_bypassed``).
 
-Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock) and
-``max_work``, counted in token-parameters (a step of b sequences of t bytes costs b t P whatever
-the machine's speed). ``train_together`` advances several runs step by step in turn, so that load
-falls on each alike."""
+Two caps stop a run early and keep what it reached: ``max_seconds`` (wall clock) and ``max_work``,
+in token-parameters (a step of b sequences of t bytes costs b t P whatever the machine's speed).
+``train_together`` advances several runs step by step in turn, so load falls on each alike."""
 
 from __future__ import annotations
 
