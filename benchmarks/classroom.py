@@ -201,8 +201,11 @@ def kill_busiest(run_dir: Path, crowd: list[Student]) -> str:
     )
 
 
-def start_app(workers: int, students: int, env: dict[str, str | None]) -> tuple[object, str, Path]:
-    """The launcher (or one ``streamlit run`` for 0 workers) on a free port, with ``env``."""
+def start_app(
+    workers: int, students: int, env: dict[str, str | None], packed: bool = True
+) -> tuple[object, str, Path]:
+    """The launcher (or one ``streamlit run`` for 0 workers) on a free port, with ``env``;
+    ``packed``: ready once its Zopfli pass is done (a test's small class need not wait)."""
     port = live.free_port()
     run_dir = Path(tempfile.mkdtemp(prefix="normlab-class-"))
     if workers:
@@ -213,18 +216,23 @@ def start_app(workers: int, students: int, env: dict[str, str | None]) -> tuple[
         command = live.streamlit_command(port)
     proc = live.start_server(command, port, own_session=True, log=run_dir / "server.log", env=env)
     url = f"http://127.0.0.1:{port}"
-    wait_until_ready(url, run_dir if workers else None, time.monotonic() + READY_TIMEOUT_S, True)
+    wait_until_ready(url, run_dir if workers else None, time.monotonic() + READY_TIMEOUT_S, packed)
     return proc, url, run_dir
 
 
 def run_class(
-    students: int, workers: int, window_s: float, store: str | None, kill: bool = False
+    students: int,
+    workers: int,
+    window_s: float,
+    store: str | None,
+    kill: bool = False,
+    packed: bool = True,
 ) -> Report:
     """Start the app, run the class (``kill``: a worker killed mid-vote), measure; everything
     stopped afterwards, the server log's restarts, servers down and up, store failures kept."""
     data_dir = tempfile.mkdtemp(prefix="normlab-class-store-")
     env = {"NORMLAB_DATA_DIR": data_dir, "NORMLAB_CLASS_STORE": store}
-    proc, url, run_dir = start_app(workers, students, env)
+    proc, url, run_dir = start_app(workers, students, env, packed)
     try:
         with live.chromium() as browser:
             report = measure(url, browser, students, window_s, env, run_dir if kill else None)

@@ -123,7 +123,7 @@ def test_a_worker_killed_mid_vote_loses_and_doubles_nothing() -> None:
     box: list = []
     thread = threading.Thread(
         target=lambda: box.append(
-            run_class(students=6, workers=2, window_s=3, store=None, kill=True)
+            run_class(students=6, workers=2, window_s=3, store=None, kill=True, packed=False)
         )
     )
     thread.start()
