@@ -20,6 +20,9 @@ CHART_STATE = """() => {
   const trace = plot._fullData.find(t => t.name === 'RMSNorm(x)');
   return trace ? [trace.y.length, trace.y[0]] : null;
 }"""
+# A slider's position as its thumb tells a screen reader (Streamlit's range input has no
+# aria-valuenow: waiting for that to change waited out every press).
+SLIDER_VALUE = "el => el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow')"
 # A key press the slider did not take (still being drawn) is repeated after this long, this often.
 PRESS_WAIT_S = 2.0
 PRESS_TRIES = 3
@@ -69,7 +72,7 @@ class BrowserVisitor(Visitor):
         before = await self.chart()
         # The mean offset c, the page's first move (above the chart, not in the sidebar).
         slider = self.page.locator(".st-key-offset").get_by_role("slider")
-        value = await slider.get_attribute("aria-valuenow")
+        value = await slider.evaluate(SLIDER_VALUE)
         for _ in range(PRESS_TRIES):
             # A press that lands while the widget is still being drawn moves nothing; the
             # latency counts from the press the slider took.
@@ -78,7 +81,7 @@ class BrowserVisitor(Visitor):
             await slider.press("ArrowRight")
             try:
                 await self.page.wait_for_function(
-                    "([el, v]) => el.getAttribute('aria-valuenow') !== v",
+                    f"([el, v]) => ({SLIDER_VALUE})(el) !== v",
                     arg=[await slider.element_handle(), value],
                     timeout=PRESS_WAIT_S * 1e3,
                 )
