@@ -56,6 +56,8 @@ class Student:
         self.reconnects, self.reconnect_s, self.busy = 0, 0.0, 0
         self.cut_s: float | None = None  # an answer cut by a drop: seconds until recorded
         self.live_tasks: list[asyncio.Task] = []  # the page's timer and reads once settled
+        self.ticks: list[float] = []  # when the timer asked for a run
+        self.saw_at: float | None = None  # when the page showed the reveal
 
     @property
     def connected(self) -> bool:
@@ -144,7 +146,8 @@ class Student:
         except TimeoutError:  # what the page last showed says why
             said = " | ".join(a[:80] for a in self.shown.alerts)
             raise RuntimeError(f"no reveal; live {self.live}; the page said: {said}") from None
-        seen.append(time.monotonic())
+        self.saw_at = time.monotonic()
+        seen.append(self.saw_at)
         self.live_tasks.append(asyncio.create_task(self.read_on()))
 
     async def timer(self) -> None:
@@ -155,6 +158,7 @@ class Student:
             late = time.monotonic() - tick
             await asyncio.sleep(max(0.0, -late))
             if late <= 0 and self.connected:
+                self.ticks.append(time.monotonic())
                 await self.send(self.live[0])
 
     async def read_on(self) -> None:

@@ -73,6 +73,7 @@ class Report:
     teacher_complete_s: float = math.nan
     saw_reveal: int = 0  # students whose page showed the answer the teacher revealed
     reveal_s: float = math.nan  # from the teacher's click until the last of them saw it
+    pushed: int = 0  # of them, those who saw it before their page's timer asked again
     errors: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
 
@@ -108,7 +109,8 @@ class Report:
             f"answer latency: p95 {self.p95_s:.3f} s, max {self.max_s:.3f} s "
             f"(target p95 {TARGET_P95_S:g} s)",
             f"the teacher's reveal reached {self.saw_reveal}/{self.students} students, the last "
-            f"after {self.reveal_s:.2f} s (target {TARGET_REVEAL_S:g} s)",
+            f"after {self.reveal_s:.2f} s (target {TARGET_REVEAL_S:g} s); {self.pushed} saw it "
+            "before their page's timer asked",
             *(f"error: {e}" for e in self.errors[:10]),
             *(f"server: {e}" for e in self.events[:20]),
             "PASS" if self.passed() else "FAIL",
@@ -275,6 +277,10 @@ def measure(
     summarise(report, outcome, code, env)
     report.saw_reveal = len(outcome.seen)
     report.reveal_s = max(outcome.seen, default=math.inf) - revealed_at
+    report.pushed = sum(
+        s.saw_at is not None and not any(revealed_at < t < s.saw_at for t in s.ticks)
+        for s in outcome.crowd
+    )
     return report
 
 

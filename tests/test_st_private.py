@@ -233,3 +233,53 @@ def test_the_emoji_table_is_compiled_when_the_app_starts() -> None:
     probe = "import sys, ui.st_private; print('streamlit.emojis' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True"]
+
+
+def test_sessions_are_rerun_at_rest_as_streamlit_reruns_on_save(monkeypatch) -> None:
+    """A session at rest reruns with the client state its last run left (Streamlit's own
+    rerun-on-save, which keeps every widget as it stands: the state carries no widget values and
+    those given are merged); a session mid-run is asked again once at rest; a closed one is
+    reported. Without a server (AppTest) nothing happens."""
+    import inspect
+
+    from streamlit.runtime.app_session import AppSession
+    from streamlit.runtime.runtime import Runtime
+    from streamlit.runtime.state.session_state import SessionState
+
+    from ui import st_private
+
+    assert "self.request_rerun(self._client_state)" in inspect.getsource(AppSession)
+    assert "for state in widget_states.widgets:" in inspect.getsource(
+        SessionState.set_widgets_from_proto
+    )
+    st_private.rerun_at_rest(["x"], lambda s: None)  # no server in this process: nothing
+    soon, later, gone = [], [], []
+    loop = type("Loop", (), {})()
+    loop.call_soon_threadsafe = lambda f, *args: soon.append((f, args))
+    loop.call_later = lambda delay, f, *args: later.append((f, args))
+
+    def session(running: bool):
+        s = type("Session", (), {})()
+        s._scriptrunner, s._client_state, s.asked = (object() if running else None), "state", []
+        s.request_rerun = s.asked.append
+        return s
+
+    sessions = {"rest": session(False), "busy": session(True)}
+    manager = type("Manager", (), {})()
+    manager.get_active_session_info = lambda i: (
+        type("Info", (), {"session": sessions[i]})() if i in sessions else None
+    )
+    runtime = type("Runtime", (), {"_session_mgr": manager})()
+    runtime._get_async_objs = lambda: type("Objs", (), {"eventloop": loop})()
+    monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
+    monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: runtime))
+    st_private.rerun_at_rest(["rest", "busy", "closed"], gone.append)
+    assert later == [] and sessions["rest"].asked == []  # nothing before the loop runs it
+    f, args = soon.pop()
+    f(*args)
+    assert sessions["rest"].asked == ["state"] and sessions["busy"].asked == []
+    assert gone == ["closed"]
+    sessions["busy"]._scriptrunner = None  # its run ended
+    f, args = later.pop()
+    f(*args)
+    assert sessions["busy"].asked == ["state"] and later == []

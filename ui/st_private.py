@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import plotly.io as pio
 
@@ -21,7 +21,9 @@ import streamlit.emojis  # noqa: F401
 from _plotly_utils.utils import convert_to_base64
 from plotly.basedatatypes import BaseFigure
 from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.runtime import Runtime
 from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 from streamlit.runtime.state import get_session_state
 from streamlit.runtime.state.query_params import EMBED_QUERY_PARAMS_KEYS
 
@@ -133,3 +135,33 @@ def finish_runs_before_fragments() -> None:
 
     request_rerun.holds_fragments = True
     AppSession.request_rerun = request_rerun
+
+
+def session_id() -> str:
+    return get_script_run_ctx().session_id
+
+
+def rerun_at_rest(session_ids: list[str], gone: Callable[[str], None]) -> None:
+    """Rerun each of these sessions of this server as Streamlit's rerun-on-save does: the link
+    and widgets as its last run left them. On the event loop, where a browser's requests are
+    handled, once the session is at rest (no run a rerun could cut short); ``gone`` is told of
+    a session closed."""
+    if not Runtime.exists():  # AppTest: no server
+        return
+    runtime = Runtime.instance()
+    loop = runtime._get_async_objs().eventloop
+
+    def rerun(waiting: list[str], tries: int) -> None:
+        busy = []
+        for session_id in waiting:
+            active = runtime._session_mgr.get_active_session_info(session_id)
+            if active is None:
+                gone(session_id)
+            elif active.session._scriptrunner is None:
+                active.session.request_rerun(active.session._client_state)
+            else:
+                busy.append(session_id)
+        if busy and tries < HOLD_TRIES:
+            loop.call_later(HOLD_S, rerun, busy, tries + 1)
+
+    loop.call_soon_threadsafe(rerun, session_ids, 0)

@@ -29,6 +29,7 @@ from labs.lesson.class_section import (
     moved,
     notice,
     rerun_if,
+    ring,
 )
 from labs.lesson.options import OPTIONS, STEP_IDS, letter
 from serve.classroom.store import ClassError
@@ -76,6 +77,7 @@ def _move(seat: Seat, step: int, phase: str) -> None:
     st.session_state[MOVED_AT] = clock()
     try:
         seat.store.set_phase(seat.code, seat.key, step, phase)
+        ring(seat.store.state(seat.code))
     except ClassError as err:
         st.session_state[SAID] = {STEP_IDS[step - 1]: err.code}
 

@@ -30,7 +30,7 @@ from serve.classroom.store import ROUND_OF, ClassError, ClassState, ClassStore, 
 from ui.frame import CONTROLS
 from ui.i18n import Translator
 from ui.params import echo
-from ui.st_private import set_query_param
+from ui.st_private import rerun_at_rest, session_id, set_query_param
 
 CLASS_KEY = "class"
 TEACHER_KEY = "teacher"
@@ -62,6 +62,22 @@ ANSWERS_PER_S = 3
 clock = time.monotonic
 # How often the teacher's counts and a student's view of the class refresh.
 LIVE_S = 2.0
+# This worker's pages of each class, by session: the step and phases each drew. The first page
+# whose watch sees the class move reruns the others at once, not at their watches' next tick.
+DRAWN: dict[str, dict[str, tuple]] = {}
+
+
+def drawn(state: ClassState) -> tuple:
+    return state.step, tuple(sorted(state.phases.items()))
+
+
+def ring(state: ClassState) -> None:
+    """This page saw the class move to ``state``: rerun the class's other pages here that drew
+    it otherwise (each counted as drawing it, so that the next watch to see it asks no more)."""
+    pages, now, me = DRAWN.setdefault(state.code, {}), drawn(state), session_id()
+    behind = [page for page, was in list(pages.items()) if was != now and page != me]
+    pages.update(dict.fromkeys(behind, now))
+    rerun_at_rest(behind, lambda page: pages.pop(page, None))
 
 
 @dataclass(frozen=True)
@@ -188,6 +204,8 @@ def open_class(tr: Translator) -> Seat | None:
             return None
     st.session_state[SEAT] = (seat.code, seat.key)
     st.session_state[LAST] = seat
+    if not seat.down:
+        DRAWN.setdefault(seat.code, {})[session_id()] = drawn(seat.state)
     return seat
 
 
@@ -332,6 +350,7 @@ def lead(seat: Seat | None, step: int) -> None:
     if seat.state.step != step:
         try:
             seat.store.set_step(seat.code, seat.key, step)
+            ring(seat.store.state(seat.code))
         except ClassError:
             pass  # the live panel says the store is down
 
@@ -361,14 +380,18 @@ def rerun_if(changed: bool) -> None:
 
 def moved(seat: Seat, state: ClassState, step: int) -> bool:
     """Whether the class moved on from what this page drew: its step (where the page follows
-    it), a phase, or the store answering again after an outage."""
+    it), a phase, or the store answering again after an outage (then the others here rerun too).
+    """
     follows = seat.teacher or not seat.student or following()
-    return (
+    went = (
         (follows and state.step != step)
         or state.phase(step) != seat.state.phase(step)
         or state.revealed != seat.state.revealed
         or seat.down
     )
+    if went:
+        ring(state)
+    return went
 
 
 @st.fragment(run_every=LIVE_S)
@@ -388,6 +411,8 @@ def watch(seat: Seat, step: int) -> None:
         state = seat.store.state(seat.code)
         elsewhere = seat.store.answers(seat.code, seat.seat) != seat.recorded
     except ClassError as err:
+        if err.code in ("unknown", "ended"):
+            DRAWN.pop(seat.code, None)
         rerun_if(err.code in ("unknown", "ended"))  # the class ended: the page says so
         return  # down: the page says so; the next call may answer
     unsent = {"down", "too_fast"} & set(st.session_state.get(SAID, {}).values())

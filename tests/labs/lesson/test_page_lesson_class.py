@@ -573,3 +573,31 @@ def test_a_student_without_a_first_answer_is_asked_to_pick_in_the_second_vote(
     late.run()
     assert t("classroom.student_vote2_new", "en") in page_text(late)
     assert t("classroom.student_vote2", "en") not in page_text(late)
+
+
+def test_a_page_that_sees_the_class_move_reruns_the_others_that_drew_it_otherwise(
+    monkeypatch,
+) -> None:
+    """The ring: the pages of a class on this server that drew another step or phase are rerun
+    (not the page that rang, not those that drew the new state), each once per move; a closed
+    session leaves the class's list."""
+    from serve.classroom.store import ClassState
+
+    asked: list[list[str]] = []
+    closed: list = []
+    monkeypatch.setattr(class_section, "session_id", lambda: "me")
+    monkeypatch.setattr(
+        class_section, "rerun_at_rest", lambda ids, gone: (asked.append(ids), closed.append(gone))
+    )
+    before = ClassState("ABCDEF", 1, {})
+    after = ClassState("ABCDEF", 1, {1: "revealed"})
+    was = class_section.drawn(before)
+    pages = {"me": was, "a": was, "b": class_section.drawn(after), "c": was}
+    monkeypatch.setitem(class_section.DRAWN, "ABCDEF", pages)
+    class_section.ring(after)
+    assert asked == [["a", "c"]]
+    assert pages == {"me": was, **dict.fromkeys("abc", class_section.drawn(after))}
+    class_section.ring(after)  # a second page that sees the same move asks for no rerun
+    assert asked[-1] == []
+    closed[0]("c")
+    assert "c" not in pages
