@@ -73,7 +73,7 @@ class Report:
     teacher_complete_s: float = math.nan
     saw_reveal: int = 0  # students whose page showed the answer the teacher revealed
     reveal_s: float = math.nan  # from the teacher's click until the last of them saw it
-    pushed: int = 0  # of them, those who saw it before their page's timer asked again
+    pushed: int = 0  # of them, seen before their timer asked again (a late rerun counts as asked)
     errors: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
 
