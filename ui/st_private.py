@@ -146,7 +146,7 @@ def rerun_at_rest(session_ids: list[str], gone: Callable[[str], None]) -> None:
     and widgets as its last run left them. On the event loop, where a browser's requests are
     handled, once the session is at rest (no run a rerun could cut short); ``gone`` is told of
     a session closed."""
-    if not Runtime.exists():  # AppTest: no server
+    if not session_ids or not Runtime.exists():  # none behind; or AppTest: no server
         return
     runtime = Runtime.instance()
     loop = runtime._get_async_objs().eventloop
