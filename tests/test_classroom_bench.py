@@ -137,10 +137,6 @@ def test_a_worker_killed_mid_vote_loses_and_doubles_nothing() -> None:
     assert math.isfinite(report.teacher_complete_s)
     # The teacher's reveal reached every student's page, through its live fragment's timed runs.
     assert report.saw_reveal == 6 and report.reveal_s < 30, report.lines()
-    # The pages reran as the class moved, not at their timers' next tick: on the teacher's
-    # worker as the teacher moved it, on the other as the first page there saw it move. (On a
-    # busy machine a page's own tick may come before its rerun arrives, and counts as asked.)
-    assert report.pushed >= 3, report.lines()
 
 
 class _Feed:
