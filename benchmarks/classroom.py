@@ -298,16 +298,6 @@ def measure_teacher(teacher, answers: int, last_recorded: float) -> float:
     return time.monotonic() - last_recorded
 
 
-def in_thread(work) -> Outcome:
-    """Run the students' event loop in a thread of its own (Playwright's sync API holds this
-    thread's)."""
-    box: list = []
-    thread = threading.Thread(target=lambda: box.append(asyncio.run(work)))
-    thread.start()
-    thread.join()
-    return box[0]
-
-
 def check_store(
     told: Mapping[str, str], held: Mapping[str, str | None], total: int
 ) -> tuple[int, int]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 # The launcher's own: a free port, the health check, the worker's command.
-from serve.launcher import free_port, wait_for_health, worker_command
+from serve.launcher import free_port, wait_for_health, worker_command  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,19 +137,3 @@ def stop_server(proc: subprocess.Popen, *, grace_s: float = SHUTDOWN_GRACE_S) ->
     except subprocess.TimeoutExpired:
         send(signal.SIGKILL)
         proc.wait()
-
-
-@contextmanager
-def live_app(
-    *, env: Mapping[str, str | None] | None = None, log: Path | None = None
-) -> Iterator[str]:
-    """``streamlit run app.py`` on a free loopback port (``env`` and ``log`` as ``start_server``
-    takes them): yields its URL once it answers the health check, and stops it on leaving."""
-    port = free_port()
-    proc = start_server(streamlit_command(port), port, log=log, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_health(url)
-        yield url
-    finally:
-        stop_server(proc)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +26,11 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.live import (
     READY,
-    live_app,
+    free_port,
+    start_server,
+    stop_server,
+    streamlit_command,
+    wait_for_health,
 )
 from benchmarks.st_private import protos
 from labkit.style import MIN_FONT_SIZE
@@ -530,3 +534,19 @@ def open_page(browser: object, url: str, *, width: int = 1400, height: int = 100
     page.goto(url)
     page.wait_for_selector(READY, timeout=60_000)
     return page, outside
+
+
+@contextmanager
+def live_app(
+    *, env: Mapping[str, str | None] | None = None, log: Path | None = None
+) -> Iterator[str]:
+    """``streamlit run app.py`` on a free loopback port (``env`` and ``log`` as ``start_server``
+    takes them): yields its URL once it answers the health check, and stops it on leaving."""
+    port = free_port()
+    proc = start_server(streamlit_command(port), port, log=log, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_health(url)
+        yield url
+    finally:
+        stop_server(proc)

@@ -32,7 +32,8 @@ os.environ["NORMLAB_RUN_CACHE"] = tempfile.mkdtemp(prefix="normlab-runs-")
 import streamlit.components.v2.manifest_scanner as component_scanner
 from hypothesis import settings
 
-from benchmarks.live import CHROMIUM, chromium, live_app
+from benchmarks.live import CHROMIUM, chromium
+from tests.browser_util import live_app
 from tests.hypothesis_util import QUICK_EXAMPLES
 
 # Each new AppTest looks through every installed distribution for Streamlit components (a quarter

@@ -4,9 +4,11 @@ its worker killed; the teacher's private page and the board in two other browser
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -161,7 +163,7 @@ def test_the_proxy_gives_each_address_its_own_limit(tmp_path) -> None:
     """Students from three loopback addresses through HAProxy, two new seats allowed per
     address: the address the workers see is each student's own (X-Forwarded-For), not the
     proxy's."""
-    from benchmarks.classroom import Student, in_thread
+    from benchmarks.classroom import Student
 
     env = {"NORMLAB_DATA_DIR": str(tmp_path), "NORMLAB_CLASS_STORE": None}
     env["NORMLAB_CLIENT_SEATS"] = "2"
@@ -180,7 +182,8 @@ def test_the_proxy_gives_each_address_its_own_limit(tmp_path) -> None:
         async def class_() -> list[list[str]]:
             return [await join(s) for s in ("127.0.0.2",) * 3 + ("127.0.0.3",) * 2]
 
-        alerts = in_thread(class_())  # Playwright's sync API may hold this thread's loop
+        with ThreadPoolExecutor(1) as thread:  # Playwright's sync API may hold this one's loop
+            alerts = thread.submit(asyncio.run, class_()).result()
     refused = ["seats from your network" in " ".join(a) for a in alerts]
     assert refused == [False, False, True, False, False], alerts
     assert store.state(code).students == 4

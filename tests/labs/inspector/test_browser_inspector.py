@@ -13,10 +13,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from benchmarks.live import READY, live_app
+from benchmarks.live import READY
 from labs.inspector import Settings, inspect_view
 from labs.inspector.readings import DEFAULT_PROMPT
-from tests.browser_util import open_page
+from tests.browser_util import live_app, open_page
 from tests.inspector_fixture import tiny_dir
 from ui.i18n import t
 

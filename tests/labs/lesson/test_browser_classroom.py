@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from benchmarks.classroom import measure
-from benchmarks.live import READY, live_app
-from tests.browser_util import open_page
+from benchmarks.live import READY
+from tests.browser_util import live_app, open_page
 
 pytestmark = pytest.mark.browser
 
