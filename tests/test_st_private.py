@@ -238,8 +238,9 @@ def test_the_emoji_table_is_compiled_when_the_app_starts() -> None:
 def test_sessions_are_rerun_at_rest_as_streamlit_reruns_on_save(monkeypatch) -> None:
     """A session at rest reruns with the client state its last run left (Streamlit's own
     rerun-on-save, which keeps every widget as it stands: the state carries no widget values and
-    those given are merged); a session mid-run is asked again once at rest; a closed one is
-    reported. Without a server (AppTest) nothing happens."""
+    those given are merged), ``RINGING`` at a time; a session mid-run is asked once at rest; one
+    no longer due (it reran on its own) is not asked; a closed one is reported. Without a server
+    (AppTest) nothing happens."""
     import inspect
 
     from streamlit.runtime.app_session import AppSession
@@ -252,19 +253,20 @@ def test_sessions_are_rerun_at_rest_as_streamlit_reruns_on_save(monkeypatch) -> 
     assert "for state in widget_states.widgets:" in inspect.getsource(
         SessionState.set_widgets_from_proto
     )
-    st_private.rerun_at_rest(["x"], lambda s: None)  # no server in this process: nothing
+    st_private.rerun_at_rest(["x"], bool, print)  # no server in this process: nothing
     soon, later, gone = [], [], []
     loop = type("Loop", (), {})()
     loop.call_soon_threadsafe = lambda f, *args: soon.append((f, args))
-    loop.call_later = lambda delay, f, *args: later.append((f, args))
+    loop.call_later = lambda delay, f, *args: later.append((delay, f, args))
 
     def session(running: bool):
         s = type("Session", (), {})()
         s._scriptrunner, s._client_state, s.asked = (object() if running else None), "state", []
-        s.request_rerun = s.asked.append
+        s.request_rerun = lambda state: (s.asked.append(state), setattr(s, "_scriptrunner", 1))
         return s
 
-    sessions = {"rest": session(False), "busy": session(True)}
+    names = ["rest1", "busy", "done", "rest2", "rest3"]
+    sessions = {name: session(name == "busy") for name in names}
     manager = type("Manager", (), {})()
     manager.get_active_session_info = lambda i: (
         type("Info", (), {"session": sessions[i]})() if i in sessions else None
@@ -273,13 +275,28 @@ def test_sessions_are_rerun_at_rest_as_streamlit_reruns_on_save(monkeypatch) -> 
     runtime._get_async_objs = lambda: type("Objs", (), {"eventloop": loop})()
     monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
     monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: runtime))
-    st_private.rerun_at_rest(["rest", "busy", "closed"], gone.append)
-    assert later == [] and sessions["rest"].asked == []  # nothing before the loop runs it
+    monkeypatch.setattr(st_private, "RINGING", 2)
+    st_private.rerun_at_rest([*names, "closed"], lambda i: i != "done", gone.append)
+    assert later == [] and sessions["rest1"].asked == []  # nothing before the loop runs it
+
+    def asked() -> list[str]:
+        return [name for name in names if sessions[name].asked]
+
     f, args = soon.pop()
     f(*args)
-    assert sessions["rest"].asked == ["state"] and sessions["busy"].asked == []
-    assert gone == ["closed"]
-    sessions["busy"]._scriptrunner = None  # its run ended
-    f, args = later.pop()
+    assert asked() == ["rest1", "rest2"] and gone == []  # two at once; the rest not looked up
+    for name in ("rest1", "busy"):  # their runs ended
+        sessions[name]._scriptrunner = None
+    delay, f, args = later.pop()
     f(*args)
-    assert sessions["busy"].asked == ["state"] and later == []
+    assert delay == st_private.HOLD_S and asked() == ["rest1", "busy", "rest2"]
+    sessions["rest2"]._scriptrunner = None
+    delay, f, args = later.pop()
+    f(*args)
+    assert asked() == ["rest1", "busy", "rest2", "rest3"] and gone == []
+    for name in ("busy", "rest3"):
+        sessions[name]._scriptrunner = None
+    delay, f, args = later.pop()
+    f(*args)
+    assert gone == ["closed"] and later == []
+    assert all(sessions[name].asked == ["state"] for name in asked())

@@ -52,6 +52,7 @@ ENTERED = "_class_entered"
 SEEN = "_class_seen"
 SET_HERE = "_class_set_here"  # the radios whose value this run set through the session state
 LED = "_class_led"
+WAITED = "_class_waited"  # the class state whose rerun this page's watch left to a ring
 # Set while the whole page runs a live fragment in place: only the fragment's own timed reruns may
 # rerun the page (a rerun from inside the page's run would loop as fast as it runs).
 IN_PAGE = "_class_in_page"
@@ -73,11 +74,13 @@ def drawn(state: ClassState) -> tuple:
 
 def ring(state: ClassState) -> None:
     """This page saw the class move to ``state``: rerun the class's other pages here that drew
-    it otherwise (each counted as drawing it, so that the next watch to see it asks no more)."""
+    it otherwise, each marked as asked (the next watch to see the move asks no more; a page
+    that reruns on its own first is not asked again)."""
     pages, now, me = DRAWN.setdefault(state.code, {}), drawn(state), session_id()
-    behind = [page for page, was in list(pages.items()) if was != now and page != me]
-    pages.update(dict.fromkeys(behind, now))
-    rerun_at_rest(behind, lambda page: pages.pop(page, None))
+    asked = ("asked", now)
+    behind = [page for page, was in list(pages.items()) if was not in (now, asked) and page != me]
+    pages.update(dict.fromkeys(behind, asked))
+    rerun_at_rest(behind, lambda page: pages.get(page) == asked, lambda page: pages.pop(page, None))
 
 
 @dataclass(frozen=True)
@@ -391,7 +394,16 @@ def moved(seat: Seat, state: ClassState, step: int) -> bool:
     )
     if went:
         ring(state)
-    return went
+    return went and not in_line(state)
+
+
+def in_line(state: ClassState) -> bool:
+    """Whether a ring has this page in line to rerun for ``state``: its first watch to see the
+    move then leaves the rerun to it (a hundred pages rerun at once each take far longer), the
+    next reruns the page anyway."""
+    now = drawn(state)
+    first, st.session_state[WAITED] = st.session_state.get(WAITED) != now, now
+    return first and DRAWN.get(state.code, {}).get(session_id()) == ("asked", now)
 
 
 @st.fragment(run_every=LIVE_S)
@@ -407,6 +419,8 @@ def retry() -> None:
 
 @st.fragment(run_every=LIVE_S)
 def watch(seat: Seat, step: int) -> None:
+    if st.session_state.get(IN_PAGE):  # the page's run has just read the class
+        return
     try:
         state = seat.store.state(seat.code)
         elsewhere = seat.store.answers(seat.code, seat.seat) != seat.recorded

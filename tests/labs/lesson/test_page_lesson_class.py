@@ -579,25 +579,33 @@ def test_a_page_that_sees_the_class_move_reruns_the_others_that_drew_it_otherwis
     monkeypatch,
 ) -> None:
     """The ring: the pages of a class on this server that drew another step or phase are rerun
-    (not the page that rang, not those that drew the new state), each once per move; a closed
-    session leaves the class's list."""
+    (not the page that rang, not those that drew the new state), each once per move and not one
+    that reran on its own first; a closed session leaves the class's list. A page in line leaves
+    its rerun to the ring at the first watch that sees the move, and reruns itself at the next."""
     from serve.classroom.store import ClassState
 
-    asked: list[list[str]] = []
-    closed: list = []
-    monkeypatch.setattr(class_section, "session_id", lambda: "me")
-    monkeypatch.setattr(
-        class_section, "rerun_at_rest", lambda ids, gone: (asked.append(ids), closed.append(gone))
-    )
+    asked: list[tuple] = []
+    me = ["me"]
+    monkeypatch.setattr(class_section, "session_id", lambda: me[0])
+    monkeypatch.setattr(class_section, "rerun_at_rest", lambda *args: asked.append(args))
     before = ClassState("ABCDEF", 1, {})
     after = ClassState("ABCDEF", 1, {1: "revealed"})
-    was = class_section.drawn(before)
-    pages = {"me": was, "a": was, "b": class_section.drawn(after), "c": was}
+    was, now = class_section.drawn(before), class_section.drawn(after)
+    pages = {"me": was, "a": was, "b": now, "c": was}
     monkeypatch.setitem(class_section.DRAWN, "ABCDEF", pages)
     class_section.ring(after)
-    assert asked == [["a", "c"]]
-    assert pages == {"me": was, **dict.fromkeys("abc", class_section.drawn(after))}
+    ids, due, gone = asked[-1]
+    line = ("asked", now)
+    assert ids == ["a", "c"] and pages == {"me": was, "a": line, "b": now, "c": line}
+    assert due("a") and due("c") and not due("b")
     class_section.ring(after)  # a second page that sees the same move asks for no rerun
-    assert asked[-1] == []
-    closed[0]("c")
+    assert asked[-1][0] == []
+    monkeypatch.delitem(class_section.st.session_state, class_section.WAITED, raising=False)
+    me[0] = "c"
+    assert class_section.in_line(after) and not class_section.in_line(after)
+    pages["a"] = now  # a's own run drew the move first: the ring no longer asks for it
+    assert not due("a")
+    me[0] = "b"
+    assert not class_section.in_line(after)  # not in line: its watch reruns it
+    gone("c")
     assert "c" not in pages
