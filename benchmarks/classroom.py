@@ -234,6 +234,7 @@ def run_class(
     stopped afterwards, the server log's restarts, servers down and up, store failures kept."""
     data_dir = tempfile.mkdtemp(prefix="normlab-class-store-")
     env = {"NORMLAB_DATA_DIR": data_dir, "NORMLAB_CLASS_STORE": store}
+    env["NORMLAB_CLIENT_CLASSES"] = "1e6"  # a Redis store outlives the run: a class a run adds up
     proc, url, run_dir = start_app(workers, students, env, packed)
     try:
         with live.chromium() as browser:
