@@ -6,6 +6,8 @@ link value over the corrected one; this test fails first, by name.
 
 from __future__ import annotations
 
+import types
+
 from streamlit.runtime.state import get_session_state
 from streamlit.runtime.state.query_params import QueryParams
 from streamlit.testing.v1 import AppTest
@@ -239,17 +241,20 @@ def test_sessions_are_rerun_at_rest_as_streamlit_reruns_on_save(monkeypatch) -> 
     """A session at rest reruns with the client state its last run left (Streamlit's own
     rerun-on-save, which keeps every widget as it stands: the state carries no widget values and
     those given are merged), ``RINGING`` at a time; a session mid-run is asked once at rest; one
-    no longer due (it reran on its own) is not asked; a closed one is reported. Without a server
-    (AppTest) nothing happens."""
+    no longer due (it reran on its own) is not asked; a closed one, or one now on another page
+    than the run that asks, is reported. Without a server (AppTest) nothing happens."""
     import inspect
 
     from streamlit.runtime.app_session import AppSession
     from streamlit.runtime.runtime import Runtime
+    from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
     from streamlit.runtime.state.session_state import SessionState
 
     from ui import st_private
 
     assert "self.request_rerun(self._client_state)" in inspect.getsource(AppSession)
+    # A session's last client state names the page its last run ran.
+    assert "state.page_script_hash = ctx.page_script_hash" in inspect.getsource(ScriptRunner)
     assert "for state in widget_states.widgets:" in inspect.getsource(
         SessionState.set_widgets_from_proto
     )
@@ -259,14 +264,15 @@ def test_sessions_are_rerun_at_rest_as_streamlit_reruns_on_save(monkeypatch) -> 
     loop.call_soon_threadsafe = lambda f, *args: soon.append((f, args))
     loop.call_later = lambda delay, f, *args: later.append((delay, f, args))
 
-    def session(running: bool):
-        s = type("Session", (), {})()
-        s._scriptrunner, s._client_state, s.asked = (object() if running else None), "state", []
+    def session(name: str):
+        s, where = type("Session", (), {})(), "other" if name == "away" else "lesson"
+        s._scriptrunner, s.asked = (object() if name == "busy" else None), []
+        s._client_state = types.SimpleNamespace(page_script_hash=where)
         s.request_rerun = lambda state: (s.asked.append(state), setattr(s, "_scriptrunner", 1))
         return s
 
-    names = ["rest1", "busy", "done", "rest2", "rest3"]
-    sessions = {name: session(name == "busy") for name in names}
+    names = ["rest1", "busy", "done", "away", "rest2", "rest3"]
+    sessions = {name: session(name) for name in names}
     manager = type("Manager", (), {})()
     manager.get_active_session_info = lambda i: (
         type("Info", (), {"session": sessions[i]})() if i in sessions else None
@@ -276,6 +282,8 @@ def test_sessions_are_rerun_at_rest_as_streamlit_reruns_on_save(monkeypatch) -> 
     monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
     monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: runtime))
     monkeypatch.setattr(st_private, "RINGING", 2)
+    ctx = types.SimpleNamespace(page_script_hash="lesson")
+    monkeypatch.setattr(st_private, "get_script_run_ctx", lambda: ctx)
     st_private.rerun_at_rest([*names, "closed"], lambda i: i != "done", gone.append)
     assert later == [] and sessions["rest1"].asked == []  # nothing before the loop runs it
 
@@ -284,7 +292,7 @@ def test_sessions_are_rerun_at_rest_as_streamlit_reruns_on_save(monkeypatch) -> 
 
     f, args = soon.pop()
     f(*args)
-    assert asked() == ["rest1", "rest2"] and gone == []  # two at once; the rest not looked up
+    assert asked() == ["rest1", "rest2"] and gone == ["away"]  # two at once; the rest wait
     for name in ("rest1", "busy"):  # their runs ended
         sessions[name]._scriptrunner = None
     delay, f, args = later.pop()
@@ -293,10 +301,10 @@ def test_sessions_are_rerun_at_rest_as_streamlit_reruns_on_save(monkeypatch) -> 
     sessions["rest2"]._scriptrunner = None
     delay, f, args = later.pop()
     f(*args)
-    assert asked() == ["rest1", "busy", "rest2", "rest3"] and gone == []
+    assert asked() == ["rest1", "busy", "rest2", "rest3"] and gone == ["away"]
     for name in ("busy", "rest3"):
         sessions[name]._scriptrunner = None
     delay, f, args = later.pop()
     f(*args)
-    assert gone == ["closed"] and later == []
-    assert all(sessions[name].asked == ["state"] for name in asked())
+    assert gone == ["away", "closed"] and later == []
+    assert all(sessions[name].asked == [sessions[name]._client_state] for name in asked())

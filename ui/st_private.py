@@ -148,11 +148,11 @@ def rerun_at_rest(
     """Rerun each of these sessions of this server as Streamlit's rerun-on-save does: the link
     and widgets as its last run left them. On the event loop, where a browser's requests are
     handled, once the session is at rest (no run a rerun could cut short) and while ``due`` says
-    it still needs one; ``gone`` is told of a session closed. ``RINGING`` at a time: a hundred
-    runs at once spend a third of the worker's time switching threads."""
+    it still needs one; ``gone`` is told of a session closed or now on another page than this
+    run's. ``RINGING`` at a time: a hundred runs at once spend a third of the time switching."""
     if not session_ids or not Runtime.exists():  # none behind; or AppTest: no server
         return
-    runtime = Runtime.instance()
+    runtime, page = Runtime.instance(), get_script_run_ctx().page_script_hash
     loop = runtime._get_async_objs().eventloop
 
     def rerun(waiting: list[str], running: list[AppSession], tries: int) -> None:
@@ -162,7 +162,7 @@ def rerun_at_rest(
                 held += waiting[index:]
                 break
             active = runtime._session_mgr.get_active_session_info(session_id)
-            if active is None:
+            if active is None or active.session._client_state.page_script_hash != page:
                 gone(session_id)
             elif not due(session_id):
                 continue

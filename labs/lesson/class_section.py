@@ -399,8 +399,7 @@ def moved(seat: Seat, state: ClassState, step: int) -> bool:
 
 def in_line(state: ClassState) -> bool:
     """Whether a ring has this page in line to rerun for ``state``: its first watch to see the
-    move then leaves the rerun to it (a hundred pages rerun at once each take far longer), the
-    next reruns the page anyway."""
+    move leaves the rerun to it (all at once, each run is slower), the next reruns it anyway."""
     now = drawn(state)
     first, st.session_state[WAITED] = st.session_state.get(WAITED) != now, now
     return first and DRAWN.get(state.code, {}).get(session_id()) == ("asked", now)
