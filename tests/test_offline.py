@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.live import CHROMIUM, live_app
-from tests.browser_util import open_page
+from benchmarks.live import CHROMIUM
+from tests.browser_util import live_app, open_page
 from ui.nav import PAGES
 
 ROOT = Path(__file__).resolve().parent.parent
